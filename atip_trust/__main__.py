@@ -1,0 +1,3 @@
+from atip_trust.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Open an artifact once, inspect it, and hash it from that same descriptor (DESIGN.md principle 6).
+
+A bare name (no ``/``) is resolved through PATH exactly once, here; afterwards everything works on the
+descriptor, never on the name again. The final path component is opened with ``O_NOFOLLOW`` after the
+path has been resolved, so a symlink swapped in between resolution and open is refused, not followed.
+``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer; the ``fstat`` that
+follows refuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from .digest import Algorithm, Digest, hash_fd
+from .errors import ArtifactAccessError, NotARegularFileError
+
+_KIND_NAMES = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+}
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What ``fstat`` said about the opened file; used to detect a swap before exec (principle 9)."""
+
+    dev: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    mode: int
+    uid: int
+    gid: int
+
+    @classmethod
+    def from_stat(cls, st: os.stat_result) -> FileIdentity:
+        return cls(
+            dev=st.st_dev,
+            inode=st.st_ino,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            ctime_ns=st.st_ctime_ns,
+            mode=st.st_mode,
+            uid=st.st_uid,
+            gid=st.st_gid,
+        )
+
+
+def resolve(target: str | os.PathLike[str]) -> Path:
+    """Turn a path or a bare tool name into an absolute, symlink-free path, once.
+
+    A bare name is looked up through PATH (like a shell would); anything containing a separator is a
+    path. The result is fully resolved so that later opens do not depend on PATH or symlinks again.
+    """
+    text = os.fspath(target)
+    if not text:
+        raise ArtifactAccessError("empty artifact name")
+    if os.sep not in text and not os.path.lexists(text):
+        found = shutil.which(text)
+        if found is None:
+            raise ArtifactAccessError(f"{text!r} was not found on PATH", path=text)
+        text = found
+    try:
+        return Path(text).resolve(strict=True)
+    except FileNotFoundError as err:
+        raise ArtifactAccessError("no such file", path=text) from err
+    except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on some Pythons
+        raise ArtifactAccessError(f"cannot resolve path: {err}", path=text) from err
+
+
+@dataclass
+class Artifact:
+    """An opened regular file: its resolved path, descriptor, identity and (lazily) its digests.
+
+    Use as a context manager, or call ``close()``. Digests are computed from the descriptor on first
+    request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
+    """
+
+    path: Path
+    fd: int
+    identity: FileIdentity
+    _digests: dict[Algorithm, Digest] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, target: str | os.PathLike[str]) -> Artifact:
+        path = resolve(target)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError as err:
+            raise ArtifactAccessError("no such file", path=str(path)) from err
+        except PermissionError as err:
+            raise ArtifactAccessError("permission denied", path=str(path)) from err
+        except OSError as err:
+            raise ArtifactAccessError(f"cannot open: {err.strerror}", path=str(path)) from err
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                kind = _KIND_NAMES.get(stat.S_IFMT(st.st_mode), "not a regular file")
+                raise NotARegularFileError(f"is {kind}, not a regular file", path=str(path))
+        except OSError as err:
+            os.close(fd)
+            raise ArtifactAccessError(f"cannot stat: {err.strerror}", path=str(path)) from err
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path=path, fd=fd, identity=FileIdentity.from_stat(st))
+
+    def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:
+        missing = tuple(a for a in algorithms if a not in self._digests)
+        if missing:
+            self._digests.update(hash_fd(self.fd, missing))
+        return {a: self._digests[a] for a in algorithms}
+
+    def digest(self, algorithm: Algorithm = "sha256") -> Digest:
+        return self.digests((algorithm,))[algorithm]
+
+    @property
+    def sha256(self) -> Digest:
+        return self.digest("sha256")
+
+    def unchanged(self) -> bool:
+        """True when the path still names the same, unmodified file that was opened (principle 6)."""
+        try:
+            now = FileIdentity.from_stat(os.stat(self.path, follow_symlinks=False))
+            mine = FileIdentity.from_stat(os.fstat(self.fd))
+        except OSError:
+            return False
+        return now == mine == self.identity
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Artifact:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = ["Artifact", "FileIdentity", "resolve"]

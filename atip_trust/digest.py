@@ -1,0 +1,122 @@
+"""The ``Digest`` value type and streaming hashing from a file descriptor.
+
+A digest is an algorithm plus bytes, never a bare hex string (STYLE.md practice 7). Comparison is
+constant-time. The text form is ``<algorithm>:<lowercase hex>``, the form ATIP uses for
+``binary.hash`` and ``trust.integrity.checksum`` (RFC §3.2.2, §4.5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import ArtifactAccessError, MalformedInputError
+from .limits import LIMITS
+
+Algorithm = Literal["sha256", "sha512"]
+ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
+_HEX_LEN = {"sha256": 64, "sha512": 128}
+_TEXT_RE = re.compile(r"^(sha256|sha512):([0-9a-f]+)$")
+
+
+@dataclass(frozen=True, eq=False)
+class Digest:
+    """A hash value: algorithm and raw bytes."""
+
+    algorithm: Algorithm
+    value: bytes
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in _HEX_LEN:
+            raise MalformedInputError(f"unsupported digest algorithm {self.algorithm!r}")
+        if len(self.value) * 2 != _HEX_LEN[self.algorithm]:
+            raise MalformedInputError(
+                f"{self.algorithm} digest must be {_HEX_LEN[self.algorithm] // 2} bytes, "
+                f"got {len(self.value)}"
+            )
+
+    @property
+    def hex(self) -> str:
+        return self.value.hex()
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}:{self.hex}"
+
+    def __repr__(self) -> str:
+        return f"Digest({self})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Digest):
+            return NotImplemented
+        # Constant-time on the bytes; the algorithm is public.
+        return self.algorithm == other.algorithm and hmac.compare_digest(self.value, other.value)
+
+    def __hash__(self) -> int:
+        return hash((self.algorithm, self.value))
+
+    @classmethod
+    def parse(cls, text: str) -> Digest:
+        """Parse ``sha256:<64 lowercase hex>`` or ``sha512:<128 lowercase hex>``.
+
+        Uppercase hex and short or long values are refused rather than normalised: a shim's
+        ``binary.hash`` is a lookup key (RFC §4.1), and two spellings of one key are a confusion risk.
+        """
+        m = _TEXT_RE.match(text) if isinstance(text, str) else None
+        if m is None:
+            raise MalformedInputError(
+                f"expected '<sha256|sha512>:<lowercase hex>', got {text!r:.100}"
+            )
+        alg, hx = m.group(1), m.group(2)
+        if len(hx) != _HEX_LEN[alg]:
+            raise MalformedInputError(
+                f"{alg} digest must have {_HEX_LEN[alg]} hex digits, got {len(hx)}"
+            )
+        return cls(alg, bytes.fromhex(hx))  # type: ignore[arg-type]
+
+    @classmethod
+    def from_hex(cls, algorithm: str, hexvalue: str) -> Digest:
+        return cls.parse(f"{algorithm}:{hexvalue}")
+
+
+def hash_fd(
+    fd: int, algorithms: Iterable[Algorithm] = ("sha256",), *, chunk: int = LIMITS.hash_chunk
+) -> dict[Algorithm, Digest]:
+    """Stream the whole file behind ``fd`` (from offset 0, with pread) through each algorithm.
+
+    Memory is bounded by one ``chunk``-sized buffer reused for every read. ``pread`` leaves the
+    descriptor's offset alone, so the same descriptor can later be hashed again or executed.
+    """
+    algs = list(dict.fromkeys(algorithms))
+    for a in algs:
+        if a not in _HEX_LEN:
+            raise MalformedInputError(f"unsupported digest algorithm {a!r}")
+    hashers = [hashlib.new(a) for a in algs]
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    offset = 0
+    try:
+        while True:
+            n = os.preadv(fd, [buf], offset)
+            if n == 0:
+                break
+            part = view[:n]
+            for h in hashers:
+                h.update(part)
+            offset += n
+    except OSError as err:
+        raise ArtifactAccessError(f"read failed at offset {offset}: {err.strerror}") from err
+    finally:
+        view.release()
+    return {a: Digest(a, h.digest()) for a, h in zip(algs, hashers)}
+
+
+def hash_bytes(data: bytes, algorithm: Algorithm = "sha256") -> Digest:
+    return Digest(algorithm, hashlib.new(algorithm, data).digest())
+
+
+__all__ = ["Algorithm", "ALGORITHMS", "Digest", "hash_fd", "hash_bytes"]

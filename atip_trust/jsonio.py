@@ -1,0 +1,145 @@
+"""Reading untrusted files and JSON with caps enforced before parsing (STYLE.md practices 2 and 4).
+
+``json``'s and the OS's exceptions are mapped here, once, into the error tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import (
+    ArtifactAccessError,
+    InputTooLargeError,
+    MalformedInputError,
+    NotARegularFileError,
+)
+
+
+def read_capped(path: str | os.PathLike[str], cap: int, *, what: str = "file") -> bytes:
+    """Read a regular file of at most ``cap`` bytes; refuse FIFOs and devices without blocking."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError as err:
+        raise ArtifactAccessError(f"{what} not found", path=name) from err
+    except PermissionError as err:
+        raise ArtifactAccessError(f"{what} is not readable (permission denied)", path=name) from err
+    except OSError as err:
+        raise ArtifactAccessError(f"cannot open {what}: {err.strerror}", path=name) from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFileError(f"{what} is not a regular file", path=name)
+        if st.st_size > cap:
+            raise InputTooLargeError(
+                f"{what} is {st.st_size} bytes, over the cap of {cap} bytes", path=name
+            )
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            # Read at most one byte past the cap: the file may have grown since fstat.
+            block = os.read(fd, min(1 << 20, cap + 1 - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+            if total > cap:
+                raise InputTooLargeError(f"{what} exceeds the cap of {cap} bytes", path=name)
+        return b"".join(chunks)
+    except OSError as err:
+        raise ArtifactAccessError(f"cannot read {what}: {err.strerror}", path=name) from err
+    finally:
+        os.close(fd)
+
+
+def check_depth(data: bytes, max_depth: int, *, what: str = "document") -> None:
+    """Refuse JSON nested deeper than ``max_depth`` without recursing (json.loads would hit
+    RecursionError on a 10,000-deep document). Brackets inside strings are skipped."""
+    depth = 0
+    in_string = False
+    escape = False
+    for byte in data:
+        if in_string:
+            if escape:
+                escape = False
+            elif byte == 0x5C:  # backslash
+                escape = True
+            elif byte == 0x22:
+                in_string = False
+            continue
+        if byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > max_depth:
+                raise InputTooLargeError(f"{what} nests deeper than {max_depth} levels", path="$")
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Duplicate keys let two parsers see two different documents; refuse them.
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def parse_json(data: bytes, *, what: str = "document", max_depth: int = 64) -> Any:
+    """Strict UTF-8, strict JSON (no NaN, no duplicate keys), bounded depth."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MalformedInputError(
+            f"{what} is not valid UTF-8 (byte {err.start}: {data[err.start:err.start + 1]!r})",
+            path="$",
+        ) from err
+    if text.startswith("\ufeff"):
+        raise MalformedInputError(f"{what} starts with a byte-order mark", path="$")
+    check_depth(data, max_depth, what=what)
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as err:
+        raise MalformedInputError(
+            f"{what} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", path="$"
+        ) from err
+    except (ValueError, RecursionError) as err:
+        raise MalformedInputError(f"{what} is not valid JSON: {err}", path="$") from err
+
+
+def load_json_file(
+    path: str | os.PathLike[str], cap: int, *, what: str = "document", max_depth: int = 64
+) -> Any:
+    data = read_capped(path, cap, what=what)
+    try:
+        return parse_json(data, what=what, max_depth=max_depth)
+    except MalformedInputError as err:
+        # Keep the JSON path but say which file.
+        err.message = f"{Path(path).name}: {err.message}"
+        raise
+
+
+def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
+    """Render a jsonschema-style path as ``$.a.b[0]``."""
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif p.isidentifier():
+            out += f".{p}"
+        else:
+            out += f"[{json.dumps(p)}]"
+    return out
+
+
+__all__ = ["read_capped", "check_depth", "parse_json", "load_json_file", "json_path"]

@@ -1,0 +1,40 @@
+"""Byte and depth caps for every untrusted input, in one place (STYLE.md practice 2).
+
+Caps are enforced while reading, before any parser sees the bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on untrusted inputs. Override by constructing a new instance; the default is ``LIMITS``."""
+
+    #: ATIP ``--agent`` output or shim file.
+    metadata_bytes: int = 4 * 1024 * 1024
+    #: One Sigstore bundle (a real one is 4-20 KiB; a DSSE bundle with a large statement stays far below).
+    bundle_bytes: int = 4 * 1024 * 1024
+    #: A ``.jsonl`` file of bundles.
+    bundle_lines_bytes: int = 64 * 1024 * 1024
+    #: Lines in a ``.jsonl`` file.
+    bundle_lines: int = 10_000
+    #: Policy files.
+    policy_bytes: int = 1 * 1024 * 1024
+    #: A trusted_root.json (public-good is ~10 KiB).
+    trusted_root_bytes: int = 1 * 1024 * 1024
+    #: PEM keys and detached signatures.
+    key_bytes: int = 64 * 1024
+    #: Nesting depth of any JSON document; ATIP metadata nests commands, not much more than ~20 deep.
+    json_depth: int = 64
+    #: Network fetches (``--fetch``): seconds and bytes.
+    fetch_timeout: float = 10.0
+    fetch_bytes: int = 8 * 1024 * 1024
+    #: Read size for streaming hashes: large enough to amortise syscalls, small enough to stay bounded.
+    hash_chunk: int = 1024 * 1024
+
+
+LIMITS = Limits()
+
+__all__ = ["Limits", "LIMITS"]

@@ -1,0 +1,218 @@
+"""Facts produced by verification: trust levels, checks, and the trust report (DESIGN.md data flow).
+
+Verification produces a ``TrustReport``; it never decides. The policy engine turns a report into a
+``Decision``. Both serialise to the JSON keys of CONTRACT.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Literal
+
+CheckStatus = Literal["pass", "fail", "skip", "error"]
+#: What a failing check means for the trust level (DESIGN.md principle 2).
+Impact = Literal["compromised", "unsigned", "unverified", "provenance", "none"]
+SignatureStatus = Literal["valid", "invalid", "absent", "unchecked"]
+ProvenanceStatus = Literal["valid", "invalid", "absent", "unchecked", "fail"]
+Behavior = Literal["allow", "ask", "deny"]
+
+
+class TrustLevel(IntEnum):
+    """RFC §3.2.2 trust levels, ordered: a higher value is more trusted.
+
+    COMPROMISED: evidence of tampering (invalid signature over this artifact, digest mismatch).
+    UNSIGNED: no applicable signature material.
+    UNVERIFIED: material exists but could not be checked, or the signer is not one policy trusts.
+    PROVENANCE_FAIL: signature trusted, but required provenance is missing or fails.
+    VERIFIED: everything policy requires holds.
+    """
+
+    COMPROMISED = 0
+    UNSIGNED = 1
+    UNVERIFIED = 2
+    PROVENANCE_FAIL = 3
+    VERIFIED = 4
+
+    @classmethod
+    def parse(cls, name: str) -> TrustLevel:
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown trust level {name!r}; expected one of {', '.join(m.name for m in cls)}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check run during verification, with what was expected and what was found."""
+
+    name: str
+    status: CheckStatus
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    #: Which piece of evidence (bundle file, ``bundle.jsonl#3``, key file) the check was about.
+    evidence: str | None = None
+    impact: Impact = "none"
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("fail", "error")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "status": self.status}
+        if self.message:
+            out["message"] = self.message
+        if self.expected is not None or self.actual is not None:
+            out["expected"] = self.expected
+            out["actual"] = self.actual
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        return out
+
+
+@dataclass
+class SignatureResult:
+    status: SignatureStatus = "absent"
+    identity: str | None = None
+    issuer: str | None = None
+    #: ``keyless`` (Fulcio certificate), ``key`` (public key), or None.
+    kind: str | None = None
+    evidence: str | None = None
+    #: Fulcio extensions of the signing certificate (GitHub claims and the like), by short name.
+    extensions: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "identity": self.identity,
+            "issuer": self.issuer,
+            "kind": self.kind,
+            "evidence": self.evidence,
+        }
+        if self.extensions:
+            out["extensions"] = dict(self.extensions)
+        return out
+
+
+@dataclass
+class ProvenanceResult:
+    status: ProvenanceStatus = "absent"
+    predicate_type: str | None = None
+    builder_id: str | None = None
+    build_type: str | None = None
+    slsa_level: int | None = None
+    #: ``{"uri": ..., "ref": ..., "digest": {...}, "workflow": ...}`` or None.
+    source: dict[str, Any] | None = None
+    evidence: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "predicate_type": self.predicate_type,
+            "builder_id": self.builder_id,
+            "build_type": self.build_type,
+            "slsa_level": self.slsa_level,
+            "source": self.source,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a decision came out as it did (DESIGN.md principle 8)."""
+
+    code: str
+    message: str
+    rule: str | None = None
+    expected: Any = None
+    actual: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.rule is not None:
+            out["rule"] = self.rule
+        if self.expected is not None or self.actual is not None:
+            out["expected"] = self.expected
+            out["actual"] = self.actual
+        return out
+
+
+@dataclass
+class Decision:
+    behavior: Behavior
+    reasons: list[Reason] = field(default_factory=list)
+    policy_digest: str | None = None
+    report_digest: str | None = None
+    #: Where the deciding rule came from (``org``, ``local``, ``cli``, ``default``).
+    rule_source: str | None = None
+    mode: str = "enforce"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "behavior": self.behavior,
+            "reasons": [r.to_json() for r in self.reasons],
+            "policy_digest": self.policy_digest,
+            "report_digest": self.report_digest,
+            "rule_source": self.rule_source,
+            "mode": self.mode,
+        }
+
+    @property
+    def exit_code(self) -> int:
+        return {"allow": 0, "deny": 1, "ask": 3}[self.behavior]
+
+
+@dataclass
+class TrustReport:
+    """Everything verification found about one artifact."""
+
+    path: str
+    digests: dict[str, str]
+    size: int | None = None
+    trust_level: TrustLevel = TrustLevel.UNSIGNED
+    signature: SignatureResult = field(default_factory=SignatureResult)
+    provenance: ProvenanceResult = field(default_factory=ProvenanceResult)
+    checks: list[Check] = field(default_factory=list)
+    #: One entry per piece of evidence examined (bundle, key signature), each with its own checks.
+    attestations: list[dict[str, Any]] = field(default_factory=list)
+    #: Claims made by metadata (RFC §3.2.2), reported, never used as expectations.
+    claims: dict[str, Any] | None = None
+    decision: Decision | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "artifact": {"path": self.path, "digest": dict(self.digests), "size": self.size},
+            "trust_level": self.trust_level.name,
+            "signature": self.signature.to_json(),
+            "provenance": self.provenance.to_json(),
+            "checks": [c.to_json() for c in self.checks],
+            "attestations": self.attestations,
+            "claims": self.claims,
+            "decision": self.decision.to_json() if self.decision else None,
+        }
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of the report's facts (without the decision)."""
+        body = self.to_json()
+        body.pop("decision", None)
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()
+        return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+__all__ = [
+    "TrustLevel",
+    "Check",
+    "CheckStatus",
+    "Impact",
+    "SignatureResult",
+    "ProvenanceResult",
+    "Reason",
+    "Decision",
+    "Behavior",
+    "TrustReport",
+]
