@@ -1,0 +1,213 @@
+"""Sigstore trusted roots: the embedded public-good and staging roots, or any ``trusted_root.json``.
+
+The default root is read from the installed sigstore package's own data files (the copy it embeds to
+seed its TUF cache), never from the user's TUF cache, so a stale or planted cache cannot win and no
+network is used (DESIGN.md principle 5, CONTRACT.md ``--trusted-root``).
+
+This module gives two views of one file: sigstore-python's ``TrustedRoot`` (for its ``Verifier``) and our
+own parsed keys and CA certificates (for the verification code we own: key bundles, legacy bundles).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+from cryptography.hazmat.primitives.serialization import load_der_public_key
+
+from .errors import AtipTrustError, TrustRootError
+from .jsonio import parse_json, read_capped
+from .limits import LIMITS
+
+#: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
+_EMBEDDED = {
+    "production": "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev",
+    "staging": "https%3A%2F%2Ftuf-repo-cdn.sigstage.dev",
+}
+
+
+@dataclass(frozen=True)
+class LogKey:
+    """A transparency log (Rekor) or CT log public key from the trusted root."""
+
+    key_id: bytes
+    public_key: PublicKeyTypes
+    base_url: str
+    valid_from: datetime | None
+    valid_until: datetime | None
+
+    def valid_at(self, when: datetime) -> bool:
+        if self.valid_from is not None and when < self.valid_from:
+            return False
+        if self.valid_until is not None and when > self.valid_until:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class CertificateAuthority:
+    """A Fulcio (or TSA) CA: its chain, leaf-most first as in the file, and validity window."""
+
+    uri: str
+    chain: tuple[x509.Certificate, ...]
+    valid_from: datetime | None
+    valid_until: datetime | None
+
+
+def _ts(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError as err:
+        raise TrustRootError(f"bad timestamp {value!r} in trusted root") from err
+
+
+def _b64(value: Any, where: str) -> bytes:
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise TrustRootError(f"{where} is not standard base64") from err
+
+
+def _log_keys(entries: Any, where: str) -> tuple[LogKey, ...]:
+    keys: list[LogKey] = []
+    for i, tl in enumerate(entries or []):
+        pk = tl.get("publicKey") or {}
+        raw = _b64(pk.get("rawBytes", ""), f"{where}[{i}].publicKey.rawBytes")
+        try:
+            key = load_der_public_key(raw)
+        except (ValueError, TypeError) as err:
+            raise TrustRootError(f"{where}[{i}] public key cannot be loaded: {err}") from err
+        valid = pk.get("validFor") or {}
+        keys.append(
+            LogKey(
+                key_id=_b64((tl.get("logId") or {}).get("keyId", ""), f"{where}[{i}].logId.keyId"),
+                public_key=key,
+                base_url=str(tl.get("baseUrl", "")),
+                valid_from=_ts(valid.get("start")),
+                valid_until=_ts(valid.get("end")),
+            )
+        )
+    return tuple(keys)
+
+
+def _cas(entries: Any, where: str) -> tuple[CertificateAuthority, ...]:
+    cas: list[CertificateAuthority] = []
+    for i, ca in enumerate(entries or []):
+        certs = []
+        for j, c in enumerate(((ca.get("certChain") or {}).get("certificates")) or []):
+            der = _b64(c.get("rawBytes", ""), f"{where}[{i}].certChain.certificates[{j}]")
+            try:
+                certs.append(x509.load_der_x509_certificate(der))
+            except ValueError as err:
+                raise TrustRootError(f"{where}[{i}] certificate {j} cannot be parsed: {err}") from err
+        valid = ca.get("validFor") or {}
+        cas.append(
+            CertificateAuthority(
+                uri=str(ca.get("uri", "")),
+                chain=tuple(certs),
+                valid_from=_ts(valid.get("start")),
+                valid_until=_ts(valid.get("end")),
+            )
+        )
+    return tuple(cas)
+
+
+@dataclass(frozen=True)
+class TrustRoot:
+    """One trusted root file, loaded and checked once."""
+
+    #: Human name used in messages: ``production (embedded in sigstore 4.5.1)`` or the file path.
+    name: str
+    raw: bytes = field(repr=False)
+    tlogs: tuple[LogKey, ...]
+    ctlogs: tuple[LogKey, ...]
+    fulcio: tuple[CertificateAuthority, ...]
+    tsas: tuple[CertificateAuthority, ...]
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.raw).hexdigest()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, *, name: str) -> TrustRoot:
+        try:
+            doc = parse_json(raw, what="trusted root", max_depth=LIMITS.json_depth)
+        except AtipTrustError as err:
+            raise TrustRootError(f"trusted root {name}: {err.diagnostics()}") from err
+        if not isinstance(doc, dict):
+            raise TrustRootError(f"trusted root {name} is not a JSON object")
+        media = doc.get("mediaType")
+        if media != "application/vnd.dev.sigstore.trustedroot+json;version=0.1":
+            raise TrustRootError(
+                f"trusted root {name}: unsupported mediaType {media!r} "
+                "(expected application/vnd.dev.sigstore.trustedroot+json;version=0.1)"
+            )
+        try:
+            return cls(
+                name=name,
+                raw=raw,
+                tlogs=_log_keys(doc.get("tlogs"), "tlogs"),
+                ctlogs=_log_keys(doc.get("ctlogs"), "ctlogs"),
+                fulcio=_cas(doc.get("certificateAuthorities"), "certificateAuthorities"),
+                tsas=_cas(doc.get("timestampAuthorities"), "timestampAuthorities"),
+            )
+        except (AttributeError, TypeError) as err:
+            raise TrustRootError(f"trusted root {name} has an unexpected shape: {err}") from err
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> TrustRoot:
+        try:
+            raw = read_capped(path, LIMITS.trusted_root_bytes, what="trusted root")
+        except AtipTrustError as err:
+            raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
+        return cls.from_bytes(raw, name=str(path))
+
+    @classmethod
+    def embedded(cls, instance: str = "production") -> TrustRoot:
+        """The public-good (or staging) root shipped inside the installed sigstore package."""
+        import sigstore
+
+        folder = _EMBEDDED.get(instance)
+        if folder is None:
+            raise TrustRootError(f"no embedded trusted root named {instance!r}")
+        try:
+            raw = (
+                resources.files("sigstore").joinpath("_store", folder, "trusted_root.json").read_bytes()
+            )
+        except OSError as err:
+            raise TrustRootError(
+                f"the {instance} trusted root is missing from the installed sigstore package: {err}"
+            ) from err
+        return cls.from_bytes(raw, name=f"{instance} (embedded in sigstore {sigstore.__version__})")
+
+    def sigstore_trusted_root(self) -> Any:
+        """sigstore-python's ``TrustedRoot`` for the same bytes (built on each call; cache the Verifier)."""
+        from sigstore.errors import Error as SigstoreError
+        from sigstore.models import TrustedRoot as SigstoreTrustedRoot
+        from sigstore_models.trustroot import v1 as trustroot_v1
+
+        try:
+            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(self.raw))
+        except (SigstoreError, ValueError, TypeError, KeyError) as err:
+            raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
+
+
+def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | None = None) -> TrustRoot:
+    """``--trusted-root FILE`` wins; else ``--staging``; else the embedded public-good root."""
+    if path is not None:
+        return TrustRoot.from_file(Path(path))
+    return TrustRoot.embedded("staging" if staging else "production")
+
+
+__all__ = ["TrustRoot", "LogKey", "CertificateAuthority", "default_trust_root"]
