@@ -155,4 +155,43 @@ class Artifact:
         self.close()
 
 
-__all__ = ["Artifact", "FileIdentity", "resolve"]
+
+
+
+@dataclass
+class DigestSubject:
+    """An artifact known only by its digest (``verify sha256:<hex>``), as cosign's ``--digest`` or
+    ``gh attestation verify`` on a digest: attestations are matched by subject; nothing is opened."""
+
+    known: Digest
+    fd: int = -1
+
+    @property
+    def path(self) -> str:
+        return str(self.known)
+
+    @property
+    def identity(self) -> None:
+        return None
+
+    def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:
+        return {a: self.known for a in algorithms if a == self.known.algorithm}
+
+    def digest(self, algorithm: Algorithm = "sha256") -> Digest:
+        if algorithm != self.known.algorithm:
+            from .errors import UsageError
+
+            raise UsageError(
+                f"only the {self.known.algorithm} digest of this artifact is known, {algorithm} is needed"
+            )
+        return self.known
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> DigestSubject:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+__all__ = ["Artifact", "DigestSubject", "FileIdentity", "resolve"]

@@ -1,0 +1,146 @@
+"""Reading Sigstore bundles (``.json``, ``.sigstore.json``, ``.jsonl``) and routing them by shape.
+
+We look at the untrusted JSON only far enough to choose a verifier; every field read here is re-checked
+by the verifier that owns that shape:
+
+* certificate + ``hashedrekord``/``dsse`` 0.0.1 entry with an inclusion proof → sigstore-python
+  (``keyless.py``);
+* public-key verification material (cosign "managed key" bundles) → ``keys.py``;
+* ``intoto/0.0.2`` entries, or v0.1/v0.2 bundles with only an inclusion promise → ``legacy_bundle.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import BundleError, InputTooLargeError, MalformedInputError
+from .jsonio import parse_json, read_capped
+from .limits import LIMITS
+
+Route = Literal["sigstore", "key", "legacy"]
+
+BUNDLE_MEDIA_TYPES = {
+    "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
+    "application/vnd.dev.sigstore.bundle+json;version=0.2": "0.2",
+    "application/vnd.dev.sigstore.bundle+json;version=0.3": "0.3",
+    "application/vnd.dev.sigstore.bundle.v0.3+json": "0.3",
+}
+
+
+@dataclass
+class BundleInput:
+    """One bundle as read from disk: its label (``file`` or ``file#N`` for ``.jsonl``), bytes, JSON."""
+
+    label: str
+    raw: bytes
+    doc: dict[str, Any]
+    version: str = ""
+    content: Literal["message_signature", "dsse"] = "message_signature"
+    material: Literal["certificate", "chain", "public_key"] = "certificate"
+    entry_kinds: list[str] = field(default_factory=list)
+    has_inclusion_proof: bool = False
+    route: Route = "sigstore"
+
+    def dsse_payload(self) -> tuple[str, bytes] | None:
+        """The DSSE payload type and bytes, *unverified*: only to see which artifact it names."""
+        env = self.doc.get("dsseEnvelope")
+        if not isinstance(env, dict):
+            return None
+        try:
+            return str(env.get("payloadType", "")), base64.b64decode(str(env.get("payload", "")))
+        except (binascii.Error, ValueError):
+            return None
+
+
+def _classify(b: BundleInput) -> BundleInput:
+    doc = b.doc
+    media = doc.get("mediaType")
+    if media not in BUNDLE_MEDIA_TYPES:
+        raise BundleError(
+            f"unsupported bundle mediaType {media!r}; expected one of "
+            + ", ".join(sorted(BUNDLE_MEDIA_TYPES)),
+            path=f"{b.label}: $.mediaType",
+        )
+    b.version = BUNDLE_MEDIA_TYPES[str(media)]
+    if "dsseEnvelope" in doc:
+        b.content = "dsse"
+    elif "messageSignature" in doc:
+        b.content = "message_signature"
+    else:
+        raise BundleError(
+            "bundle has neither messageSignature nor dsseEnvelope", path=f"{b.label}: $"
+        )
+    vm = doc.get("verificationMaterial")
+    if not isinstance(vm, dict):
+        raise BundleError("verificationMaterial is missing", path=f"{b.label}: $.verificationMaterial")
+    if "publicKey" in vm:
+        b.material = "public_key"
+    elif "x509CertificateChain" in vm:
+        b.material = "chain"
+    elif "certificate" in vm:
+        b.material = "certificate"
+    else:
+        raise BundleError(
+            "verificationMaterial has no certificate, certificate chain or public key",
+            path=f"{b.label}: $.verificationMaterial",
+        )
+    entries = vm.get("tlogEntries") or []
+    if not isinstance(entries, list):
+        raise BundleError("tlogEntries is not a list", path=f"{b.label}: $.verificationMaterial.tlogEntries")
+    kinds = []
+    proof = False
+    for e in entries:
+        if isinstance(e, dict):
+            kv = e.get("kindVersion") or {}
+            kinds.append(f"{kv.get('kind')}/{kv.get('version')}")
+            proof = proof or isinstance(e.get("inclusionProof"), dict)
+    b.entry_kinds = kinds
+    b.has_inclusion_proof = proof
+    if b.material == "public_key":
+        b.route = "key"
+    elif any(k == "intoto/0.0.2" for k in kinds) or (entries and not proof and b.version in ("0.1", "0.2")):
+        b.route = "legacy"
+    else:
+        b.route = "sigstore"
+    return b
+
+
+def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
+    """Read one bundle file. ``.jsonl``: one bundle per non-empty line, labelled ``file#N`` (1-based)."""
+    p = Path(path)
+    is_lines = p.name.endswith(".jsonl")
+    cap = LIMITS.bundle_lines_bytes if is_lines else LIMITS.bundle_bytes
+    raw = read_capped(p, cap, what="bundle")
+    out: list[BundleInput] = []
+    if is_lines:
+        lines = [ln for ln in raw.split(b"\n") if ln.strip()]
+        if len(lines) > LIMITS.bundle_lines:
+            raise InputTooLargeError(
+                f"{len(lines)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=str(p)
+            )
+        chunks = [(f"{p.name}#{i}", ln) for i, ln in enumerate(lines, 1)]
+    else:
+        chunks = [(p.name, raw)]
+    if not chunks:
+        raise BundleError("no bundle in file", path=str(p))
+    for label, data in chunks:
+        if len(data) > LIMITS.bundle_bytes:
+            raise InputTooLargeError(f"bundle is over the cap of {LIMITS.bundle_bytes} bytes", path=label)
+        try:
+            doc = parse_json(data, what="bundle", max_depth=LIMITS.json_depth)
+        except InputTooLargeError as err:
+            raise InputTooLargeError(err.message, path=label) from err
+        except MalformedInputError as err:
+            raise BundleError(err.message, path=label) from err
+        if not isinstance(doc, dict):
+            raise BundleError("bundle is not a JSON object", path=f"{label}: $")
+        out.append(_classify(BundleInput(label=label, raw=data, doc=doc)))
+    return out
+
+
+__all__ = ["BundleInput", "load_bundles", "BUNDLE_MEDIA_TYPES", "Route"]

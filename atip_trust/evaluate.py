@@ -1,0 +1,435 @@
+"""The evaluation of one artifact, in a fixed order, producing a ``TrustReport`` (STYLE.md practice 1).
+
+Steps, each guarded so it cannot run out of order and the reference time is fixed once:
+
+  (1) digest      hash the opened artifact (sha256 and sha512, one pass).
+  (2) claims      read ``--metadata``: a declared checksum or shim ``binary.hash`` that differs from the
+                  artifact's digest is tampering (COMPROMISED); a declared signer is a *claim* compared
+                  with the constraint and reported, never used as one (DESIGN.md principle 1).
+  (3) evidence    verify every bundle and detached signature on its own: keyless (sigstore-python),
+                  key-based (keys.py), legacy Rekor entries (legacy_bundle.py). Each yields applies /
+                  valid / compromised and the signer's certificate facts; the signer is then matched
+                  against the allowed identities (identity.py).
+  (4) provenance  for every valid, trusted in-toto attestation that names this artifact: statement and
+                  SLSA facts against the provenance requirements (provenance.py).
+  (5) level       the trust level from all of the above (DESIGN.md principle 2):
+                  any tampering → COMPROMISED; no applicable material → UNSIGNED; nothing both valid
+                  and signed by an allowed signer → UNVERIFIED; provenance required but no trusted
+                  attestation satisfies it → PROVENANCE_FAIL; else VERIFIED.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .artifact import Artifact, DigestSubject
+from .bundle import BundleInput, load_bundles
+from .digest import Digest
+from .errors import UsageError
+from .identity import CertificateFacts, IdentityRule, match_identities
+from .keyless import KeylessVerifier
+from .report import Check, ProvenanceResult, SignatureResult, TrustLevel, TrustReport
+from .trustroot import TrustRoot
+
+IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Untrusted material offered about the artifact."""
+
+    bundles: tuple[Path, ...] = ()
+    #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``.
+    signature: Path | None = None
+    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims.
+    metadata: Path | None = None
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Trust anchors and requirements: from CLI flags or policy, never from the evidence."""
+
+    signers: tuple[IdentityRule, ...] = ()
+    #: Trusted public keys (PEM files), for detached signatures and public-key bundles.
+    keys: tuple[Path, ...] = ()
+    builder_id: str | None = None
+    source_uri: str | None = None
+    source_tag: str | None = None
+    source_branch: str | None = None
+    predicate_type: str | None = None
+    min_slsa_level: int | None = None
+    require_provenance: bool = False
+    #: Trusted-builder map (path to JSON, or None for the default in policies/).
+    builders: Any = None
+
+    @property
+    def wants_provenance(self) -> bool:
+        return self.require_provenance or any(
+            v is not None
+            for v in (self.builder_id, self.source_uri, self.source_tag, self.source_branch,
+                      self.predicate_type, self.min_slsa_level)
+        )
+
+    @property
+    def has_anchor(self) -> bool:
+        return bool(self.signers or self.keys)
+
+
+@dataclass
+class EvidenceResult:
+    """One bundle or signature, verified on its own."""
+
+    label: str
+    route: str
+    content: str
+    applies: bool = True
+    valid: bool = False
+    compromised: bool = False
+    trusted: bool = False
+    facts: CertificateFacts | None = None
+    key_digest: str | None = None
+    payload_type: str | None = None
+    payload: bytes | None = None
+    checks: list[Check] = field(default_factory=list)
+    provenance: ProvenanceResult | None = None
+    provenance_passed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evidence": self.label,
+            "route": self.route,
+            "content": self.content,
+            "applies": self.applies,
+            "valid": self.valid,
+            "compromised": self.compromised,
+            "signer_trusted": self.trusted,
+            "identity": self.facts.identity if self.facts else None,
+            "issuer": self.facts.issuer if self.facts else None,
+            "key": self.key_digest,
+            "predicate_type": self.provenance.predicate_type if self.provenance else None,
+            "provenance": self.provenance.to_json() if self.provenance else None,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+class Evaluation:
+    """Runs steps (1)-(5) of the module docstring, in order, once."""
+
+    _ORDER = ("digest", "claims", "evidence", "provenance", "level")
+
+    def __init__(
+        self,
+        artifact: Artifact | DigestSubject,
+        constraints: Constraints,
+        trust_root: TrustRoot,
+        *,
+        keyless: KeylessVerifier | None = None,
+    ) -> None:
+        self.artifact = artifact
+        self.constraints = constraints
+        self.trust_root = trust_root
+        self._keyless = keyless
+        self.now = time.time()  # fixed once for the whole evaluation
+        self._done: list[str] = []
+        self.digests: dict[str, Digest] = {}
+        self.checks: list[Check] = []
+        self.results: list[EvidenceResult] = []
+        self.claims: dict[str, Any] | None = None
+        self.tampered = False
+
+    def _step(self, name: str) -> None:
+        expected = self._ORDER[len(self._done)] if len(self._done) < len(self._ORDER) else None
+        if name != expected:
+            raise RuntimeError(f"evaluation step {name!r} out of order (next is {expected!r})")
+        self._done.append(name)
+
+    # (1)
+    def digest(self) -> None:
+        self._step("digest")
+        got = self.artifact.digests(("sha256", "sha512"))
+        self.digests = {k: v for k, v in got.items()}
+
+    # (2)
+    def claims_from(self, metadata: Path | None) -> None:
+        self._step("claims")
+        if metadata is None:
+            return
+        from .metadata import load_metadata
+
+        doc = load_metadata(metadata)
+        claims = doc.claims
+        self.claims = claims.to_json()
+        name = str(metadata)
+        declared: list[tuple[str, Digest]] = []
+        if claims.checksum is not None:
+            declared.append(("claim.checksum", claims.checksum))
+        if claims.binary is not None and claims.binary.hash is not None:
+            declared.append(("claim.binary_hash", claims.binary.hash))
+        for check_name, want in declared:
+            have = self.digests.get(want.algorithm)
+            if have is None:
+                self.checks.append(Check(check_name, "error",
+                                         f"the artifact's {want.algorithm} digest is not known",
+                                         str(want), None, name, impact="unverified"))
+            elif have == want:
+                self.checks.append(Check(check_name, "pass", "declared digest matches", str(want),
+                                         str(have), name))
+            else:
+                self.tampered = True
+                self.checks.append(Check(check_name, "fail",
+                                         "metadata declares a different digest for this binary",
+                                         str(want), str(have), name, impact="compromised"))
+        sig = claims.signature
+        if sig is not None and (sig.identity or sig.issuer):
+            # A claim is compared with the constraint, never used as one (principle 1).
+            facts = CertificateFacts(sans=(sig.identity,) if sig.identity else (), issuer=sig.issuer,
+                                     extensions={})
+            rule, _ = match_identities(self.constraints.signers, facts)
+            self.checks.append(Check(
+                "claim.signer", "pass" if rule else "skip",
+                "declared signer is allowed" if rule else
+                "declared signer is not among the allowed signers (claim only, not used)",
+                [r.describe() for r in self.constraints.signers],
+                f"{sig.identity} from {sig.issuer}", name))
+
+    # (3)
+    def evidence(self, bundles: Sequence[BundleInput], signature: Path | None) -> None:
+        self._step("evidence")
+        for b in bundles:
+            self.results.append(self._verify_bundle(b))
+        if signature is not None:
+            self.results.append(self._verify_detached(signature))
+        for r in self.results:
+            if not r.valid or not r.applies:
+                continue
+            if r.facts is not None:
+                rule, checks = match_identities(self.constraints.signers, r.facts, evidence=r.label)
+                r.checks.extend(checks)
+                r.trusted = rule is not None
+            elif r.key_digest is not None:
+                r.trusted = True  # verified against a key the caller named as trusted
+
+    def _keyless_verifier(self) -> KeylessVerifier:
+        if self._keyless is None:
+            self._keyless = KeylessVerifier(self.trust_root)
+        return self._keyless
+
+    def _verify_bundle(self, b: BundleInput) -> EvidenceResult:
+        r = EvidenceResult(label=b.label, route=b.route, content=b.content)
+        if b.route == "sigstore":
+            out = self._keyless_verifier().verify(b, self.digests)
+            r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
+            r.facts, r.checks = out.facts, list(out.checks)
+            r.payload_type, r.payload = out.payload_type, out.payload
+        elif b.route == "key":
+            self._verify_key_bundle(b, r)
+        else:
+            self._verify_legacy_bundle(b, r)
+        if r.content == "dsse" and not r.applies:
+            r.checks.append(Check(
+                "subject", "fail", "the attestation names another artifact; it does not apply",
+                expected=[str(d) for d in self.digests.values()],
+                actual=_subject_digests(b), evidence=b.label, impact="unsigned"))
+        return r
+
+    def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
+        try:
+            from . import keys
+        except ImportError:
+            r.checks.append(Check("bundle", "error", "public-key bundles are not supported yet",
+                                  evidence=b.label, impact="unverified"))
+            return
+        if not self.constraints.keys:
+            r.checks.append(Check("key", "fail", "bundle is signed with a public key; pass --key",
+                                  evidence=b.label, impact="unverified"))
+            return
+        keys_api: Any = keys
+        for key_path in self.constraints.keys:
+            key = keys_api.load_public_key(key_path)
+            res = keys_api.verify_key_bundle(b.doc, self.digests["sha256"], key, self.trust_root)
+            r.checks.extend(res.checks)
+            if res.valid:
+                r.valid = True
+                r.key_digest = str(keys_api.key_digest(key))
+                return
+            if res.compromised:
+                r.compromised = True
+
+    def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
+        try:
+            from . import legacy_bundle
+        except ImportError:
+            r.checks.append(Check("bundle", "error",
+                                  f"bundle with entries {b.entry_kinds} is not supported yet",
+                                  evidence=b.label, impact="unverified"))
+            return
+        api: Any = legacy_bundle
+        out = api.verify_legacy_bundle(b, self.digests, self.trust_root)
+        r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
+        r.facts, r.checks = out.facts, list(out.checks)
+        r.payload_type, r.payload = out.payload_type, out.payload
+
+    def _verify_detached(self, signature: Path) -> EvidenceResult:
+        r = EvidenceResult(label=signature.name, route="key", content="message_signature")
+        from . import keys
+
+        keys_api: Any = keys
+        if not self.constraints.keys:
+            raise UsageError("--signature needs --key: the public key to verify it with")
+        sig = keys_api.load_detached_signature(signature)
+        for key_path in self.constraints.keys:
+            key = keys_api.load_public_key(key_path)
+            res = keys_api.verify_detached(self.artifact, sig, key)
+            r.checks.extend(res.checks)
+            if res.valid:
+                r.valid, r.key_digest = True, str(keys_api.key_digest(key))
+                r.compromised = False
+                return r
+            r.compromised = r.compromised or bool(res.compromised)
+        return r
+
+    # (4)
+    def provenance(self) -> None:
+        self._step("provenance")
+        c = self.constraints
+        for r in self.results:
+            if not (r.valid and r.trusted and r.applies and r.payload is not None):
+                continue
+            r.provenance, r.provenance_passed, checks = _check_provenance(
+                r, self.digests, c
+            )
+            r.checks.extend(checks)
+
+    # (5)
+    def level(self) -> TrustLevel:
+        self._step("level")
+        c = self.constraints
+        if self.tampered or any(r.compromised for r in self.results):
+            return TrustLevel.COMPROMISED
+        applicable = [r for r in self.results if r.applies]
+        if not applicable:
+            return TrustLevel.UNSIGNED
+        trusted = [r for r in applicable if r.valid and r.trusted]
+        if not trusted:
+            return TrustLevel.UNVERIFIED
+        if c.wants_provenance and not any(r.provenance_passed for r in trusted):
+            return TrustLevel.PROVENANCE_FAIL
+        return TrustLevel.VERIFIED
+
+    def report(self, level: TrustLevel) -> TrustReport:
+        rep = TrustReport(
+            path=str(self.artifact.path),
+            digests={k: v.hex for k, v in self.digests.items()},
+            size=self.artifact.identity.size if self.artifact.identity else None,
+            trust_level=level,
+        )
+        rep.claims = self.claims
+        rep.checks = list(self.checks)
+        for r in self.results:
+            rep.checks.extend(r.checks)
+        rep.attestations = [r.to_json() for r in self.results]
+        best = _best(self.results)
+        if best is not None:
+            status = (
+                "valid" if best.valid else "invalid" if best.compromised else "unchecked"
+            )
+            rep.signature = SignatureResult(
+                status=status,  # type: ignore[arg-type]
+                identity=best.facts.identity if best.facts else None,
+                issuer=best.facts.issuer if best.facts else None,
+                kind="key" if best.key_digest else "keyless",
+                evidence=best.label,
+                extensions=dict(best.facts.extensions) if best.facts else {},
+            )
+            if best.facts is None and best.key_digest:
+                rep.signature.identity = best.key_digest
+        prov = [r for r in self.results if r.provenance is not None]
+        chosen = next((r for r in prov if r.provenance_passed), prov[0] if prov else None)
+        if chosen is not None and chosen.provenance is not None:
+            rep.provenance = chosen.provenance
+        elif self.constraints.wants_provenance:
+            rep.provenance = ProvenanceResult(status="absent")
+            rep.checks.append(Check("provenance", "fail",
+                                    "provenance is required but no trusted attestation provides it",
+                                    impact="provenance"))
+        return rep
+
+
+def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
+    for pred in (
+        lambda r: r.valid and r.trusted and r.applies and r.provenance_passed,
+        lambda r: r.valid and r.trusted and r.applies,
+        lambda r: r.compromised,
+        lambda r: r.valid and r.applies,
+        lambda r: r.applies,
+    ):
+        for r in results:
+            if pred(r):
+                return r
+    return results[0] if results else None
+
+
+def _subject_digests(b: BundleInput) -> list[str]:
+    from .keyless import subjects_of
+
+    info = b.dsse_payload()
+    if info is None:
+        return []
+    out: list[str] = []
+    for s in subjects_of(info[1]):
+        dg = s.get("digest")
+        if isinstance(dg, dict):
+            out.extend(f"{k}:{v}" for k, v in dg.items() if k in ("sha256", "sha512"))
+    return out
+
+
+def _check_provenance(
+    r: EvidenceResult, digests: dict[str, Digest], c: Constraints
+) -> tuple[ProvenanceResult | None, bool, list[Check]]:
+    """Hand a verified attestation to provenance.py; fail closed if it cannot judge it."""
+    try:
+        from . import provenance
+    except ImportError:
+        if c.wants_provenance:
+            return (ProvenanceResult(status="unchecked", predicate_type=None), False,
+                    [Check("provenance", "error", "provenance checks are not available",
+                           evidence=r.label, impact="provenance")])
+        return None, False, []
+    api: Any = provenance
+    return api.evaluate_attestation(r.payload_type, r.payload, digests, c, evidence=r.label)  # type: ignore[no-any-return]
+
+
+def evaluate(
+    artifact: Artifact | DigestSubject,
+    evidence: Evidence,
+    constraints: Constraints,
+    trust_root: TrustRoot,
+    *,
+    keyless: KeylessVerifier | None = None,
+) -> TrustReport:
+    """Evaluate one opened artifact. Raises ``UsageError`` when evidence exists but no trust anchor
+    (identity or key) was given: as cosign does, we refuse to guess whom to trust."""
+    bundles: list[BundleInput] = []
+    for p in evidence.bundles:
+        bundles.extend(load_bundles(p))
+    if (bundles or evidence.signature) and not constraints.has_anchor:
+        raise UsageError(
+            "no signer to verify against: add --certificate-identity (or "
+            "--certificate-identity-regexp) with --certificate-oidc-issuer (or "
+            "--certificate-oidc-issuer-regexp), or --key for key-based signatures, or a --policy "
+            "that lists signers"
+        )
+    ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
+    ev.digest()
+    ev.claims_from(evidence.metadata)
+    ev.evidence(bundles, evidence.signature)
+    ev.provenance()
+    level = ev.level()
+    return ev.report(level)
+
+
+__all__ = ["Evidence", "Constraints", "Evaluation", "EvidenceResult", "evaluate"]

@@ -1,0 +1,301 @@
+"""Keyless (Fulcio certificate) Sigstore bundles, verified in-process by sigstore-python, offline.
+
+sigstore-python's ``Verifier`` runs its numbered steps (verify/verifier.py ``_verify_common_signing_cert``):
+(0) time, (1) chain at that time, (2) SCT, (3) X.509 profile and the caller's policy, (4) inclusion proof
+and checkpoint, (5) SET, (6) time within the certificate's validity, (7) signature, (8) log entry body
+consistent with the bundle and the input. Our own additions, in this order:
+
+  (A) before sigstore: bind the bundle to *this* artifact with our own math — the message digest and
+      the signature over the artifact digest (message signatures), or the DSSE signature over PAE
+      (attestations). A failure here is evidence of tampering: COMPROMISED (DESIGN.md principle 2).
+  (B) sigstore, with a policy object that *records* the certificate it has chain-verified instead of
+      rejecting it, so that a signer outside the allowlist still gets the full cryptographic verdict
+      (valid signature by the wrong signer → UNVERIFIED, not "invalid").
+  (C) after sigstore: the integrated time must not be in the future (beyond ``CLOCK_SKEW``): sigstore
+      never compares with the current clock (SIGSTORE-FACTS.md "Time").
+  (D) the identity allowlist (identity.py) runs on the recorded, chain-verified certificate.
+
+Every exception sigstore raises during a verification call is mapped to a failed check here, at one
+boundary: known escapees include ``cryptography.x509.ExtensionNotFound`` (leaf without KeyUsage/EKU)
+and ``IndexError`` (issuing CA with the CT precert-signing EKU), per SIGSTORE-FACTS.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+
+from .bundle import BundleInput
+from .digest import Digest
+from .identity import CertificateFacts
+from .report import Check
+from .trustroot import TrustRoot
+
+#: How far in the future an integrated time may lie before we refuse it (clock skew between hosts).
+CLOCK_SKEW = 300
+
+
+def _pae(payload_type: str, payload: bytes) -> bytes:
+    # DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body.
+    t = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+
+
+class _RecordingPolicy:
+    """A sigstore ``VerificationPolicy`` that records the chain-verified certificate (step 3).
+
+    It does not reject: identity is judged afterwards by identity.py on what it recorded, and a bundle
+    is only ever reported valid when the recording happened *and* every other sigstore step passed.
+    """
+
+    def __init__(self) -> None:
+        self.certificate: x509.Certificate | None = None
+
+    def verify(self, cert: x509.Certificate) -> None:
+        self.certificate = cert
+
+
+@dataclass
+class KeylessOutcome:
+    """What one keyless bundle proved about one artifact."""
+
+    label: str
+    content: Literal["message_signature", "dsse"]
+    #: Every sigstore step and ours (A)-(C) passed.
+    valid: bool = False
+    #: Evidence of tampering: bound to this artifact but the binding fails.
+    compromised: bool = False
+    #: The bundle is about this artifact (message digest / a DSSE subject matches).
+    applies: bool = True
+    facts: CertificateFacts | None = None
+    payload_type: str | None = None
+    payload: bytes | None = None
+    integrated_time: datetime | None = None
+    checks: list[Check] = field(default_factory=list)
+
+
+def _stage(message: str) -> str:
+    """Name the sigstore step a ``VerificationError`` came from, for the check list."""
+    m = message.lower()
+    for needle, name in (
+        ("sct", "sct"),
+        ("time", "time"),
+        ("expired", "time"),
+        ("chain", "certificate_chain"),
+        ("certificate", "certificate"),
+        ("usage", "certificate"),
+        ("log entry", "tlog"),
+        ("inclusion", "tlog"),
+        ("checkpoint", "tlog"),
+        ("rekor", "tlog"),
+        ("digest", "digest"),
+        ("signature", "signature"),
+    ):
+        if needle in m:
+            return name
+    return "bundle"
+
+
+def _integrated_time(doc: dict[str, Any]) -> datetime | None:
+    try:
+        entry = doc["verificationMaterial"]["tlogEntries"][0]
+        return datetime.fromtimestamp(int(entry["integratedTime"]), tz=timezone.utc)
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def subjects_of(payload: bytes) -> list[dict[str, Any]]:
+    """The subjects an (unverified) in-toto statement names; [] when it is not one."""
+    import json
+
+    try:
+        stmt = json.loads(payload)
+    except (ValueError, RecursionError):
+        return []
+    subj = stmt.get("subject") if isinstance(stmt, dict) else None
+    return [s for s in subj if isinstance(s, dict)] if isinstance(subj, list) else []
+
+
+def names_artifact(payload: bytes, digests: dict[str, Digest]) -> bool:
+    for s in subjects_of(payload):
+        dg = s.get("digest")
+        if not isinstance(dg, dict):
+            continue
+        for alg, d in digests.items():
+            val = dg.get(alg)
+            if isinstance(val, str) and len(val) == len(d.hex):
+                try:
+                    if Digest.from_hex(alg, val) == d:
+                        return True
+                except Exception:  # noqa: BLE001 - a malformed subject digest simply does not match
+                    continue
+    return False
+
+
+class KeylessVerifier:
+    """sigstore-python's ``Verifier`` for one trusted root, built once and reused."""
+
+    def __init__(self, trust_root: TrustRoot) -> None:
+        from sigstore.verify import Verifier
+
+        from .errors import TrustRootError
+
+        self.trust_root = trust_root
+        try:
+            self._verifier = Verifier(trusted_root=trust_root.sigstore_trusted_root())
+        except TrustRootError:
+            raise
+        except Exception as err:  # noqa: BLE001 - sigstore raises several types for a bad root
+            raise TrustRootError(f"trusted root {trust_root.name} is unusable: {err}") from err
+
+    def verify(self, b: BundleInput, digests: dict[str, Digest]) -> KeylessOutcome:
+        out = KeylessOutcome(label=b.label, content=b.content)
+        ev = b.label
+        sha256 = digests["sha256"]
+        try:
+            self._verify(b, digests, sha256, out)
+        except Exception as err:  # noqa: BLE001 - the one boundary: nothing unmapped escapes (fail closed)
+            out.valid = False
+            out.checks.append(
+                Check(
+                    "bundle",
+                    "error",
+                    f"verification raised {type(err).__name__}: {err}",
+                    evidence=ev,
+                    impact="unverified",
+                )
+            )
+        return out
+
+    def _verify(
+        self, b: BundleInput, digests: dict[str, Digest], sha256: Digest, out: KeylessOutcome
+    ) -> None:
+        from sigstore.errors import Error as SigstoreError
+        from sigstore.hashes import Hashed
+        from sigstore.models import Bundle
+        from sigstore_models.common.v1 import HashAlgorithm
+
+        ev = b.label
+        try:
+            bundle = Bundle.from_json(b.raw)
+        except SigstoreError as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            out.checks.append(Check("bundle", "fail", f"bundle rejected: {first}", evidence=ev,
+                                    impact="unverified"))
+            return
+        cert = bundle.signing_certificate
+        out.facts = CertificateFacts.from_certificate(cert)
+        out.integrated_time = _integrated_time(b.doc)
+        key = cert.public_key()
+
+        # (A) Bind the bundle to this artifact with our own math.
+        if b.content == "message_signature":
+            ms = b.doc.get("messageSignature") or {}
+            md = ms.get("messageDigest") or {}
+            declared = md.get("digest")
+            if declared is not None:
+                try:
+                    declared_hex = base64.b64decode(str(declared), validate=True).hex()
+                except (binascii.Error, ValueError):
+                    declared_hex = f"<not base64: {str(declared)[:40]}>"
+                if md.get("algorithm") not in (None, "SHA2_256") or declared_hex != sha256.hex:
+                    out.compromised = True
+                    out.checks.append(Check(
+                        "digest", "fail", "the bundle signs a different digest than this artifact's",
+                        expected=str(sha256), actual=f"{md.get('algorithm')}:{declared_hex}",
+                        evidence=ev, impact="compromised"))
+                    return
+            sig = bundle.signature
+            if isinstance(key, ec.EllipticCurvePublicKey):
+                try:
+                    key.verify(sig, sha256.value, ec.ECDSA(Prehashed(hashes.SHA256())))
+                except InvalidSignature:
+                    out.compromised = True
+                    out.checks.append(Check(
+                        "signature", "fail", "signature is invalid for this artifact",
+                        expected=f"a signature by the certificate key over {sha256}",
+                        actual="invalid signature", evidence=ev, impact="compromised"))
+                    return
+        else:
+            env = b.doc.get("dsseEnvelope") or {}
+            payload_info = b.dsse_payload()
+            if payload_info is None:
+                out.checks.append(Check("bundle", "fail", "DSSE envelope payload is not base64",
+                                        evidence=ev, impact="unverified"))
+                return
+            ptype, payload = payload_info
+            out.applies = names_artifact(payload, digests)
+            sigs = env.get("signatures") or []
+            if isinstance(key, ec.EllipticCurvePublicKey) and len(sigs) == 1:
+                try:
+                    raw_sig = base64.b64decode(str(sigs[0].get("sig", "")), validate=True)
+                    key.verify(raw_sig, _pae(ptype, payload), ec.ECDSA(hashes.SHA256()))
+                except (InvalidSignature, binascii.Error, ValueError, AttributeError):
+                    if out.applies:
+                        out.compromised = True
+                    out.checks.append(Check(
+                        "signature", "fail", "DSSE signature is invalid",
+                        expected="a signature by the certificate key over the envelope",
+                        actual="invalid signature", evidence=ev,
+                        impact="compromised" if out.applies else "unverified"))
+                    return
+
+        # (B) sigstore-python: chain, SCT, profile, log entry, times, signature, entry consistency.
+        recorder = _RecordingPolicy()
+        try:
+            if b.content == "message_signature":
+                self._verifier.verify_artifact(
+                    Hashed(algorithm=HashAlgorithm.SHA2_256, digest=sha256.value), bundle, recorder
+                )
+            else:
+                out.payload_type, out.payload = self._verifier.verify_dsse(bundle, recorder)
+        except SigstoreError as err:
+            msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+            stage = _stage(msg)
+            out.checks.append(Check(
+                stage, "fail", f"{msg} (checked against trusted root {self.trust_root.name})",
+                evidence=ev, impact="unverified"))
+            return
+        if recorder.certificate is None:  # sigstore returned without running the policy: fail closed
+            out.checks.append(Check("certificate", "error", "certificate policy was never evaluated",
+                                    evidence=ev, impact="unverified"))
+            return
+        out.checks.append(Check("certificate_chain", "pass",
+                                f"chains to trusted root {self.trust_root.name}; SCT valid", evidence=ev))
+        out.checks.append(Check("tlog", "pass", "log entry, inclusion proof/promise verified",
+                                evidence=ev))
+        if b.content == "message_signature":
+            out.checks.append(Check("digest", "pass", "", str(sha256), str(sha256), ev))
+        out.checks.append(Check("signature", "pass", "signature verified", evidence=ev))
+
+        # (C) An integrated time in the future is not a time we can have observed.
+        now = time.time()
+        if out.integrated_time is None or out.integrated_time.timestamp() == 0:
+            # Rekor v2 entries carry no integrated time; sigstore has verified the RFC 3161 timestamps
+            # that replace it (step 0), which are signed by a TSA in the trusted root.
+            out.checks.append(Check("time", "pass", "time from signed timestamps verified by sigstore",
+                                    evidence=ev))
+            out.valid = True
+            return
+        if out.integrated_time.timestamp() > now + CLOCK_SKEW:
+            out.checks.append(Check(
+                "time", "fail", "integrated time lies in the future",
+                expected=f"<= {datetime.fromtimestamp(now + CLOCK_SKEW, tz=timezone.utc).isoformat()}",
+                actual=out.integrated_time.isoformat(), evidence=ev, impact="unverified"))
+            return
+        out.checks.append(Check("time", "pass", "signed within the certificate's validity",
+                                actual=out.integrated_time.isoformat(), evidence=ev))
+        out.valid = True
+
+
+__all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "subjects_of"]

@@ -1,0 +1,36 @@
+"""Interop: every real bundle in ../shared/fixtures/interop agrees with its producer's declared outcome,
+run through the CLI as a user would (see interop_cases.py). Skips cleanly when the folder is absent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import INTEROP
+from interop_cases import GITHUB_ROOT, build, load_rows
+
+ROWS = load_rows(INTEROP) if (INTEROP / "index.json").is_file() else []
+
+
+@pytest.mark.skipif(not ROWS, reason=f"interop fixtures absent at {INTEROP}")
+@pytest.mark.parametrize("row", ROWS, ids=[r["case"] for r in ROWS])
+def test_interop_case_agrees_with_declared_outcome(row: dict, interop_dir: Path, tmp_path: Path) -> None:
+    case = build(row, interop_dir, tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "atip_trust", *case.argv, "--format", "json"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    out = json.loads(proc.stdout)
+    if case.expect_ok:
+        assert proc.returncode == 0, f"declared {case.note!r}; got {proc.returncode}: {proc.stdout[-3000:]}"
+        assert out["trust_level"] == "VERIFIED"
+    else:
+        assert proc.returncode in (1, 2), f"declared {case.note!r} but exit {proc.returncode}"
+        assert out["decision"]["behavior"] == "deny"
+        if GITHUB_ROOT in case.note:
+            assert "GitHub" in proc.stdout + proc.stderr, "must name the missing GitHub trusted root"
