@@ -1,0 +1,603 @@
+"""ATIP metadata documents and shims: read with caps, schema-check, extract the trust *claims*.
+
+Two kinds of document share one schema (``schema/atip-metadata.schema.json``, JSON Schema 2020-12):
+
+* a tool's ``--agent`` output, or a name-keyed legacy shim (RFC §3.2, §13.2): ``atip``, ``name``,
+  ``version`` and ``description`` are required;
+* a content-addressed shim (RFC §4.5), recognised by its ``binary`` object: ``binary.hash`` is the
+  SHA-256 lookup key, and the tool's name may be given as ``binary.name`` instead of ``name``.
+
+Both protocol-version spellings of RFC §3.2.1 are accepted for 0.1 to 0.6: ``"atip": "0.1"`` and
+``"atip": {"version": "0.6"}``. Unknown keys are refused except ``x-`` extensions (RFC §12.2): a typo in
+``trust`` or ``effects`` must not silently drop a claim.
+
+**Claims, not expectations** (DESIGN.md principle 1). Everything extracted here (source, verified flag,
+checksum, signer identity and issuer, provenance URL, builder and SLSA level, the shim's ``binary``
+section) is what the document *says*. A document can say anything about itself; these values are things
+for verification to check against expectations that come from policy, never the expectation itself.
+``verified: true`` in particular proves nothing.
+
+**Missing descriptions are warnings unless ``strict``.** The RFC's tables (§3.2, §3.4, §3.5, §3.9) call
+``description`` required on the root, on every argument and option, and on patterns, yet the RFC's own
+examples (the ``gh`` example of §14.1, the minimal example, the §4.5 shim) omit some of them. A missing
+description carries no trust meaning, so by default it is reported in ``MetadataDocument.warnings`` and
+the document is accepted; with ``strict=True`` (``metadata check --strict``) every warning is an error.
+The schema file itself requires every description; the lenient check uses a copy of it with
+``"description"`` removed from each ``required`` list, so exactly those omissions are tolerated and
+nothing else. Declaring fields newer than the declared protocol version (``trust`` before 0.4,
+``trust.integrity`` / ``trust.provenance`` before 0.5, ``binary`` before 0.6) is also a warning.
+
+Checks made here beyond the schema (each a ``MetadataError`` naming the JSON path):
+
+* checksums and ``binary.hash`` are lowercase, full-length hex (``Digest.parse``): a lookup key has one
+  spelling only;
+* a shim looked up by digest carries exactly that digest in ``binary.hash`` (RFC §3.2.2 step 4, §4.5);
+* a shim whose ``trust.integrity.checksum`` disagrees with its own ``binary.hash`` contradicts itself;
+* ``trust.signature`` (the placement of the RFC's §4.5 example) is read as the shim's own signature and
+  is accepted in shims only, and not together with ``trust.shimIntegrity.signature``.
+
+Every dependency error (``json``, ``jsonschema``, ``OSError``, ``UnicodeDecodeError``) is mapped into
+the error tree here or in ``jsonio`` (STYLE.md practice 4).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import referencing.exceptions
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
+
+from .digest import Digest, hash_bytes
+from .errors import (
+    EnvironmentFailure,
+    InputTooLargeError,
+    MalformedInputError,
+    MetadataError,
+)
+from .jsonio import json_path, parse_json, read_capped
+from .limits import LIMITS, Limits
+
+SCHEMA_FILE = "atip-metadata.schema.json"
+#: Longest schema message we repeat; jsonschema quotes whole instances, which may be megabytes.
+_MESSAGE_CAP = 300
+
+#: Fields and the protocol version that introduced them (RFC §3.2.1 feature registry).
+_SINCE: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
+    (("trust",), (0, 4)),
+    (("trust", "integrity"), (0, 5)),
+    (("trust", "provenance"), (0, 5)),
+    (("binary",), (0, 6)),
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Typed claims
+
+
+@dataclass(frozen=True)
+class SignatureClaim:
+    """A declared signer (RFC §3.2.2 ``integrity.signature`` / ``shimIntegrity.signature``)."""
+
+    type: str | None = None
+    identity: str | None = None
+    issuer: str | None = None
+    bundle: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "identity": self.identity,
+            "issuer": self.issuer,
+            "bundle": self.bundle,
+        }
+
+
+@dataclass(frozen=True)
+class ProvenanceClaim:
+    """A declared SLSA provenance (RFC §3.2.2 ``trust.provenance``).
+
+    ``slsa_level`` is only what the document claims; the level atip-trust assigns comes from the
+    trusted-builder map in policy (DESIGN.md principle 3).
+    """
+
+    url: str | None = None
+    format: str | None = None
+    builder: str | None = None
+    slsa_level: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "format": self.format,
+            "builder": self.builder,
+            "slsa_level": self.slsa_level,
+        }
+
+
+@dataclass(frozen=True)
+class BinaryClaim:
+    """A shim's ``binary`` section (RFC §4.5)."""
+
+    hash: Digest | None = None
+    name: str | None = None
+    version: str | None = None
+    platform: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hash": None if self.hash is None else str(self.hash),
+            "name": self.name,
+            "version": self.version,
+            "platform": self.platform,
+        }
+
+
+@dataclass(frozen=True)
+class TrustClaims:
+    """Everything a document claims about trust. Claims to check, never expectations."""
+
+    source: str | None = None
+    verified: bool | None = None
+    checksum: Digest | None = None
+    signature: SignatureClaim | None = None
+    shim_signature: SignatureClaim | None = None
+    provenance: ProvenanceClaim | None = None
+    binary: BinaryClaim | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "verified": self.verified,
+            "checksum": None if self.checksum is None else str(self.checksum),
+            "signature": None if self.signature is None else self.signature.to_json(),
+            "shim_signature": None if self.shim_signature is None else self.shim_signature.to_json(),
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
+            "binary": None if self.binary is None else self.binary.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class MetadataDocument:
+    """A schema-valid ATIP document: the exact bytes read, the parsed object and its claims."""
+
+    raw: bytes
+    doc: dict[str, Any]
+    version: str
+    is_shim: bool
+    name: str | None
+    claims: TrustClaims
+    warnings: list[str] = field(default_factory=list)
+    source_name: str = "<metadata>"
+
+    @property
+    def kind(self) -> str:
+        return "shim" if self.is_shim else "metadata"
+
+    @property
+    def sha256(self) -> Digest:
+        """Digest of the exact bytes read (what a shim's signature covers, RFC §4.9)."""
+        return hash_bytes(self.raw, "sha256")
+
+    def commands(self) -> list[tuple[str, ...]]:
+        """Every declared command path, depth first, in document order. The root command ``""``
+        (RFC §4.5, §13.2) is the empty path ``()``."""
+        out: list[tuple[str, ...]] = []
+
+        def walk(node_map: Any, prefix: tuple[str, ...]) -> None:
+            if not isinstance(node_map, dict):
+                return
+            for name, node in node_map.items():
+                path = prefix if name == "" else prefix + (name,)
+                out.append(path)
+                if isinstance(node, dict):
+                    walk(node.get("commands"), path)
+
+        walk(self.doc.get("commands"), ())
+        return out
+
+    def effects_for(self, command: Sequence[str]) -> dict[str, Any] | None:
+        """The effects declared for ``command`` (a path of command names, e.g. ``["pr", "merge"]``).
+
+        Tool-level ``effects`` are merged with each command's along the path, deeper declarations
+        overriding shallower ones key by key, nested objects (``filesystem``, ``interactive``,
+        ``cost``, ``duration``) merged one level down (RFC §3.6: root effects are the global
+        declaration). ``[]`` means the tool itself: its root command ``""`` if declared. Returns
+        ``None`` when the path is not declared; the policy engine decides what that means (an
+        undeclared command is risky, DESIGN.md principle 10). The result is a copy.
+        """
+        merged = _merge_effects({}, self.doc.get("effects"))
+        node_map = self.doc.get("commands")
+        tokens = list(command)
+        if not tokens:
+            if isinstance(node_map, dict) and isinstance(node_map.get(""), dict):
+                merged = _merge_effects(merged, node_map[""].get("effects"))
+            return merged
+        for tok in tokens:
+            if not tok or not isinstance(node_map, dict):
+                return None
+            node = node_map.get(tok)
+            if not isinstance(node, dict):
+                return None
+            merged = _merge_effects(merged, node.get("effects"))
+            node_map = node.get("commands")
+        return merged
+
+
+def _merge_effects(base: dict[str, Any], extra: Any) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    if not isinstance(extra, dict):
+        return out
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **copy.deepcopy(value)}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Schema loading and validation (the jsonschema boundary)
+
+
+def _schema_bytes(name: str) -> bytes:
+    """The schema shipped with the package (``atip_trust._schema``), or ``schema/`` of a checkout.
+
+    An editable install cannot import the mapped data package on some setuptools versions, hence
+    the fallback to the repository layout.
+    """
+    try:
+        return resources.files("atip_trust._schema").joinpath(name).read_bytes()
+    except (ModuleNotFoundError, OSError):
+        pass
+    path = Path(__file__).resolve().parents[1] / "schema" / name
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise EnvironmentFailure(
+            f"cannot read atip-trust's own schema {name}: {err.strerror}", path=str(path)
+        ) from err
+
+
+def _without_required(node: Any, prop: str) -> Any:
+    """A copy of a schema with ``prop`` removed from every ``required`` list."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "required" and isinstance(value, list):
+                out[key] = [p for p in value if p != prop]
+            else:
+                out[key] = _without_required(value, prop)
+        return out
+    if isinstance(node, list):
+        return [_without_required(v, prop) for v in node]
+    return node
+
+
+@functools.cache
+def _validators() -> tuple[Draft202012Validator, Draft202012Validator]:
+    """(strict, lenient) validators. Lenient tolerates a missing ``description`` and nothing else."""
+    try:
+        schema = json.loads(_schema_bytes(SCHEMA_FILE))
+        Draft202012Validator.check_schema(schema)
+    except (ValueError, jsonschema.exceptions.SchemaError) as err:
+        raise EnvironmentFailure(f"atip-trust's own schema {SCHEMA_FILE} is broken: {err}") from err
+    lenient = _without_required(schema, "description")
+    return Draft202012Validator(schema), Draft202012Validator(lenient)
+
+
+def _iter_errors(validator: Draft202012Validator, doc: Any) -> list[ValidationError]:
+    try:
+        return list(validator.iter_errors(doc))
+    except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as err:
+        raise EnvironmentFailure(f"atip-trust's own schema {SCHEMA_FILE} is broken: {err}") from err
+    except RecursionError as err:  # depth is capped before parsing; kept as a backstop
+        raise InputTooLargeError("metadata nests too deeply to validate", path="$") from err
+
+
+def _path_key(path: Sequence[str | int]) -> tuple[tuple[int, int, str], ...]:
+    # Array indices and object keys never share a position under one parent, but keep the key total.
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in path)
+
+
+def _first(errors: list[ValidationError]) -> ValidationError:
+    """Deterministic choice: the shallowest-sorted JSON path, then keyword, then message."""
+    return min(
+        errors, key=lambda e: (_path_key(list(e.absolute_path)), str(e.validator), e.message)
+    )
+
+
+def _clip(text: str) -> str:
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= _MESSAGE_CAP else text[: _MESSAGE_CAP - 3] + "..."
+
+
+def _describe(err: ValidationError) -> tuple[str, str]:
+    """Turn one jsonschema error into (JSON path, one-line message), pointing at the offending key."""
+    path: list[str | int] = list(err.absolute_path)
+    if err.validator in ("anyOf", "oneOf") and not path and isinstance(err.instance, dict):
+        # The only root-level anyOf: a shim names its tool at the top or in binary (RFC §4.5).
+        return "$", "a shim must name its tool in 'name' or 'binary.name'"
+    if err.context:
+        detail = best_match([err])
+        if detail is not None:
+            err = detail
+            path = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        props = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+        patterns = err.schema.get("patternProperties", {}) if isinstance(err.schema, dict) else {}
+        extras = sorted(
+            k
+            for k in err.instance
+            if k not in props and not any(re.search(p, k) for p in patterns)
+        )
+        if extras:
+            return json_path(path + [extras[0]]), _clip(
+                f"unexpected key {extras[0]!r} (extensions must start with 'x-', RFC §12.2)"
+            )
+    if "propertyNames" in err.relative_schema_path and isinstance(err.instance, str):
+        return json_path(path + [err.instance]), _clip(f"invalid command name: {err.message}")
+    return json_path(path), _clip(err.message)
+
+
+def _validate(doc: Any, *, strict: bool) -> list[tuple[str, str]]:
+    """Schema-check ``doc``. Returns description warnings (path, message); raises MetadataError."""
+    strict_v, lenient_v = _validators()
+    errors = _iter_errors(strict_v, doc)
+    if not errors:
+        return []
+    hard = _iter_errors(lenient_v, doc)
+    if hard or strict:
+        where, message = _describe(_first(hard or errors))
+        raise MetadataError(message, path=where)
+    warnings = sorted(
+        (_describe(e) for e in errors),
+        key=lambda w: w,
+    )
+    return [(where, f"{msg} (missing description accepted; --strict refuses it)") for where, msg in warnings]
+
+
+# --------------------------------------------------------------------------------------------------
+# Claim extraction and the checks the schema cannot express
+
+
+def _digest_at(value: Any, where: str) -> Digest | None:
+    if value is None:
+        return None
+    try:
+        return Digest.parse(value)
+    except MalformedInputError as err:
+        raise MetadataError(err.message, path=where) from err
+
+
+def _signature(obj: Any) -> SignatureClaim | None:
+    if not isinstance(obj, dict):
+        return None
+    return SignatureClaim(
+        type=obj.get("type"),
+        identity=obj.get("identity"),
+        issuer=obj.get("issuer"),
+        bundle=obj.get("bundle"),
+    )
+
+
+def _as_int(value: Any) -> int | None:
+    # jsonschema's "integer" accepts 3.0; the claim is still the integer 3.
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _version_of(doc: dict[str, Any]) -> str:
+    atip = doc["atip"]
+    return str(atip if isinstance(atip, str) else atip["version"])
+
+
+def _version_warnings(doc: dict[str, Any], version: str) -> list[tuple[str, str]]:
+    major, minor = (int(x) for x in version.split("."))
+    out: list[tuple[str, str]] = []
+    for keys, since in _SINCE:
+        node: Any = doc
+        for k in keys:
+            node = node.get(k) if isinstance(node, dict) else None
+        if node is not None and (major, minor) < since:
+            out.append(
+                (
+                    json_path(list(keys)),
+                    f"{'.'.join(keys)} is an ATIP {since[0]}.{since[1]} field but the document "
+                    f"declares ATIP {version}",
+                )
+            )
+    return out
+
+
+def _claims(doc: dict[str, Any], is_shim: bool) -> TrustClaims:
+    trust = doc.get("trust")
+    trust = trust if isinstance(trust, dict) else {}
+    integrity = trust.get("integrity")
+    integrity = integrity if isinstance(integrity, dict) else {}
+    shim_integrity = trust.get("shimIntegrity")
+    shim_integrity = shim_integrity if isinstance(shim_integrity, dict) else {}
+
+    if "signature" in trust and not is_shim:
+        raise MetadataError(
+            "'signature' directly under 'trust' is the shim placement (RFC §4.5); a tool's own "
+            "metadata declares its signer in trust.integrity.signature",
+            path="$.trust.signature",
+        )
+    if "signature" in trust and "signature" in shim_integrity:
+        raise MetadataError(
+            "the shim's signature is declared twice (trust.signature and "
+            "trust.shimIntegrity.signature); declare it once",
+            path="$.trust.signature",
+        )
+    shim_sig = _signature(shim_integrity.get("signature")) or _signature(trust.get("signature"))
+
+    provenance = trust.get("provenance")
+    prov = None
+    if isinstance(provenance, dict):
+        prov = ProvenanceClaim(
+            url=provenance.get("url"),
+            format=provenance.get("format"),
+            builder=provenance.get("builder"),
+            slsa_level=_as_int(provenance.get("slsaLevel")),
+        )
+
+    binary = doc.get("binary")
+    bin_claim = None
+    if isinstance(binary, dict):
+        bin_claim = BinaryClaim(
+            hash=_digest_at(binary.get("hash"), "$.binary.hash"),
+            name=binary.get("name"),
+            version=binary.get("version"),
+            platform=binary.get("platform"),
+        )
+
+    checksum = _digest_at(integrity.get("checksum"), "$.trust.integrity.checksum")
+    if (
+        checksum is not None
+        and bin_claim is not None
+        and bin_claim.hash is not None
+        and checksum.algorithm == bin_claim.hash.algorithm
+        and checksum != bin_claim.hash
+    ):
+        raise MetadataError(
+            f"trust.integrity.checksum contradicts binary.hash: expected {bin_claim.hash} "
+            f"(binary.hash), got {checksum}",
+            path="$.trust.integrity.checksum",
+        )
+
+    verified = trust.get("verified")
+    return TrustClaims(
+        source=trust.get("source"),
+        verified=verified if isinstance(verified, bool) else None,
+        checksum=checksum,
+        signature=_signature(integrity.get("signature")),
+        shim_signature=shim_sig,
+        provenance=prov,
+        binary=bin_claim,
+    )
+
+
+def _check_lookup(claims: TrustClaims, is_shim: bool, lookup_digest: Digest) -> None:
+    """RFC §3.2.2 step 4 / §4.5: a shim served for a digest must describe that digest."""
+    if not is_shim or claims.binary is None or claims.binary.hash is None:
+        raise MetadataError(
+            f"looked up by {lookup_digest} but the document has no binary.hash "
+            "(only a content-addressed shim can answer a digest lookup)",
+            path="$.binary",
+        )
+    if claims.binary.hash != lookup_digest:
+        raise MetadataError(
+            f"shim does not describe the binary it was looked up for: expected {lookup_digest}, "
+            f"got {claims.binary.hash}",
+            path="$.binary.hash",
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Public entry points
+
+
+def parse_metadata(
+    data: bytes,
+    *,
+    source_name: str = "<metadata>",
+    strict: bool = False,
+    lookup_digest: Digest | None = None,
+    limits: Limits = LIMITS,
+) -> MetadataDocument:
+    """Parse and check ATIP metadata or a shim from bytes (e.g. captured ``--agent`` output).
+
+    Raises ``InputTooLargeError`` over the byte or depth cap (checked before parsing) and
+    ``MetadataError`` (with ``.path`` the JSON path) for anything malformed. With ``lookup_digest``,
+    the document must be a shim whose ``binary.hash`` equals it.
+    """
+    if not isinstance(data, (bytes, bytearray)):
+        raise MetadataError(f"metadata must be bytes, got {type(data).__name__}", path="$")
+    if len(data) > limits.metadata_bytes:
+        raise InputTooLargeError(
+            f"metadata is {len(data)} bytes, over the cap of {limits.metadata_bytes} bytes",
+            path=source_name,
+        )
+    raw = bytes(data)
+    try:
+        doc = parse_json(raw, what="metadata", max_depth=limits.json_depth)
+    except InputTooLargeError:
+        raise
+    except MalformedInputError as err:
+        if isinstance(err, MetadataError):
+            raise
+        raise MetadataError(err.message, path=err.path or "$") from err
+
+    found = _validate(doc, strict=strict)
+    # The schema guarantees an object with a valid "atip" from here on.
+    if not isinstance(doc, dict):  # pragma: no cover - refused by the schema
+        raise MetadataError("metadata must be a JSON object", path="$")
+    version = _version_of(doc)
+    is_shim = "binary" in doc
+    claims = _claims(doc, is_shim)
+    if lookup_digest is not None:
+        _check_lookup(claims, is_shim, lookup_digest)
+
+    found += _version_warnings(doc, version)
+    if strict and found:
+        where, message = found[0]
+        raise MetadataError(message, path=where)
+
+    name = doc.get("name")
+    if name is None and claims.binary is not None:
+        name = claims.binary.name
+    return MetadataDocument(
+        raw=raw,
+        doc=doc,
+        version=version,
+        is_shim=is_shim,
+        name=name if isinstance(name, str) else None,
+        claims=claims,
+        warnings=[f"{where}: {message}" for where, message in found],
+        source_name=source_name,
+    )
+
+
+def load_metadata(
+    path: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    lookup_digest: Digest | None = None,
+    limits: Limits = LIMITS,
+) -> MetadataDocument:
+    """Read a metadata or shim file (regular file only, at most ``limits.metadata_bytes``) and parse it."""
+    raw = read_capped(path, limits.metadata_bytes, what="metadata file")
+    return parse_metadata(
+        raw,
+        source_name=os.fspath(path),
+        strict=strict,
+        lookup_digest=lookup_digest,
+        limits=limits,
+    )
+
+
+__all__ = [
+    "SignatureClaim",
+    "ProvenanceClaim",
+    "BinaryClaim",
+    "TrustClaims",
+    "MetadataDocument",
+    "parse_metadata",
+    "load_metadata",
+]
