@@ -1,0 +1,523 @@
+"""Full verification of DSSE bundles that sigstore-python 4.5.1 refuses.
+
+Two shapes (bundle.py routes them here, SIGSTORE-FACTS.md "Not supported"):
+
+* Rekor ``intoto/0.0.2`` entries: npm provenance, sigstore-js, slsa-github-generator ``.build.slsa``
+  ("Integrated time only supported for dsse/hashedrekord 0.0.1 types");
+* v0.1 bundles whose ``dsse/0.0.1`` or ``intoto/0.0.2`` entry has an inclusion promise but no inclusion
+  proof. From v0.2 on, the bundle format requires an inclusion proof (sigstore protobuf-specs
+  ``Bundle`` comment; conformance case ``intoto-missing-inclusion-proof``), so only v0.1 may omit it.
+
+The steps, in sigstore-python's numbering (verify/verifier.py ``_verify_common_signing_cert``), each
+labelled below:
+
+(0) signing times: the integrated time, *only* when its inclusion promise verifies (it is what signs
+    the time), plus every RFC 3161 timestamp, each of which must verify against the trusted root's TSAs
+    (fail closed: an unverifiable timestamp is refused, not skipped);
+(1)–(3) certificate chain at every signing time, CA validity window, embedded SCT, Fulcio profile
+    (fulcio.py);
+(4)–(5) the log entry: inclusion proof and checkpoint, SET, log key valid at the integrated time
+    (tlog.py; proof required for bundle v0.2+);
+(6) every signing time within the leaf's validity (inside fulcio.py's chain check);
+(7) the DSSE signature over PAE(payloadType, payload) with the leaf's key (DSSE v1 protocol);
+(8) the entry body consistent with the envelope: payload hash, payload type, signatures and the signing
+    certificate (CVE-2022-36056 class). ``intoto/0.0.2``'s ``spec.content.hash`` (sha256 of Rekor's own
+    re-serialisation of the envelope) cannot be recomputed from the bundle and is not checked; the
+    payload hash it sits next to is.
+
+Failures raise ``LegacyVerificationError`` (a verification outcome, exit 1); a bundle whose JSON is the
+wrong shape raises ``BundleError`` (exit 2). Errors from tlog.py and fulcio.py pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+
+from .errors import BundleError
+from .fulcio import CertificateVerificationError, verify_signing_certificate
+from .jsonio import parse_json
+from .report import Check
+from .tlog import LogEntry, TlogVerificationError, verify_entry
+from .trustroot import TrustRoot
+
+_MEDIA_TYPES = {
+    "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
+    "application/vnd.dev.sigstore.bundle+json;version=0.2": "0.2",
+    "application/vnd.dev.sigstore.bundle+json;version=0.3": "0.3",
+    "application/vnd.dev.sigstore.bundle.v0.3+json": "0.3",
+}
+#: sigstore-python's cap on signed timestamps per bundle (verify/verifier.py MAX_ALLOWED_TIMESTAMP).
+MAX_TIMESTAMPS = 32
+SUPPORTED_KINDS = (("intoto", "0.0.2"), ("dsse", "0.0.1"))
+
+
+class LegacyVerificationError(Exception):
+    """A legacy bundle failed a check (``dsse.signature``, ``tlog.body``, ``timestamp``, ``tlog.entry``)."""
+
+    def __init__(self, message: str, *, check: str, expected: Any = None, actual: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.check = check
+        self.expected = expected
+        self.actual = actual
+
+    def to_check(self, *, evidence: str | None = None) -> Check:
+        # An invalid DSSE signature or a log entry that disagrees with the envelope is tampering evidence
+        # (DESIGN.md principle 2); an unverifiable timestamp or unsupported entry only means "cannot check".
+        tamper = self.check in ("dsse.signature", "tlog.body")
+        return Check(
+            name=self.check,
+            status="fail",
+            message=self.message,
+            expected=self.expected,
+            actual=self.actual,
+            evidence=evidence,
+            impact="compromised" if tamper else "unverified",
+        )
+
+
+@dataclass(frozen=True)
+class LegacyResult:
+    """A verified legacy DSSE bundle: what ``keyless.verify_dsse`` gives, plus what was proven."""
+
+    payload_type: str
+    payload: bytes
+    certificate: x509.Certificate
+    integrated_time: datetime
+    times: tuple[datetime, ...]
+    entry_kind: str
+    checks: tuple[Check, ...]
+
+
+# -- parsing ------------------------------------------------------------------------------------------
+
+
+def _bad(path: str, message: str) -> BundleError:
+    return BundleError(message, path=path)
+
+
+def _obj(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _bad(path, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _b64(value: Any, path: str) -> bytes:
+    if not isinstance(value, str):
+        raise _bad(path, f"expected a base64 string, got {type(value).__name__}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise _bad(path, "is not standard base64") from err
+
+
+def _cert(der: bytes, path: str) -> x509.Certificate:
+    try:
+        return x509.load_der_x509_certificate(der)
+    except ValueError as err:
+        raise _bad(path, f"is not a DER X.509 certificate: {err}") from err
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    version: str
+    payload_type: str
+    payload: bytes
+    signature: bytes
+    signature_b64: str
+    leaf: x509.Certificate
+    intermediates: list[x509.Certificate]
+    entry: LogEntry
+    timestamps: list[bytes]
+
+
+def _parse(doc: Any) -> _Parsed:
+    d = _obj(doc, "$")
+    media = d.get("mediaType")
+    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
+    if version is None:
+        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
+    payload_type = env.get("payloadType")
+    if not isinstance(payload_type, str) or not payload_type:
+        raise _bad("$.dsseEnvelope.payloadType", "expected a non-empty string")
+    payload = _b64(env.get("payload"), "$.dsseEnvelope.payload")
+    sigs = env.get("signatures")
+    # Sigstore DSSE bundles carry exactly one signature (protobuf-specs Bundle: "exactly one").
+    if not isinstance(sigs, list) or len(sigs) != 1:
+        raise _bad(
+            "$.dsseEnvelope.signatures",
+            f"expected exactly one signature, got {len(sigs) if isinstance(sigs, list) else 'none'}",
+        )
+    sig_obj = _obj(sigs[0], "$.dsseEnvelope.signatures[0]")
+    sig_b64 = sig_obj.get("sig")
+    signature = _b64(sig_b64, "$.dsseEnvelope.signatures[0].sig")
+    if not signature:
+        raise _bad("$.dsseEnvelope.signatures[0].sig", "empty signature")
+
+    vm = _obj(d.get("verificationMaterial"), "$.verificationMaterial")
+    if "publicKey" in vm:
+        raise _bad("$.verificationMaterial.publicKey", "a key-based bundle is not a keyless legacy bundle")
+    certs: list[x509.Certificate] = []
+    if "certificate" in vm:
+        c = _obj(vm["certificate"], "$.verificationMaterial.certificate")
+        certs.append(_cert(_b64(c.get("rawBytes"), "$.verificationMaterial.certificate.rawBytes"),
+                           "$.verificationMaterial.certificate.rawBytes"))
+    elif "x509CertificateChain" in vm:
+        chain = _obj(vm["x509CertificateChain"], "$.verificationMaterial.x509CertificateChain")
+        items = chain.get("certificates")
+        if not isinstance(items, list) or not items or len(items) > 10:
+            raise _bad("$.verificationMaterial.x509CertificateChain.certificates",
+                       "expected 1 to 10 certificates")
+        for i, c in enumerate(items):
+            p = f"$.verificationMaterial.x509CertificateChain.certificates[{i}].rawBytes"
+            certs.append(_cert(_b64(_obj(c, p[:-9]).get("rawBytes"), p), p))
+    else:
+        raise _bad("$.verificationMaterial", "no signing certificate (certificate or x509CertificateChain)")
+    entries = vm.get("tlogEntries")
+    if not isinstance(entries, list) or len(entries) != 1:
+        raise _bad("$.verificationMaterial.tlogEntries",
+                   f"expected exactly one log entry, got {len(entries) if isinstance(entries, list) else 'none'}")
+    entry = LogEntry.from_json(entries[0], path="$.verificationMaterial.tlogEntries[0]")
+    timestamps: list[bytes] = []
+    tvd = vm.get("timestampVerificationData")
+    if tvd is not None:
+        tvd = _obj(tvd, "$.verificationMaterial.timestampVerificationData")
+        for i, ts in enumerate(tvd.get("rfc3161Timestamps") or []):
+            p = f"$.verificationMaterial.timestampVerificationData.rfc3161Timestamps[{i}]"
+            timestamps.append(_b64(_obj(ts, p).get("signedTimestamp"), p + ".signedTimestamp"))
+    return _Parsed(
+        version=version,
+        payload_type=payload_type,
+        payload=payload,
+        signature=signature,
+        signature_b64=str(sig_b64),
+        leaf=certs[0],
+        intermediates=certs[1:],
+        entry=entry,
+        timestamps=timestamps,
+    )
+
+
+# -- (0) RFC 3161 timestamps --------------------------------------------------------------------------
+
+
+def _verify_timestamps(tokens: list[bytes], message: bytes, trust_root: TrustRoot) -> list[datetime]:
+    """Every timestamp must verify over ``message`` (the DSSE signature) with a TSA of the trusted root,
+    and fall inside that TSA's validity window (as sigstore-python's ``_verify_signed_timestamp``)."""
+    if not tokens:
+        return []
+    if len(tokens) > MAX_TIMESTAMPS:
+        raise LegacyVerificationError(
+            f"too many signed timestamps: {len(tokens)} > {MAX_TIMESTAMPS}",
+            check="timestamp", expected=f"<= {MAX_TIMESTAMPS}", actual=len(tokens),
+        )
+    if len(set(tokens)) != len(tokens):
+        raise LegacyVerificationError("duplicate signed timestamp", check="timestamp")
+    # rfc3161-client is the library sigstore-python itself uses for this (installed with sigstore).
+    from rfc3161_client import VerifierBuilder, decode_timestamp_response
+
+    times: list[datetime] = []
+    for i, token in enumerate(tokens):
+        try:
+            tsr = decode_timestamp_response(token)
+        except Exception as err:  # noqa: BLE001 - the Rust parser raises several types
+            raise LegacyVerificationError(
+                f"signed timestamp {i} cannot be parsed: {err}", check="timestamp"
+            ) from err
+        reasons: list[str] = []
+        verified: datetime | None = None
+        for tsa in trust_root.tsas:
+            certs = list(tsa.chain)
+            if len(certs) < 2:
+                reasons.append(f"{tsa.uri or 'TSA'}: incomplete chain")
+                continue
+            builder = VerifierBuilder().tsa_certificate(certs[0]).add_root_certificate(certs[-1])
+            for c in certs[1:-1]:
+                builder = builder.add_intermediate_certificate(c)
+            try:
+                builder.build().verify_message(tsr, message)
+            except Exception as err:  # noqa: BLE001 - map every verifier failure to "not this TSA"
+                reasons.append(f"{tsa.uri or 'TSA'}: {err}")
+                continue
+            gen = tsr.tst_info.gen_time
+            gen = gen if gen.tzinfo else gen.replace(tzinfo=timezone.utc)
+            if (tsa.valid_from is None or tsa.valid_from <= gen) and (
+                tsa.valid_until is None or gen < tsa.valid_until
+            ):
+                verified = gen
+                break
+            reasons.append(f"{tsa.uri or 'TSA'}: time {gen.isoformat()} outside the TSA's validity")
+        if verified is None:
+            raise LegacyVerificationError(
+                f"signed timestamp {i} does not verify with any TSA of {trust_root.name}: "
+                + ("; ".join(reasons) or "the trusted root has no TSA"),
+                check="timestamp", expected=trust_root.name, actual="unverified",
+            )
+        times.append(verified)
+    return times
+
+
+# -- (7) DSSE signature -------------------------------------------------------------------------------
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE v1 pre-authentication encoding: ``DSSEv1 SP LEN(type) SP type SP LEN(body) SP body``."""
+    t = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+
+
+def _verify_dsse_signature(cert: x509.Certificate, payload_type: str, payload: bytes, sig: bytes) -> None:
+    key = cert.public_key()
+    data = pae(payload_type, payload)
+    try:
+        if isinstance(key, ec.EllipticCurvePublicKey):
+            # Fulcio issues P-256 (sha256) and P-384 (sha384) keys; the hash follows the curve.
+            h: hashes.HashAlgorithm = hashes.SHA384() if key.curve.key_size == 384 else hashes.SHA256()
+            if key.curve.key_size == 521:
+                h = hashes.SHA512()
+            key.verify(sig, data, ec.ECDSA(h))
+        elif isinstance(key, ed25519.Ed25519PublicKey):
+            key.verify(sig, data)
+        elif isinstance(key, rsa.RSAPublicKey):
+            key.verify(sig, data, padding.PKCS1v15(), hashes.SHA256())
+        else:
+            raise LegacyVerificationError(
+                f"unsupported signing key type {type(key).__name__}", check="dsse.signature"
+            )
+    except (InvalidSignature, UnsupportedAlgorithm, ValueError):
+        raise LegacyVerificationError(
+            "the DSSE signature does not verify over PAE(payloadType, payload) with the certificate's key",
+            check="dsse.signature", expected="valid", actual="invalid",
+        ) from None
+
+
+# -- (8) log entry body vs envelope -------------------------------------------------------------------
+
+
+def _body_fail(message: str, expected: Any = None, actual: Any = None) -> LegacyVerificationError:
+    return LegacyVerificationError(
+        f"log entry body does not match the bundle: {message}",
+        check="tlog.body", expected=expected, actual=actual,
+    )
+
+
+def _pem_cert(b64pem: Any, what: str) -> x509.Certificate:
+    try:
+        pem = base64.b64decode(str(b64pem), validate=True)
+        return x509.load_pem_x509_certificate(pem)
+    except (binascii.Error, ValueError) as err:
+        raise _body_fail(f"{what} is not base64 of a PEM certificate ({err})") from err
+
+
+def _same_cert(a: x509.Certificate, b: x509.Certificate) -> bool:
+    return hmac.compare_digest(
+        a.public_bytes(serialization.Encoding.DER), b.public_bytes(serialization.Encoding.DER)
+    )
+
+
+def _check_payload_hash(obj: Any, payload: bytes, where: str) -> None:
+    if not isinstance(obj, dict) or obj.get("algorithm") != "sha256" or not isinstance(obj.get("value"), str):
+        raise _body_fail(f"{where} must be a sha256 hash object", "sha256", obj)
+    mine = hashlib.sha256(payload).hexdigest()
+    if not hmac.compare_digest(obj["value"].lower(), mine):
+        raise _body_fail("payload hash differs from the envelope's payload", mine, obj["value"])
+
+
+def _decode_either(value: Any, what: str) -> bytes:
+    """Rekor's intoto 0.0.2 stores envelope bytes base64-encoded once or, from clients that pass the
+    envelope's base64 text through, twice (sigstore-js 2.x entries). Both encodings name the same
+    bytes; accept the one that decodes, refuse anything else."""
+    try:
+        once = base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise _body_fail(f"{what} is not base64 ({err})") from err
+    try:
+        text = once.decode("ascii")
+        twice = base64.b64decode(text, validate=True)
+    except (UnicodeDecodeError, binascii.Error, ValueError):
+        return once
+    return twice if text and base64.b64encode(twice).decode("ascii") == text else once
+
+
+def _check_body(p: _Parsed) -> None:
+    body = p.entry.canonicalized_body
+    try:
+        doc = parse_json(body, what="log entry body")
+    except Exception as err:  # noqa: BLE001 - any parse failure of a signed body is a mismatch
+        raise _body_fail(f"body is not JSON: {err}") from err
+    if not isinstance(doc, dict):
+        raise _body_fail("body is not a JSON object")
+    kind, version = doc.get("kind"), doc.get("apiVersion")
+    if (kind, version) != (p.entry.kind, p.entry.version):
+        raise _body_fail("kind/version differ from kindVersion",
+                         f"{p.entry.kind}/{p.entry.version}", f"{kind}/{version}")
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        raise _body_fail("no spec object")
+
+    if kind == "intoto":
+        # intoto 0.0.2 (rekor pkg/types/intoto/v0.0.2): spec.content.{envelope, hash, payloadHash}; each
+        # envelope signature has ``sig`` = base64 of the DSSE signature *as base64 text* (double encoded)
+        # and ``publicKey`` = base64 of the PEM certificate.
+        content = spec.get("content")
+        if not isinstance(content, dict):
+            raise _body_fail("no spec.content object")
+        _check_payload_hash(content.get("payloadHash"), p.payload, "spec.content.payloadHash")
+        env = content.get("envelope")
+        if not isinstance(env, dict):
+            raise _body_fail("no spec.content.envelope object")
+        if env.get("payloadType") != p.payload_type:
+            raise _body_fail("payloadType differs", p.payload_type, env.get("payloadType"))
+        sigs = env.get("signatures")
+        if not isinstance(sigs, list) or len(sigs) != 1 or not isinstance(sigs[0], dict):
+            raise _body_fail("expected exactly one signature in the entry",
+                             1, len(sigs) if isinstance(sigs, list) else None)
+        logged = _decode_either(sigs[0].get("sig"), "entry signature")
+        if not hmac.compare_digest(logged, p.signature):
+            raise _body_fail("the logged signature is not the envelope's signature",
+                             p.signature_b64, str(sigs[0].get("sig"))[:120])
+        if "payload" in env:
+            # Some entries carry the payload too; when present it must be the envelope's payload.
+            if not hmac.compare_digest(_decode_either(env["payload"], "entry payload"), p.payload):
+                raise _body_fail("the logged payload is not the envelope's payload")
+        if not _same_cert(_pem_cert(sigs[0].get("publicKey"), "entry publicKey"), p.leaf):
+            raise _body_fail("the logged certificate is not the bundle's signing certificate")
+        return
+
+    if kind == "dsse":
+        # dsse 0.0.1 (rekor pkg/types/dsse/v0.0.1): spec.payloadHash, spec.signatures[{signature, verifier}]
+        # with ``signature`` = base64 of the raw signature and ``verifier`` = base64 of the PEM certificate.
+        _check_payload_hash(spec.get("payloadHash"), p.payload, "spec.payloadHash")
+        sigs = spec.get("signatures")
+        if not isinstance(sigs, list) or len(sigs) != 1 or not isinstance(sigs[0], dict):
+            raise _body_fail("expected exactly one signature in the entry",
+                             1, len(sigs) if isinstance(sigs, list) else None)
+        try:
+            logged_raw = base64.b64decode(str(sigs[0].get("signature", "")), validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise _body_fail(f"entry signature is not base64 ({err})") from err
+        if not hmac.compare_digest(logged_raw, p.signature):
+            raise _body_fail("the logged signature is not the envelope's signature",
+                             p.signature_b64, sigs[0].get("signature"))
+        if not _same_cert(_pem_cert(sigs[0].get("verifier"), "entry verifier"), p.leaf):
+            raise _body_fail("the logged certificate is not the bundle's signing certificate")
+        return
+    raise _body_fail(f"unsupported entry kind {kind!r}")  # pragma: no cover - filtered before
+
+
+# -- the ordered verification -------------------------------------------------------------------------
+
+
+def is_legacy(doc: Any) -> bool:
+    """True for the bundles this module (and not sigstore-python) must verify."""
+    try:
+        vm = doc["verificationMaterial"]
+        entry = vm["tlogEntries"][0]
+        kv = (entry["kindVersion"]["kind"], entry["kindVersion"]["version"])
+        version = _MEDIA_TYPES.get(doc["mediaType"])
+    except (KeyError, IndexError, TypeError):
+        return False
+    if "dsseEnvelope" not in doc:
+        return False
+    if kv == ("intoto", "0.0.2"):
+        return True
+    return version == "0.1" and kv == ("dsse", "0.0.1") and not entry.get("inclusionProof")
+
+
+def verify_legacy_dsse_detailed(
+    doc: Any,
+    trust_root: TrustRoot,
+    *,
+    evidence: str | None = None,
+    now: datetime | None = None,
+) -> LegacyResult:
+    """Run steps (0)–(8) on one bundle document (already JSON-parsed, capped by the caller)."""
+    p = _parse(doc)
+    kv = (p.entry.kind, p.entry.version)
+    if kv not in SUPPORTED_KINDS:
+        raise LegacyVerificationError(
+            f"log entry kind {kv[0]}/{kv[1]} is not one this verifier handles",
+            check="tlog.entry", expected=["intoto/0.0.2", "dsse/0.0.1"], actual=f"{kv[0]}/{kv[1]}",
+        )
+    checks: list[Check] = []
+
+    # (4)+(5) first: the log entry's own proofs tell us whether integratedTime is signed.
+    result = verify_entry(
+        p.entry, trust_root, require_proof=p.version != "0.1", now=now, evidence=evidence
+    )
+    checks.extend(result.checks)
+
+    # (0) signing times: integrated time only with a verified promise, plus every TSA timestamp.
+    times: list[datetime] = []
+    if result.promise:
+        times.append(result.integrated_time)
+    times.extend(_verify_timestamps(p.timestamps, p.signature, trust_root))
+    if not times:
+        raise LegacyVerificationError(
+            "no verified signing time: the entry has no inclusion promise and no signed timestamp",
+            check="timestamp", expected="inclusion promise or RFC 3161 timestamp", actual=None,
+        )
+    checks.append(Check("time", "pass", "verified signing times",
+                        expected=None, actual=[t.isoformat() for t in times], evidence=evidence))
+
+    # (1)–(3), (6)
+    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times)
+    checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
+                        expected=trust_root.name, actual=p.leaf.issuer.rfc4514_string(), evidence=evidence))
+
+    # (7)
+    _verify_dsse_signature(p.leaf, p.payload_type, p.payload, p.signature)
+    checks.append(Check("dsse.signature", "pass", "DSSE signature over PAE", evidence=evidence))
+
+    # (8)
+    _check_body(p)
+    checks.append(Check("tlog.body", "pass", f"{kv[0]}/{kv[1]} entry matches the envelope",
+                        evidence=evidence))
+
+    return LegacyResult(
+        payload_type=p.payload_type,
+        payload=p.payload,
+        certificate=p.leaf,
+        integrated_time=result.integrated_time,
+        times=tuple(times),
+        entry_kind=f"{kv[0]}/{kv[1]}",
+        checks=tuple(checks),
+    )
+
+
+def verify_legacy_dsse(
+    doc: Any, trust_root: TrustRoot, *, evidence: str | None = None
+) -> tuple[str, bytes, x509.Certificate]:
+    """(payload_type, payload, certificate) after full verification, like ``keyless.verify_dsse``.
+
+    Raises ``LegacyVerificationError``, ``TlogVerificationError`` or ``CertificateVerificationError``
+    (verification failed: each has ``.to_check()``) or ``BundleError`` (malformed bundle).
+    """
+    r = verify_legacy_dsse_detailed(doc, trust_root, evidence=evidence)
+    return r.payload_type, r.payload, r.certificate
+
+
+#: Every exception type that means "verification failed" here (each has ``.to_check()``).
+VERIFICATION_ERRORS = (LegacyVerificationError, TlogVerificationError, CertificateVerificationError)
+
+__all__ = [
+    "LegacyVerificationError",
+    "LegacyResult",
+    "VERIFICATION_ERRORS",
+    "is_legacy",
+    "pae",
+    "verify_legacy_dsse",
+    "verify_legacy_dsse_detailed",
+]
