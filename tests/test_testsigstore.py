@@ -347,3 +347,49 @@ def test_committed_bundle_meets_sigstore_python_expectation(row: dict[str, Any],
     else:
         with pytest.raises((VerificationError, InvalidBundle)):
             run()
+
+
+# --- knobs for the exceptions sigstore-python lets escape (callers must map them: SIGSTORE-FACTS.md) -----
+
+
+def _verify_message(ts: testsigstore.TestSigstore, tmp_path: Path, **kwargs: Any) -> None:
+    root = ts.write_trusted_root(tmp_path / "trusted_root.json")
+    verifier = Verifier(trusted_root=TrustedRoot.from_file(str(root)))
+    b = ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER, **kwargs)
+    verifier.verify_artifact(DATA, _bundle(b), policy.Identity(identity=IDENTITY, issuer=ISSUER))
+
+
+@pytest.mark.parametrize("knob", ["omit_key_usage", "omit_eku"])
+def test_leaf_without_key_usage_makes_sigstore_raise_extension_not_found(
+    ts: testsigstore.TestSigstore, tmp_path: Path, knob: str
+) -> None:
+    with pytest.raises(x509.ExtensionNotFound):
+        _verify_message(ts, tmp_path, **{knob: True})
+
+
+def test_leaf_from_a_precert_signing_root_makes_sigstore_raise_index_error(tmp_path: Path) -> None:
+    ts = testsigstore.TestSigstore(seed=7, root_ct_eku=True)
+    _verify_message(ts, tmp_path)  # via the intermediate: fine
+    with pytest.raises(IndexError):
+        _verify_message(ts, tmp_path, from_root=True)
+
+
+def test_leaf_without_sct_is_rejected(ts: testsigstore.TestSigstore, tmp_path: Path) -> None:
+    with pytest.raises(VerificationError, match="does not contain a signed certificate timestamp"):
+        _verify_message(ts, tmp_path, sct=False)
+
+
+def test_sharded_log_index_differs_from_the_proof_index_and_verifies(tmp_path: Path) -> None:
+    ts = testsigstore.TestSigstore(seed=7, shard_offset=100_000)
+    entry = ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER)["verificationMaterial"]["tlogEntries"][0]
+    assert int(entry["logIndex"]) == int(entry["inclusionProof"]["logIndex"]) + 100_000
+    _verify_message(ts, tmp_path)
+
+
+def test_mutation_of_absent_material_is_refused(ts: testsigstore.TestSigstore) -> None:
+    with pytest.raises(ValueError, match="needs inclusion_proof"):
+        ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER, inclusion_proof=False, mutate="proof_hash")
+    with pytest.raises(ValueError, match="needs inclusion_promise"):
+        ts.sign_dsse(b"x", identity=IDENTITY, issuer=ISSUER, inclusion_promise=False, mutate="set")
+    with pytest.raises(ValueError, match="inclusion proof, an inclusion promise"):
+        ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER, inclusion_proof=False, inclusion_promise=False)
