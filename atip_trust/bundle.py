@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cryptography import x509
+
 from .errors import BundleError, InputTooLargeError, MalformedInputError
 from .jsonio import parse_json, read_capped
 from .limits import LIMITS
@@ -45,6 +47,41 @@ class BundleInput:
     entry_kinds: list[str] = field(default_factory=list)
     has_inclusion_proof: bool = False
     route: Route = "sigstore"
+
+    def signing_certificate(self) -> x509.Certificate | None:
+        """The leaf certificate, *unverified*: only to name the Sigstore instance in messages."""
+        vm = self.doc.get("verificationMaterial")
+        if not isinstance(vm, dict):
+            return None
+        raw = (vm.get("certificate") or {}).get("rawBytes") if isinstance(vm.get("certificate"), dict) else None
+        chain = vm.get("x509CertificateChain")
+        if raw is None and isinstance(chain, dict) and chain.get("certificates"):
+            first = chain["certificates"][0]
+            raw = first.get("rawBytes") if isinstance(first, dict) else None
+        try:
+            return x509.load_der_x509_certificate(base64.b64decode(str(raw), validate=True))
+        except (binascii.Error, ValueError, TypeError):
+            return None
+
+    def instance_hint(self) -> str:
+        """A hint naming the Sigstore instance when it is one whose root we do not embed.
+
+        GitHub runs its own Fulcio (issuer ``O=GitHub, Inc.``) with its own TSA and no Rekor entries;
+        its trusted root is distributed from tuf-repo.github.com and is not in sigstore-python.
+        """
+        cert = self.signing_certificate()
+        if cert is None:
+            return ""
+        try:
+            issuer = cert.issuer.rfc4514_string()
+        except ValueError:
+            return ""
+        if "GitHub" in issuer:
+            return (
+                f"; the certificate was issued by GitHub's Sigstore instance ({issuer}): GitHub's "
+                "trusted root (tuf-repo.github.com) is missing, pass it with --trusted-root"
+            )
+        return ""
 
     def dsse_payload(self) -> tuple[str, bytes] | None:
         """The DSSE payload type and bytes, *unverified*: only to see which artifact it names."""

@@ -21,7 +21,7 @@ Steps, each guarded so it cannot run out of order and the reference time is fixe
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,15 @@ from typing import Any
 from .artifact import Artifact, DigestSubject
 from .bundle import BundleInput, load_bundles
 from .digest import Digest
-from .errors import UsageError
+from .errors import BundleError, UsageError
 from .identity import CertificateFacts, IdentityRule, match_identities
 from .keyless import KeylessVerifier
+from .provenance import (
+    BuilderMap,
+    ProvenanceRequirements,
+    check_provenance,
+    parse_statement,
+)
 from .report import Check, ProvenanceResult, SignatureResult, TrustLevel, TrustReport
 from .trustroot import TrustRoot
 
@@ -296,11 +302,14 @@ class Evaluation:
     def provenance(self) -> None:
         self._step("provenance")
         c = self.constraints
+        builders: BuilderMap | None = None
         for r in self.results:
-            if not (r.valid and r.trusted and r.applies and r.payload is not None):
+            if not (r.valid and r.trusted and r.applies and r.content == "dsse"):
                 continue
+            if builders is None:
+                builders = c.builders if isinstance(c.builders, BuilderMap) else BuilderMap.default()
             r.provenance, r.provenance_passed, checks = _check_provenance(
-                r, self.digests, c
+                r, self.digests, c, builders
             )
             r.checks.extend(checks)
 
@@ -360,13 +369,15 @@ class Evaluation:
 
 
 def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
-    for pred in (
+    """The piece of evidence that best explains the trust level, for the summary fields."""
+    ranks: list[Callable[[EvidenceResult], bool]] = [
         lambda r: r.valid and r.trusted and r.applies and r.provenance_passed,
         lambda r: r.valid and r.trusted and r.applies,
         lambda r: r.compromised,
         lambda r: r.valid and r.applies,
         lambda r: r.applies,
-    ):
+    ]
+    for pred in ranks:
         for r in results:
             if pred(r):
                 return r
@@ -388,19 +399,50 @@ def _subject_digests(b: BundleInput) -> list[str]:
 
 
 def _check_provenance(
-    r: EvidenceResult, digests: dict[str, Digest], c: Constraints
+    r: EvidenceResult, digests: dict[str, Digest], c: Constraints, builders: BuilderMap
 ) -> tuple[ProvenanceResult | None, bool, list[Check]]:
-    """Hand a verified attestation to provenance.py; fail closed if it cannot judge it."""
+    """Hand one verified, trusted attestation to provenance.py (steps 1-5 there).
+
+    Without provenance requirements the facts are still reported, but a statement this code cannot
+    read is not a failure: its checks are shown as ``skip``.
+    """
+    required = c.wants_provenance
+    if r.payload_type != IN_TOTO_PAYLOAD_TYPE or r.payload is None:
+        check = Check("payload_type", "fail" if required else "skip",
+                      "DSSE payload is not an in-toto statement", IN_TOTO_PAYLOAD_TYPE,
+                      r.payload_type, r.label, impact="provenance")
+        return None, False, [check]
     try:
-        from . import provenance
-    except ImportError:
-        if c.wants_provenance:
-            return (ProvenanceResult(status="unchecked", predicate_type=None), False,
-                    [Check("provenance", "error", "provenance checks are not available",
-                           evidence=r.label, impact="provenance")])
-        return None, False, []
-    api: Any = provenance
-    return api.evaluate_attestation(r.payload_type, r.payload, digests, c, evidence=r.label)  # type: ignore[no-any-return]
+        stmt = parse_statement(r.payload_type, r.payload)
+    except BundleError as err:
+        check = Check("statement", "fail" if required else "skip", err.diagnostics(), None, None,
+                      r.label, impact="provenance")
+        return ProvenanceResult(status="invalid"), False, [check]
+    req = ProvenanceRequirements(
+        predicate_type=c.predicate_type, builder_id=c.builder_id, source_uri=c.source_uri,
+        source_tag=c.source_tag, source_branch=c.source_branch, min_slsa_level=c.min_slsa_level,
+    )
+    out = check_provenance(stmt, digests, req, builders, evidence=r.label)
+    checks = out.checks
+    if not required:
+        checks = [
+            Check(ch.name, "skip", f"(not required) {ch.message}", ch.expected, ch.actual,
+                  ch.evidence) if ch.failed else ch
+            for ch in checks
+        ]
+    if not out.applies:
+        return None, False, checks
+    facts = out.facts
+    res = ProvenanceResult(
+        status="valid" if out.passed else "fail",
+        predicate_type=stmt.predicate_type,
+        builder_id=facts.builder_id if facts else None,
+        build_type=facts.build_type if facts else None,
+        slsa_level=out.level,
+        source=facts.source_json() if facts else None,
+        evidence=r.label,
+    )
+    return res, out.passed, checks
 
 
 def evaluate(

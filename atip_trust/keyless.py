@@ -190,8 +190,8 @@ class KeylessVerifier:
             bundle = Bundle.from_json(b.raw)
         except SigstoreError as err:
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            out.checks.append(Check("bundle", "fail", f"bundle rejected: {first}", evidence=ev,
-                                    impact="unverified"))
+            out.checks.append(Check("bundle", "fail", f"bundle rejected: {first}{b.instance_hint()}",
+                                    evidence=ev, impact="unverified"))
             return
         cert = bundle.signing_certificate
         out.facts = CertificateFacts.from_certificate(cert)
@@ -263,7 +263,8 @@ class KeylessVerifier:
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             stage = _stage(msg)
             out.checks.append(Check(
-                stage, "fail", f"{msg} (checked against trusted root {self.trust_root.name})",
+                stage, "fail",
+                f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint()}",
                 evidence=ev, impact="unverified"))
             return
         if recorder.certificate is None:  # sigstore returned without running the policy: fail closed

@@ -109,8 +109,9 @@ def identity_rules(args: argparse.Namespace) -> list[IdentityRule]:
 
 
 def build_constraints(args: argparse.Namespace) -> Constraints:
-    if args.min_slsa_level is not None and not 0 <= args.min_slsa_level <= 4:
-        raise UsageError(f"--min-slsa-level must be 0 to 4, got {args.min_slsa_level}")
+    if args.min_slsa_level is not None and not 0 <= args.min_slsa_level <= 3:
+        # SLSA v1.0 Build track has levels 0-3; RFC §3.2.2's level 4 has no v1.0 counterpart.
+        raise UsageError(f"--min-slsa-level must be 0 to 3 (SLSA v1.0 Build levels), got {args.min_slsa_level}")
     return Constraints(
         signers=tuple(identity_rules(args)),
         keys=tuple(Path(k) for k in args.key),
