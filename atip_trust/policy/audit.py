@@ -1,0 +1,73 @@
+"""The audit log: one JSON line per decision, appended and fsynced (issue 5 item 7).
+
+Written to ``--audit-log FILE`` or ``<platformdirs user_state_dir("atip-trust")>/audit.jsonl``. Lines
+carry digests, the signer identity, the decision and its reasons; never environment, arguments beyond the
+command words, or key material.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from ..errors import ArtifactAccessError
+from ..report import Decision, TrustReport
+
+
+def default_audit_path() -> Path:
+    return Path(platformdirs.user_state_dir("atip-trust")) / "audit.jsonl"
+
+
+def audit_record(
+    decision: Decision,
+    report: TrustReport,
+    *,
+    tool: str,
+    command: list[str] | None = None,
+    when: datetime | None = None,
+) -> dict[str, Any]:
+    return {
+        "time": (when or datetime.now(timezone.utc)).isoformat(),
+        "tool": tool,
+        "command": command or [],
+        "path": report.path,
+        "digest": report.digests.get("sha256"),
+        "trust_level": report.trust_level.name,
+        "identity": report.signature.identity,
+        "issuer": report.signature.issuer,
+        "decision": decision.behavior,
+        "mode": decision.mode,
+        "rule_source": decision.rule_source,
+        "reasons": [r.to_json() for r in decision.reasons],
+        "policy_digest": decision.policy_digest,
+        "report_digest": decision.report_digest,
+    }
+
+
+def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> Path:
+    """Append one line and fsync it; the file is created 0600 (it names tools and identities)."""
+    target = Path(path) if path is not None else default_audit_path()
+    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(
+            target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
+    except OSError as err:
+        raise ArtifactAccessError(f"cannot open audit log: {err.strerror}", path=str(target)) from err
+    try:
+        os.write(fd, line)  # one write of one line under O_APPEND: lines never interleave
+        os.fsync(fd)
+    except OSError as err:
+        raise ArtifactAccessError(f"cannot write audit log: {err.strerror}", path=str(target)) from err
+    finally:
+        os.close(fd)
+    return target
+
+
+__all__ = ["audit_record", "append_audit", "default_audit_path"]

@@ -1,0 +1,443 @@
+"""From a trust report to allow / ask / deny, with reasons (DESIGN.md principles 8, 10, 11).
+
+The order is fixed; every step adds verdicts and the strictest verdict wins (seed 004):
+
+  (1) COMPROMISED is denied, always: no rule, waiver or mode can allow tampered bytes.
+  (2) Signer check: a signature by an identity policy does not name counts as UNVERIFIED (principle 1).
+  (3) Tool rules: deny by digest, deny by name (a digest allow for these exact bytes wins over a name
+      rule), each layer's allowlist (a name pinned to a digest admits only that digest), RFC §10.2
+      ``allowedTools``.
+  (4) Requirements: minimum trust level, provenance, SLSA level, metadata source, M-of-N signers
+      (a live waiver for the digest or tool lifts these and the trust part of (7); an expired one is
+      reported and ignored).
+  (5) Command rules: deny, then ask, then allow; a qualified rule applies only when its trust level and
+      signer hold.
+  (6) Effects: RFC §10.2 ``effectRestrictions``; declared safety counts only when verified (principle 10).
+  (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
+  (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
+      ask when interactive, deny when not.
+  (9) ``ask`` without a human becomes ``deny``; mode ``warn``/``audit`` turns a denial into an allow that
+      reports what would have been denied (never for COMPROMISED).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ..report import Decision, Reason, TrustLevel, TrustReport
+from .effects import effective_states
+from .model import STRICTNESS, CommandRule, Policy, RuleBehavior, RuleSource, Waiver
+from .rules import command_line, rule_matches, split_command
+
+#: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
+#: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
+READ_ONLY_CLASSES = ("destructive", "filesystemWrite", "filesystemDelete", "billable", "nonIdempotent")
+
+#: Rule sources as Agent Tool names them (seed 001, "Rule sources").
+AGENT_TOOL_SOURCES: dict[str, str] = {
+    "org": "policy_settings",
+    "local": "local_settings",
+    "cli": "cli_arg",
+    "default": "policy_settings",
+}
+
+
+class _Verdicts:
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[tuple[RuleBehavior, Reason, RuleSource]] = []
+
+    def add(self, behavior: RuleBehavior, reason: Reason, source: RuleSource) -> None:
+        self.items.append((behavior, reason, source))
+
+    def strictest(self) -> tuple[RuleBehavior, RuleSource] | None:
+        best: tuple[RuleBehavior, RuleSource] | None = None
+        for behavior, _, source in self.items:
+            if best is None or STRICTNESS[behavior] > STRICTNESS[best[0]]:
+                best = (behavior, source)
+        return best
+
+
+def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
+    if rule.signer is None:
+        return True
+    sig = report.signature
+    return sig.status == "valid" and rule.signer.matches(sig.identity, sig.issuer, sig.extensions)
+
+
+def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
+    """Distinct (identity, issuer) pairs with a valid signature that a policy signer rule names."""
+    seen: set[tuple[str, str]] = set()
+    candidates: list[tuple[Any, Any, Any, Any]] = []
+    sig = report.signature
+    candidates.append((sig.status, sig.identity, sig.issuer, sig.extensions))
+    for att in report.attestations:
+        if not isinstance(att, Mapping):
+            continue
+        inner = att.get("signature")
+        s: Mapping[str, Any] = inner if isinstance(inner, Mapping) else att
+        candidates.append(
+            (s.get("status"), s.get("identity"), s.get("issuer"), s.get("extensions") or {})
+        )
+    for status, ident, iss, ext in candidates:
+        if status != "valid" or not isinstance(ident, str) or not isinstance(iss, str):
+            continue
+        if any(r.matches(ident, iss, ext) for r in policy.signers):
+            seen.add((ident, iss))
+    return seen
+
+
+def _waiver_for(
+    policy: Policy, tool_name: str, digest: str | None, now: datetime, reasons: list[Reason]
+) -> Waiver | None:
+    live: Waiver | None = None
+    for w in policy.waivers:
+        hit = (w.digest is not None and digest is not None and w.digest == digest) or (
+            w.digest is None and w.tool is not None and w.tool == tool_name
+        )
+        if w.digest is not None and w.tool is not None:
+            hit = hit and w.tool == tool_name
+        if not hit:
+            continue
+        if w.expires <= now:
+            reasons.append(
+                Reason(
+                    code="WAIVER_EXPIRED",
+                    message=f"waiver ignored: it expired ({w.reason})",
+                    rule=f"waiver:{w.digest or w.tool}",
+                    expected=f"expires after {now.isoformat()}",
+                    actual=w.expires.isoformat(),
+                )
+            )
+            continue
+        live = live or w
+    return live
+
+
+def decide(
+    policy: Policy,
+    report: TrustReport,
+    *,
+    tool_name: str,
+    command: Sequence[str] | str | None = None,
+    effects: Mapping[str, Any] | None = None,
+    effects_verified: bool = False,
+    interactive: bool = False,
+    metadata_source: str | None = None,
+    now: datetime | None = None,
+) -> Decision:
+    now = now or datetime.now(timezone.utc)
+    v = _Verdicts()
+    info: list[Reason] = []
+    digest = report.digests.get("sha256")
+    digest = f"sha256:{digest}" if digest and not digest.startswith("sha256:") else digest
+    words = split_command(command)
+    tokens, line = command_line(tool_name, words)
+    level = report.trust_level
+
+    # (1) COMPROMISED: denied whatever else policy says.
+    if level == TrustLevel.COMPROMISED:
+        v.add(
+            "deny",
+            Reason(
+                "TRUST_COMPROMISED",
+                "the artifact shows evidence of tampering (invalid signature or digest mismatch)",
+                rule="builtin:compromised",
+                expected="not COMPROMISED",
+                actual=level.name,
+            ),
+            "default",
+        )
+
+    # (2) A signer policy does not name cannot lift the level above UNVERIFIED (principle 1).
+    sig = report.signature
+    if sig.status == "valid" and sig.identity is not None and policy.signers_declared:
+        if not any(r.matches(sig.identity, sig.issuer, sig.extensions) for r in policy.signers):
+            if level > TrustLevel.UNVERIFIED:
+                level = TrustLevel.UNVERIFIED
+            info.append(
+                Reason(
+                    "SIGNER_NOT_IN_POLICY",
+                    "the signature is valid but its identity is not one policy trusts",
+                    rule="trust.signers",
+                    expected=[s.describe() for s in policy.signers] or "no signer (empty list)",
+                    actual=f"{sig.identity} (issuer {sig.issuer})",
+                )
+            )
+
+    # (3) Tool rules.
+    digest_allowed = any(t.digest is not None and t.digest == digest and (
+        t.name is None or t.name == tool_name) for t in policy.tool_allow)
+    for t in policy.tool_deny:
+        if t.digest is not None and t.digest == digest:
+            v.add("deny", Reason("TOOL_DENIED_DIGEST", "these exact bytes are denied by digest",
+                                 rule=f"tools.deny:{t.text}", expected=f"not {t.digest}",
+                                 actual=digest), t.source)
+        elif t.digest is None and t.name == tool_name and not digest_allowed:
+            v.add("deny", Reason("TOOL_DENIED", f"tool {tool_name!r} is denied by name",
+                                 rule=f"tools.deny:{t.text}", expected=f"not {t.name}",
+                                 actual=tool_name), t.source)
+    for source, allowlist in policy.tool_allowlists:
+        pins = [t for t in allowlist if t.name == tool_name and t.digest is not None]
+        ok = any(t.digest is not None and t.digest == digest and t.name in (None, tool_name)
+                 for t in allowlist)
+        if not ok and not pins:
+            ok = any(t.name == tool_name and t.digest is None for t in allowlist)
+        if not ok:
+            if pins:
+                v.add("deny", Reason("DIGEST_PIN_MISMATCH",
+                                     f"tool {tool_name!r} is pinned to other bytes",
+                                     rule=f"tools.allow:{pins[0].text}",
+                                     expected=[p.digest for p in pins], actual=digest), source)
+            else:
+                v.add("deny", Reason("TOOL_NOT_ALLOWED",
+                                     f"tool {tool_name!r} is not on the {source} allowlist",
+                                     rule="tools.allow", expected=[t.name or t.digest for t in allowlist],
+                                     actual=f"{tool_name} {digest}"), source)
+    for source, allowed in policy.delegation_allowlists:
+        if tool_name not in allowed:
+            v.add("deny", Reason("DELEGATION_TOOL_NOT_ALLOWED",
+                                 f"tool {tool_name!r} is not in delegation.allowedTools (RFC §10.2)",
+                                 rule="delegation.allowedTools", expected=list(allowed),
+                                 actual=tool_name), source)
+
+    # (4) Requirements, waivable.
+    waiver = _waiver_for(policy, tool_name, digest, now, info)
+    req = policy.requirements
+    req_source = _source_of(policy, "requirements")
+    trust_failures: list[Reason] = []
+    if req.min_trust_level is not None and level < req.min_trust_level:
+        trust_failures.append(Reason("TRUST_BELOW_MINIMUM", "trust level is below the policy minimum",
+                                     rule="requirements.minTrustLevel",
+                                     expected=f">= {req.min_trust_level.name}", actual=level.name))
+    prov = report.provenance
+    if req.provenance_required and prov.status != "valid":
+        trust_failures.append(Reason("PROVENANCE_REQUIRED", "policy requires valid provenance",
+                                     rule="requirements.provenanceRequired", expected="valid",
+                                     actual=prov.status))
+    if req.min_slsa_level is not None and req.min_slsa_level > 0:
+        got = prov.slsa_level if prov.status == "valid" else None
+        if got is None or got < req.min_slsa_level:
+            # A missing provenance never passes a minimum SLSA level (principle 2).
+            trust_failures.append(Reason("SLSA_LEVEL_TOO_LOW",
+                                         "SLSA Build level (from the policy's builder map) too low",
+                                         rule="requirements.minSlsaLevel",
+                                         expected=f">= {req.min_slsa_level}", actual=got))
+    if policy.sources:
+        src_fact = prov.source if prov.status == "valid" and isinstance(prov.source, Mapping) else {}
+        if not _source_allowed(policy, src_fact):
+            trust_failures.append(Reason("SOURCE_NOT_ALLOWED",
+                                         "provenance source repository or ref is not one policy allows",
+                                         rule="trust.sources",
+                                         expected=[f"{s.repository} {list(s.refs) or '*'}"
+                                                   for s in policy.sources],
+                                         actual=f"{src_fact.get('uri')} {src_fact.get('ref')}"
+                                         if src_fact else "no valid provenance"))
+    if req.metadata_sources is not None:
+        src = metadata_source
+        if src is None and isinstance(report.claims, Mapping):
+            src = report.claims.get("source") if isinstance(report.claims.get("source"), str) else None
+        if src not in req.metadata_sources:
+            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED",
+                                         "metadata source is not one policy allows",
+                                         rule="requirements.metadataSources",
+                                         expected=list(req.metadata_sources), actual=src))
+    if req.signature_threshold is not None:
+        n = len(_distinct_signers(report, policy))
+        if n < req.signature_threshold:
+            trust_failures.append(Reason("SIGNATURE_THRESHOLD",
+                                         "too few distinct trusted signers",
+                                         rule="requirements.signatures.threshold",
+                                         expected=f">= {req.signature_threshold}", actual=n))
+    for r in trust_failures:
+        if waiver is not None:
+            info.append(_waived(r, waiver))
+        else:
+            v.add("deny", r, req_source)
+
+    # (5) Command rules: deny → ask → allow; specificity never changes the order.
+    allowed_by: CommandRule | None = None
+    for rule in policy.deny_rules:
+        if rule_matches(rule, tokens, line):
+            v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule",
+                                 rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
+    for rule in policy.ask_rules:
+        if rule_matches(rule, tokens, line) and _qualified(rule, level, report):
+            v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule",
+                                rule=rule.text, actual=line), rule.source)
+    for rule in policy.allow_rules:
+        if not rule_matches(rule, tokens, line):
+            continue
+        if _qualified(rule, level, report):
+            allowed_by = allowed_by or rule
+        else:
+            info.append(Reason("RULE_QUALIFIER_NOT_MET",
+                               "an allow rule matches but its trust condition does not hold",
+                               rule=rule.text,
+                               expected=_qualifier_text(rule),
+                               actual=f"{level.name}, signer {sig.identity} (issuer {sig.issuer})"))
+
+    # (6) Effects, trusted only as far as their source.
+    states, disregarded = effective_states(effects, verified=effects_verified)
+    if disregarded:
+        info.append(Reason("EFFECTS_UNVERIFIED",
+                           "declared safe effects disregarded: the metadata declaring them is not verified",
+                           rule="builtin:effects-trust", expected="verified metadata",
+                           actual=sorted(disregarded)))
+    for cls, source in policy.effect_restrictions.items():
+        risky = states.get(cls, "risky") == "risky" if cls != "subprocess" else not (
+            effects_verified and isinstance(effects, Mapping) and effects.get("subprocess") is False)
+        if risky:
+            v.add("deny", Reason("EFFECT_RESTRICTED",
+                                 f"effect {cls!r} is restricted by delegation.effectRestrictions",
+                                 rule=f"delegation.effectRestrictions.{cls}",
+                                 expected=f"{cls} absent (verified)", actual="present or unknown"), source)
+
+    # (7) Capability gating.
+    for cls, gate in policy.gates.items():
+        if states.get(cls) != "risky" or level >= gate.min_trust_level:
+            continue
+        r = Reason("CAPABILITY_GATED", f"{cls} operation needs a more trusted tool",
+                   rule=f"capabilities.{cls}", expected=f">= {gate.min_trust_level.name}",
+                   actual=level.name)
+        if waiver is not None and level > TrustLevel.COMPROMISED:
+            info.append(_waived(r, waiver))
+        else:
+            v.add(gate.below, r, gate.source)
+
+    # (8) Base decision.
+    if allowed_by is not None:
+        v.add("allow", Reason("COMMAND_ALLOWED", f"command {line!r} matches an allow rule",
+                              rule=allowed_by.text, actual=line), allowed_by.source)
+    elif (policy.defaults.allow_verified_read_only and effects_verified
+          and all(states.get(c) == "safe" for c in READ_ONLY_CLASSES)
+          and level >= policy.defaults.read_only_min_trust_level):
+        v.add("allow", Reason("READ_ONLY_VERIFIED",
+                              "verified metadata declares this command read-only",
+                              rule="defaults.allowVerifiedReadOnly",
+                              expected=f">= {policy.defaults.read_only_min_trust_level.name}",
+                              actual=level.name), _source_of(policy, "defaults"))
+    else:
+        behavior: RuleBehavior = "ask" if policy.defaults.no_match == "ask" else "deny"
+        v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
+                               rule="defaults.noMatch", actual=line), _source_of(policy, "defaults"))
+
+    # (9) Non-interactive asks deny; warn/audit modes report instead of blocking.
+    best = v.strictest()
+    final, source = best if best is not None else ("deny", "default")
+    reasons = [r for b, r, _ in sorted(v.items, key=lambda it: -STRICTNESS[it[0]]) if b == final]
+    reasons += [r for b, r, _ in v.items if b != final and STRICTNESS[b] > 0]
+    reasons += info
+    if final == "ask" and not interactive:
+        final = "deny"
+        reasons.insert(0, Reason("ASK_WITHOUT_USER",
+                                 "policy asks for confirmation but no one can answer (non-interactive)",
+                                 rule="builtin:non-interactive", expected="interactive session",
+                                 actual="non-interactive"))
+    mode = policy.mode
+    if final != "allow" and mode != "enforce" and report.trust_level != TrustLevel.COMPROMISED:
+        reasons.insert(0, Reason(f"MODE_{mode.upper()}",
+                                 f"{mode} mode: allowed, but enforce mode would {final}",
+                                 rule="mode", expected=final, actual="allow"))
+        final = "allow"
+    return Decision(
+        behavior=final,
+        reasons=reasons,
+        policy_digest=policy.digest,
+        report_digest=report.digest(),
+        rule_source=source,
+        mode=mode,
+    )
+
+
+def _norm_repo(uri: str) -> str:
+    uri = uri.strip()
+    for prefix in ("git+",):
+        if uri.startswith(prefix):
+            uri = uri[len(prefix):]
+    uri = uri.split("@", 1)[0] if "@" in uri.split("//", 1)[-1] else uri
+    return uri.removesuffix(".git").rstrip("/").lower()
+
+
+def _source_allowed(policy: Policy, fact: Mapping[str, Any]) -> bool:
+    uri, ref = fact.get("uri"), fact.get("ref")
+    if not isinstance(uri, str):
+        return False
+    for s in policy.sources:
+        if _norm_repo(s.repository) != _norm_repo(uri):
+            continue
+        if not s.refs:
+            return True
+        # A ref glob matches the whole ref (fnmatchcase: no case folding, '*' within the string).
+        if isinstance(ref, str) and any(fnmatch.fnmatchcase(ref, pat) for pat in s.refs):
+            return True
+    return False
+
+
+def _qualified(rule: CommandRule, level: TrustLevel, report: TrustReport) -> bool:
+    if rule.min_trust_level is not None and level < rule.min_trust_level:
+        return False
+    return _signer_ok(rule, report)
+
+
+def _qualifier_text(rule: CommandRule) -> str:
+    parts = []
+    if rule.min_trust_level is not None:
+        parts.append(f">= {rule.min_trust_level.name}")
+    if rule.signer is not None:
+        parts.append(f"signed by {rule.signer.describe()}")
+    return ", ".join(parts)
+
+
+def _waived(r: Reason, w: Waiver) -> Reason:
+    return Reason("WAIVED", f"{r.message} — waived until {w.expires.isoformat()}: {w.reason}",
+                  rule=f"waiver:{w.digest or w.tool}", expected=r.expected, actual=r.actual)
+
+
+def _source_of(policy: Policy, key: str) -> RuleSource:
+    for layer in policy.layers:
+        if key in layer.document:
+            return layer.source
+    return "default"
+
+
+def to_agent_tool(
+    decision: Decision, *, invocation_id: str | None = None, decided_at: datetime | None = None
+) -> dict[str, Any]:
+    """The decision as an Agent Tool ``tool_permission_decision`` (seed 001)."""
+    first = decision.reasons[0] if decision.reasons else None
+    rule_based = first is not None and first.rule is not None and not first.rule.startswith("builtin:")
+    if first is not None and first.code.startswith("MODE_"):
+        reason_type = "mode"
+    elif first is not None and first.code in ("TRUST_COMPROMISED", "EFFECTS_UNVERIFIED"):
+        reason_type = "safety_check"
+    elif rule_based:
+        reason_type = "rule"
+    else:
+        reason_type = "policy"
+    out: dict[str, Any] = {
+        "schema_version": "0.2.0",
+        "behavior": decision.behavior,
+        "mode": "default" if decision.mode == "enforce" else decision.mode,
+        "source": AGENT_TOOL_SOURCES.get(decision.rule_source or "default", "policy_settings"),
+        "reason": {
+            "type": reason_type,
+            "rule_ref": first.rule if first else None,
+            "message": first.message if first else "no reason recorded",
+        },
+        "rule_refs": sorted({r.rule for r in decision.reasons if r.rule}),
+        "policy_refs": [decision.policy_digest] if decision.policy_digest else [],
+        "evidence_refs": [decision.report_digest] if decision.report_digest else [],
+        "decided_at": (decided_at or datetime.now(timezone.utc)).isoformat(),
+    }
+    if invocation_id is not None:
+        out["invocation_id"] = invocation_id
+    return out
+
+
+
+__all__ = ["decide", "to_agent_tool", "READ_ONLY_CLASSES"]

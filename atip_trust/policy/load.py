@@ -1,0 +1,349 @@
+"""Loading a policy: capped read, strict JSON, JSON Schema (draft 2020-12), then semantic checks.
+
+Every failure is a ``PolicyError`` naming the JSON path (exit 2). An org (managed) policy file that group
+or others can write, or that is owned by neither root nor the current user, is refused: whoever can write
+it decides what runs (Gemini CLI ignores such a file silently; we fail closed and say why).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+
+from ..errors import (
+    ArtifactAccessError,
+    InputTooLargeError,
+    MalformedInputError,
+    NotARegularFileError,
+    PolicyError,
+)
+from ..jsonio import json_path, parse_json
+from ..limits import LIMITS
+from ..report import TrustLevel
+from .model import (
+    BuilderRule,
+    CommandRule,
+    Defaults,
+    Gate,
+    PolicyLayer,
+    PublicKeyRule,
+    RegistryRule,
+    Requirements,
+    RuleBehavior,
+    RuleSource,
+    SignerRule,
+    SourceRule,
+    ToolRule,
+    Waiver,
+)
+from .rules import compile_rule, denied_command_rule
+
+_PKG = Path(__file__).resolve().parents[1]
+#: The checkout's schema/ first, else the copy shipped inside the package (pyproject: atip_trust._schema).
+SCHEMA_PATH = next(
+    (
+        p
+        for p in (_PKG.parent / "schema" / "policy.schema.json", _PKG / "_schema" / "policy.schema.json")
+        if p.is_file()
+    ),
+    _PKG.parent / "schema" / "policy.schema.json",
+)
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    try:
+        schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ArtifactAccessError(f"policy schema unreadable: {err}", path=str(SCHEMA_PATH)) from err
+    return jsonschema.Draft202012Validator(schema)
+
+
+def canonical_digest(doc: Any) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces, UTF-8): the policy digest."""
+    raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _schema_error(doc: Any) -> PolicyError | None:
+    errors = list(_validator().iter_errors(doc))
+    if not errors:
+        return None
+    # The deepest error is the most precise; for anyOf/oneOf prefer the branch error that went deepest.
+    def depth(e: Any) -> int:
+        best = len(e.absolute_path)
+        for sub in e.context or ():
+            best = max(best, depth(sub))
+        return best
+
+    err = max(errors, key=lambda e: (depth(e), -len(str(e.message))))
+    chosen = err
+    if err.context:
+        deeper = [s for s in err.context if len(s.absolute_path) == depth(err)]
+        if deeper:
+            chosen = min(deeper, key=lambda s: len(s.message))
+    path = json_path(list(chosen.absolute_path))
+    msg = chosen.message
+    if chosen.validator == "additionalProperties":
+        msg = f"unknown key: {msg}"
+    if len(msg) > 300:
+        msg = msg[:300] + "..."
+    return PolicyError(f"policy does not match its schema: {msg}", path=path)
+
+
+def _check_regexp(pattern: str, where: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise PolicyError(f"invalid regular expression {pattern!r}: {err}", path=where) from err
+
+
+def signer_from_json(raw: dict[str, Any], where: str) -> SignerRule:
+    from ..identity import CLAIMS
+
+    for key in ("identityRegexp", "issuerRegexp"):
+        if key in raw:
+            _check_regexp(raw[key], f"{where}.{key}")
+    for key in raw.get("claims", {}):
+        if key not in CLAIMS:
+            raise PolicyError(
+                f"unknown certificate claim {key!r}; expected one of {', '.join(CLAIMS)}",
+                path=f"{where}.claims",
+            )
+    return SignerRule(
+        identity=raw.get("identity"),
+        identity_regexp=raw.get("identityRegexp"),
+        issuer=raw.get("issuer"),
+        issuer_regexp=raw.get("issuerRegexp"),
+        claims=dict(raw.get("claims", {})),
+    )
+
+
+def _parse_expiry(text: str, where: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise PolicyError(f"expiry {text!r} is not an ISO 8601 date or date-time", path=where) from err
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when
+
+
+def layer_from_document(
+    doc: Any, *, source: RuleSource, path: str | None = None, base_dir: Path | None = None
+) -> PolicyLayer:
+    """Schema-check one policy document and compile it into a ``PolicyLayer``."""
+    err = _schema_error(doc)
+    if err is not None:
+        raise err
+    assert_dict = doc if isinstance(doc, dict) else {}
+    trust = assert_dict.get("trust", {})
+    base = base_dir or Path.cwd()
+
+    signers = None
+    if "signers" in trust:
+        signers = tuple(
+            signer_from_json(s, f"$.trust.signers[{i}]") for i, s in enumerate(trust["signers"])
+        )
+    keys = None
+    if "publicKeys" in trust:
+        keys = tuple(
+            PublicKeyRule(
+                path=str((base / k["path"]).resolve()) if "path" in k else None,
+                digest=k.get("digest"),
+                name=k.get("name"),
+            )
+            for k in trust["publicKeys"]
+        )
+    roots = None
+    if "trustedRoots" in trust:
+        roots = tuple(
+            r if isinstance(r, str) else str((base / r["path"]).resolve())
+            for r in trust["trustedRoots"]
+        )
+    builders = None
+    if "trustedBuilders" in trust:
+        builders = tuple(BuilderRule(id=b["id"], level=b["level"]) for b in trust["trustedBuilders"])
+    sources = None
+    if "sources" in trust:
+        sources = tuple(
+            SourceRule(repository=s["repository"], refs=tuple(s.get("refs", ())))
+            for s in trust["sources"]
+        )
+    registries = None
+    if "registries" in trust:
+        registries = tuple(
+            RegistryRule(
+                url=r["url"],
+                signers=tuple(
+                    signer_from_json(s, f"$.trust.registries[{i}].signers[{j}]")
+                    for j, s in enumerate(r["signers"])
+                ),
+                priority=r.get("priority", 100),
+                mode=r.get("mode", "fallthrough"),
+                name=r.get("name"),
+            )
+            for i, r in enumerate(trust["registries"])
+        )
+
+    req = assert_dict.get("requirements", {})
+    requirements = Requirements(
+        min_trust_level=TrustLevel.parse(req["minTrustLevel"]) if "minTrustLevel" in req else None,
+        min_slsa_level=req.get("minSlsaLevel"),
+        provenance_required=bool(req.get("provenanceRequired", False)),
+        predicate_type=req.get("predicateType"),
+        metadata_sources=tuple(req["metadataSources"]) if "metadataSources" in req else None,
+        signature_threshold=req.get("signatures", {}).get("threshold"),
+    )
+
+    tools = assert_dict.get("tools", {})
+
+    def tool_rules(key: str) -> tuple[ToolRule, ...]:
+        return tuple(
+            ToolRule(
+                name=t.get("name"),
+                digest=t.get("digest"),
+                source=source,
+                text=json.dumps({k: v for k, v in t.items() if k != "comment"}, sort_keys=True),
+            )
+            for t in tools.get(key, ())
+        )
+
+    rules: list[CommandRule] = []
+    perms = assert_dict.get("permissions", {})
+    behaviors: tuple[RuleBehavior, ...] = ("deny", "ask", "allow")
+    for behavior in behaviors:
+        for i, raw in enumerate(perms.get(behavior, ())):
+            rules.append(
+                compile_rule(raw, behavior, source, where=f"$.permissions.{behavior}[{i}]")
+            )
+    for i, text in enumerate(tools.get("deniedCommands", ())):
+        rules.append(denied_command_rule(text, source, f"$.tools.deniedCommands[{i}]"))
+    deleg = assert_dict.get("delegation", {})
+    for i, text in enumerate(deleg.get("deniedCommands", ())):
+        rules.append(denied_command_rule(text, source, f"$.delegation.deniedCommands[{i}]"))
+    restrictions = deleg.get("effectRestrictions", {})
+    # RFC §10.2 names effects as in §3.6; map them onto the gating classes.
+    restr_map = {
+        "destructive": "destructive", "network": "network", "billable": "billable",
+        "filesystemWrite": "filesystemWrite", "filesystemDelete": "filesystemDelete",
+        "interactive": "interactive", "reversible": "nonReversible", "idempotent": "nonIdempotent",
+        "subprocess": "subprocess",
+    }
+    effect_restrictions = tuple(restr_map[k] for k in sorted(restrictions))
+
+    gates = {
+        cls: Gate(
+            min_trust_level=TrustLevel.parse(g["minTrustLevel"]),
+            below=g.get("below", "ask"),
+            source=source,
+        )
+        for cls, g in assert_dict.get("capabilities", {}).items()
+    }
+    d = assert_dict.get("defaults", {})
+    defaults = Defaults(
+        no_match=d.get("noMatch", "ask"),
+        allow_verified_read_only=bool(d.get("allowVerifiedReadOnly", False)),
+        read_only_min_trust_level=TrustLevel.parse(d.get("readOnlyMinTrustLevel", "VERIFIED")),
+    )
+    waivers = tuple(
+        Waiver(
+            digest=w.get("digest"),
+            tool=w.get("tool"),
+            reason=w["reason"],
+            expires=_parse_expiry(w["expires"], f"$.waivers[{i}].expires"),
+            source=source,
+        )
+        for i, w in enumerate(assert_dict.get("waivers", ()))
+    )
+    return PolicyLayer(
+        source=source,
+        document=assert_dict,
+        digest=canonical_digest(assert_dict),
+        path=path,
+        mode=assert_dict.get("mode"),
+        signers=signers,
+        public_keys=keys,
+        trusted_roots=roots,
+        trusted_builders=builders,
+        sources=sources,
+        registries=registries,
+        requirements=requirements,
+        tool_allow=tool_rules("allow"),
+        tool_deny=tool_rules("deny"),
+        delegation_tools=tuple(deleg["allowedTools"]) if "allowedTools" in deleg else None,
+        effect_restrictions=effect_restrictions,
+        rules=tuple(rules),
+        gates=gates,
+        defaults=defaults,
+        waivers=waivers,
+    )
+
+
+def _read_org_file(path: str) -> bytes:
+    """Read a managed policy through one descriptor, refusing unsafe ownership or mode."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError as err:
+        raise ArtifactAccessError("org policy not found", path=path) from err
+    except OSError as err:
+        raise PolicyError(
+            f"org policy refused: cannot open it without following links ({err.strerror})", path=path
+        ) from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFileError("org policy is not a regular file", path=path)
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise PolicyError(
+                f"org policy refused: writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}, "
+                "expected no group/other write bit)",
+                path=path,
+            )
+        if st.st_uid not in (0, os.getuid()):
+            raise PolicyError(
+                f"org policy refused: owned by uid {st.st_uid}, expected root (0) or the current user "
+                f"({os.getuid()})",
+                path=path,
+            )
+        if st.st_size > LIMITS.policy_bytes:
+            raise InputTooLargeError(
+                f"policy is {st.st_size} bytes, over the cap of {LIMITS.policy_bytes} bytes", path=path
+            )
+        data = os.read(fd, LIMITS.policy_bytes + 1)
+        if len(data) > LIMITS.policy_bytes:
+            raise InputTooLargeError(f"policy exceeds the cap of {LIMITS.policy_bytes} bytes", path=path)
+        return data
+    finally:
+        os.close(fd)
+
+
+def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") -> PolicyLayer:
+    name = os.fspath(path)
+    if source == "org":
+        data = _read_org_file(name)
+    else:
+        from ..jsonio import read_capped
+
+        data = read_capped(name, LIMITS.policy_bytes, what="policy")
+    try:
+        doc = parse_json(data, what="policy", max_depth=LIMITS.json_depth)
+    except MalformedInputError as err:
+        raise PolicyError(f"{Path(name).name}: {err.message}", path=err.path) from err
+    try:
+        return layer_from_document(doc, source=source, path=name, base_dir=Path(name).resolve().parent)
+    except PolicyError as err:
+        err.message = f"{Path(name).name}: {err.message}"
+        raise
+
+
+__all__ = ["load_layer", "layer_from_document", "canonical_digest", "signer_from_json", "SCHEMA_PATH"]

@@ -1,0 +1,307 @@
+"""The policy model: typed, immutable, built once from a schema-checked document (STYLE.md practice 7).
+
+A ``Policy`` is the ONLY source of trust anchors (DESIGN.md principle 1): signers, public keys, trusted
+roots, trusted builders, source repositories and registries are read from here by verification, never from
+a tool's own metadata. It is loaded once and decides many times (``Policy.decide``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..report import TrustLevel
+
+if TYPE_CHECKING:
+    from ..report import Decision, TrustReport
+
+RuleBehavior = Literal["allow", "ask", "deny"]
+Mode = Literal["enforce", "warn", "audit"]
+#: Where a rule came from; exported as the Agent Tool rule source (seed 001 "Rule sources").
+RuleSource = Literal["org", "local", "cli", "default"]
+
+#: Effect classes that capability gating knows (issue 5; RFC §3.6 field in brackets).
+EFFECT_CLASSES: tuple[str, ...] = (
+    "destructive",  # destructive: true
+    "nonReversible",  # reversible: false
+    "nonIdempotent",  # idempotent: false
+    "billable",  # cost.billable: true
+    "network",  # network: true
+    "filesystemWrite",  # filesystem.write: true
+    "filesystemDelete",  # filesystem.delete: true
+    "interactive",  # interactive.stdin required/password, prompts or tty
+)
+
+#: Strictness order used everywhere a "more restrictive answer wins" (seed 004).
+STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+MODE_STRICTNESS: dict[str, int] = {"audit": 0, "warn": 1, "enforce": 2}
+
+
+def stricter(a: RuleBehavior, b: RuleBehavior) -> RuleBehavior:
+    return a if STRICTNESS[a] >= STRICTNESS[b] else b
+
+
+@dataclass(frozen=True)
+class SignerRule:
+    """An identity rule (cosign names, full-match regexps: DESIGN.md principle 4).
+
+    Field names are part of the interface with the identity verifier; keep them exactly.
+    """
+
+    identity: str | None = None
+    identity_regexp: str | None = None
+    issuer: str | None = None
+    issuer_regexp: str | None = None
+    claims: dict[str, str] = field(default_factory=dict)
+
+    def matches(
+        self, identity: str | None, issuer: str | None, extensions: Mapping[str, str] | None = None
+    ) -> bool:
+        """True when the identity, the issuer and every listed claim match; None never matches."""
+        if identity is None or issuer is None:
+            return False
+        if self.identity is not None and identity != self.identity:
+            return False
+        if self.identity_regexp is not None and re.fullmatch(self.identity_regexp, identity) is None:
+            return False
+        if self.identity is None and self.identity_regexp is None:
+            return False  # schema forbids; fail closed anyway
+        if self.issuer is not None and issuer != self.issuer:
+            return False
+        if self.issuer_regexp is not None and re.fullmatch(self.issuer_regexp, issuer) is None:
+            return False
+        if self.issuer is None and self.issuer_regexp is None:
+            return False
+        ext = extensions or {}
+        return all(ext.get(k) == v for k, v in self.claims.items())
+
+    def describe(self) -> str:
+        who = self.identity if self.identity is not None else f"~{self.identity_regexp}"
+        iss = self.issuer if self.issuer is not None else f"~{self.issuer_regexp}"
+        extra = "".join(f", {k}={v}" for k, v in sorted(self.claims.items()))
+        return f"{who} (issuer {iss}{extra})"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, val in (
+            ("identity", self.identity),
+            ("identityRegexp", self.identity_regexp),
+            ("issuer", self.issuer),
+            ("issuerRegexp", self.issuer_regexp),
+        ):
+            if val is not None:
+                out[key] = val
+        if self.claims:
+            out["claims"] = dict(self.claims)
+        return out
+
+
+@dataclass(frozen=True)
+class PublicKeyRule:
+    #: Absolute path (relative paths in the file are resolved against the policy's directory).
+    path: str | None = None
+    digest: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class BuilderRule:
+    """A trusted builder and the SLSA Build level policy grants it (DESIGN.md principle 3).
+
+    ``id`` matches exactly, or, when it ends in ``@refs/tags/*``-style glob, by that glob on the ref only.
+    """
+
+    id: str
+    level: int
+
+
+@dataclass(frozen=True)
+class SourceRule:
+    repository: str
+    refs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RegistryRule:
+    url: str
+    signers: tuple[SignerRule, ...]
+    priority: int = 100
+    mode: Literal["allowlist", "fallthrough"] = "fallthrough"
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Requirements:
+    min_trust_level: TrustLevel | None = None
+    min_slsa_level: int | None = None
+    provenance_required: bool = False
+    predicate_type: str | None = None
+    #: RFC §3.2.2 ``trust.source`` values allowed; None = any.
+    metadata_sources: tuple[str, ...] | None = None
+    #: M of the N signers in ``trust.signers`` must have signed (distinct identities).
+    signature_threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    name: str | None
+    digest: str | None
+    source: RuleSource
+    text: str
+
+
+@dataclass(frozen=True)
+class CommandRule:
+    """One permissions rule, compiled. See ``rules.py`` for the matching semantics."""
+
+    behavior: RuleBehavior
+    #: ``any`` (bare ``Bash``), ``exact``, ``prefix`` (``:*``), ``wildcard`` (``*``), ``tokens`` (Codex).
+    kind: Literal["any", "exact", "prefix", "wildcard", "tokens"]
+    #: The rule as written (``Bash(gh pr view *)``, ``["gh","pr","view"]``), for reasons.
+    text: str
+    source: RuleSource
+    pattern: str = ""
+    regex: re.Pattern[str] | None = None
+    tokens: tuple[tuple[str, ...], ...] = ()
+    min_trust_level: TrustLevel | None = None
+    signer: SignerRule | None = None
+
+
+@dataclass(frozen=True)
+class Gate:
+    min_trust_level: TrustLevel
+    below: Literal["ask", "deny"] = "ask"
+    source: RuleSource = "local"
+
+
+@dataclass(frozen=True)
+class Waiver:
+    digest: str | None
+    tool: str | None
+    reason: str
+    expires: datetime
+    source: RuleSource
+
+
+@dataclass(frozen=True)
+class Defaults:
+    no_match: Literal["ask", "deny"] = "ask"
+    allow_verified_read_only: bool = False
+    read_only_min_trust_level: TrustLevel = TrustLevel.VERIFIED
+
+
+@dataclass(frozen=True)
+class PolicyLayer:
+    """One policy document (org, local or CLI flags), parsed; composition combines layers."""
+
+    source: RuleSource
+    document: dict[str, Any]
+    digest: str
+    path: str | None
+    mode: Mode | None
+    signers: tuple[SignerRule, ...] | None
+    public_keys: tuple[PublicKeyRule, ...] | None
+    trusted_roots: tuple[str, ...] | None
+    trusted_builders: tuple[BuilderRule, ...] | None
+    sources: tuple[SourceRule, ...] | None
+    registries: tuple[RegistryRule, ...] | None
+    requirements: Requirements
+    tool_allow: tuple[ToolRule, ...]
+    tool_deny: tuple[ToolRule, ...]
+    #: Delegation ``allowedTools`` (RFC §10.2); None when absent (no restriction).
+    delegation_tools: tuple[str, ...] | None
+    #: ``effectRestrictions``: effect class names that must not be present.
+    effect_restrictions: tuple[str, ...]
+    rules: tuple[CommandRule, ...]
+    gates: dict[str, Gate]
+    defaults: Defaults
+    waivers: tuple[Waiver, ...]
+
+
+@dataclass
+class Policy:
+    """A composed, immutable-by-convention policy: load once, decide many times."""
+
+    layers: tuple[PolicyLayer, ...]
+    digest: str
+    mode: Mode
+    signers: list[SignerRule]
+    public_keys: list[PublicKeyRule]
+    trusted_roots: list[str]
+    trusted_builders: list[BuilderRule]
+    sources: list[SourceRule]
+    registries: list[RegistryRule]
+    requirements: Requirements
+    tool_allow: list[ToolRule]
+    tool_deny: list[ToolRule]
+    #: One allowlist per layer that has one: a tool must be on every list (composition intersects).
+    tool_allowlists: list[tuple[RuleSource, tuple[ToolRule, ...]]]
+    delegation_allowlists: list[tuple[RuleSource, tuple[str, ...]]]
+    effect_restrictions: dict[str, RuleSource]
+    #: deny rules first, then ask, then allow (evaluation order, DESIGN.md principle 11).
+    deny_rules: list[CommandRule]
+    ask_rules: list[CommandRule]
+    allow_rules: list[CommandRule]
+    gates: dict[str, Gate]
+    defaults: Defaults
+    waivers: list[Waiver]
+    #: What composition dropped or tightened, for ``policy explain`` and audit.
+    notes: list[str] = field(default_factory=list)
+    name: str | None = None
+
+    @property
+    def signers_declared(self) -> bool:
+        """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted)."""
+        return any(layer.signers is not None for layer in self.layers)
+
+    def decide(
+        self,
+        report: TrustReport,
+        *,
+        tool_name: str,
+        command: Sequence[str] | str | None = None,
+        effects: Mapping[str, Any] | None = None,
+        effects_verified: bool = False,
+        interactive: bool = False,
+        metadata_source: str | None = None,
+        now: datetime | None = None,
+    ) -> Decision:
+        """The admission decision for running ``tool_name`` (or one of its commands)."""
+        from .decide import decide
+
+        return decide(
+            self,
+            report,
+            tool_name=tool_name,
+            command=command,
+            effects=effects,
+            effects_verified=effects_verified,
+            interactive=interactive,
+            metadata_source=metadata_source,
+            now=now,
+        )
+
+
+__all__ = [
+    "EFFECT_CLASSES",
+    "SignerRule",
+    "PublicKeyRule",
+    "BuilderRule",
+    "SourceRule",
+    "RegistryRule",
+    "Requirements",
+    "ToolRule",
+    "CommandRule",
+    "Gate",
+    "Waiver",
+    "Defaults",
+    "PolicyLayer",
+    "Policy",
+    "RuleBehavior",
+    "RuleSource",
+    "Mode",
+    "stricter",
+]
