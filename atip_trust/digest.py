@@ -21,7 +21,7 @@ from .limits import LIMITS
 Algorithm = Literal["sha256", "sha512"]
 ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
 _HEX_LEN = {"sha256": 64, "sha512": 128}
-_TEXT_RE = re.compile(r"^(sha256|sha512):([0-9a-f]+)$")
+_TEXT_RE = re.compile(r"(sha256|sha512):([0-9a-f]+)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,7 +66,7 @@ class Digest:
         Uppercase hex and short or long values are refused rather than normalised: a shim's
         ``binary.hash`` is a lookup key (RFC §4.1), and two spellings of one key are a confusion risk.
         """
-        m = _TEXT_RE.match(text) if isinstance(text, str) else None
+        m = _TEXT_RE.fullmatch(text) if isinstance(text, str) else None
         if m is None:
             raise MalformedInputError(
                 f"expected '<sha256|sha512>:<lowercase hex>', got {text!r:.100}"

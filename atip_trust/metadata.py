@@ -47,7 +47,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -55,7 +55,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import referencing.exceptions
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
 
 from .digest import Digest, hash_bytes
@@ -285,7 +285,24 @@ def _without_required(node: Any, prop: str) -> Any:
 
 
 @functools.cache
-def _validators() -> tuple[Draft202012Validator, Draft202012Validator]:
+def _compile_pattern(pattern: str) -> re.Pattern[str]:
+    # JSON Schema patterns are ECMA-262, where "$" matches only at the end; Python's "$" also matches
+    # before a final newline, so "gh\n" would pass "^[a-z]+$". Anchor a trailing "$" at the very end.
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not _compile_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern_keyword})
+
+
+@functools.cache
+def _validators() -> tuple[Any, Any]:
     """(strict, lenient) validators. Lenient tolerates a missing ``description`` and nothing else."""
     try:
         schema = json.loads(_schema_bytes(SCHEMA_FILE))
@@ -293,10 +310,10 @@ def _validators() -> tuple[Draft202012Validator, Draft202012Validator]:
     except (ValueError, jsonschema.exceptions.SchemaError) as err:
         raise EnvironmentFailure(f"atip-trust's own schema {SCHEMA_FILE} is broken: {err}") from err
     lenient = _without_required(schema, "description")
-    return Draft202012Validator(schema), Draft202012Validator(lenient)
+    return _Validator(schema), _Validator(lenient)
 
 
-def _iter_errors(validator: Draft202012Validator, doc: Any) -> list[ValidationError]:
+def _iter_errors(validator: Any, doc: Any) -> list[ValidationError]:
     try:
         return list(validator.iter_errors(doc))
     except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as err:

@@ -1,4 +1,8 @@
-"""``atip-trust hash FILE...``: digests exactly as ``sha256sum``/``sha512sum`` compute them."""
+"""``atip-trust hash FILE...``: digests exactly as ``sha256sum``/``sha512sum`` compute them.
+
+Each file is opened once, refused unless it is a regular file (without blocking on a FIFO), and hashed
+from that descriptor (``Artifact``). One bad file fails the run (exit 2) but the others are still hashed.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,20 @@ import argparse
 import sys
 from typing import Any
 
+from .. import __version__
 from ..artifact import Artifact
 from ..digest import ALGORITHMS
-from ..errors import AtipTrustError
-from .main import EXIT_ERROR, EXIT_OK, report_error
-from .output import dump_json
+from ..errors import AtipTrustError, UntrustedInputError
+from .main import EXIT_ERROR, EXIT_OK
+from .output import dump_json, sarif_log, sarif_result
+
+#: SARIF rule ids (stable).
+RULE_UNREADABLE = "atip-trust/hash/unreadable"
+RULE_NOT_REGULAR = "atip-trust/hash/not-a-regular-file"
+_RULES = {
+    RULE_UNREADABLE: "the file could not be opened or read",
+    RULE_NOT_REGULAR: "the path is not a regular file",
+}
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -23,6 +36,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     rc = EXIT_OK
     rows: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for name in args.files:
         try:
             with Artifact.open(name) as art:
@@ -30,13 +44,19 @@ def run(args: argparse.Namespace) -> int:
         except AtipTrustError as err:
             # Keep going through the other files; the run fails as a whole.
             rc = EXIT_ERROR
-            if args.format == "text":
-                report_error(err, "text", "hash")
+            sys.stderr.write(f"atip-trust: error: {err.diagnostics()}\n")
             rows.append({"path": name, "error": err.diagnostics()})
+            rid = RULE_NOT_REGULAR if isinstance(err, UntrustedInputError) else RULE_UNREADABLE
+            results.append(sarif_result(rid, err.diagnostics(), name))
             continue
         rows.append({"path": name, "digest": str(d)})
         if args.format == "text":
             sys.stdout.write(f"{d}  {name}\n")
-    if args.format != "text":
+    if args.format == "json":
         dump_json(rows)
+    elif args.format == "sarif":
+        used = {r["ruleId"] for r in results}
+        dump_json(
+            sarif_log(results, {k: v for k, v in _RULES.items() if k in used}, version=__version__)
+        )
     return rc
