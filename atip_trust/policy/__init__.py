@@ -13,7 +13,7 @@ import os
 from .audit import append_audit, audit_record, default_audit_path
 from .compose import cli_layer, compose
 from .decide import decide, to_agent_tool
-from .effects import command_effects, effective_states, merge_effects
+from .effects import command_effects, effective_states, merge_effects, states_for_command
 from .load import canonical_digest, layer_from_document, load_layer
 from .model import (
     EFFECT_CLASSES,
@@ -58,6 +58,7 @@ __all__ = [
     "command_effects",
     "effective_states",
     "merge_effects",
+    "states_for_command",
     "audit_record",
     "append_audit",
     "default_audit_path",

@@ -113,32 +113,56 @@ def effective_states(
 
 def command_effects(
     metadata: Mapping[str, Any] | None, command: Sequence[str]
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, bool]:
-    """Minimal RFC §3.3 walk: (tool-level effects, the named command's effects, command found).
+) -> tuple[list[dict[str, Any]], bool]:
+    """RFC §3.3 walk: every effects object on the path (tool level first), and whether it was found.
 
-    Used only when ``atip_trust.metadata`` is not available. A command path that does not exist in the
-    metadata gives (tool effects, None, False): the caller treats its effects as unknown.
+    Each level is kept separately so that ``merge_states`` lets the value adding risk win (a command's
+    ``destructive: false`` cannot cancel the tool's ``destructive: true``). Words after a leaf command
+    are its arguments (RFC §3.4); a word that is not a sub-command of a command *group* means the command
+    is not declared (found = False), and its effects are unknown, hence risky.
     """
     if not isinstance(metadata, Mapping):
-        return None, None, False
-    tool_eff = metadata.get("effects")
-    tool_eff = dict(tool_eff) if isinstance(tool_eff, Mapping) else None
+        return [], False
+    levels: list[dict[str, Any]] = []
+    eff = metadata.get("effects")
+    if isinstance(eff, Mapping):
+        levels.append(dict(eff))
+    node_map: Any = metadata.get("commands")
     if not command:
-        return tool_eff, None, True
-    node: Any = metadata
+        root = node_map.get("") if isinstance(node_map, Mapping) else None
+        if isinstance(root, Mapping) and isinstance(root.get("effects"), Mapping):
+            levels.append(dict(root["effects"]))
+        return levels, True
+    consumed = 0
     for word in command:
-        cmds = node.get("commands") if isinstance(node, Mapping) else None
-        if not isinstance(cmds, Mapping) or word not in cmds:
-            # Stop at the deepest known command: trailing words may be arguments (RFC §3.4).
+        node = node_map.get(word) if isinstance(node_map, Mapping) else None
+        if not isinstance(node, Mapping):
             break
-        node = cmds[word]
-    else:
-        eff = node.get("effects") if isinstance(node, Mapping) else None
-        return tool_eff, dict(eff) if isinstance(eff, Mapping) else None, True
-    if node is metadata:
-        return tool_eff, None, False
-    eff = node.get("effects") if isinstance(node, Mapping) else None
-    return tool_eff, dict(eff) if isinstance(eff, Mapping) else None, True
+        consumed += 1
+        if isinstance(node.get("effects"), Mapping):
+            levels.append(dict(node["effects"]))
+        node_map = node.get("commands")
+    if consumed == 0:
+        root = node_map.get("") if isinstance(node_map, Mapping) else None
+        if isinstance(root, Mapping):
+            # The tool's root command ("" in RFC §4.5) takes the words as arguments.
+            if isinstance(root.get("effects"), Mapping):
+                levels.append(dict(root["effects"]))
+            return levels, True
+        return levels, False
+    if consumed < len(command) and isinstance(node_map, Mapping) and node_map:
+        return levels, False
+    return levels, True
 
 
-__all__ = ["classify", "merge_states", "merge_effects", "effective_states", "command_effects", "State"]
+def states_for_command(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[dict[str, State], bool]:
+    """Class states for ``command`` (risk wins across levels); all unknown when undeclared."""
+    levels, found = command_effects(metadata, command)
+    if not found:
+        return {cls: "unknown" for cls in EFFECT_CLASSES}, False
+    return merge_states(*(classify(e) for e in levels)), True
+
+
+__all__ = ["classify", "merge_states", "merge_effects", "effective_states", "command_effects", "states_for_command", "State"]

@@ -68,6 +68,14 @@ def _validator() -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
+def default_policy_path() -> Path:
+    """The embedded default policy: the checkout's policies/default.json, else the packaged copy."""
+    for p in (_PKG.parent / "policies" / "default.json", _PKG / "_policies" / "default.json"):
+        if p.is_file():
+            return p
+    raise ArtifactAccessError("embedded default policy not found", path="policies/default.json")
+
+
 def canonical_digest(doc: Any) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces, UTF-8): the policy digest."""
     raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
@@ -346,4 +354,4 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
         raise
 
 
-__all__ = ["load_layer", "layer_from_document", "canonical_digest", "signer_from_json", "SCHEMA_PATH"]
+__all__ = ["default_policy_path", "load_layer", "layer_from_document", "canonical_digest", "signer_from_json", "SCHEMA_PATH"]

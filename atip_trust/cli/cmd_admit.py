@@ -1,0 +1,198 @@
+"""``atip-trust admit TOOL [--command "pr merge"] --policy FILE``: allow (0), deny (1), ask (3).
+
+Steps: (1) load and compose the policies (org, local, CLI flags); (2) resolve the tool once and hash it;
+(3) find evidence: ``--metadata``, ``--bundle``, or a shim by digest in ``--shim-dir``
+(``sha256/<hex>.json`` with ``.json.bundle``, RFC §4.3/§4.9); (4) verify the tool with the policy's
+anchors (evaluate.py) and, separately, the metadata's own signature: a shim against the registry signers
+policy names, ``--metadata-bundle`` against the policy's signers; only verified metadata may relax
+capability gating (DESIGN.md principle 10); (5) decide; (6) append the audit line; print.
+Any error is exit 2 and never an allow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..artifact import Artifact, resolve
+from ..errors import UsageError
+from ..policy import (
+    PolicyLayer,
+    append_audit,
+    audit_record,
+    cli_layer,
+    compose,
+    load_layer,
+    states_for_command,
+    to_agent_tool,
+)
+from ..policy.constraints import constraints_from_policy, trusted_root_choice
+from ..policy.load import default_policy_path
+from ..policy.model import Policy
+from ..policy.rules import split_command
+from ..report import TrustLevel, TrustReport
+from .main import is_interactive
+from .output import dump_json
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "admit",
+        parents=[common],
+        help="decide whether a tool (or one of its commands) may run: allow / ask / deny",
+        description="Verify a tool with the policy's trust anchors and decide. Exit 0 allow, 1 deny, "
+        "2 cannot evaluate (a denial too), 3 ask.",
+    )
+    p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
+    p.add_argument("--command", dest="command_words", metavar="WORDS", help='the command to decide for, e.g. "pr merge"')
+    p.add_argument("--policy", metavar="FILE", help="local policy (default: the embedded default.json)")
+    p.add_argument("--org-policy", metavar="FILE",
+                   help="managed policy; refused if group/other-writable or not owned by root or you")
+    p.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim for the tool")
+    p.add_argument("--metadata-bundle", metavar="FILE",
+                   help="Sigstore bundle over the metadata file, checked against the policy's signers")
+    p.add_argument("--bundle", action="append", default=[], metavar="FILE",
+                   help="Sigstore bundle for the tool (repeatable)")
+    p.add_argument("--key", action="append", default=[], metavar="FILE", help="trusted PEM public key")
+    p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
+    p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
+    p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
+    p.add_argument("--staging", action="store_true", help="use the embedded staging root")
+    p.add_argument("--min-trust-level", metavar="LEVEL",
+                   choices=[lvl.name for lvl in TrustLevel], help="tighten: require at least LEVEL")
+    p.add_argument("--non-interactive", action="store_true",
+                   help="no one can answer a prompt: ask becomes deny (also when CI is set)")
+    p.add_argument("--audit-log", metavar="FILE", help="audit log (default: the user state dir)")
+    p.add_argument("--no-audit", action="store_true", help="do not write an audit line")
+    p.set_defaults(func=run)
+
+
+def load_policies(args: argparse.Namespace) -> Policy:
+    layers: list[PolicyLayer] = [load_layer(args.policy or default_policy_path(), source="local")]
+    if args.org_policy:
+        layers.append(load_layer(args.org_policy, source="org"))
+    if args.min_trust_level:
+        layers.append(cli_layer(min_trust_level=args.min_trust_level))
+    return compose(layers)
+
+
+def _find_shim(shim_dir: str, hexdigest: str) -> tuple[Path | None, Path | None]:
+    base = Path(shim_dir)
+    for cand in (base / "sha256" / f"{hexdigest}.json", base / f"{hexdigest}.json"):
+        if cand.is_file():
+            bundle = Path(str(cand) + ".bundle")
+            return cand, bundle if bundle.is_file() else None
+    return None, None
+
+
+def _metadata_verified(
+    metadata: Path, bundle: Path | None, signers: list[Any], trust_root: Any
+) -> bool:
+    """True only when the metadata file's own bundle verifies against ``signers`` named in policy."""
+    if bundle is None or not signers:
+        return False
+    from ..evaluate import Constraints, Evidence, evaluate
+    from ..identity import IdentityRule
+
+    constraints = Constraints(signers=tuple(IdentityRule.coerce(s) for s in signers))
+    with Artifact.open(metadata) as art:
+        rep = evaluate(art, Evidence(bundles=(bundle,)), constraints, trust_root)
+    return rep.trust_level is TrustLevel.VERIFIED
+
+
+def run(args: argparse.Namespace) -> int:
+    # (1) Policies.
+    policy = load_policies(args)
+    interactive = is_interactive(args)
+    if args.staging and args.trusted_root:
+        raise UsageError("give --staging or --trusted-root, not both")
+    from ..trustroot import default_trust_root
+
+    staging, root_path = trusted_root_choice(policy)
+    trust_root = default_trust_root(
+        staging=args.staging or (staging and not args.trusted_root),
+        path=args.trusted_root or root_path,
+    )
+    words = list(split_command(args.command_words))
+
+    # (2) Resolve once, open once, hash from the descriptor.
+    path = resolve(args.tool)
+    tool_name = Path(args.tool).name if "/" in args.tool else args.tool
+    with Artifact.open(path) as art:
+        hexdigest = str(art.digest("sha256")).split(":", 1)[1]
+
+        # (3) Evidence.
+        metadata = Path(args.metadata) if args.metadata else None
+        metadata_bundle = Path(args.metadata_bundle) if args.metadata_bundle else None
+        shim_bundle: Path | None = None
+        from_shim = False
+        if metadata is None and args.shim_dir:
+            metadata, shim_bundle = _find_shim(args.shim_dir, hexdigest)
+            from_shim = metadata is not None
+
+        # (4) Verify the tool with the policy's anchors, then the metadata's own signature.
+        from ..evaluate import Evidence, evaluate
+
+        from ..evaluate import Constraints
+
+        base = Constraints(keys=tuple(Path(k) for k in args.key))
+        constraints = constraints_from_policy(policy, base)
+        evidence = Evidence(
+            bundles=tuple(Path(b) for b in args.bundle),
+            signature=Path(args.signature) if args.signature else None,
+            metadata=metadata,
+        )
+        report: TrustReport = evaluate(art, evidence, constraints, trust_root)
+
+    effects_verified = False
+    states = None
+    if metadata is not None:
+        from ..digest import Digest
+        from ..metadata import load_metadata
+
+        doc = load_metadata(
+            metadata, lookup_digest=Digest.parse(f"sha256:{hexdigest}") if from_shim else None
+        )
+        states, _found = states_for_command(doc.doc, words)
+        if from_shim:
+            registry_signers = [s for reg in policy.registries for s in reg.signers]
+            effects_verified = _metadata_verified(metadata, shim_bundle, registry_signers, trust_root)
+        elif metadata_bundle is not None:
+            effects_verified = _metadata_verified(
+                metadata, metadata_bundle, list(policy.signers), trust_root
+            )
+
+    # (5) Decide.
+    decision = policy.decide(
+        report,
+        tool_name=tool_name,
+        command=words,
+        effects=states,
+        effects_verified=effects_verified,
+        interactive=interactive,
+    )
+    report.decision = decision
+
+    # (6) Audit, then output.
+    if not args.no_audit:
+        append_audit(audit_record(decision, report, tool=tool_name, command=words), args.audit_log)
+    if args.format == "json":
+        out = report.to_json()
+        out["tool"] = tool_name
+        out["command"] = words
+        out["effects_verified"] = effects_verified
+        out["agent_tool_decision"] = to_agent_tool(decision)
+        dump_json(out)
+    else:
+        line = " ".join([tool_name, *words])
+        sys.stdout.write(f"{decision.behavior}: {line} ({report.trust_level.name}, "
+                         f"sha256:{hexdigest})\n")
+        for r in decision.reasons:
+            extra = ""
+            if r.expected is not None or r.actual is not None:
+                extra = f" (expected {r.expected!r}, actual {r.actual!r})"
+            sys.stdout.write(f"  {r.code}: {r.message}{extra}" + (f" [{r.rule}]" if r.rule else "")
+                             + "\n")
+    return decision.exit_code

@@ -1,0 +1,88 @@
+"""``policy explain``: what a policy allows, in plain words (issue 5 item 6)."""
+
+from __future__ import annotations
+
+from .model import CommandRule, Policy
+
+
+def _rule(r: CommandRule) -> str:
+    cond = []
+    if r.min_trust_level is not None:
+        cond.append(f"the tool is at least {r.min_trust_level.name}")
+    if r.signer is not None:
+        cond.append(f"it is signed by {r.signer.describe()}")
+    where = f" [{r.source}]"
+    return f"{r.text}" + (f" — only when {' and '.join(cond)}" if cond else "") + where
+
+
+def explain(policy: Policy) -> list[str]:
+    lines: list[str] = []
+    name = policy.name or "policy"
+    lines.append(f"{name} ({policy.digest}), mode {policy.mode}"
+                 + {"enforce": ": decisions are enforced.",
+                    "warn": ": denials are reported but allowed.",
+                    "audit": ": decisions are only logged, everything is allowed."}[policy.mode])
+    lines.append("Tools whose bytes show tampering (COMPROMISED) are always denied.")
+    if policy.signers_declared:
+        if policy.signers:
+            lines.append("Trusted signers (regexps match the whole string):")
+            lines.extend(f"  - {s.describe()}" for s in policy.signers)
+        else:
+            lines.append("Trusted signers: none — no signature can make a tool VERIFIED.")
+    else:
+        lines.append("Trusted signers: none stated; identity flags must name them, or nothing verifies.")
+    if policy.public_keys:
+        lines.append("Trusted public keys: " + ", ".join(k.path or k.digest or "?" for k in policy.public_keys))
+    roots = policy.trusted_roots or ["production"]
+    lines.append("Sigstore trusted root: " + ", ".join(
+        {"production": "public-good (embedded)", "staging": "staging (embedded)"}.get(r, r) for r in roots))
+    if policy.trusted_builders:
+        lines.append("Trusted builders (SLSA level comes from this list, never from the provenance):")
+        lines.extend(f"  - level {b.level}: {b.id}" for b in policy.trusted_builders)
+    if policy.sources:
+        lines.append("Allowed source repositories:")
+        lines.extend(f"  - {s.repository} refs {', '.join(s.refs) or 'any'}" for s in policy.sources)
+    for reg in policy.registries:
+        lines.append(f"Shim registry {reg.name or reg.url} (priority {reg.priority}, {reg.mode}), "
+                     f"shims signed by: " + ("; ".join(s.describe() for s in reg.signers) or "nobody"))
+    req = policy.requirements
+    if req.min_trust_level is not None:
+        lines.append(f"Every tool must be at least {req.min_trust_level.name}.")
+    if req.provenance_required:
+        lines.append("Valid SLSA provenance is required.")
+    if req.min_slsa_level:
+        lines.append(f"SLSA Build level {req.min_slsa_level} or higher is required.")
+    if req.metadata_sources is not None:
+        lines.append("Metadata must come from: " + (", ".join(req.metadata_sources) or "nowhere"))
+    if req.signature_threshold:
+        lines.append(f"At least {req.signature_threshold} distinct trusted signers must have signed.")
+    for t in policy.tool_deny:
+        lines.append(f"Denied tool: {t.name or ''}{' with digest ' + t.digest if t.digest else ''} [{t.source}]")
+    for source, allow in policy.tool_allowlists:
+        lines.append(f"Only these tools may run ({source} allowlist): "
+                     + ", ".join(f"{t.name or '*'}{'@' + t.digest if t.digest else ''}" for t in allow))
+    for source, tools in policy.delegation_allowlists:
+        lines.append(f"Delegation ({source}): only {', '.join(tools) or 'no tools'}.")
+    for cls in policy.effect_restrictions:
+        lines.append(f"Delegation forbids the {cls} effect (unknown or unverified counts as present).")
+    for title, rules in (("Denied", policy.deny_rules), ("Asked", policy.ask_rules),
+                         ("Allowed", policy.allow_rules)):
+        if rules:
+            lines.append(f"{title} commands:")
+            lines.extend(f"  - {_rule(r)}" for r in rules)
+    if policy.gates:
+        lines.append("Capability gating (effects count as safe only when verified metadata says so):")
+        for cls, g in sorted(policy.gates.items()):
+            lines.append(f"  - {cls}: needs {g.min_trust_level.name}, otherwise {g.below}")
+    d = policy.defaults
+    if d.allow_verified_read_only:
+        lines.append(f"A command that verified metadata declares read-only is allowed for "
+                     f"{d.read_only_min_trust_level.name} tools.")
+    lines.append(f"Anything else: {'ask (deny when no one can answer)' if d.no_match == 'ask' else 'deny'}.")
+    for w in policy.waivers:
+        lines.append(f"Waiver for {w.digest or w.tool} until {w.expires.isoformat()}: {w.reason}")
+    lines.extend(f"Note: {n}" for n in policy.notes)
+    return lines
+
+
+__all__ = ["explain"]
