@@ -562,8 +562,11 @@ def verify_key_bundle(
         result_time, log_url, log_index = er.integrated_time, er.log_url, er.log_index
         tlog_ok = True
     except TlogVerificationError as err:
-        checks.append(err.to_check(evidence=evidence))
-        if err.to_check().impact == "compromised":
+        failed = err.to_check(evidence=evidence)
+        checks.append(failed)
+        # A forged proof, checkpoint or SET for an entry naming this artifact is tampering; for material
+        # about another artifact it changes nothing (it does not apply either way).
+        if failed.impact == "compromised" and applies:
             compromised = True
 
     # (6) The logged body against the bundle, the artifact and the key.
