@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
@@ -59,7 +59,7 @@ from .report import Check, Impact
 from .tlog import LogEntry, TlogVerificationError, verify_entry
 from .trustroot import TrustRoot
 
-PublicKey = Union[ec.EllipticCurvePublicKey, ed25519.Ed25519PublicKey, rsa.RSAPublicKey]
+PublicKey = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | rsa.RSAPublicKey
 
 #: Pure Ed25519 needs the whole message in memory (it hashes R ‖ A ‖ M itself); cap what we read.
 ED25519_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -242,6 +242,12 @@ def _try(fn: Callable[[], None]) -> bool:
     return True
 
 
+def _ecdsa_ok(
+    key: ec.EllipticCurvePublicKey, signature: bytes, digest: bytes, algo: hashes.HashAlgorithm
+) -> bool:
+    return _try(lambda: key.verify(signature, digest, ec.ECDSA(Prehashed(algo))))
+
+
 def _verify_prehashed(key: PublicKey, signature: bytes, msg: _Message) -> str | None:
     """Try each scheme cosign may have used for this key type; the name of the one that verifies, or None."""
     if isinstance(key, ec.EllipticCurvePublicKey):
@@ -251,7 +257,7 @@ def _verify_prehashed(key: PublicKey, signature: bytes, msg: _Message) -> str | 
         curve = _CURVES[key.curve.name].lower().replace("-", "")
         for name, algo in order:
             digest = msg.digest(name)
-            if _try(lambda: ec_key.verify(signature, digest, ec.ECDSA(Prehashed(algo)))):
+            if _ecdsa_ok(ec_key, signature, digest, algo):
                 return f"ecdsa-{curve}-{name}"
         return None
     if isinstance(key, rsa.RSAPublicKey):
@@ -636,17 +642,17 @@ def _verify_digest(key: PublicKey, signature: bytes, digest: Digest) -> str | No
 
 
 __all__ = [
-    "PublicKey",
     "ED25519_MAX_MESSAGE_BYTES",
     "MIN_RSA_BITS",
-    "describe_key",
-    "parse_public_key",
-    "load_public_key",
-    "key_digest",
-    "decode_signature",
-    "load_detached_signature",
-    "KeySignatureResult",
     "KeyBundleResult",
+    "KeySignatureResult",
+    "PublicKey",
+    "decode_signature",
+    "describe_key",
+    "key_digest",
+    "load_detached_signature",
+    "load_public_key",
+    "parse_public_key",
     "verify_detached",
     "verify_key_bundle",
 ]

@@ -33,7 +33,7 @@ import hmac
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -595,8 +595,8 @@ def verify_entry(
             expected="integratedTime",
             actual=None,
         )
-    when = datetime.fromtimestamp(entry.integrated_time, tz=timezone.utc)
-    current = now or datetime.now(timezone.utc)
+    when = datetime.fromtimestamp(entry.integrated_time, tz=UTC)
+    current = now or datetime.now(UTC)
     if when > current + MAX_FUTURE_SKEW:
         raise TlogVerificationError(
             f"integratedTime {when.isoformat()} is in the future (now {current.isoformat()}, "
@@ -665,19 +665,19 @@ def verify_entry(
 
 
 __all__ = [
-    "TlogVerificationError",
-    "InclusionProof",
-    "LogEntry",
+    "MAX_FUTURE_SKEW",
     "Checkpoint",
     "EntryResult",
-    "leaf_hash",
-    "root_from_inclusion_proof",
-    "parse_checkpoint",
+    "InclusionProof",
+    "LogEntry",
+    "TlogVerificationError",
     "find_log_key",
+    "leaf_hash",
+    "parse_checkpoint",
+    "root_from_inclusion_proof",
     "set_payload",
-    "verify_inclusion_proof",
     "verify_checkpoint",
-    "verify_set",
     "verify_entry",
-    "MAX_FUTURE_SKEW",
+    "verify_inclusion_proof",
+    "verify_set",
 ]

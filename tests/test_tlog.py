@@ -10,7 +10,7 @@ import base64
 import copy
 import hashlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,7 @@ def test_real_entry_proof_checkpoint_and_set_verify(interop_dir: Path, case: str
     result = verify_entry(entry, _root(interop_dir, case), require_proof=True)
     assert result.proof is True
     assert result.promise is True
-    assert result.integrated_time == datetime.fromtimestamp(entry.integrated_time or 0, timezone.utc)
+    assert result.integrated_time == datetime.fromtimestamp(entry.integrated_time or 0, UTC)
     assert result.log_url.startswith("https://rekor.")
     assert [c.name for c in result.checks] == [
         "tlog.key",
@@ -265,7 +265,7 @@ def test_log_key_not_yet_valid_at_integrated_time_is_refused(
 
 def test_integrated_time_in_the_future_is_refused(good: dict[str, Any], production: TrustRoot) -> None:
     entry = _parse(good)
-    when = datetime.fromtimestamp(entry.integrated_time or 0, timezone.utc)
+    when = datetime.fromtimestamp(entry.integrated_time or 0, UTC)
     with pytest.raises(TlogVerificationError) as err:
         verify_entry(entry, production, require_proof=True, now=when - timedelta(hours=1))
     assert err.value.check == "tlog.time"
