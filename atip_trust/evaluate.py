@@ -31,7 +31,9 @@ from .bundle import BundleInput, load_bundles
 from .digest import Digest
 from .errors import BundleError, UsageError
 from .identity import CertificateFacts, IdentityRule, match_identities
-from .keyless import KeylessVerifier
+from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
+from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
+from .legacy_bundle import verify_legacy_dsse_detailed
 from .provenance import (
     BuilderMap,
     ProvenanceRequirements,
@@ -266,18 +268,45 @@ class Evaluation:
                 r.compromised = True
 
     def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
+        """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2."""
+        if b.content != "dsse":
+            r.checks.append(Check(
+                "bundle", "fail",
+                f"message-signature bundle with entries {b.entry_kinds} and no inclusion proof is not "
+                "supported", evidence=b.label, impact="unverified"))
+            return
+        info = b.dsse_payload()
+        r.applies = info is not None and names_artifact(info[1], self.digests)
         try:
-            from . import legacy_bundle
-        except ImportError:
-            r.checks.append(Check("bundle", "error",
-                                  f"bundle with entries {b.entry_kinds} is not supported yet",
+            res = verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
+        except LEGACY_ERRORS as err:
+            check = err.to_check(evidence=b.label)
+            if check.impact == "compromised" and not r.applies:
+                check = Check(check.name, check.status, check.message, check.expected, check.actual,
+                              check.evidence, impact="unverified")
+            r.compromised = check.impact == "compromised"
+            r.checks.append(Check(check.name, check.status,
+                                  f"{check.message} (trusted root {self.trust_root.name})"
+                                  f"{b.instance_hint()}", check.expected, check.actual,
+                                  check.evidence, check.impact))
+            return
+        except BundleError as err:
+            r.checks.append(Check("bundle", "fail", err.diagnostics(), evidence=b.label,
+                                  impact="unverified"))
+            return
+        except Exception as err:  # noqa: BLE001 - fail closed on anything unmapped
+            r.checks.append(Check("bundle", "error", f"verification raised {type(err).__name__}: {err}",
                                   evidence=b.label, impact="unverified"))
             return
-        api: Any = legacy_bundle
-        out = api.verify_legacy_bundle(b, self.digests, self.trust_root)
-        r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
-        r.facts, r.checks = out.facts, list(out.checks)
-        r.payload_type, r.payload = out.payload_type, out.payload
+        r.checks.extend(res.checks)
+        if res.integrated_time.timestamp() > self.now + CLOCK_SKEW:
+            r.checks.append(Check("time", "fail", "integrated time lies in the future",
+                                  f"<= now + {CLOCK_SKEW}s", res.integrated_time.isoformat(),
+                                  b.label, impact="unverified"))
+            return
+        r.valid = True
+        r.facts = CertificateFacts.from_certificate(res.certificate)
+        r.payload_type, r.payload = res.payload_type, res.payload
 
     def _verify_detached(self, signature: Path) -> EvidenceResult:
         r = EvidenceResult(label=signature.name, route="key", content="message_signature")
