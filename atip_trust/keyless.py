@@ -84,6 +84,14 @@ class KeylessOutcome:
     checks: list[Check] = field(default_factory=list)
 
 
+#: sigstore-python 4.5 step (8) failures: the log entry's body disagrees with the bundle.
+_INCONSISTENT_ENTRY = (
+    "inconsistent with other materials",
+    "signatures do not match bundle",
+    "payload hash does not match bundle",
+)
+
+
 def _stage(message: str) -> str:
     """Name the sigstore step a ``VerificationError`` came from, for the check list."""
     m = message.lower()
@@ -261,11 +269,16 @@ class KeylessVerifier:
                 out.payload_type, out.payload = self._verifier.verify_dsse(bundle, recorder)
         except SigstoreError as err:
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-            stage = _stage(msg)
+            # Step (8) runs only after the chain, SCT and log entry verified: an authentic log entry
+            # that disagrees with the bundle (CVE-2022-36056) is tampering evidence when the bundle is
+            # about this artifact. The messages are pinned by tests/test_verify_keyless.py.
+            inconsistent = any(m in msg for m in _INCONSISTENT_ENTRY)
+            tampered = inconsistent and out.applies
+            out.compromised = tampered
             out.checks.append(Check(
-                stage, "fail",
+                "tlog.body" if inconsistent else _stage(msg), "fail",
                 f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint()}",
-                evidence=ev, impact="unverified"))
+                evidence=ev, impact="compromised" if tampered else "unverified"))
             return
         if recorder.certificate is None:  # sigstore returned without running the policy: fail closed
             out.checks.append(Check("certificate", "error", "certificate policy was never evaluated",
