@@ -178,6 +178,9 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
             [{"source": layer.source, "digest": layer.digest} for layer in layers]
         )
     name = next((layer.document.get("name") for layer in layers if layer.document.get("name")), None)
+    layer_policies: dict[str, Policy] = (
+        {layer.source: compose([layer]) for layer in layers} if len(layers) > 1 else {}
+    )
     return Policy(
         layers=tuple(layers),
         digest=digest,
@@ -206,6 +209,7 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         waivers=waivers,
         notes=notes,
         name=name,
+        layer_policies=layer_policies,
     )
 
 

@@ -131,11 +131,63 @@ def decide(
     now: datetime | None = None,
 ) -> Decision:
     now = now or datetime.now(timezone.utc)
+    words = split_command(command)
+    args = (report, tool_name, words, effects, effects_verified, metadata_source, now)
+    final, reasons, source = _core(policy, *args)
+    if len(policy.layers) > 1:
+        # Seed 004: the more restrictive answer wins. The merged rules already make every deny and
+        # ask rule of every layer count; this also keeps a denial that a layer reaches *on its own*
+        # (its noMatch, its signers, its waiver-free requirements) from being widened by another layer.
+        for layer in policy.layers:
+            alone = policy.layer_policies.get(layer.source)
+            if alone is None:
+                continue
+            b, r, _ = _core(alone, *args)
+            if b == "deny" and final != "deny":
+                final, source = "deny", layer.source
+                reasons = [Reason("LAYER_DENIES",
+                                  f"the {layer.source} policy on its own denies this, and a denial "
+                                  "in any layer stands", rule=f"layer:{layer.source}",
+                                  expected="allow or ask from every layer", actual="deny")] + r + reasons
+
+    # (9) Non-interactive asks deny; warn/audit modes report instead of blocking.
+    if final == "ask" and not interactive:
+        final = "deny"
+        reasons.insert(0, Reason("ASK_WITHOUT_USER",
+                                 "policy asks for confirmation but no one can answer (non-interactive)",
+                                 rule="builtin:non-interactive", expected="interactive session",
+                                 actual="non-interactive"))
+    mode = policy.mode
+    if final != "allow" and mode != "enforce" and report.trust_level != TrustLevel.COMPROMISED:
+        reasons.insert(0, Reason(f"MODE_{mode.upper()}",
+                                 f"{mode} mode: allowed, but enforce mode would {final}",
+                                 rule="mode", expected=final, actual="allow"))
+        final = "allow"
+    return Decision(
+        behavior=final,
+        reasons=reasons,
+        policy_digest=policy.digest,
+        report_digest=report.digest(),
+        rule_source=source,
+        mode=mode,
+    )
+
+
+def _core(
+    policy: Policy,
+    report: TrustReport,
+    tool_name: str,
+    words: tuple[str, ...],
+    effects: Mapping[str, Any] | None,
+    effects_verified: bool,
+    metadata_source: str | None,
+    now: datetime,
+) -> tuple[RuleBehavior, list[Reason], RuleSource]:
+    """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
     info: list[Reason] = []
     digest = report.digests.get("sha256")
     digest = f"sha256:{digest}" if digest and not digest.startswith("sha256:") else digest
-    words = split_command(command)
     tokens, line = command_line(tool_name, words)
     level = report.trust_level
 
@@ -155,16 +207,19 @@ def decide(
 
     # (2) A signer policy does not name cannot lift the level above UNVERIFIED (principle 1).
     sig = report.signature
-    if sig.status == "valid" and sig.identity is not None and policy.signers_declared:
-        if not any(r.matches(sig.identity, sig.issuer, sig.extensions) for r in policy.signers):
+    # Every layer that states signers must name this one (a local list narrows the org's, never widens).
+    for layer in policy.layers:
+        if sig.status != "valid" or sig.identity is None or layer.signers is None:
+            continue
+        if not any(r.matches(sig.identity, sig.issuer, sig.extensions) for r in layer.signers):
             if level > TrustLevel.UNVERIFIED:
                 level = TrustLevel.UNVERIFIED
             info.append(
                 Reason(
                     "SIGNER_NOT_IN_POLICY",
-                    "the signature is valid but its identity is not one policy trusts",
-                    rule="trust.signers",
-                    expected=[s.describe() for s in policy.signers] or "no signer (empty list)",
+                    f"the signature is valid but its identity is not one the {layer.source} policy trusts",
+                    rule=f"trust.signers[{layer.source}]",
+                    expected=[s.describe() for s in layer.signers] or "no signer (empty list)",
                     actual=f"{sig.identity} (issuer {sig.issuer})",
                 )
             )
@@ -326,32 +381,12 @@ def decide(
         v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
                                rule="defaults.noMatch", actual=line), _source_of(policy, "defaults"))
 
-    # (9) Non-interactive asks deny; warn/audit modes report instead of blocking.
     best = v.strictest()
     final, source = best if best is not None else ("deny", "default")
     reasons = [r for b, r, _ in sorted(v.items, key=lambda it: -STRICTNESS[it[0]]) if b == final]
     reasons += [r for b, r, _ in v.items if b != final and STRICTNESS[b] > 0]
     reasons += info
-    if final == "ask" and not interactive:
-        final = "deny"
-        reasons.insert(0, Reason("ASK_WITHOUT_USER",
-                                 "policy asks for confirmation but no one can answer (non-interactive)",
-                                 rule="builtin:non-interactive", expected="interactive session",
-                                 actual="non-interactive"))
-    mode = policy.mode
-    if final != "allow" and mode != "enforce" and report.trust_level != TrustLevel.COMPROMISED:
-        reasons.insert(0, Reason(f"MODE_{mode.upper()}",
-                                 f"{mode} mode: allowed, but enforce mode would {final}",
-                                 rule="mode", expected=final, actual="allow"))
-        final = "allow"
-    return Decision(
-        behavior=final,
-        reasons=reasons,
-        policy_digest=policy.digest,
-        report_digest=report.digest(),
-        rule_source=source,
-        mode=mode,
-    )
+    return final, reasons, source
 
 
 def _norm_repo(uri: str) -> str:

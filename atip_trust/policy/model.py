@@ -251,6 +251,8 @@ class Policy:
     #: What composition dropped or tightened, for ``policy explain`` and audit.
     notes: list[str] = field(default_factory=list)
     name: str | None = None
+    #: Each layer composed on its own (only when there are several): a denial in any layer stands.
+    layer_policies: dict[str, Policy] = field(default_factory=dict)
 
     @property
     def signers_declared(self) -> bool:

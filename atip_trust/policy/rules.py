@@ -15,8 +15,8 @@ Two notations, both matched against the command line ``[tool, *command]``:
 
 Rules are evaluated deny, then ask, then allow; a rule's specificity never changes the order (Claude Code:
 "the first match in that order wins"; Codex: "the strictest decision wins") — ``decide.py`` does that.
-The command line is compared as ``shlex.join`` of the argv, so an argument that contains spaces cannot
-pose as several words. The argv is executed without a shell, so shell operators inside an argument are
+The command line is compared as the argv joined by spaces, an argument with whitespace or quotes being
+shell-quoted, so an argument that contains spaces cannot pose as several words. The argv is executed without a shell, so shell operators inside an argument are
 literal; Claude Code's splitting of ``a && b`` does not apply.
 """
 
@@ -36,9 +36,18 @@ _TOOL_SPEC = re.compile(r"^([A-Za-z0-9_.:+-]+)\((.*)\)$", re.DOTALL)
 SHELL_TOOLS = frozenset({"Bash", "Shell", "Command"})
 
 
+_NEEDS_QUOTES = re.compile(r"[\s'\"\\]")
+
+
+def _word(token: str) -> str:
+    # Quote only what would otherwise change the word split (whitespace, quotes, backslashes, empty),
+    # so that rules can still name literal characters such as '*' (``Bash(echo \*)``).
+    return shlex.quote(token) if not token or _NEEDS_QUOTES.search(token) else token
+
+
 def command_line(tool: str, command: Sequence[str]) -> tuple[tuple[str, ...], str]:
     tokens = (tool, *command)
-    return tokens, shlex.join(tokens)
+    return tokens, " ".join(_word(t) for t in tokens)
 
 
 def split_command(command: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -147,6 +156,7 @@ def compile_rule(
         )
     if re.search(r"(?<!\\)\*", spec):
         return CommandRule(kind="wildcard", regex=_wildcard_regex(spec), **common)
+    common["pattern"] = re.sub(r"\\([*\\])", r"\1", spec)  # unescape \* and \\
     return CommandRule(kind="exact", **common)
 
 
