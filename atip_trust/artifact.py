@@ -76,6 +76,8 @@ def resolve(target: str | os.PathLike[str]) -> Path:
         raise ArtifactAccessError("no such file", path=text) from err
     except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on some Pythons
         raise ArtifactAccessError(f"cannot resolve path: {err}", path=text) from err
+    except ValueError as err:  # embedded NUL, or a lone surrogate the OS cannot encode
+        raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
 
 
 @dataclass
@@ -103,6 +105,8 @@ class Artifact:
             raise ArtifactAccessError("permission denied", path=str(path)) from err
         except OSError as err:
             raise ArtifactAccessError(f"cannot open: {err.strerror}", path=str(path)) from err
+        except ValueError as err:
+            raise ArtifactAccessError(f"invalid path: {err}", path=str(path)) from err
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):

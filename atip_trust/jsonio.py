@@ -30,6 +30,8 @@ def read_capped(path: str | os.PathLike[str], cap: int, *, what: str = "file") -
         raise ArtifactAccessError(f"{what} is not readable (permission denied)", path=name) from err
     except OSError as err:
         raise ArtifactAccessError(f"cannot open {what}: {err.strerror}", path=name) from err
+    except ValueError as err:  # embedded NUL, or a lone surrogate the OS cannot encode
+        raise ArtifactAccessError(f"invalid {what} path: {err}", path=name) from err
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

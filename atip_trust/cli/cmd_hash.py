@@ -15,7 +15,7 @@ from ..artifact import Artifact
 from ..digest import ALGORITHMS
 from ..errors import AtipTrustError, UntrustedInputError
 from .main import EXIT_ERROR, EXIT_OK
-from .output import dump_json, sarif_log, sarif_result
+from .output import dump_json, one_line, sarif_log, sarif_result
 
 #: SARIF rule ids (stable).
 RULE_UNREADABLE = "atip-trust/hash/unreadable"
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         except AtipTrustError as err:
             # Keep going through the other files; the run fails as a whole.
             rc = EXIT_ERROR
-            sys.stderr.write(f"atip-trust: error: {err.diagnostics()}\n")
+            sys.stderr.write(f"atip-trust: error: {one_line(err.diagnostics())}\n")
             rows.append({"path": name, "error": err.diagnostics()})
             rid = RULE_NOT_REGULAR if isinstance(err, UntrustedInputError) else RULE_UNREADABLE
             results.append(sarif_result(rid, err.diagnostics(), name))

@@ -17,7 +17,7 @@ from ..digest import Digest
 from ..errors import AtipTrustError, MalformedInputError, UsageError
 from ..metadata import MetadataDocument, load_metadata
 from .main import EXIT_ERROR, EXIT_OK
-from .output import dump_json, is_terminal, sarif_log, sarif_result
+from .output import dump_json, one_line, is_terminal, sarif_log, sarif_result
 
 #: SARIF rule ids (stable: never reuse one for another meaning).
 RULE_INVALID = "atip-trust/metadata/invalid"
@@ -96,7 +96,7 @@ def _print_failure(args: argparse.Namespace, err: AtipTrustError) -> None:
             )
         )
     # One line on stderr in every format, so a pipeline's log says why.
-    sys.stderr.write(f"atip-trust: error: {message}\n")
+    sys.stderr.write(f"atip-trust: error: {one_line(message)}\n")
 
 
 def _claim_rows(doc: MetadataDocument) -> list[tuple[str, str]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import AtipTrustError, EnvironmentFailure, UntrustedInputError, UsageError
-from .output import FORMATS, dump_json, sarif_log, sarif_result
+from .output import FORMATS, dump_json, one_line, sarif_log, sarif_result
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -110,7 +110,7 @@ def report_error(err: BaseException, fmt: str, command: str | None) -> None:
         dump_json(
             sarif_log([sarif_result(rid, message, None)], {rid: code}, version=__version__)
         )
-    sys.stderr.write(f"atip-trust: error: {message}\n")
+    sys.stderr.write(f"atip-trust: error: {one_line(message)}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,13 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
+def one_line(text: str) -> str:
+    """Escape control characters (a newline in a file name, say) so a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def dump_json(obj: Any, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
     out.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
@@ -143,6 +150,7 @@ def print_report_text(rep: TrustReport, stream: TextIO) -> None:
 
 __all__ = [
     "FORMATS",
+    "one_line",
     "is_terminal",
     "dump_json",
     "rule_id",
