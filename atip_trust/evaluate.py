@@ -31,6 +31,7 @@ from .bundle import BundleInput, load_bundles
 from .digest import Digest
 from .errors import BundleError, UsageError
 from .identity import CertificateFacts, IdentityRule, match_identities
+from . import keys
 from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
 from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
 from .legacy_bundle import verify_legacy_dsse_detailed
@@ -245,27 +246,24 @@ class Evaluation:
         return r
 
     def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
-        try:
-            from . import keys
-        except ImportError:
-            r.checks.append(Check("bundle", "error", "public-key bundles are not supported yet",
-                                  evidence=b.label, impact="unverified"))
-            return
+        """A bundle whose verification material is a public key: checked against each trusted key."""
         if not self.constraints.keys:
-            r.checks.append(Check("key", "fail", "bundle is signed with a public key; pass --key",
-                                  evidence=b.label, impact="unverified"))
+            r.checks.append(Check("key", "fail",
+                                  "bundle is signed with a public key; name the trusted key with --key",
+                                  expected="a trusted public key", actual=None, evidence=b.label,
+                                  impact="unverified"))
             return
-        keys_api: Any = keys
         for key_path in self.constraints.keys:
-            key = keys_api.load_public_key(key_path)
-            res = keys_api.verify_key_bundle(b.doc, self.digests["sha256"], key, self.trust_root)
+            key = keys.load_public_key(key_path)
+            res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, self.trust_root,
+                                         evidence=b.label)
             r.checks.extend(res.checks)
+            r.applies = res.applies
             if res.valid:
-                r.valid = True
-                r.key_digest = str(keys_api.key_digest(key))
+                r.valid, r.compromised = True, False
+                r.key_digest = str(res.key_digest)
                 return
-            if res.compromised:
-                r.compromised = True
+            r.compromised = r.compromised or res.compromised
 
     def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
         """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2."""
@@ -309,22 +307,22 @@ class Evaluation:
         r.payload_type, r.payload = res.payload_type, res.payload
 
     def _verify_detached(self, signature: Path) -> EvidenceResult:
+        """cosign-style detached signature over the artifact, checked against each trusted key."""
         r = EvidenceResult(label=signature.name, route="key", content="message_signature")
-        from . import keys
-
-        keys_api: Any = keys
         if not self.constraints.keys:
             raise UsageError("--signature needs --key: the public key to verify it with")
-        sig = keys_api.load_detached_signature(signature)
+        if not isinstance(self.artifact, Artifact):
+            raise UsageError("a detached signature needs the artifact file, not only its digest")
+        sig = keys.load_detached_signature(signature)
         for key_path in self.constraints.keys:
-            key = keys_api.load_public_key(key_path)
-            res = keys_api.verify_detached(self.artifact, sig, key)
+            key = keys.load_public_key(key_path)
+            res = keys.verify_detached(self.artifact, sig, key, evidence=signature.name)
             r.checks.extend(res.checks)
             if res.valid:
-                r.valid, r.key_digest = True, str(keys_api.key_digest(key))
-                r.compromised = False
+                r.valid, r.compromised = True, False
+                r.key_digest = str(res.key_digest)
                 return r
-            r.compromised = r.compromised or bool(res.compromised)
+            r.compromised = r.compromised or res.compromised
         return r
 
     # (4)
