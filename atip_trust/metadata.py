@@ -559,7 +559,8 @@ def parse_metadata(
     except MalformedInputError as err:
         if isinstance(err, MetadataError):
             raise
-        raise MetadataError(err.message, path=err.path or "$") from err
+        # Keep the dependency error (json, UnicodeDecodeError) as the cause.
+        raise MetadataError(err.message, path=err.path or "$") from (err.__cause__ or err)
 
     found = _validate(doc, strict=strict)
     # The schema guarantees an object with a valid "atip" from here on.
