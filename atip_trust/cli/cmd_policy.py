@@ -30,7 +30,30 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         q.set_defaults(func=run)
 
 
+def _builder_map(path: str) -> list[str] | None:
+    """policies/ also holds the trusted-builder map; check it with its own loader (provenance.py)."""
+    from ..jsonio import load_json_file
+    from ..limits import LIMITS
+
+    doc = load_json_file(path, LIMITS.policy_bytes, what="policy")
+    if not (isinstance(doc, dict) and "builders" in doc and "trust" not in doc):
+        return None
+    from ..provenance import BuilderMap
+
+    bm = BuilderMap.from_json(doc, origin=f"{path}:")
+    return [f"Trusted-builder map: {len(bm.entries)} builder(s); SLSA levels come from this list."]
+
+
 def run(args: argparse.Namespace) -> int:
+    lines_bm = None if args.org else _builder_map(args.file)
+    if lines_bm is not None:
+        if args.format == "json":
+            dump_json({"path": args.file, "valid": True, "kind": "trusted-builders", "explain": lines_bm})
+        else:
+            if args.policy_command == "check":
+                sys.stdout.write(f"ok: {args.file} is a valid trusted-builder map\n")
+            sys.stdout.write("\n".join(lines_bm) + "\n")
+        return EXIT_OK
     layer = load_layer(args.file, source="org" if args.org else "local")
     policy = compose([layer])
     lines = explain(policy)
