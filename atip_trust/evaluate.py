@@ -34,7 +34,7 @@ from .identity import CertificateFacts, IdentityRule, match_identities
 from . import keys
 from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
 from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
-from .legacy_bundle import verify_legacy_dsse_detailed
+from .legacy_bundle import verify_legacy_dsse_detailed, verify_legacy_message
 from .provenance import (
     BuilderMap,
     ProvenanceRequirements,
@@ -267,16 +267,16 @@ class Evaluation:
 
     def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
         """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2."""
-        if b.content != "dsse":
-            r.checks.append(Check(
-                "bundle", "fail",
-                f"message-signature bundle with entries {b.entry_kinds} and no inclusion proof is not "
-                "supported", evidence=b.label, impact="unverified"))
-            return
-        info = b.dsse_payload()
-        r.applies = info is not None and names_artifact(info[1], self.digests)
+        if b.content == "dsse":
+            info = b.dsse_payload()
+            r.applies = info is not None and names_artifact(info[1], self.digests)
         try:
-            res = verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
+            if b.content == "dsse":
+                res = verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
+                cert, when, checks = res.certificate, res.integrated_time, res.checks
+            else:
+                cert, when, checks = verify_legacy_message(b.doc, self.digests["sha256"],
+                                                           self.trust_root, evidence=b.label)
         except LEGACY_ERRORS as err:
             check = err.to_check(evidence=b.label)
             if check.impact == "compromised" and not r.applies:
@@ -296,15 +296,16 @@ class Evaluation:
             r.checks.append(Check("bundle", "error", f"verification raised {type(err).__name__}: {err}",
                                   evidence=b.label, impact="unverified"))
             return
-        r.checks.extend(res.checks)
-        if res.integrated_time.timestamp() > self.now + CLOCK_SKEW:
+        r.checks.extend(checks)
+        if when.timestamp() > self.now + CLOCK_SKEW:
             r.checks.append(Check("time", "fail", "integrated time lies in the future",
-                                  f"<= now + {CLOCK_SKEW}s", res.integrated_time.isoformat(),
-                                  b.label, impact="unverified"))
+                                  f"<= now + {CLOCK_SKEW}s", when.isoformat(), b.label,
+                                  impact="unverified"))
             return
         r.valid = True
-        r.facts = CertificateFacts.from_certificate(res.certificate)
-        r.payload_type, r.payload = res.payload_type, res.payload
+        r.facts = CertificateFacts.from_certificate(cert)
+        if b.content == "dsse":
+            r.payload_type, r.payload = res.payload_type, res.payload
 
     def _verify_detached(self, signature: Path) -> EvidenceResult:
         """cosign-style detached signature over the artifact, checked against each trusted key."""

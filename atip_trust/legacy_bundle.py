@@ -43,7 +43,9 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 
+from .digest import Digest
 from .errors import BundleError
 from .fulcio import CertificateVerificationError, verify_signing_certificate
 from .jsonio import parse_json
@@ -75,7 +77,7 @@ class LegacyVerificationError(Exception):
     def to_check(self, *, evidence: str | None = None) -> Check:
         # An invalid DSSE signature or a log entry that disagrees with the envelope is tampering evidence
         # (DESIGN.md principle 2); an unverifiable timestamp or unsupported entry only means "cannot check".
-        tamper = self.check in ("dsse.signature", "tlog.body")
+        tamper = self.check in ("dsse.signature", "tlog.body", "signature", "digest")
         return Check(
             name=self.check,
             status="fail",
@@ -142,30 +144,8 @@ class _Parsed:
     timestamps: list[bytes]
 
 
-def _parse(doc: Any) -> _Parsed:
-    d = _obj(doc, "$")
-    media = d.get("mediaType")
-    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
-    if version is None:
-        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
-    env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
-    payload_type = env.get("payloadType")
-    if not isinstance(payload_type, str) or not payload_type:
-        raise _bad("$.dsseEnvelope.payloadType", "expected a non-empty string")
-    payload = _b64(env.get("payload"), "$.dsseEnvelope.payload")
-    sigs = env.get("signatures")
-    # Sigstore DSSE bundles carry exactly one signature (protobuf-specs Bundle: "exactly one").
-    if not isinstance(sigs, list) or len(sigs) != 1:
-        raise _bad(
-            "$.dsseEnvelope.signatures",
-            f"expected exactly one signature, got {len(sigs) if isinstance(sigs, list) else 'none'}",
-        )
-    sig_obj = _obj(sigs[0], "$.dsseEnvelope.signatures[0]")
-    sig_b64 = sig_obj.get("sig")
-    signature = _b64(sig_b64, "$.dsseEnvelope.signatures[0].sig")
-    if not signature:
-        raise _bad("$.dsseEnvelope.signatures[0].sig", "empty signature")
-
+def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list[bytes]]:
+    """Signing certificate (then any intermediates), the single log entry, and RFC 3161 tokens."""
     vm = _obj(d.get("verificationMaterial"), "$.verificationMaterial")
     if "publicKey" in vm:
         raise _bad("$.verificationMaterial.publicKey", "a key-based bundle is not a keyless legacy bundle")
@@ -197,6 +177,34 @@ def _parse(doc: Any) -> _Parsed:
         for i, ts in enumerate(tvd.get("rfc3161Timestamps") or []):
             p = f"$.verificationMaterial.timestampVerificationData.rfc3161Timestamps[{i}]"
             timestamps.append(_b64(_obj(ts, p).get("signedTimestamp"), p + ".signedTimestamp"))
+    return certs, entry, timestamps
+
+
+def _parse(doc: Any) -> _Parsed:
+    d = _obj(doc, "$")
+    media = d.get("mediaType")
+    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
+    if version is None:
+        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
+    payload_type = env.get("payloadType")
+    if not isinstance(payload_type, str) or not payload_type:
+        raise _bad("$.dsseEnvelope.payloadType", "expected a non-empty string")
+    payload = _b64(env.get("payload"), "$.dsseEnvelope.payload")
+    sigs = env.get("signatures")
+    # Sigstore DSSE bundles carry exactly one signature (protobuf-specs Bundle: "exactly one").
+    if not isinstance(sigs, list) or len(sigs) != 1:
+        raise _bad(
+            "$.dsseEnvelope.signatures",
+            f"expected exactly one signature, got {len(sigs) if isinstance(sigs, list) else 'none'}",
+        )
+    sig_obj = _obj(sigs[0], "$.dsseEnvelope.signatures[0]")
+    sig_b64 = sig_obj.get("sig")
+    signature = _b64(sig_b64, "$.dsseEnvelope.signatures[0].sig")
+    if not signature:
+        raise _bad("$.dsseEnvelope.signatures[0].sig", "empty signature")
+
+    certs, entry, timestamps = _material(d)
     return _Parsed(
         version=version,
         payload_type=payload_type,
@@ -520,4 +528,87 @@ __all__ = [
     "pae",
     "verify_legacy_dsse",
     "verify_legacy_dsse_detailed",
+    "verify_legacy_message",
 ]
+
+
+# -- message signatures with only an inclusion promise ------------------------------------------------
+
+
+def verify_legacy_message(
+    doc: Any,
+    artifact_sha256: Digest,
+    trust_root: TrustRoot,
+    *,
+    evidence: str | None = None,
+    now: datetime | None = None,
+) -> tuple[x509.Certificate, datetime, tuple[Check, ...]]:
+    """A keyless message-signature bundle (``hashedrekord/0.0.1``) that sigstore-python refuses because
+    it carries an inclusion promise but no inclusion proof (valid for v0.1 bundles per the bundle spec).
+
+    Same steps as the DSSE path: (4)+(5) log entry (SET; proof when present, required for v0.2+),
+    (0) times, (1)-(3),(6) certificate at those times with its SCT, (7) the signature over the
+    artifact's sha256 with the certificate key, (8) the logged hashedrekord body names this artifact,
+    this signature and this certificate (CVE-2022-36056). Returns (certificate, integrated time, checks).
+    Raises ``VERIFICATION_ERRORS`` members or ``BundleError``.
+    """
+    d = _obj(doc, "$")
+    media = d.get("mediaType")
+    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
+    if version is None:
+        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    ms = _obj(d.get("messageSignature"), "$.messageSignature")
+    signature = _b64(ms.get("signature"), "$.messageSignature.signature")
+    md = ms.get("messageDigest")
+    certs, entry, timestamps = _material(d)
+    leaf = certs[0]
+    if (entry.kind, entry.version) != ("hashedrekord", "0.0.1"):
+        raise LegacyVerificationError(
+            f"log entry kind {entry.kind}/{entry.version} does not fit a message signature",
+            check="tlog.entry", expected="hashedrekord/0.0.1", actual=f"{entry.kind}/{entry.version}")
+    checks: list[Check] = []
+    result = verify_entry(entry, trust_root, require_proof=version != "0.1", now=now, evidence=evidence)
+    checks.extend(result.checks)
+    times: list[datetime] = [result.integrated_time] if result.promise else []
+    times.extend(_verify_timestamps(timestamps, signature, trust_root))
+    if not times:
+        raise LegacyVerificationError(
+            "no verified signing time: the entry has no inclusion promise and no signed timestamp",
+            check="timestamp", expected="inclusion promise or RFC 3161 timestamp", actual=None)
+    verify_signing_certificate(leaf, certs[1:], trust_root, times)
+    checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
+                        expected=trust_root.name, actual=leaf.issuer.rfc4514_string(), evidence=evidence))
+    if isinstance(md, dict):
+        declared = _b64(md.get("digest"), "$.messageSignature.messageDigest.digest")
+        if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
+            raise LegacyVerificationError(
+                "the bundle signs a different digest than this artifact's", check="digest",
+                expected=str(artifact_sha256), actual=f"{md.get('algorithm')}:{declared.hex()}")
+    key = leaf.public_key()
+    try:
+        if not isinstance(key, ec.EllipticCurvePublicKey):
+            raise InvalidSignature
+        key.verify(signature, artifact_sha256.value, ec.ECDSA(Prehashed(hashes.SHA256())))
+    except InvalidSignature:
+        raise LegacyVerificationError(
+            "signature is invalid for this artifact", check="signature",
+            expected=f"a signature by the certificate key over {artifact_sha256}",
+            actual="invalid signature") from None
+    checks.append(Check("signature", "pass", "signature verified", evidence=evidence))
+    try:
+        body = parse_json(entry.canonicalized_body, what="log entry body")
+        spec = body["spec"]
+        logged_hash = f"{spec['data']['hash']['algorithm']}:{spec['data']['hash']['value']}"
+        logged_sig = base64.b64decode(str(spec["signature"]["content"]), validate=True)
+        logged_cert = _pem_cert(spec["signature"]["publicKey"]["content"], "logged publicKey.content")
+    except (KeyError, TypeError, binascii.Error, ValueError, BundleError) as err:
+        raise _body_fail(f"hashedrekord body is unreadable ({err})") from None
+    if logged_hash != str(artifact_sha256):
+        raise _body_fail("the logged hash names another artifact", str(artifact_sha256), logged_hash)
+    if not hmac.compare_digest(logged_sig, signature):
+        raise _body_fail("the logged signature differs from the bundle's")
+    if not _same_cert(logged_cert, leaf):
+        raise _body_fail("the logged certificate differs from the bundle's")
+    checks.append(Check("tlog.body", "pass", "hashedrekord/0.0.1 entry matches the bundle",
+                        evidence=evidence))
+    return leaf, result.integrated_time, tuple(checks)

@@ -270,3 +270,26 @@ def test_console_script_subprocess_in_ci_mode_gives_json_and_exit_code(ts, world
                        "--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--format", "sarif")
     assert r.code == 0
     assert r.json["version"] == "2.1.0" and r.json["runs"][0]["results"] == []
+
+
+def test_promise_only_message_bundles_verify_and_their_mutations_fail(ts, world) -> None:
+    """v0.1 bundles with an inclusion promise and no proof: sigstore-python refuses them; we verify
+    them fully (chain, SCT, SET, signature, logged body) — and every mutation that applies fails."""
+    data = world["art"].read_bytes()
+    good = _write(world["dir"], "promise.json", ts.sign_artifact(data, identity=ID, issuer=ISS, bundle_version="0.1",
+                                                                 inclusion_proof=False))
+    assert verify(world, good, "--certificate-identity", ID, "--certificate-oidc-issuer", ISS).code == 0
+    tried = 0
+    for m in testsigstore.MUTATIONS_BY_KIND["message"]:
+        try:
+            bundle = ts.sign_artifact(data, identity=ID, issuer=ISS, bundle_version="0.1", inclusion_proof=False,
+                                      mutate=m)
+        except ValueError:  # the mutation targets material a promise-only bundle does not carry
+            continue
+        tried += 1
+        r = verify(world, _write(world["dir"], f"promise-{m}.json", bundle),
+                   "--certificate-identity", ID, "--certificate-oidc-issuer", ISS)
+        assert r.code == 1, (m, r.json["checks"])
+        if m in ("signature", "digest", "body"):
+            assert r.json["trust_level"] == "COMPROMISED", m
+    assert tried >= 6
