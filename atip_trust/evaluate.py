@@ -157,9 +157,10 @@ class Evaluation:
         self._done.append(name)
 
     # (1)
-    def digest(self) -> None:
+    def digest(self, *, sha512: bool = True) -> None:
+        """sha256 always; sha512 too (same pass) when an attestation subject or a claim may use it."""
         self._step("digest")
-        got = self.artifact.digests(("sha256", "sha512"))
+        got = self.artifact.digests(("sha256", "sha512") if sha512 else ("sha256",))
         self.digests = {k: v for k, v in got.items()}
 
     # (2)
@@ -494,7 +495,7 @@ def evaluate(
             "that lists signers"
         )
     ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
-    ev.digest()
+    ev.digest(sha512=evidence.metadata is not None or any(b.content == "dsse" for b in bundles))
     ev.claims_from(evidence.metadata)
     ev.evidence(bundles, evidence.signature)
     ev.provenance()
