@@ -36,10 +36,10 @@ def main() -> None:
     )
     print(f"policy {path.name}: loaded in {load_ms:.1f} ms")
     cases = [
-        ("allow (gh pr view, verified effects)", dict(command=["pr", "view", "1"], effects=EFFECTS,
-                                                       effects_verified=True)),
-        ("deny (gh repo delete)", dict(command=["repo", "delete", "x"], effects=None)),
-        ("no match (gh api, unverified effects)", dict(command=["api", "/user"], effects=EFFECTS)),
+        ("allow (gh pr view, verified effects)", {"command": ["pr", "view", "1"], "effects": EFFECTS,
+                                                  "effects_verified": True}),
+        ("deny (gh repo delete)", {"command": ["repo", "delete", "x"], "effects": None}),
+        ("no match (gh api, unverified effects)", {"command": ["api", "/user"], "effects": EFFECTS}),
     ]
     for name, kw in cases:
         policy.decide(rep, tool_name="gh", **kw)  # warm up

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import testsigstore
 from verify_helpers import cli, cli_subprocess
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ OTHER = "cd" * 32
 ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL_ID = "https://github.com/evil/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
-NOW = datetime(2026, 11, 23, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 23, tzinfo=UTC)
 
 SAFE_READ = {
     "destructive": False, "reversible": True, "idempotent": True, "network": True,

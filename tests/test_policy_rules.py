@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from atip_trust.errors import PolicyError
-from atip_trust.policy.rules import command_line, compile_rule, rule_matches, split_command
+from atip_trust.policy.rules import (
+    command_line,
+    compile_rule,
+    rule_matches,
+    split_command,
+)
 
 
 def matches(rule: object, line: str) -> bool:

@@ -133,9 +133,7 @@ def run(args: argparse.Namespace) -> int:
             from_shim = metadata is not None
 
         # (4) Verify the tool with the policy's anchors, then the metadata's own signature.
-        from ..evaluate import Evidence, evaluate
-
-        from ..evaluate import Constraints
+        from ..evaluate import Constraints, Evidence, evaluate
 
         base = Constraints(keys=tuple(Path(k) for k in args.key))
         constraints = constraints_from_policy(policy, base)

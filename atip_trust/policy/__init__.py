@@ -13,7 +13,12 @@ import os
 from .audit import append_audit, audit_record, default_audit_path
 from .compose import cli_layer, compose
 from .decide import decide, to_agent_tool
-from .effects import command_effects, effective_states, merge_effects, states_for_command
+from .effects import (
+    command_effects,
+    effective_states,
+    merge_effects,
+    states_for_command,
+)
 from .load import canonical_digest, layer_from_document, load_layer
 from .model import (
     EFFECT_CLASSES,
@@ -47,31 +52,31 @@ def load_policy(
 
 
 __all__ = [
-    "load_policy",
-    "load_layer",
-    "layer_from_document",
-    "compose",
-    "cli_layer",
-    "decide",
-    "to_agent_tool",
-    "canonical_digest",
-    "command_effects",
-    "effective_states",
-    "merge_effects",
-    "states_for_command",
-    "audit_record",
-    "append_audit",
-    "default_audit_path",
     "EFFECT_CLASSES",
-    "Policy",
-    "PolicyLayer",
-    "SignerRule",
-    "PublicKeyRule",
     "BuilderRule",
-    "SourceRule",
-    "RegistryRule",
-    "Requirements",
     "CommandRule",
     "Gate",
+    "Policy",
+    "PolicyLayer",
+    "PublicKeyRule",
+    "RegistryRule",
+    "Requirements",
+    "SignerRule",
+    "SourceRule",
     "Waiver",
+    "append_audit",
+    "audit_record",
+    "canonical_digest",
+    "cli_layer",
+    "command_effects",
+    "compose",
+    "decide",
+    "default_audit_path",
+    "effective_states",
+    "layer_from_document",
+    "load_layer",
+    "load_policy",
+    "merge_effects",
+    "states_for_command",
+    "to_agent_tool",
 ]

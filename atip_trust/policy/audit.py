@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ def audit_record(
     when: datetime | None = None,
 ) -> dict[str, Any]:
     return {
-        "time": (when or datetime.now(timezone.utc)).isoformat(),
+        "time": (when or datetime.now(UTC)).isoformat(),
         "tool": tool,
         "command": command or [],
         "path": report.path,
@@ -70,4 +70,4 @@ def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = N
     return target
 
 
-__all__ = ["audit_record", "append_audit", "default_audit_path"]
+__all__ = ["append_audit", "audit_record", "default_audit_path"]

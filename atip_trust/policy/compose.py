@@ -226,4 +226,4 @@ def cli_layer(*, min_trust_level: str | None = None, no_match_deny: bool = False
 
 
 
-__all__ = ["compose", "cli_layer"]
+__all__ = ["cli_layer", "compose"]

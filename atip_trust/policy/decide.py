@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..report import Decision, Reason, TrustLevel, TrustReport
@@ -130,7 +130,7 @@ def decide(
     metadata_source: str | None = None,
     now: datetime | None = None,
 ) -> Decision:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now)
     final, reasons, source = _core(policy, *args)
@@ -212,8 +212,7 @@ def _core(
         if sig.status != "valid" or sig.identity is None or layer.signers is None:
             continue
         if not any(r.matches(sig.identity, sig.issuer, sig.extensions) for r in layer.signers):
-            if level > TrustLevel.UNVERIFIED:
-                level = TrustLevel.UNVERIFIED
+            level = min(level, TrustLevel.UNVERIFIED)
             info.append(
                 Reason(
                     "SIGNER_NOT_IN_POLICY",
@@ -392,8 +391,7 @@ def _core(
 def _norm_repo(uri: str) -> str:
     uri = uri.strip()
     for prefix in ("git+",):
-        if uri.startswith(prefix):
-            uri = uri[len(prefix):]
+        uri = uri.removeprefix(prefix)
     uri = uri.split("@", 1)[0] if "@" in uri.split("//", 1)[-1] else uri
     return uri.removesuffix(".git").rstrip("/").lower()
 
@@ -467,7 +465,7 @@ def to_agent_tool(
         "rule_refs": sorted({r.rule for r in decision.reasons if r.rule}),
         "policy_refs": [decision.policy_digest] if decision.policy_digest else [],
         "evidence_refs": [decision.report_digest] if decision.report_digest else [],
-        "decided_at": (decided_at or datetime.now(timezone.utc)).isoformat(),
+        "decided_at": (decided_at or datetime.now(UTC)).isoformat(),
     }
     if invocation_id is not None:
         out["invocation_id"] = invocation_id
@@ -475,4 +473,4 @@ def to_agent_tool(
 
 
 
-__all__ = ["decide", "to_agent_tool", "READ_ONLY_CLASSES"]
+__all__ = ["READ_ONLY_CLASSES", "decide", "to_agent_tool"]

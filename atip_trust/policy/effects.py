@@ -165,4 +165,4 @@ def states_for_command(
     return merge_states(*(classify(e) for e in levels)), True
 
 
-__all__ = ["classify", "merge_states", "merge_effects", "effective_states", "command_effects", "states_for_command", "State"]
+__all__ = ["State", "classify", "command_effects", "effective_states", "merge_effects", "merge_states", "states_for_command"]

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import stat
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -138,11 +138,11 @@ def signer_from_json(raw: dict[str, Any], where: str) -> SignerRule:
 
 def _parse_expiry(text: str, where: str) -> datetime:
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
     except ValueError as err:
         raise PolicyError(f"expiry {text!r} is not an ISO 8601 date or date-time", path=where) from err
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return when
 
 
@@ -354,4 +354,4 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
         raise
 
 
-__all__ = ["default_policy_path", "load_layer", "layer_from_document", "canonical_digest", "signer_from_json", "SCHEMA_PATH"]
+__all__ = ["SCHEMA_PATH", "canonical_digest", "default_policy_path", "layer_from_document", "load_layer", "signer_from_json"]

@@ -189,4 +189,4 @@ def denied_command_rule(text: str, source: RuleSource, where: str) -> CommandRul
     )
 
 
-__all__ = ["compile_rule", "rule_matches", "denied_command_rule", "split_command", "command_line"]
+__all__ = ["command_line", "compile_rule", "denied_command_rule", "rule_matches", "split_command"]
