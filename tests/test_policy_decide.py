@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import itertools
+from pathlib import Path
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from atip_trust.policy import compose, layer_from_document, to_agent_tool
+from atip_trust.policy import compose, layer_from_document, load_policy, to_agent_tool
 from atip_trust.policy.model import Policy
 from atip_trust.report import ProvenanceResult, SignatureResult, TrustLevel, TrustReport
 
@@ -348,3 +349,68 @@ def test_policy_digest_is_canonical() -> None:
                                      source="local")])
     assert a.digest == b.digest
     assert pol({"mode": "warn"}).digest != a.digest
+
+
+def test_passthrough_only_when_no_rule_spoke() -> None:
+    silent = decide(pol({}), command="pr view", interactive=False)
+    assert to_agent_tool(silent, passthrough_on_no_match=True)["behavior"] == "passthrough"
+    assert to_agent_tool(silent)["behavior"] == "deny"
+    denied = decide(pol({"permissions": {"deny": ["gh pr view *"]}}), command="pr view")
+    assert to_agent_tool(denied, passthrough_on_no_match=True)["behavior"] == "deny"
+
+
+# -- the shipped policies, as a library user loads them ---------------------------------------------
+
+POLICIES = Path(__file__).resolve().parents[1] / "policies"
+CLI_ID = "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads/trunk"
+
+
+def test_default_policy() -> None:
+    p = load_policy(POLICIES / "default.json")
+    assert p.trusted_roots == ["production"] and p.trusted_builders
+    # Verified read-only command: allowed even without a person.
+    assert decide(p, command="pr view", effects=SAFE_READ, verified=True, interactive=False).behavior == "allow"
+    # The same claim, unverified: asked when someone can answer, denied when not.
+    assert decide(p, command="pr view", effects=SAFE_READ, verified=False).behavior == "ask"
+    assert decide(p, command="pr view", effects=SAFE_READ, verified=False, interactive=False).behavior == "deny"
+    # Destructive below VERIFIED: denied outright.
+    assert decide(p, report(TrustLevel.UNVERIFIED), command="repo delete", effects=DESTRUCTIVE,
+                  verified=True).behavior == "deny"
+    assert decide(p, report(TrustLevel.COMPROMISED), command="pr view", effects=SAFE_READ,
+                  verified=True).behavior == "deny"
+
+
+def test_enterprise_strict_policy() -> None:
+    p = load_policy(POLICIES / "enterprise-strict.json")
+    good = report(identity=CLI_ID, claims={"source": "vendor"},
+                  provenance=ProvenanceResult(status="valid", slsa_level=3,
+                                              source={"uri": "git+https://github.com/cli/cli",
+                                                      "ref": "refs/heads/trunk"}))
+    assert decide(p, good, command="pr view 1", effects=SAFE_READ).behavior == "allow"
+    merge = decide(p, good, command="pr merge 1", effects=SAFE_READ)
+    assert merge.behavior == "ask" and merge.reasons[0].code == "COMMAND_ASK"
+    assert decide(p, good, command="repo delete o/r", effects=DESTRUCTIVE).behavior == "deny"
+    assert decide(p, good, command="api /user", effects=SAFE_READ).behavior == "deny"  # noMatch deny
+    low = report(identity=CLI_ID, claims={"source": "vendor"},
+                 provenance=ProvenanceResult(status="valid", slsa_level=1,
+                                             source={"uri": "git+https://github.com/cli/cli",
+                                                     "ref": "refs/heads/trunk"}))
+    d = decide(p, low, command="pr view 1", effects=SAFE_READ)
+    assert d.behavior == "deny" and d.reasons[0].code == "SLSA_LEVEL_TOO_LOW"
+    assert decide(p, good, tool="curl").behavior == "deny"
+
+
+def test_ci_policy() -> None:
+    p = load_policy(POLICIES / "ci.json")
+    ci_id = "https://github.com/example-org/app/.github/workflows/build.yml@refs/heads/main"
+    good = report(identity=ci_id)
+    assert decide(p, good, command="run list", interactive=False).behavior == "deny"  # effects unknown
+    assert decide(p, good, command="run list", effects=SAFE_READ, verified=True,
+                  interactive=False).behavior == "allow"
+    # Interactive effects restricted by delegation even for VERIFIED tools.
+    prompts = {**SAFE_READ, "interactive": {"stdin": "required", "prompts": True, "tty": True}}
+    assert decide(p, good, command="run list", effects=prompts, verified=True, interactive=False).behavior == "deny"
+    assert decide(p, good, command="release delete v1", effects=SAFE_READ, verified=True,
+                  interactive=False).behavior == "deny"
+    assert decide(p, report(identity=EVIL_ID), command="run list", effects=SAFE_READ, verified=True,
+                  interactive=False).behavior == "deny"

@@ -315,12 +315,14 @@ def _core(
 
     # (5) Command rules: deny → ask → allow; specificity never changes the order.
     allowed_by: CommandRule | None = None
+    asked = False
     for rule in policy.deny_rules:
         if rule_matches(rule, tokens, line):
             v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule",
                                  rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
     for rule in policy.ask_rules:
         if rule_matches(rule, tokens, line) and _qualified(rule, level, report):
+            asked = True
             v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule",
                                 rule=rule.text, actual=line), rule.source)
     for rule in policy.allow_rules:
@@ -375,7 +377,7 @@ def _core(
                               rule="defaults.allowVerifiedReadOnly",
                               expected=f">= {policy.defaults.read_only_min_trust_level.name}",
                               actual=level.name), _source_of(policy, "defaults"))
-    else:
+    elif not asked:  # an ask rule that matched is a match: the no-match default does not apply
         behavior: RuleBehavior = "ask" if policy.defaults.no_match == "ask" else "deny"
         v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
                                rule="defaults.noMatch", actual=line), _source_of(policy, "defaults"))
@@ -439,10 +441,25 @@ def _source_of(policy: Policy, key: str) -> RuleSource:
 
 
 def to_agent_tool(
-    decision: Decision, *, invocation_id: str | None = None, decided_at: datetime | None = None
+    decision: Decision,
+    *,
+    invocation_id: str | None = None,
+    decided_at: datetime | None = None,
+    passthrough_on_no_match: bool = False,
 ) -> dict[str, Any]:
-    """The decision as an Agent Tool ``tool_permission_decision`` (seed 001)."""
+    """The decision as an Agent Tool ``tool_permission_decision`` (seed 001).
+
+    ``passthrough_on_no_match``: when no rule of this policy spoke (the answer is only the no-match
+    default), say ``passthrough`` so that the host's own permission layer decides; a denial or ask that
+    any rule, gate or requirement produced is never turned into a passthrough.
+    """
     first = decision.reasons[0] if decision.reasons else None
+    behavior: str = decision.behavior
+    if passthrough_on_no_match and decision.mode == "enforce" and decision.behavior != "allow":
+        codes = {r.code for r in decision.reasons} - {"ASK_WITHOUT_USER", "EFFECTS_UNVERIFIED",
+                                                       "RULE_QUALIFIER_NOT_MET", "WAIVER_EXPIRED"}
+        if codes == {"NO_MATCHING_RULE"}:
+            behavior = "passthrough"
     rule_based = first is not None and first.rule is not None and not first.rule.startswith("builtin:")
     if first is not None and first.code.startswith("MODE_"):
         reason_type = "mode"
@@ -454,7 +471,7 @@ def to_agent_tool(
         reason_type = "policy"
     out: dict[str, Any] = {
         "schema_version": "0.2.0",
-        "behavior": decision.behavior,
+        "behavior": behavior,
         "mode": "default" if decision.mode == "enforce" else decision.mode,
         "source": AGENT_TOOL_SOURCES.get(decision.rule_source or "default", "policy_settings"),
         "reason": {
