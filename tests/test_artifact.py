@@ -198,3 +198,26 @@ def test_digest_equality_needs_same_algorithm_and_bytes() -> None:
 def test_digest_refuses_wrong_length_bytes() -> None:
     with pytest.raises(MalformedInputError):
         Digest("sha256", b"\x00" * 31)
+
+
+def test_overlapped_reads_give_the_same_digest(tmp_path: Path) -> None:
+    # More than four chunks: hash_fd reads in a second thread while hashing (double buffering).
+    data = os.urandom(100_003)
+    f = tmp_path / "f"
+    f.write_bytes(data)
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        got = hash_fd(fd, ("sha256", "sha512"), chunk=4096)
+    finally:
+        os.close(fd)
+    assert got["sha256"] == hash_bytes(data, "sha256")
+    assert got["sha512"] == hash_bytes(data, "sha512")
+
+
+def test_read_error_in_the_reader_thread_is_mapped(tmp_path: Path) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY)  # a directory: st_size > 4 chunks of 1 byte, reads fail
+    try:
+        with pytest.raises(ArtifactAccessError, match="read failed at offset 0"):
+            hash_fd(fd, chunk=1)
+    finally:
+        os.close(fd)
