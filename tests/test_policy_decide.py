@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import itertools
-from pathlib import Path
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest

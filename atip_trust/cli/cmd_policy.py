@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..policy import compose, load_layer
-from ..policy.explain import explain
+from ..policy.explain import explain_policy
 from .main import EXIT_OK
 from .output import dump_json
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     layer = load_layer(args.file, source="org" if args.org else "local")
     policy = compose([layer])
-    lines = explain(policy)
+    lines = explain_policy(policy)
     if args.format == "json":
         dump_json({"path": args.file, "valid": True, "digest": policy.digest, "explain": lines})
         return EXIT_OK

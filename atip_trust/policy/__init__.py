@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import os
 
-from .audit import append_audit, audit_record, default_audit_path
+from .audit import append_audit, audit_record
 from .compose import cli_layer, compose
-from .decide import decide, to_agent_tool
-from .effects import (
-    command_effects,
-    effective_states,
-    merge_effects,
-    states_for_command,
-)
-from .load import canonical_digest, layer_from_document, load_layer
+from .constraints import constraints_from_policy
+from .decide import to_agent_tool
+from .effects import states_for_command
+from .explain import explain_policy
+from .load import layer_from_document, load_layer
 from .model import (
-    EFFECT_CLASSES,
     BuilderRule,
-    CommandRule,
     Gate,
     Policy,
     PolicyLayer,
@@ -42,7 +37,10 @@ def load_policy(
     org: str | os.PathLike[str] | None = None,
     cli: PolicyLayer | None = None,
 ) -> Policy:
-    """Load a local policy, optionally under an org (managed) policy and CLI flags; compose them."""
+    """Load a local policy, optionally under an org (managed) policy and CLI flags; compose them.
+
+    The org file is refused when group/other-writable or owned by neither root nor the current user.
+    """
     layers = [load_layer(path, source="local")]
     if org is not None:
         layers.append(load_layer(org, source="org"))
@@ -52,9 +50,7 @@ def load_policy(
 
 
 __all__ = [
-    "EFFECT_CLASSES",
     "BuilderRule",
-    "CommandRule",
     "Gate",
     "Policy",
     "PolicyLayer",
@@ -66,17 +62,13 @@ __all__ = [
     "Waiver",
     "append_audit",
     "audit_record",
-    "canonical_digest",
     "cli_layer",
-    "command_effects",
     "compose",
-    "decide",
-    "default_audit_path",
-    "effective_states",
+    "constraints_from_policy",
+    "explain_policy",
     "layer_from_document",
     "load_layer",
     "load_policy",
-    "merge_effects",
     "states_for_command",
     "to_agent_tool",
 ]

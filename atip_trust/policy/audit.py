@@ -70,4 +70,4 @@ def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = N
     return target
 
 
-__all__ = ["append_audit", "audit_record", "default_audit_path"]
+__all__ = ["append_audit", "audit_record"]

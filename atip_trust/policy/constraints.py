@@ -79,4 +79,4 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     )
 
 
-__all__ = ["builder_map", "constraints_from_policy", "trusted_root_choice"]
+__all__ = ["constraints_from_policy"]

@@ -490,4 +490,4 @@ def to_agent_tool(
 
 
 
-__all__ = ["READ_ONLY_CLASSES", "decide", "to_agent_tool"]
+__all__ = ["to_agent_tool"]

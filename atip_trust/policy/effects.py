@@ -165,4 +165,4 @@ def states_for_command(
     return merge_states(*(classify(e) for e in levels)), True
 
 
-__all__ = ["State", "classify", "command_effects", "effective_states", "merge_effects", "merge_states", "states_for_command"]
+__all__ = ["states_for_command"]

@@ -15,7 +15,7 @@ def _rule(r: CommandRule) -> str:
     return f"{r.text}" + (f" — only when {' and '.join(cond)}" if cond else "") + where
 
 
-def explain(policy: Policy) -> list[str]:
+def explain_policy(policy: Policy) -> list[str]:
     lines: list[str] = []
     name = policy.name or "policy"
     lines.append(f"{name} ({policy.digest}), mode {policy.mode}"
@@ -85,4 +85,4 @@ def explain(policy: Policy) -> list[str]:
     return lines
 
 
-__all__ = ["explain"]
+__all__ = ["explain_policy"]

@@ -354,4 +354,4 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
         raise
 
 
-__all__ = ["SCHEMA_PATH", "canonical_digest", "default_policy_path", "layer_from_document", "load_layer", "signer_from_json"]
+__all__ = ["layer_from_document", "load_layer"]

@@ -288,22 +288,14 @@ class Policy:
 
 
 __all__ = [
-    "EFFECT_CLASSES",
     "BuilderRule",
-    "CommandRule",
-    "Defaults",
     "Gate",
-    "Mode",
     "Policy",
     "PolicyLayer",
     "PublicKeyRule",
     "RegistryRule",
     "Requirements",
-    "RuleBehavior",
-    "RuleSource",
     "SignerRule",
     "SourceRule",
-    "ToolRule",
     "Waiver",
-    "stricter",
 ]

@@ -189,4 +189,4 @@ def denied_command_rule(text: str, source: RuleSource, where: str) -> CommandRul
     )
 
 
-__all__ = ["command_line", "compile_rule", "denied_command_rule", "rule_matches", "split_command"]
+__all__ = []
