@@ -13,7 +13,11 @@ import pytest
 
 from atip_trust.artifact import Artifact, FileIdentity, resolve
 from atip_trust.digest import Digest, hash_bytes, hash_fd
-from atip_trust.errors import ArtifactAccessError, MalformedInputError, NotARegularFileError
+from atip_trust.errors import (
+    ArtifactAccessError,
+    MalformedInputError,
+    NotARegularFileError,
+)
 
 
 @pytest.fixture

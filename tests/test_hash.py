@@ -18,7 +18,7 @@ TIMEOUT = 60
 
 def run_cli(*args: str, timeout: float = TIMEOUT, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, **kw  # type: ignore[call-overload]
+        [*CLI, *args], check=False, capture_output=True, text=True, timeout=timeout, **kw  # type: ignore[call-overload]
     )
 
 

@@ -25,7 +25,7 @@ INCOMPLETE = [
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*CLI, *args], check=False, capture_output=True, text=True, timeout=timeout)
 
 
 def assert_refused(res: subprocess.CompletedProcess[str], where: str) -> None:

@@ -17,7 +17,7 @@ from ..digest import Digest
 from ..errors import AtipTrustError, MalformedInputError, UsageError
 from ..metadata import MetadataDocument, load_metadata
 from .main import EXIT_ERROR, EXIT_OK
-from .output import dump_json, one_line, is_terminal, sarif_log, sarif_result
+from .output import dump_json, is_terminal, one_line, sarif_log, sarif_result
 
 #: SARIF rule ids (stable: never reuse one for another meaning).
 RULE_INVALID = "atip-trust/metadata/invalid"
