@@ -414,3 +414,17 @@ def test_ci_policy() -> None:
                   interactive=False).behavior == "deny"
     assert decide(p, report(identity=EVIL_ID), command="run list", effects=SAFE_READ, verified=True,
                   interactive=False).behavior == "deny"
+
+
+def test_m_of_n_counts_distinct_trusted_signers_from_the_evidence() -> None:
+    doc = {"trust": {"signers": [{"identity": ORG_ID, "issuer": ISSUER},
+                                 {"identity": EVIL_ID, "issuer": ISSUER}]},
+           "requirements": {"signatures": {"threshold": 2}}, "permissions": {"allow": ["Bash"]}}
+    rep = report()
+    entry = {"valid": True, "applies": True, "signer_trusted": True, "issuer": ISSUER}
+    rep.attestations = [{**entry, "identity": ORG_ID}, {**entry, "identity": ORG_ID}]
+    assert decide(pol(doc), rep).behavior == "deny"  # the same signer twice is one signer
+    rep.attestations.append({**entry, "identity": EVIL_ID, "signer_trusted": False})
+    assert decide(pol(doc), rep).behavior == "deny"  # an untrusted signer does not count
+    rep.attestations.append({**entry, "identity": EVIL_ID})
+    assert decide(pol(doc), rep).behavior == "allow"

@@ -70,24 +70,29 @@ def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
 
 
 def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
-    """Distinct (identity, issuer) pairs with a valid signature that a policy signer rule names."""
+    """Distinct trusted signers: (identity, issuer) for keyless, ("key", digest) for key signatures.
+
+    From evaluate.py's per-evidence entries (``valid``, ``applies``, ``signer_trusted`` — the signer was
+    matched against the policy's anchors), plus the report's headline signature when policy names it.
+    """
     seen: set[tuple[str, str]] = set()
-    candidates: list[tuple[Any, Any, Any, Any]] = []
     sig = report.signature
-    candidates.append((sig.status, sig.identity, sig.issuer, sig.extensions))
+    if sig.status == "valid" and sig.identity is not None and sig.issuer is not None and any(
+        r.matches(sig.identity, sig.issuer, sig.extensions) for r in policy.signers
+    ):
+        seen.add((sig.identity, sig.issuer))
     for att in report.attestations:
         if not isinstance(att, Mapping):
             continue
-        inner = att.get("signature")
-        s: Mapping[str, Any] = inner if isinstance(inner, Mapping) else att
-        candidates.append(
-            (s.get("status"), s.get("identity"), s.get("issuer"), s.get("extensions") or {})
-        )
-    for status, ident, iss, ext in candidates:
-        if status != "valid" or not isinstance(ident, str) or not isinstance(iss, str):
+        if att.get("valid") is not True or att.get("applies", True) is not True:
             continue
-        if any(r.matches(ident, iss, ext) for r in policy.signers):
+        if att.get("signer_trusted") is not True:
+            continue
+        ident, iss, key = att.get("identity"), att.get("issuer"), att.get("key")
+        if isinstance(ident, str) and isinstance(iss, str):
             seen.add((ident, iss))
+        elif isinstance(key, str):
+            seen.add(("key", key))
     return seen
 
 
