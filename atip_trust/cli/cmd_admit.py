@@ -183,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
         out["effects_verified"] = effects_verified
         out["agent_tool_decision"] = to_agent_tool(decision)
         dump_json(out)
+    elif args.format == "sarif":
+        from .. import __version__
+        from .output import reports_to_sarif
+
+        dump_json(reports_to_sarif([report], version=__version__))
     else:
         line = " ".join([tool_name, *words])
         sys.stdout.write(f"{decision.behavior}: {line} ({report.trust_level.name}, "
