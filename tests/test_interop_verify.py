@@ -15,9 +15,25 @@ from interop_cases import GITHUB_ROOT, build, load_rows
 
 ROWS = load_rows(INTEROP) if (INTEROP / "index.json").is_file() else []
 
+#: Known disagreements, each with its reason. strict=True: the day one starts agreeing, the test fails
+#: and this list must shrink.
+KNOWN = {
+    "conformance-trust-root-tsa-validity-end-inclusive": (
+        "the timestamp equals the TSA's validFor.end; the trust root's TimeRange is closed, but "
+        "sigstore-python 4.5.1 treats the end as exclusive and we use its TSA verification for "
+        "Rekor v2 bundles"
+    ),
+}
+
+
+def _param(row: dict) -> object:
+    reason = KNOWN.get(row["case"])
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(row, id=row["case"], marks=marks)
+
 
 @pytest.mark.skipif(not ROWS, reason=f"interop fixtures absent at {INTEROP}")
-@pytest.mark.parametrize("row", ROWS, ids=[r["case"] for r in ROWS])
+@pytest.mark.parametrize("row", [_param(r) for r in ROWS])
 def test_interop_case_agrees_with_declared_outcome(row: dict, interop_dir: Path, tmp_path: Path) -> None:
     case = build(row, interop_dir, tmp_path)
     proc = subprocess.run(
