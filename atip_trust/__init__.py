@@ -179,6 +179,7 @@ from .provenance import (  # noqa: E402
 from .report import (  # noqa: E402
     Behavior,
     Check,
+    CheckFailure,
     CheckStatus,
     Decision,
     Impact,
@@ -337,6 +338,7 @@ __all__ = [
     "slsa_facts",
     "Behavior",
     "Check",
+    "CheckFailure",
     "CheckStatus",
     "Decision",
     "Impact",

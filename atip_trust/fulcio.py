@@ -45,34 +45,15 @@ from cryptography.x509.verification import (
 )
 
 from .identity import CertificateFacts
-from .report import Check
+from .report import Check, CheckFailure
 from .trustroot import CertificateAuthority, TrustRoot
 
 
-class CertificateVerificationError(Exception):
+class CertificateVerificationError(CheckFailure):
     """A signing certificate failed a check; ``check`` is ``certificate.chain``, ``certificate.sct``
     or ``certificate.profile``; the message names expected and actual."""
 
-    def __init__(self, message: str, *, check: str, expected: Any = None, actual: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.check = check
-        self.expected = expected
-        self.actual = actual
-
-    def to_check(self, *, evidence: str | None = None) -> Check:
-        # A certificate that does not chain to this root, or lacks a valid SCT, says "cannot vouch for
-        # this signer", not "these bytes were altered": UNVERIFIED, not COMPROMISED (DESIGN.md principle 2).
-        return Check(
-            name=self.check,
-            status="fail",
-            message=self.message,
-            expected=self.expected,
-            actual=self.actual,
-            evidence=evidence,
-            impact="unverified",
-        )
-
+    TAMPER_CHECKS = frozenset()  # a bad chain or SCT cannot vouch; it proves no tampering
 
 def certificate_facts(cert: x509.Certificate) -> CertificateFacts:
     """SAN identity, OIDC issuer (.1.8, else .1.1) and Fulcio extensions, via identity.py."""

@@ -49,7 +49,7 @@ from .digest import Digest
 from .errors import BundleError
 from .fulcio import CertificateVerificationError, verify_signing_certificate
 from .jsonio import parse_json
-from .report import Check
+from .report import Check, CheckFailure
 from .tlog import LogEntry, TlogVerificationError, verify_entry
 from .trustroot import TrustRoot
 
@@ -64,30 +64,10 @@ MAX_TIMESTAMPS = 32
 SUPPORTED_KINDS = (("intoto", "0.0.2"), ("dsse", "0.0.1"))
 
 
-class LegacyVerificationError(Exception):
+class LegacyVerificationError(CheckFailure):
     """A legacy bundle failed a check (``dsse.signature``, ``tlog.body``, ``timestamp``, ``tlog.entry``)."""
 
-    def __init__(self, message: str, *, check: str, expected: Any = None, actual: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.check = check
-        self.expected = expected
-        self.actual = actual
-
-    def to_check(self, *, evidence: str | None = None) -> Check:
-        # An invalid DSSE signature or a log entry that disagrees with the envelope is tampering evidence
-        # (DESIGN.md principle 2); an unverifiable timestamp or unsupported entry only means "cannot check".
-        tamper = self.check in ("dsse.signature", "tlog.body", "signature", "digest")
-        return Check(
-            name=self.check,
-            status="fail",
-            message=self.message,
-            expected=self.expected,
-            actual=self.actual,
-            evidence=evidence,
-            impact="compromised" if tamper else "unverified",
-        )
-
+    TAMPER_CHECKS = frozenset({"dsse.signature", "tlog.body", "signature", "digest"})
 
 @dataclass(frozen=True)
 class LegacyResult:

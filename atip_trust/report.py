@@ -75,6 +75,35 @@ class Check:
         return out
 
 
+class CheckFailure(Exception):
+    """A verification step failed: raised inside a verifier, turned into a failed ``Check`` at its
+    boundary. Not an ``AtipTrustError``: the input was well-formed; it just does not verify.
+
+    ``TAMPER_CHECKS`` names the checks whose failure is evidence of tampering (COMPROMISED, DESIGN.md
+    principle 2); any other failure means "cannot vouch" (UNVERIFIED). Subclasses set their own.
+    """
+
+    TAMPER_CHECKS: frozenset[str] = frozenset()
+
+    def __init__(self, message: str, *, check: str, expected: Any = None, actual: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.check = check
+        self.expected = expected
+        self.actual = actual
+
+    def to_check(self, *, evidence: str | None = None) -> Check:
+        return Check(
+            name=self.check,
+            status="fail",
+            message=self.message,
+            expected=self.expected,
+            actual=self.actual,
+            evidence=evidence,
+            impact="compromised" if self.check in self.TAMPER_CHECKS else "unverified",
+        )
+
+
 @dataclass
 class SignatureResult:
     status: SignatureStatus = "absent"
@@ -207,6 +236,7 @@ class TrustReport:
 __all__ = [
     "TrustLevel",
     "Check",
+    "CheckFailure",
     "CheckStatus",
     "Impact",
     "SignatureResult",

@@ -43,7 +43,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from .errors import BundleError
 from .jsonio import json_path
-from .report import Check
+from .report import Check, CheckFailure
 from .trustroot import LogKey, TrustRoot
 
 #: Largest value a protobuf (u)int64 field may carry here; Rekor indices and times are non-negative.
@@ -71,34 +71,12 @@ _ENTRY_KEYS = {
 _PROOF_KEYS = {"logIndex", "rootHash", "treeSize", "hashes", "checkpoint"}
 
 
-class TlogVerificationError(Exception):
+class TlogVerificationError(CheckFailure):
     """A log entry failed a check. ``check`` names it (``tlog.inclusion_proof``, ``tlog.checkpoint``,
     ``tlog.set``, ``tlog.key``, ``tlog.time``, ``tlog.entry``); the message names expected and actual."""
 
-    def __init__(
-        self, message: str, *, check: str, expected: Any = None, actual: Any = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.check = check
-        self.expected = expected
-        self.actual = actual
-
-    def to_check(self, *, evidence: str | None = None) -> Check:
-        return Check(
-            name=self.check,
-            status="fail",
-            message=self.message,
-            expected=self.expected,
-            actual=self.actual,
-            evidence=evidence,
-            impact="compromised" if self.check in _TAMPER_CHECKS else "unverified",
-        )
-
-
-#: Checks whose failure means bytes signed by (or hashed into) the log were altered: evidence of
-#: tampering (DESIGN.md principle 2). A key missing from the trusted root only means "cannot check".
-_TAMPER_CHECKS = frozenset({"tlog.inclusion_proof", "tlog.checkpoint", "tlog.set", "tlog.time"})
+    # A forged proof, checkpoint, SET or time is tampering; a log missing from the root is not.
+    TAMPER_CHECKS = frozenset({"tlog.inclusion_proof", "tlog.checkpoint", "tlog.set", "tlog.time"})
 
 
 # --- parsing ------------------------------------------------------------------------------------------
