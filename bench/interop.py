@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from interop_cases import build, load_rows  # noqa: E402
 
-INTEROP = ROOT.parent / "shared" / "fixtures" / "interop"
+sys.path.insert(0, str(ROOT / "tests"))
+from interop_cases import find_interop  # noqa: E402
+
+INTEROP = find_interop()
 
 
 def main() -> int:

@@ -43,7 +43,10 @@ from atip_trust.provenance import (  # noqa: E402
 )
 from atip_trust.trustroot import TrustRoot  # noqa: E402
 
-INTEROP = ROOT.parent / "shared" / "fixtures" / "interop"
+sys.path.insert(0, str(ROOT / "tests"))
+from interop_cases import find_interop  # noqa: E402
+
+INTEROP = find_interop()
 ID = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"
 

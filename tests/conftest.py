@@ -9,11 +9,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
-INTEROP = ROOT.parent / "shared" / "fixtures" / "interop"
 
 # The local test Sigstore and other fixture generators live in fixtures/ (CONTRACT.md layout).
 if str(FIXTURES) not in sys.path:
     sys.path.insert(0, str(FIXTURES))
+
+from interop_cases import find_interop  # noqa: E402
+
+INTEROP = find_interop()
 
 
 @pytest.fixture(scope="session")

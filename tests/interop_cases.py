@@ -14,6 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+def find_interop() -> Path:
+    """../shared/fixtures/interop next to the checkout; ``ATIP_INTEROP_DIR`` overrides. A clone that CI
+    makes elsewhere on the same machine finds the folder by walking up, or at /work/shared."""
+    import os
+
+    env = os.environ.get("ATIP_INTEROP_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[1]
+    candidates = [p / "shared" / "fixtures" / "interop" for p in here.parents]
+    candidates.append(Path("/work/shared/fixtures/interop"))
+    for c in candidates:
+        if (c / "index.json").is_file():
+            return c
+    return here.parent / "shared" / "fixtures" / "interop"
+
+
 #: Declared "verifies" but only with GitHub's own trusted root, which the suite does not ship:
 #: these must fail closed, naming the missing root.
 GITHUB_ROOT = "GitHub's trusted root"
