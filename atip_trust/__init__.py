@@ -20,6 +20,7 @@ from .bundle import (  # noqa: E402
     BundleInput,
     Route,
     load_bundles,
+    route_of,
 )
 from .digest import (  # noqa: E402
     ALGORITHMS,
@@ -223,6 +224,7 @@ __all__ = [
     "BundleInput",
     "Route",
     "load_bundles",
+    "route_of",
     "ALGORITHMS",
     "Algorithm",
     "Digest",

@@ -147,6 +147,19 @@ def _classify(b: BundleInput) -> BundleInput:
     return b
 
 
+def route_of(doc: Any) -> Route | None:
+    """Which verifier owns this bundle document, or None when it is not a bundle we can route.
+
+    The one place that decides routing: ``legacy_bundle.is_legacy`` asks here too.
+    """
+    if not isinstance(doc, dict):
+        return None
+    try:
+        return _classify(BundleInput(label="<bundle>", raw=b"", doc=doc)).route
+    except BundleError:
+        return None
+
+
 def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
     """Read one bundle file. ``.jsonl``: one bundle per non-empty line, labelled ``file#N`` (1-based)."""
     p = Path(path)
@@ -180,4 +193,4 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
     return out
 
 
-__all__ = ["BundleInput", "load_bundles", "BUNDLE_MEDIA_TYPES", "Route"]
+__all__ = ["BundleInput", "load_bundles", "route_of", "BUNDLE_MEDIA_TYPES", "Route"]

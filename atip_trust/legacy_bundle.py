@@ -409,19 +409,11 @@ def _check_body(p: _Parsed) -> None:
 
 
 def is_legacy(doc: Any) -> bool:
-    """True for the bundles this module (and not sigstore-python) must verify."""
-    try:
-        vm = doc["verificationMaterial"]
-        entry = vm["tlogEntries"][0]
-        kv = (entry["kindVersion"]["kind"], entry["kindVersion"]["version"])
-        version = _MEDIA_TYPES.get(doc["mediaType"])
-    except (KeyError, IndexError, TypeError):
-        return False
-    if "dsseEnvelope" not in doc:
-        return False
-    if kv == ("intoto", "0.0.2"):
-        return True
-    return version == "0.1" and kv == ("dsse", "0.0.1") and not entry.get("inclusionProof")
+    """True for the bundles this module (and not sigstore-python) must verify: ``intoto/0.0.2``
+    entries and v0.1/v0.2 bundles with only an inclusion promise (routing lives in bundle.py)."""
+    from .bundle import route_of
+
+    return route_of(doc) == "legacy"
 
 
 def verify_legacy_dsse_detailed(
