@@ -241,8 +241,10 @@ def _verify_timestamps(tokens: list[bytes], message: bytes, trust_root: TrustRoo
                 continue
             gen = tsr.tst_info.gen_time
             gen = gen if gen.tzinfo else gen.replace(tzinfo=timezone.utc)
+            # The trusted root's TimeRange is a closed interval (sigstore-conformance
+            # trust-root-tsa-validity-end-inclusive): a timestamp equal to validFor.end is inside.
             if (tsa.valid_from is None or tsa.valid_from <= gen) and (
-                tsa.valid_until is None or gen < tsa.valid_until
+                tsa.valid_until is None or gen <= tsa.valid_until
             ):
                 verified = gen
                 break

@@ -13,9 +13,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -198,9 +199,34 @@ class TrustRoot:
         from sigstore_models.trustroot import v1 as trustroot_v1
 
         try:
-            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(self.raw))
+            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(_closed_tsa_windows(self.raw)))
         except (SigstoreError, ValueError, TypeError, KeyError) as err:
             raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
+
+
+#: datetime's resolution: moving an end this much later turns ``t < end`` into ``t <= end`` exactly.
+_ONE_TICK = timedelta(microseconds=1)
+
+
+def _closed_tsa_windows(raw: bytes) -> bytes:
+    """The same root with each TSA ``validFor.end`` one microsecond later, for sigstore-python only.
+
+    Why: protobuf-specs ``TimeRange`` is a closed interval ``[start, end]`` (sigstore-conformance
+    ``trust-root-tsa-validity-end-inclusive``), but sigstore-python 4.5.1 accepts a TSA timestamp only
+    when ``gen_time < end`` (``Verifier._verify_signed_timestamp``). Both times are datetimes with
+    microsecond resolution, so ``gen_time < end + 1 µs`` is exactly ``gen_time <= end``: nothing after
+    the real end is ever accepted. The digest we report stays that of the unmodified file. Every other
+    window sigstore checks (log keys, CT keys, Fulcio CAs) is already compared as a closed interval.
+    """
+    doc = json.loads(raw)  # already parsed under our caps by from_bytes; this cannot fail here
+    changed = False
+    for tsa in doc.get("timestampAuthorities") or []:
+        valid = tsa.get("validFor") if isinstance(tsa, dict) else None
+        end = _ts(valid.get("end")) if isinstance(valid, dict) else None
+        if end is not None and isinstance(valid, dict):
+            valid["end"] = (end + _ONE_TICK).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            changed = True
+    return json.dumps(doc).encode() if changed else raw
 
 
 def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | None = None) -> TrustRoot:

@@ -17,13 +17,7 @@ ROWS = load_rows(INTEROP) if (INTEROP / "index.json").is_file() else []
 
 #: Known disagreements, each with its reason. strict=True: the day one starts agreeing, the test fails
 #: and this list must shrink.
-KNOWN = {
-    "conformance-trust-root-tsa-validity-end-inclusive": (
-        "the timestamp equals the TSA's validFor.end; the trust root's TimeRange is closed, but "
-        "sigstore-python 4.5.1 treats the end as exclusive and we use its TSA verification for "
-        "Rekor v2 bundles"
-    ),
-}
+KNOWN: dict[str, str] = {}
 
 
 def _param(row: dict) -> object:
