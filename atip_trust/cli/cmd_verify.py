@@ -59,6 +59,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="trusted PEM public key (key-based signatures and public-key bundles)")
     ev.add_argument("--signature", metavar="FILE", help="detached signature (base64 or raw)")
     ev.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim making trust claims")
+    ev.add_argument("--fetch", action="store_true",
+                    help="fetch trust.provenance.url from --metadata over HTTPS (otherwise no network)")
     idg = p.add_argument_group("signer identity (full-match regexps)")
     idg.add_argument("--certificate-identity", action="append", default=[], metavar="ID")
     idg.add_argument("--certificate-identity-regexp", action="append", default=[], metavar="RE")
@@ -145,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give --staging or --trusted-root, not both")
     if args.signature and not args.key:
         raise UsageError("--signature needs --key: the public key to verify it with")
+    if args.fetch and not args.metadata:
+        raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url to fetch")
     constraints = build_constraints(args)
     evidence = Evidence(
         bundles=tuple(Path(b) for b in args.bundle),
@@ -165,15 +169,32 @@ def run(args: argparse.Namespace) -> int:
         subject = DigestSubject(Digest.parse(args.artifact))
     else:
         subject = Artifact.open(args.artifact)
-    with subject:
+    from contextlib import ExitStack
+    from dataclasses import replace
+
+    fetched: list[dict[str, Any]] = []
+    with subject, ExitStack() as stack:
+        if args.fetch:
+            from ..fetch import fetched_provenance
+
+            # The only network use (CONTRACT.md), and only now that every local input is checked.
+            # The fetched bytes are one more untrusted --bundle, read from a private temporary
+            # directory that is removed when this block ends.
+            material = stack.enter_context(fetched_provenance(args.metadata))
+            fetched = [m.to_json() for m in material]
+            evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
         rep = evaluate(subject, evidence, constraints, trust_root)
     rep.decision = verdict(rep)
     out = rep.to_json()
     out["trusted_root"] = {"name": trust_root.name, "digest": trust_root.digest}
+    if args.fetch:
+        out["fetched"] = fetched
     if args.format == "json":
         dump_json(out)
     elif args.format == "sarif":
         dump_json(reports_to_sarif([rep], version=__version__))
     else:
         print_report_text(rep, sys.stdout)
+        for f in fetched:
+            print(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})")
     return EXIT_OK if rep.decision.behavior == "allow" else EXIT_FAIL

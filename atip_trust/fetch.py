@@ -1,0 +1,385 @@
+"""Fetching named material over HTTPS, for ``verify --fetch`` (DESIGN.md principle 5).
+
+ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``). That URL is a
+*claim* from an untrusted document, so fetching it is opt-in (``--fetch``; CONTRACT.md: no network
+request unless told to fetch something by URL) and every step is bounded:
+
+(1) the URL is checked before any connection: ``https://`` only (plain ``http://`` only for loopback
+    hosts), no user-info (it would become an ``Authorization`` header);
+(2) one GET with a User-Agent ``atip-trust/<version>``, no cookies, no credentials, no ``.netrc``,
+    ``Accept-Encoding: identity`` (a compressed body would make the byte cap a cap on the *wire* bytes
+    only: a 64 KiB gzip chunk can inflate to tens of MiB before we could count it);
+(3) redirects are followed by hand, at most ``MAX_REDIRECTS``, and only to the same scheme, host and
+    port (an off-host redirect could point a pinned-looking URL anywhere; https → http is a downgrade);
+(4) only status 200 is accepted;
+(5) the body is streamed and reading stops at the byte cap (``Content-Length`` is not trusted, but a
+    declared length over the cap is refused before reading); connect and each read are bounded by the
+    timeout and the whole fetch by a deadline of the same length, checked between chunks;
+(6) the bytes are written to a private (0700) temporary directory as ``.json`` or ``.jsonl`` and handed
+    to the ordinary bundle loader (``bundle.load_bundles``), so fetched material meets exactly the caps
+    and checks of a local ``--bundle``. Nothing fetched is trusted for being fetched: the signature
+    over it is what counts.
+
+Every httpx exception is mapped here, once, into ``NetworkError`` (or ``InputTooLargeError`` for the
+byte cap), naming the URL.
+
+Proxies: ``trust_env`` is off (it would also read ``.netrc`` credentials and send them), but
+``HTTPS_PROXY`` / ``ALL_PROXY`` and ``NO_PROXY`` are honoured for ``https://`` URLs, read through the
+standard library, as cosign (Go's ``ProxyFromEnvironment``), pip and uv do: CI and enterprise networks
+often have no other way out, and a CONNECT tunnel keeps TLS end to end. Loopback URLs never go through a
+proxy. ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` are honoured for the same networks (TLS-inspecting proxies);
+the default CA bundle is certifi's.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import ssl
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .digest import Digest, hash_bytes
+from .errors import InputTooLargeError, NetworkError, UsageError
+from .jsonio import parse_json
+from .limits import LIMITS
+
+#: Redirects followed (same origin only). httpx's default is 20; five covers a CDN hop or two.
+MAX_REDIRECTS = 5
+
+#: Loopback hosts for which plain ``http://`` is allowed, so tests can use a local HTTP server
+#: (pytest-httpserver). pip and uv likewise treat localhost as secure. Traffic to these never leaves
+#: the machine; 127.0.0.0/8 and ::1 are recognised as addresses too.
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost``, 127.0.0.0/8 and ``::1``."""
+    h = host.lower().strip("[]")
+    if h in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+def _printable(text: str) -> str:
+    """A URL from untrusted metadata, safe to print: control characters escaped."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def _origin(u: httpx.URL) -> tuple[str, str, int]:
+    port = u.port if u.port is not None else (443 if u.scheme == "https" else 80)
+    return (u.scheme, u.host.lower(), port)
+
+
+def _show(u: httpx.URL) -> str:
+    scheme, host, port = _origin(u)
+    host = f"[{host}]" if ":" in host else host
+    default = (scheme == "https" and port == 443) or (scheme == "http" and port == 80)
+    return f"{scheme}://{host}" if default else f"{scheme}://{host}:{port}"
+
+
+def check_url(url: str) -> httpx.URL:
+    """Step (1): parse and refuse what we will not fetch, before any connection is made."""
+    try:
+        u = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as err:
+        raise NetworkError(f"refusing to fetch {_printable(url)!r}: not a valid URL ({err})") from err
+    scheme = u.scheme.lower()
+    if scheme == "https":
+        pass
+    elif scheme == "http":
+        if not is_loopback(u.host):
+            raise NetworkError(
+                f"refusing to fetch {_printable(url)}: plain http:// is allowed only for loopback hosts "
+                "(127.0.0.1, ::1, localhost); use https://"
+            )
+    else:
+        raise NetworkError(
+            f"refusing to fetch {_printable(url)}: scheme {u.scheme or '(none)'!r} is not allowed; "
+            "expected https://"
+        )
+    if not u.host:
+        raise NetworkError(f"refusing to fetch {_printable(url)}: the URL has no host")
+    if u.userinfo:
+        # httpx would turn user:password@ into an Authorization header; we send no credentials.
+        raise NetworkError(
+            f"refusing to fetch {_show(u)}{u.raw_path.decode('ascii', 'replace')}: the URL carries "
+            "credentials (user-info); atip-trust sends none"
+        )
+    return u
+
+
+def _proxy_for(u: httpx.URL) -> str | None:
+    """``HTTPS_PROXY``/``ALL_PROXY`` for an https URL unless ``NO_PROXY`` names its host; never loopback."""
+    if u.scheme != "https" or is_loopback(u.host):
+        return None
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get("https") or proxies.get("all")
+    if not proxy:
+        return None
+    host = u.host if u.port is None else f"{u.host}:{u.port}"
+    if urllib.request.proxy_bypass(host):  # NO_PROXY (and the OS settings on macOS/Windows)
+        return None
+    return proxy
+
+
+def _client(u: httpx.URL, timeout: float) -> httpx.Client:
+    """A fresh client per request: no cookie jar carried across redirects, no environment, no auth."""
+    proxy = _proxy_for(u)
+    try:
+        verify: ssl.SSLContext = httpx.create_ssl_context(trust_env=True)
+        return httpx.Client(
+            proxy=proxy,
+            trust_env=False,
+            follow_redirects=False,
+            timeout=httpx.Timeout(timeout),
+            verify=verify,
+            headers={
+                "User-Agent": f"atip-trust/{_version()}",
+                "Accept": "application/json, application/jsonl, */*;q=0.1",
+                "Accept-Encoding": "identity",
+            },
+        )
+    except (ImportError, ValueError, OSError, ssl.SSLError) as err:
+        # A SOCKS proxy without socksio, a malformed proxy URL, an unreadable SSL_CERT_FILE.
+        # The proxy URL may hold credentials: name only its scheme and host.
+        where = ""
+        if proxy:
+            try:
+                where = f" through proxy {_show(httpx.URL(proxy))}"
+            except (httpx.InvalidURL, ValueError):
+                where = " through the configured proxy"
+        raise NetworkError(f"cannot set up a connection to {_show(u)}{where}: {err}") from err
+
+
+def redirect_target(current: httpx.URL, location: str | None, status: int = 302) -> httpx.URL:
+    """Step (3): where a redirect from ``current`` leads, if we follow it at all.
+
+    Only the same scheme, host and port: an off-host redirect could send a metadata-named URL anywhere,
+    and https → http would drop TLS. (httpx would follow either by default and only strip the
+    ``Authorization`` header.)
+    """
+    if not location:
+        raise NetworkError(f"{current} answered {status} without a Location header")
+    try:
+        target = current.join(location)
+    except (httpx.InvalidURL, ValueError) as err:
+        raise NetworkError(
+            f"{current} redirected to an invalid URL {_printable(location)!r}: {err}"
+        ) from err
+    if _origin(target) != _origin(current):
+        if target.host.lower() == current.host.lower() and current.scheme == "https" \
+                and target.scheme == "http":
+            why = "a downgrade from https to http"
+        elif target.host.lower() != current.host.lower():
+            why = f"another host ({target.host}, not {current.host})"
+        else:
+            why = "another scheme or port"
+        raise NetworkError(
+            f"refusing redirect from {_show(current)} to {_show(target)}: {why}; only redirects "
+            "to the same scheme, host and port are followed"
+        )
+    return target
+
+
+def _read_capped(resp: httpx.Response, url: str, max_bytes: int, deadline: float,
+                 timeout: float) -> bytes:
+    """Step (5): stop at ``max_bytes`` whatever the headers say."""
+    declared = resp.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise InputTooLargeError(
+            f"{url} declares {int(declared)} bytes (Content-Length), over the fetch cap of "
+            f"{max_bytes} bytes"
+        )
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise NetworkError(
+            f"{url} was sent with Content-Encoding {encoding!r}; expected identity (requested with "
+            "Accept-Encoding: identity, so the byte cap applies to the bytes we parse)"
+        )
+    chunks: list[bytes] = []
+    total = 0
+    for chunk in resp.iter_raw(_CHUNK):
+        total += len(chunk)
+        if total > max_bytes:
+            raise InputTooLargeError(
+                f"{url} sent more than the fetch cap of {max_bytes} bytes"
+            )
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise NetworkError(f"fetching {url} timed out: not complete after {timeout} s")
+    return b"".join(chunks)
+
+
+def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tuple[bytes, str]:
+    """Steps (1)-(5). Returns the body and the final URL (after same-origin redirects)."""
+    current = check_url(url)
+    deadline = time.monotonic() + timeout
+    for _hop in range(max_redirects + 1):
+        shown = str(current)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise NetworkError(f"fetching {shown} timed out: not complete after {timeout} s")
+        try:
+            with _client(current, remaining) as client, client.stream("GET", current) as resp:
+                if resp.status_code in _REDIRECTS:
+                    current = redirect_target(current, resp.headers.get("location"),
+                                              resp.status_code)
+                    continue
+                if resp.status_code != 200:
+                    raise NetworkError(
+                        f"fetching {shown} failed: expected status 200, got {resp.status_code} "
+                        f"{resp.reason_phrase}".rstrip()
+                    )
+                return _read_capped(resp, shown, max_bytes, deadline, timeout), shown
+        except httpx.TimeoutException as err:
+            raise NetworkError(f"fetching {shown} timed out after {timeout} s "
+                               f"({type(err).__name__})") from err
+        except httpx.ProxyError as err:
+            raise NetworkError(f"fetching {shown} failed at the proxy: {err}") from err
+        except httpx.ConnectError as err:
+            raise NetworkError(f"cannot connect to {_show(current)} to fetch {shown}: {err}") from err
+        except httpx.HTTPError as err:
+            # Remaining transport and protocol errors (read errors, protocol violations, ...).
+            raise NetworkError(f"fetching {shown} failed: {type(err).__name__}: {err}") from err
+        except httpx.InvalidURL as err:
+            raise NetworkError(f"refusing to fetch {shown}: {err}") from err
+    raise NetworkError(f"fetching {_printable(url)}: more than {max_redirects} redirects")
+
+
+def fetch_bytes(
+    url: str,
+    *,
+    timeout: float = LIMITS.fetch_timeout,
+    max_bytes: int = LIMITS.fetch_bytes,
+    max_redirects: int = MAX_REDIRECTS,
+) -> bytes:
+    """GET ``url`` into memory under the rules of this module's docstring.
+
+    Raises ``NetworkError`` (refused URL, connection failure, timeout, status other than 200, off-origin
+    redirect, too many redirects) or ``InputTooLargeError`` (over ``max_bytes``), each naming the URL.
+    """
+    return _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=max_redirects)[0]
+
+
+@dataclass(frozen=True)
+class FetchedMaterial:
+    """One fetched document, written where the bundle loader can read it."""
+
+    url: str
+    final_url: str
+    path: Path
+    sha256: Digest
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "final_url": self.final_url,
+            "sha256": str(self.sha256),
+            "bytes": self.size,
+            "file": self.path.name,
+        }
+
+
+def bundle_suffix(data: bytes) -> str:
+    """``.json`` when the body is one JSON document (pretty-printed or not), else ``.jsonl``.
+
+    The parse here only chooses the suffix; ``load_bundles`` parses again under its own caps.
+    """
+    try:
+        parse_json(data, what="fetched document", max_depth=LIMITS.json_depth)
+    except Exception:  # noqa: BLE001 - any failure: not one document; the loader reports it
+        lines = [ln for ln in data.split(b"\n") if ln.strip()]
+        return ".jsonl" if len(lines) > 1 else ".json"
+    return ".json"
+
+
+def _write_private(dest_dir: Path, name: str, data: bytes) -> Path:
+    path = dest_dir / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
+def provenance_url(metadata: str | os.PathLike[str]) -> str:
+    """The ``trust.provenance.url`` a metadata file declares; ``UsageError`` when it declares none
+    (the caller asked to fetch and there is nothing to fetch: fail closed)."""
+    from .metadata import load_metadata
+
+    claims = load_metadata(metadata).claims
+    url = claims.provenance.url if claims.provenance is not None else None
+    if not url:
+        raise UsageError(
+            "--fetch was given but the metadata declares no trust.provenance.url: nothing to "
+            "fetch (drop --fetch, or pass the material with --bundle)",
+            path=os.fspath(metadata),
+        )
+    return url
+
+
+def fetch_provenance(
+    metadata: str | os.PathLike[str],
+    dest_dir: str | os.PathLike[str],
+    *,
+    timeout: float = LIMITS.fetch_timeout,
+    max_bytes: int = LIMITS.fetch_bytes,
+) -> list[FetchedMaterial]:
+    """Fetch the metadata's ``trust.provenance.url`` into ``dest_dir`` as a bundle file.
+
+    Pass each ``FetchedMaterial.path`` to ``Evidence(bundles=...)``; the material is untrusted.
+    """
+    url = provenance_url(metadata)
+    data, final = _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=MAX_REDIRECTS)
+    digest = hash_bytes(data)
+    path = _write_private(Path(dest_dir), "fetched-provenance" + bundle_suffix(data), data)
+    return [FetchedMaterial(url=url, final_url=final, path=path, sha256=digest, size=len(data))]
+
+
+@contextmanager
+def fetched_provenance(
+    metadata: str | os.PathLike[str],
+    *,
+    timeout: float = LIMITS.fetch_timeout,
+    max_bytes: int = LIMITS.fetch_bytes,
+) -> Iterator[list[FetchedMaterial]]:
+    """``fetch_provenance`` into a private temporary directory (0700) removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="atip-trust-fetch-") as tmp:
+        os.chmod(tmp, 0o700)  # mkdtemp makes it 0700 already; say so whatever the umask
+        yield fetch_provenance(metadata, tmp, timeout=timeout, max_bytes=max_bytes)
+
+
+__all__ = [
+    "MAX_REDIRECTS",
+    "FetchedMaterial",
+    "check_url",
+    "redirect_target",
+    "is_loopback",
+    "bundle_suffix",
+    "fetch_bytes",
+    "provenance_url",
+    "fetch_provenance",
+    "fetched_provenance",
+]
