@@ -144,3 +144,24 @@ def test_sarif_output_has_one_result_per_failed_file(tmp_path: Path, sample_file
     assert len(results) == 1
     assert results[0]["ruleId"] == "atip-trust/hash/unreadable"
     assert "missing" in results[0]["message"]["text"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [b"forged\nsha256:" + b"0" * 64 + b"  gh", b"back\\slash", b"carriage\rreturn", b"latin1-\xff"],
+    ids=["newline-forges-a-line", "backslash", "carriage-return", "non-utf8"],
+)
+def test_file_name_cannot_forge_an_output_line_and_matches_sha256sum(tmp_path: Path, name: bytes) -> None:
+    """A hostile file name is escaped exactly as GNU sha256sum escapes it: one line per file, always."""
+    if shutil.which("sha256sum") is None:
+        pytest.skip("sha256sum not installed")
+    path = os.path.join(os.fsencode(tmp_path), name)
+    with open(path, "wb") as f:
+        f.write(b"payload")
+    ours = subprocess.run([*CLI, "hash", path], capture_output=True, timeout=TIMEOUT, cwd=tmp_path)
+    theirs = subprocess.run(["sha256sum", path], capture_output=True, check=True).stdout
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout.count(b"\n") == 1
+    # sha256sum writes "<hex>" where we write "sha256:<hex>"; the escape prefix comes first in both.
+    prefix = b"\\" if theirs.startswith(b"\\") else b""
+    assert ours.stdout == prefix + b"sha256:" + theirs[len(prefix):]

@@ -7,6 +7,7 @@ from that descriptor (``Artifact``). One bad file fails the run (exit 2) but the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -24,6 +25,22 @@ _RULES = {
     RULE_UNREADABLE: "the file could not be opened or read",
     RULE_NOT_REGULAR: "the path is not a regular file",
 }
+
+
+def sum_line(digest: str, name: str) -> bytes:
+    """One output line as GNU ``sha256sum`` writes it, as bytes.
+
+    A file name containing a backslash, newline or carriage return is escaped (``\\``, ``\n``,
+    ``\r``) and the line starts with a backslash, so a name like ``"x\nsha256:<forged>  /usr/bin/gh"``
+    cannot forge a second line for whoever parses the output. Other bytes are written raw, as the file
+    system has them (``os.fsencode`` undoes Python's surrogate escaping of non-UTF-8 names).
+    """
+    raw = os.fsencode(name)
+    prefix = b""
+    if any(c in raw for c in (b"\\", b"\n", b"\r")):
+        prefix = b"\\"
+        raw = raw.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
+    return prefix + digest.encode("ascii") + b"  " + raw + b"\n"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -51,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         rows.append({"path": name, "digest": str(d)})
         if args.format == "text":
-            sys.stdout.write(f"{d}  {name}\n")
+            sys.stdout.flush()
+            sys.stdout.buffer.write(sum_line(str(d), name))
     if args.format == "json":
         dump_json(rows)
     elif args.format == "sarif":
