@@ -36,6 +36,7 @@ from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
 from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
 from .legacy_bundle import verify_legacy_dsse_detailed, verify_legacy_message
 from .provenance import (
+    AllowedSource,
     BuilderMap,
     ProvenanceRequirements,
     check_provenance,
@@ -72,6 +73,9 @@ class Constraints:
     predicate_type: str | None = None
     min_slsa_level: int | None = None
     require_provenance: bool = False
+    #: Allowed (repository, refs) pairs from policy ``trust.sources``: provenance must come from one
+    #: of them. None: no such requirement; an empty tuple allows no source (fail closed).
+    sources: tuple[AllowedSource, ...] | None = None
     #: Trusted-builder map (path to JSON, or None for the default in policies/).
     builders: Any = None
 
@@ -80,7 +84,7 @@ class Constraints:
         return self.require_provenance or any(
             v is not None
             for v in (self.builder_id, self.source_uri, self.source_tag, self.source_branch,
-                      self.predicate_type, self.min_slsa_level)
+                      self.predicate_type, self.min_slsa_level, self.sources)
         )
 
     @property
@@ -450,6 +454,7 @@ def _check_provenance(
     req = ProvenanceRequirements(
         predicate_type=c.predicate_type, builder_id=c.builder_id, source_uri=c.source_uri,
         source_tag=c.source_tag, source_branch=c.source_branch, min_slsa_level=c.min_slsa_level,
+        sources=c.sources,
     )
     out = check_provenance(stmt, digests, req, builders, evidence=r.label)
     checks = out.checks

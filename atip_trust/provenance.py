@@ -14,15 +14,18 @@ Steps of ``check_provenance``, in order:
 3. ``build_type``: SLSA facts are read only from build types this module understands; any other
    build type fails closed, naming it.
 4. ``builder_id``, ``source_uri``, ``source_tag``, ``source_branch``: each requirement given becomes a
-   check with expected and actual.
+   check with expected and actual; ``source``: the repository and ref are one of a set of allowed
+   (repository, ref globs) pairs (policy ``trust.sources``; an empty set allows no source).
 5. ``slsa_level``: the level comes ONLY from the trusted-builder map (builder id pattern → level);
    a level claimed anywhere else is reported, never used (SLSA v1.0 has no level field at all).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -254,6 +257,34 @@ def normalize_source_uri(uri: str) -> str:
     if path.endswith(".git"):
         path = path[:-4]
     return f"{scheme.lower()}://{host.lower()}{slash}{path}"
+
+
+def source_matches(repository: str, refs: Sequence[str], uri: str | None, ref: str | None) -> bool:
+    """Is (``uri``, ``ref``) the allowed ``repository`` at one of ``refs``? The one matcher for allowed
+    sources, used by verification (``check_provenance``) and by policy decisions (``policy.decide``).
+
+    Repositories compare after ``normalize_source_uri`` (slsa-verifier's rules); a ref glob matches the
+    whole ref (``fnmatchcase``: no case folding, ``refs/tags/v*``); no refs means any ref.
+    """
+    if not isinstance(uri, str) or normalize_source_uri(repository) != normalize_source_uri(uri):
+        return False
+    if not refs:
+        return True
+    return isinstance(ref, str) and any(fnmatch.fnmatchcase(ref, pat) for pat in refs)
+
+
+@dataclass(frozen=True)
+class AllowedSource:
+    """One allowed source repository and the refs it may be built from (policy ``trust.sources``)."""
+
+    repository: str
+    refs: tuple[str, ...] = ()
+
+    def matches(self, uri: str | None, ref: str | None) -> bool:
+        return source_matches(self.repository, self.refs, uri, ref)
+
+    def describe(self) -> str:
+        return f"{normalize_source_uri(self.repository)} refs {', '.join(self.refs) or '*'}"
 
 
 def _split_uri_ref(uri: str) -> tuple[str, str | None]:
@@ -557,6 +588,8 @@ class ProvenanceRequirements:
     source_tag: str | None = None
     source_branch: str | None = None
     min_slsa_level: int | None = None
+    #: Allowed (repository, refs) pairs; None: no requirement; empty: no source is allowed.
+    sources: tuple[AllowedSource, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.builder_id is not None:
@@ -566,7 +599,7 @@ class ProvenanceRequirements:
 
     @property
     def any(self) -> bool:
-        return any(
+        return self.sources is not None or any(
             v is not None
             for v in (
                 self.predicate_type,
@@ -687,6 +720,7 @@ def check_provenance(
                 requirements.source_tag,
                 requirements.source_branch,
                 requirements.min_slsa_level,
+                requirements.sources,
             )
         )
         if slsa_needed:
@@ -746,6 +780,18 @@ def check_provenance(
             )
         )
 
+    if requirements.sources is not None:
+        ok = facts.build_type_known and any(
+            s.matches(facts.source_uri, facts.source_ref) for s in requirements.sources
+        )
+        checks.append(
+            _check(
+                "source", ok, "" if ok else "source repository or ref is not one policy allows",
+                [s.describe() for s in requirements.sources] or "no source (empty list)",
+                f"{facts.source_uri} {facts.source_ref}", evidence,
+            )
+        )
+
     # (5) level from the trusted-builder map only.
     entry = builders.lookup(facts.builder_id) if facts.builder_id else None
     level = entry.level if entry is not None else None
@@ -782,6 +828,8 @@ def missing_provenance_checks(requirements: ProvenanceRequirements) -> list[Chec
         ("source_tag", requirements.source_tag),
         ("source_branch", requirements.source_branch),
         ("slsa_level", None if requirements.min_slsa_level is None else f">= {requirements.min_slsa_level}"),
+        ("source", None if requirements.sources is None
+         else [s.describe() for s in requirements.sources] or "no source (empty list)"),
     ):
         if value is not None:
             out.append(
@@ -806,6 +854,8 @@ __all__ = [
     "match_subject",
     "slsa_facts",
     "normalize_source_uri",
+    "source_matches",
+    "AllowedSource",
     "check_provenance",
     "missing_provenance_checks",
 ]

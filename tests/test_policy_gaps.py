@@ -145,3 +145,72 @@ def test_local_key_list_narrows_the_org_list_never_widens_it(world, tmp_path: Pa
     for key in ("p256.pub", "p384.pub"):  # each is listed in one layer only
         with pytest.raises(UsageError, match="not a trust anchor"):
             trusted_keys(policy, (KEYS / key,))
+
+
+# -- 2. several allowed source repositories reach verification -------------------------------------
+
+REPO_A = "https://github.com/example-org/tool-a"
+REPO_B = "https://github.com/example-org/tool-b"
+REPO_C = "https://github.com/evil/tool-c"
+
+
+@pytest.fixture(scope="module")
+def prov(ts: testsigstore.TestSigstore, world: dict[str, Any]) -> dict[str, Any]:
+    d = world["dir"]
+    data = world["tool"].read_bytes()
+    hexd = hashlib.sha256(data).hexdigest()
+    bundles = {}
+    for name, repo, ref in (("a", REPO_A, "refs/tags/v1.2.0"), ("b", REPO_B, "refs/heads/main"),
+                            ("c", REPO_C, "refs/tags/v1.2.0"), ("a-branch", REPO_A, "refs/heads/dev")):
+        stmt = testsigstore.slsa_v1_statement("tool", hexd, repository=repo, ref=ref)
+        bundles[name] = _dump(d / f"prov-{name}.sigstore.json", ts.sign_dsse(stmt, identity=ID, issuer=ISSUER))
+    sources = [{"repository": REPO_A, "refs": ["refs/tags/v*"]},
+               {"repository": REPO_B + ".git", "refs": ["refs/heads/main"]}]
+    return {"bundles": bundles, "policy": source_policy(d, "two-sources", sources)}
+
+
+def source_policy(d: Path, name: str, sources: list[dict[str, Any]]) -> Path:
+    return _dump(d / f"{name}.json", {
+        "version": 1,
+        "trust": {"trustedRoots": [{"path": "trusted_root.json"}],
+                  "signers": [{"identity": ID, "issuer": ISSUER}], "sources": sources},
+        **ALLOW_ALL,
+    })
+
+
+def verify_json(world: dict[str, Any], bundle: Path, policy: Path) -> Any:
+    return cli("verify", str(world["tool"]), "--bundle", str(bundle), "--policy", str(policy),
+               "--format", "json")
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_provenance_from_either_allowed_repository_verifies(world, prov, which: str) -> None:
+    r = verify_json(world, prov["bundles"][which], prov["policy"])
+    assert r.code == 0, r.out + r.err
+    out = r.json
+    assert out["trust_level"] == "VERIFIED"
+    assert [c["status"] for c in out["checks"] if c["name"] == "source"] == ["pass"]
+
+
+def test_provenance_from_a_third_repository_is_provenance_fail_naming_allowed_and_actual(world, prov) -> None:
+    r = verify_json(world, prov["bundles"]["c"], prov["policy"])
+    assert r.code == 1, r.out + r.err
+    out = r.json
+    assert out["trust_level"] == "PROVENANCE_FAIL"
+    (check,) = [c for c in out["checks"] if c["name"] == "source"]
+    assert check["status"] == "fail"
+    assert check["expected"] == [f"{REPO_A} refs refs/tags/v*", f"{REPO_B} refs refs/heads/main"]
+    assert check["actual"] == f"{REPO_C} refs/tags/v1.2.0"
+
+
+def test_allowed_repository_at_a_ref_policy_does_not_allow_fails(world, prov) -> None:
+    r = verify_json(world, prov["bundles"]["a-branch"], prov["policy"])
+    assert r.code == 1
+    assert r.json["trust_level"] == "PROVENANCE_FAIL"
+
+
+def test_empty_source_list_allows_no_source(world, prov) -> None:
+    p = source_policy(world["dir"], "no-sources", [])
+    r = verify_json(world, prov["bundles"]["a"], p)
+    assert r.code == 1
+    assert r.json["trust_level"] == "PROVENANCE_FAIL"

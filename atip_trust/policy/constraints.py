@@ -111,16 +111,13 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     min_slsa = c.min_slsa_level
     if req.min_slsa_level is not None:
         min_slsa = max(min_slsa or 0, req.min_slsa_level)
-    source_uri, source_tag, source_branch = c.source_uri, c.source_tag, c.source_branch
-    if len(policy.sources) == 1 and source_uri is None:
-        src = policy.sources[0]
-        source_uri = src.repository
-        if len(src.refs) == 1:
-            ref = src.refs[0]
-            if ref.startswith("refs/tags/") and source_tag is None:
-                source_tag = ref[len("refs/tags/"):]
-            elif ref.startswith("refs/heads/") and source_branch is None:
-                source_branch = ref[len("refs/heads/"):]
+    # trust.sources: every allowed (repository, refs) pair reaches the provenance check; flags such as
+    # --source-uri stay as given and must hold too.
+    sources = c.sources
+    if policy.sources_declared:
+        from ..provenance import AllowedSource
+
+        sources = tuple(AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
     return dataclasses.replace(
         c,
@@ -129,9 +126,7 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
         min_slsa_level=min_slsa,
         predicate_type=c.predicate_type or req.predicate_type,
         require_provenance=bool(getattr(c, "require_provenance", False) or req.provenance_required),
-        source_uri=source_uri,
-        source_tag=source_tag,
-        source_branch=source_branch,
+        sources=sources,
         builders=builders if builders is not None else c.builders,
     )
 

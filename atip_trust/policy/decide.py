@@ -22,11 +22,11 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (see
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..provenance import source_matches
 from ..report import Decision, Reason, TrustLevel, TrustReport
 from .effects import effective_states
 from .model import STRICTNESS, CommandRule, Policy, RuleBehavior, RuleSource, Waiver
@@ -286,14 +286,16 @@ def _core(
                                          "SLSA Build level (from the policy's builder map) too low",
                                          rule="requirements.minSlsaLevel",
                                          expected=f">= {req.min_slsa_level}", actual=got))
-    if policy.sources:
+    if policy.sources_declared:
+        # Verification checks the same thing when it ran with this policy's constraints; this keeps a
+        # report made elsewhere, and each layer on its own (a local list narrows), to the policy.
         src_fact = prov.source if prov.status == "valid" and isinstance(prov.source, Mapping) else {}
         if not _source_allowed(policy, src_fact):
             trust_failures.append(Reason("SOURCE_NOT_ALLOWED",
                                          "provenance source repository or ref is not one policy allows",
                                          rule="trust.sources",
                                          expected=[f"{s.repository} {list(s.refs) or '*'}"
-                                                   for s in policy.sources],
+                                                   for s in policy.sources] or "no source (empty list)",
                                          actual=f"{src_fact.get('uri')} {src_fact.get('ref')}"
                                          if src_fact else "no valid provenance"))
     if req.metadata_sources is not None:
@@ -395,27 +397,9 @@ def _core(
     return final, reasons, source
 
 
-def _norm_repo(uri: str) -> str:
-    uri = uri.strip()
-    for prefix in ("git+",):
-        uri = uri.removeprefix(prefix)
-    uri = uri.split("@", 1)[0] if "@" in uri.split("//", 1)[-1] else uri
-    return uri.removesuffix(".git").rstrip("/").lower()
-
-
 def _source_allowed(policy: Policy, fact: Mapping[str, Any]) -> bool:
-    uri, ref = fact.get("uri"), fact.get("ref")
-    if not isinstance(uri, str):
-        return False
-    for s in policy.sources:
-        if _norm_repo(s.repository) != _norm_repo(uri):
-            continue
-        if not s.refs:
-            return True
-        # A ref glob matches the whole ref (fnmatchcase: no case folding, '*' within the string).
-        if isinstance(ref, str) and any(fnmatch.fnmatchcase(ref, pat) for pat in s.refs):
-            return True
-    return False
+    return any(source_matches(s.repository, s.refs, fact.get("uri"), fact.get("ref"))
+               for s in policy.sources)
 
 
 def _qualified(rule: CommandRule, level: TrustLevel, report: TrustReport) -> bool:

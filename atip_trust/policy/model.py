@@ -259,6 +259,11 @@ class Policy:
         """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted)."""
         return any(layer.signers is not None for layer in self.layers)
 
+    @property
+    def sources_declared(self) -> bool:
+        """True when some layer states ``trust.sources`` (even as an empty list: no source allowed)."""
+        return any(layer.sources is not None for layer in self.layers)
+
     def decide(
         self,
         report: TrustReport,
