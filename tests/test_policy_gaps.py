@@ -214,3 +214,78 @@ def test_empty_source_list_allows_no_source(world, prov) -> None:
     r = verify_json(world, prov["bundles"]["a"], p)
     assert r.code == 1
     assert r.json["trust_level"] == "PROVENANCE_FAIL"
+
+
+# -- 3. admit audits a decision it could not evaluate (exit 2) ------------------------------------
+
+
+def _lines(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_malformed_metadata_exit_2_still_writes_a_deny_line(world, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_gapsecret")
+    log = tmp_path / "audit.jsonl"
+    bad = tmp_path / "bad-meta.json"
+    bad.write_text('{"atip": {"version": "0.6"}, "name": ')
+    p = key_policy(world["dir"], "audit-policy", None)
+    r = cli("admit", str(world["tool"]), "--command", "run it", "--policy", str(p),
+            "--metadata", str(bad), "--non-interactive", "--audit-log", str(log))
+    assert r.code == 2, r.out + r.err
+    (rec,) = _lines(log)
+    assert rec["decision"] == "deny" and rec["tool"] == "tool" and rec["command"] == ["run", "it"]
+    assert rec["error"]["code"] == "MALFORMED_INPUT" and rec["reasons"][0]["code"] == "MALFORMED_INPUT"
+    assert rec["digest"] == hashlib.sha256(world["tool"].read_bytes()).hexdigest()
+    assert rec["policy_digest"].startswith("sha256:") and rec["trust_level"] is None
+    assert "ghp_gapsecret" not in log.read_text()
+
+
+def test_unreadable_bundle_exit_2_writes_a_deny_line(world, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    p = key_policy(world["dir"], "audit-policy", None)
+    r = cli("admit", str(world["tool"]), "--policy", str(p), "--key", str(world["pub"]),
+            "--bundle", str(tmp_path / "missing.sigstore.json"), "--non-interactive", "--audit-log", str(log))
+    assert r.code == 2
+    (rec,) = _lines(log)
+    assert rec["decision"] == "deny" and rec["error"]["code"] == "ENVIRONMENT_ERROR"
+    assert "missing.sigstore.json" in rec["error"]["message"]
+
+
+def test_missing_trust_root_after_policy_loaded_writes_a_deny_line(world, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    p = _dump(tmp_path / "p.json", {"version": 1, "trust": {"trustedRoots": [{"path": "nope.json"}]}})
+    r = cli("admit", str(world["tool"]), "--policy", str(p), "--non-interactive", "--audit-log", str(log))
+    assert r.code == 2
+    (rec,) = _lines(log)
+    assert rec["decision"] == "deny" and rec["policy_digest"].startswith("sha256:")
+    assert rec["error"]["code"] == "ENVIRONMENT_ERROR" and rec["digest"] is None
+
+
+def test_unloadable_policy_is_audited_only_with_an_explicit_audit_log(world, tmp_path: Path) -> None:
+    bad = _dump(tmp_path / "bad.json", {"version": 1, "surprise": True})
+    log = tmp_path / "audit.jsonl"
+    r = cli("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive", "--audit-log", str(log))
+    assert r.code == 2
+    (rec,) = _lines(log)
+    assert rec["decision"] == "deny" and rec["policy_digest"] is None and "surprise" in rec["error"]["message"]
+    # Without --audit-log, nothing is written to the default state directory.
+    state = tmp_path / "state"
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "HOME": str(tmp_path)}
+    r = cli_subprocess("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive", env=env)
+    assert r.code == 2
+    assert not list(state.rglob("*.jsonl"))
+    # After the policy loaded, a failure goes to the default log.
+    good = key_policy(world["dir"], "audit-policy", None)
+    r = cli_subprocess("admit", str(tmp_path / "no-such-tool"), "--policy", str(good), "--non-interactive",
+                       env=env)
+    assert r.code == 2
+    (default_log,) = list(state.rglob("audit.jsonl"))
+    (rec,) = _lines(default_log)
+    assert rec["decision"] == "deny" and rec["tool"] == "no-such-tool"
+
+
+def test_no_audit_flag_writes_nothing_on_errors_either(world, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    p = key_policy(world["dir"], "audit-policy", None)
+    r = cli("admit", str(tmp_path / "gone"), "--policy", str(p), "--no-audit", "--audit-log", str(log))
+    assert r.code == 2 and not log.exists()

@@ -6,18 +6,20 @@ Steps: (1) load and compose the policies (org, local, CLI flags); (2) resolve th
 anchors (evaluate.py) and, separately, the metadata's own signature: a shim against the registry signers
 policy names, ``--metadata-bundle`` against the policy's signers; only verified metadata may relax
 capability gating (DESIGN.md principle 10); (5) decide; (6) append the audit line; print.
-Any error is exit 2 and never an allow.
+Any error is exit 2 and never an allow; an error after the policy loaded is audited too (a deny line
+with the error), so a tool that makes evaluation fail leaves the same trace as one that is denied.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..artifact import Artifact, resolve
-from ..errors import UsageError
+from ..errors import AtipTrustError, UsageError
 from ..policy import (
     PolicyLayer,
     append_audit,
@@ -33,7 +35,8 @@ from ..policy.load import default_policy_path
 from ..policy.model import Policy
 from ..policy.rules import split_command
 from ..report import TrustLevel, TrustReport
-from .main import is_interactive
+from ..policy.audit import audit_error_record
+from .main import _error_code, is_interactive
 from .output import dump_json
 
 
@@ -102,9 +105,59 @@ def _metadata_verified(
     return rep.trust_level is TrustLevel.VERIFIED
 
 
+@dataclass
+class _Known:
+    """What is known so far about this admission, for the audit line of a failed evaluation."""
+
+    tool: str
+    words: list[str] = field(default_factory=list)
+    path: str | None = None
+    digest: str | None = None
+    policy: Policy | None = None
+    audited: bool = False
+
+
+def _audit_failure(args: argparse.Namespace, known: _Known, err: Exception) -> None:
+    """Append the deny line for an evaluation that failed; never masks the original error."""
+    if isinstance(err, AtipTrustError):
+        message = err.diagnostics()
+        where = err.path
+    else:  # an unexpected exception's text could hold anything: record its type only
+        message, where = f"internal error: {type(err).__name__}", None
+    record = audit_error_record(
+        code=_error_code(err), error_type=type(err).__name__, message=message, where=where,
+        tool=known.tool, command=known.words, path=known.path, digest=known.digest,
+        policy_digest=known.policy.digest if known.policy is not None else None,
+        mode=known.policy.mode if known.policy is not None else None,
+    )
+    try:
+        append_audit(record, args.audit_log)
+    except AtipTrustError as audit_err:
+        sys.stderr.write(f"atip-trust: warning: {audit_err.diagnostics()}\n")
+
+
 def run(args: argparse.Namespace) -> int:
+    known = _Known(tool=Path(args.tool).name if "/" in args.tool else args.tool)
     # (1) Policies.
-    policy = load_policies(args)
+    try:
+        known.policy = load_policies(args)
+    except Exception as err:
+        # No policy, so no policy digest and no word from the policy on auditing: record the failure
+        # only where the caller explicitly asked for a log. Writing to the default state directory for
+        # every mistyped --policy would bury real decisions in noise (and create per-user state on
+        # machines that never ran a decision); an operator who passes --audit-log wants every attempt.
+        if args.audit_log and not args.no_audit:
+            _audit_failure(args, known, err)
+        raise
+    try:
+        return _admit(args, known.policy, known)
+    except Exception as err:
+        if not args.no_audit and not known.audited:
+            _audit_failure(args, known, err)
+        raise  # exit 2 from the one catch point (cli/main.py)
+
+
+def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     interactive = is_interactive(args)
     if args.staging and args.trusted_root:
         raise UsageError("give --staging or --trusted-root, not both")
@@ -116,12 +169,15 @@ def run(args: argparse.Namespace) -> int:
         path=args.trusted_root or root_path,
     )
     words = list(split_command(args.command_words))
+    known.words = words
 
     # (2) Resolve once, open once, hash from the descriptor.
     path = resolve(args.tool)
-    tool_name = Path(args.tool).name if "/" in args.tool else args.tool
+    known.path = str(path)
+    tool_name = known.tool
     with Artifact.open(path) as art:
         hexdigest = str(art.digest("sha256")).split(":", 1)[1]
+        known.digest = hexdigest
 
         # (3) Evidence.
         metadata = Path(args.metadata) if args.metadata else None
@@ -175,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
 
     # (6) Audit, then output.
     if not args.no_audit:
+        known.audited = True  # one line per decision, even if writing it fails below
         append_audit(audit_record(decision, report, tool=tool_name, command=words), args.audit_log)
     if args.format == "json":
         out = report.to_json()

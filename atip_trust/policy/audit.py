@@ -49,6 +49,45 @@ def audit_record(
     }
 
 
+def audit_error_record(
+    *,
+    code: str,
+    error_type: str,
+    message: str,
+    where: str | None = None,
+    tool: str | None,
+    command: list[str] | None = None,
+    path: str | None = None,
+    digest: str | None = None,
+    policy_digest: str | None = None,
+    mode: str | None = None,
+    when: datetime | None = None,
+) -> dict[str, Any]:
+    """The line for a decision that could not be evaluated (exit 2): a denial, with the error.
+
+    Same keys as ``audit_record`` (what is unknown is null) plus ``error``; the message is the error's
+    one-line diagnostics, which name files and JSON paths, never their contents or the environment.
+    """
+    reason = {"code": code, "message": message, "rule": None, "expected": None, "actual": None}
+    return {
+        "time": (when or datetime.now(UTC)).isoformat(),
+        "tool": tool,
+        "command": command or [],
+        "path": path,
+        "digest": digest,
+        "trust_level": None,
+        "identity": None,
+        "issuer": None,
+        "decision": "deny",
+        "mode": mode,
+        "rule_source": None,
+        "reasons": [reason],
+        "policy_digest": policy_digest,
+        "report_digest": None,
+        "error": {"code": code, "type": error_type, "message": message, "path": where},
+    }
+
+
 def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> Path:
     """Append one line and fsync it; the file is created 0600 (it names tools and identities)."""
     target = Path(path) if path is not None else default_audit_path()
@@ -70,4 +109,4 @@ def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = N
     return target
 
 
-__all__ = ["append_audit", "audit_record"]
+__all__ = ["append_audit", "audit_error_record", "audit_record"]
