@@ -61,7 +61,6 @@ MAX_REDIRECTS = 5
 LOOPBACK_NAMES = frozenset({"localhost"})
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_CHUNK = 64 * 1024
 
 
 def _version() -> str:
@@ -219,7 +218,8 @@ def _read_capped(resp: httpx.Response, url: str, max_bytes: int, deadline: float
         )
     chunks: list[bytes] = []
     total = 0
-    for chunk in resp.iter_raw(_CHUNK):
+    # No chunk_size: httpx would buffer up to it before yielding, hiding a slow drip from the deadline.
+    for chunk in resp.iter_raw():
         total += len(chunk)
         if total > max_bytes:
             raise InputTooLargeError(
