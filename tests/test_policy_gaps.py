@@ -289,3 +289,119 @@ def test_no_audit_flag_writes_nothing_on_errors_either(world, tmp_path: Path) ->
     p = key_policy(world["dir"], "audit-policy", None)
     r = cli("admit", str(tmp_path / "gone"), "--policy", str(p), "--no-audit", "--audit-log", str(log))
     assert r.code == 2 and not log.exists()
+
+
+# -- 4. the standard org-policy path and ATIP_TRUST_ORG_POLICY -------------------------------------
+
+
+def test_standard_org_policy_paths_are_the_documented_ones(monkeypatch) -> None:
+    import sys
+
+    from atip_trust.policy import load
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert load.standard_org_policy_path() == Path("/etc/atip-trust/org-policy.json")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert load.standard_org_policy_path() == Path("/Library/Application Support/atip-trust/org-policy.json")
+    r = cli("admit", "--help")
+    text = " ".join(r.out.split())
+    assert "/etc/atip-trust/org-policy.json" in text
+    assert "/Library/Application Support/atip-trust/ org-policy.json" in text or \
+        "/Library/Application Support/atip-trust/org-policy.json" in text
+    assert "ATIP_TRUST_ORG_POLICY" in text
+
+
+@pytest.fixture
+def loose(world: dict[str, Any]) -> Path:
+    return _dump(world["dir"] / "loose.json", {"version": 1, **ALLOW_ALL})
+
+
+def deny_tool_org(tmp_path: Path, name: str = "org-deny.json", **extra: Any) -> Path:
+    p = _dump(tmp_path / name, {"version": 1, "tools": {"deny": [{"name": "tool"}]}, **extra})
+    p.chmod(0o644)
+    return p
+
+
+def test_standard_org_policy_is_applied_when_present_and_nothing_changes_when_absent(
+        world, loose, tmp_path: Path, monkeypatch) -> None:
+    from atip_trust.policy import load
+
+    monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: tmp_path / "absent" / "org-policy.json")
+    r = cli("admit", str(world["tool"]), "--policy", str(loose), "--no-audit", "--format", "json")
+    assert r.code == 0, r.out + r.err
+    org = deny_tool_org(tmp_path)
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
+    r = cli("admit", str(world["tool"]), "--policy", str(loose), "--no-audit", "--format", "json")
+    assert r.code == 1, r.out + r.err
+    assert r.json["decision"]["reasons"][0]["code"] == "TOOL_DENIED"
+    assert r.json["decision"]["rule_source"] == "org"
+
+
+def test_group_writable_standard_org_policy_is_refused(world, loose, tmp_path: Path, monkeypatch) -> None:
+    from atip_trust.policy import load
+
+    org = deny_tool_org(tmp_path)
+    org.chmod(0o664)
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
+    r = cli("admit", str(world["tool"]), "--policy", str(loose), "--no-audit")
+    assert r.code == 2 and "writable by group or others" in r.err
+
+
+def test_extra_org_policy_never_disables_the_standard_one(world, loose, tmp_path: Path, monkeypatch) -> None:
+    from atip_trust.policy import load
+
+    org = deny_tool_org(tmp_path)
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
+    # An extra org layer that tries to loosen everything: audit mode, a waiver, allow all.
+    extra = _dump(tmp_path / "extra.json", {
+        "version": 1, "mode": "audit", **ALLOW_ALL,
+        "waivers": [{"tool": "tool", "reason": "please", "expires": "2999-01-01T00:00:00Z"}]})
+    extra.chmod(0o644)
+    monkeypatch.setenv("ATIP_TRUST_ORG_POLICY", str(extra))
+    for more in ([], ["--org-policy", str(extra)]):
+        r = cli("admit", str(world["tool"]), "--policy", str(loose), "--no-audit", "--format", "json", *more)
+        assert r.code == 1, r.out + r.err
+        assert r.json["decision"]["behavior"] == "deny" and r.json["decision"]["mode"] == "enforce"
+
+
+def test_org_policy_from_the_environment_in_a_subprocess(world, loose, tmp_path: Path) -> None:
+    org = deny_tool_org(tmp_path)
+    env = {**os.environ, "ATIP_TRUST_ORG_POLICY": str(org)}
+    r = cli_subprocess("admit", str(world["tool"]), "--policy", str(loose), "--no-audit", "--format", "json",
+                       env=env)
+    assert r.code == 1, r.out + r.err
+    assert r.json["decision"]["reasons"][0]["code"] == "TOOL_DENIED"
+    env["ATIP_TRUST_ORG_POLICY"] = str(tmp_path / "missing.json")
+    r = cli_subprocess("admit", str(world["tool"]), "--policy", str(loose), "--no-audit", env=env)
+    assert r.code == 2 and "org policy not found" in r.err
+
+
+def _org_layer(doc: dict[str, Any]) -> Any:
+    from atip_trust.policy import layer_from_document
+
+    return layer_from_document({"version": 1, **doc}, source="org")
+
+
+def test_a_second_org_layers_waiver_does_not_lift_the_first_org_layers_requirement() -> None:
+    from atip_trust.policy import compose
+    from atip_trust.report import TrustLevel, TrustReport
+
+    strict = _org_layer({"requirements": {"minTrustLevel": "VERIFIED"}, **ALLOW_ALL})
+    waiving = _org_layer({**ALLOW_ALL, "waivers": [{"tool": "tool", "reason": "r",
+                                                    "expires": "2999-01-01T00:00:00Z"}]})
+    rep = TrustReport(path="/x/tool", digests={"sha256": "ab" * 32}, size=1, trust_level=TrustLevel.UNSIGNED)
+    for layers in ([strict, waiving], [waiving, strict]):
+        d = compose(layers).decide(rep, tool_name="tool", interactive=False)
+        assert d.behavior == "deny", d.reasons
+        assert d.reasons[0].code == "LAYER_DENIES"
+
+
+def test_several_org_builder_maps_keep_only_common_builders_at_the_lowest_level() -> None:
+    from atip_trust.policy import compose
+
+    a = _org_layer({"trust": {"trustedBuilders": [{"id": "https://b.example/one", "level": 3},
+                                                  {"id": "https://b.example/two", "level": 2}]}})
+    b = _org_layer({"trust": {"trustedBuilders": [{"id": "https://b.example/one", "level": 1}]}})
+    p = compose([a, b])
+    assert [(x.id, x.level) for x in p.trusted_builders] == [("https://b.example/one", 1)]

@@ -31,7 +31,7 @@ from ..policy import (
     to_agent_tool,
 )
 from ..policy.constraints import constraints_from_policy, trusted_root_choice
-from ..policy.load import default_policy_path
+from ..policy.load import default_policy_path, org_layers
 from ..policy.model import Policy
 from ..policy.rules import split_command
 from ..report import TrustLevel, TrustReport
@@ -46,19 +46,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="decide whether a tool (or one of its commands) may run: allow / ask / deny",
         description="Verify a tool with the policy's trust anchors and decide. Exit 0 allow, 1 deny, "
-        "2 cannot evaluate (a denial too), 3 ask.",
+        "2 cannot evaluate (a denial too), 3 ask. The managed org policy is applied automatically when "
+        "it exists: /etc/atip-trust/org-policy.json (Linux), /Library/Application Support/atip-trust/"
+        "org-policy.json (macOS); it must be owned by root or you and not group/other-writable. "
+        "ATIP_TRUST_ORG_POLICY=FILE and --org-policy FILE add further org layers; org layers only "
+        "tighten, and a local policy never widens them.",
     )
     p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
     p.add_argument("--command", dest="command_words", metavar="WORDS", help='the command to decide for, e.g. "pr merge"')
     p.add_argument("--policy", metavar="FILE", help="local policy (default: the embedded default.json)")
     p.add_argument("--org-policy", metavar="FILE",
-                   help="managed policy; refused if group/other-writable or not owned by root or you")
+                   help="an additional managed policy layer (the standard org policy still applies); "
+                   "refused if group/other-writable or not owned by root or you")
     p.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim for the tool")
     p.add_argument("--metadata-bundle", metavar="FILE",
                    help="Sigstore bundle over the metadata file, checked against the policy's signers")
     p.add_argument("--bundle", action="append", default=[], metavar="FILE",
                    help="Sigstore bundle for the tool (repeatable)")
-    p.add_argument("--key", action="append", default=[], metavar="FILE", help="trusted PEM public key")
+    p.add_argument("--key", action="append", default=[], metavar="FILE",
+                   help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
     p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
     p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
@@ -74,8 +80,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def load_policies(args: argparse.Namespace) -> Policy:
     layers: list[PolicyLayer] = [load_layer(args.policy or default_policy_path(), source="local")]
-    if args.org_policy:
-        layers.append(load_layer(args.org_policy, source="org"))
+    layers.extend(org_layers([args.org_policy] if args.org_policy else []))
     if args.min_trust_level:
         layers.append(cli_layer(min_trust_level=args.min_trust_level))
     return compose(layers)

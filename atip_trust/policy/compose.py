@@ -9,15 +9,20 @@ CLI admin policies behave alike. The rules, each chosen so that no layer can wid
 * requirements: the highest minimum trust and SLSA level, provenance required if any layer requires it,
   allowed metadata sources intersected, the highest signature threshold;
 * capability gates: per effect class, the higher minimum level and ``deny`` over ``ask``;
-* mode: the strictest (enforce > warn > audit); ``defaults.noMatch``: deny over ask;
+* mode: the strictest (enforce > warn > audit), an org layer that states none counting as enforce (so
+  that another org or local layer's ``audit`` cannot loosen it); ``defaults.noMatch``: deny over ask;
   ``allowVerifiedReadOnly`` only if every layer that states it allows it;
 * trust anchors (signers, keys, roots, builders, sources, registries): the org's lists when the org states
-  them (a local list cannot add an anchor: that would widen trust), otherwise the local ones;
+  them (a local list cannot add an anchor: that would widen trust), otherwise the local ones; with
+  several org layers, the first one's list, except builders: only ids every org list names, at the
+  lowest level any gives. A later layer's signers, keys and sources still narrow: decide.py checks
+  every layer's signers and each layer on its own, constraints.py every layer's keys;
 * waivers relax trust requirements, so a local waiver is dropped when an org policy is present.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Literal, TypeVar
@@ -26,6 +31,7 @@ from ..report import TrustLevel
 from .load import canonical_digest
 from .model import (
     MODE_STRICTNESS,
+    BuilderRule,
     CommandRule,
     Defaults,
     Gate,
@@ -69,12 +75,25 @@ def _anchor(
                 f"{layer.source} policy's trust.{attr} ignored: the org policy states its own "
                 "and a local list could only widen it"
             )
+        if attr == "trusted_builders" and len(org) > 1:
+            return _common_builders(org)  # type: ignore[return-value]
         return list(getattr(org[0], attr))
     out: list[T] = []
     for layer in layers:
         val = getattr(layer, attr)
         if val is not None:
             out.extend(val)
+    return out
+
+
+def _common_builders(org: Sequence[PolicyLayer]) -> list[BuilderRule]:
+    """Builders every org layer names (by id pattern), each at the lowest level any of them grants."""
+    lists = [layer.trusted_builders or () for layer in org]
+    out: list[BuilderRule] = []
+    for b in lists[0]:
+        levels = [min((x.level for x in lst if x.id == b.id), default=-1) for lst in lists]
+        if min(levels) >= 0 and not any(o.id == b.id for o in out):
+            out.append(dataclasses.replace(b, level=min(levels)))
     return out
 
 
@@ -88,15 +107,13 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
     mode: Mode = "audit"
     stated_mode = False
     for layer in layers:
-        if layer.mode is not None:
+        # An org policy that says nothing about mode is enforcing; no other layer's "warn" loosens it.
+        layer_mode: Mode | None = layer.mode or ("enforce" if layer.source == "org" else None)
+        if layer_mode is not None:
             stated_mode = True
-            if MODE_STRICTNESS[layer.mode] > MODE_STRICTNESS[mode]:
-                mode = layer.mode
+            if MODE_STRICTNESS[layer_mode] > MODE_STRICTNESS[mode]:
+                mode = layer_mode
     if not stated_mode:
-        mode = "enforce"
-    org_mode = next((layer.mode for layer in layers if layer.source == "org" and layer.mode), None)
-    if org_mode is None and has_org:
-        # An org policy that says nothing about mode is enforcing; a local "warn" cannot loosen it.
         mode = "enforce"
 
     req = Requirements()
@@ -178,8 +195,11 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
             [{"source": layer.source, "digest": layer.digest} for layer in layers]
         )
     name = next((layer.document.get("name") for layer in layers if layer.document.get("name")), None)
+    # Keyed "<source>#<index>": several org layers (standard file, ATIP_TRUST_ORG_POLICY, --org-policy)
+    # must each be checked on their own.
     layer_policies: dict[str, Policy] = (
-        {layer.source: compose([layer]) for layer in layers} if len(layers) > 1 else {}
+        {f"{layer.source}#{i}": compose([layer]) for i, layer in enumerate(layers)}
+        if len(layers) > 1 else {}
     )
     return Policy(
         layers=tuple(layers),

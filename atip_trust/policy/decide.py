@@ -143,10 +143,8 @@ def decide(
         # Seed 004: the more restrictive answer wins. The merged rules already make every deny and
         # ask rule of every layer count; this also keeps a denial that a layer reaches *on its own*
         # (its noMatch, its signers, its waiver-free requirements) from being widened by another layer.
-        for layer in policy.layers:
-            alone = policy.layer_policies.get(layer.source)
-            if alone is None:
-                continue
+        for alone in policy.layer_policies.values():
+            layer = alone.layers[0]
             b, r, _ = _core(alone, *args)
             if b == "deny" and final != "deny":
                 final, source = "deny", layer.source

@@ -12,6 +12,8 @@ import json
 import os
 import re
 import stat
+import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -66,6 +68,58 @@ def _validator() -> Any:
     except (OSError, ValueError) as err:
         raise ArtifactAccessError(f"policy schema unreadable: {err}", path=str(SCHEMA_PATH)) from err
     return jsonschema.Draft202012Validator(schema)
+
+
+#: An extra org (managed) policy file to compose, for tests and staged roll-outs. Safe because org layers
+#: only tighten one another (compose.py); it is added to the standard file, never instead of it.
+ORG_POLICY_ENV = "ATIP_TRUST_ORG_POLICY"
+
+
+def standard_org_policy_path() -> Path | None:
+    """Where an administrator puts the managed policy that ``admit`` and ``verify --policy`` apply.
+
+    Like Claude Code's managed settings (``/etc/claude-code/managed-settings.json``,
+    ``/Library/Application Support/ClaudeCode/managed-settings.json``) and Gemini CLI's
+    ``/etc/gemini-cli/settings.json``: a root-owned path users cannot write. None on other platforms.
+    A module-level function so that tests can replace it in-process instead of writing to /etc.
+    """
+    if sys.platform == "darwin":
+        return Path("/Library/Application Support/atip-trust/org-policy.json")
+    if sys.platform.startswith("linux"):
+        return Path("/etc/atip-trust/org-policy.json")
+    return None
+
+
+def _present(path: Path) -> bool:
+    """Absent only when the path (or a directory on it) does not exist; anything we cannot stat
+    counts as present, so that the loader refuses it loudly instead of it being skipped silently."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
+    """The org (managed) policies to compose: the standard file when it exists, then the file named
+    by ``ATIP_TRUST_ORG_POLICY``, then ``extra`` (``--org-policy``). A named file that is missing is an
+    error (exit 2), never skipped."""
+    out: list[str] = []
+    std = standard_org_policy_path()
+    if std is not None and _present(std):
+        out.append(str(std))
+    env = os.environ.get(ORG_POLICY_ENV, "")
+    if env:
+        out.append(env)
+    out.extend(os.fspath(e) for e in extra)
+    return out
+
+
+def org_layers(extra: Sequence[str | os.PathLike[str]] = ()) -> list[PolicyLayer]:
+    """Every org layer (``org_policy_paths``), each read with the ownership and mode checks."""
+    return [load_layer(p, source="org") for p in org_policy_paths(extra)]
 
 
 def default_policy_path() -> Path:
@@ -354,4 +408,11 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
         raise
 
 
-__all__ = ["layer_from_document", "load_layer"]
+__all__ = [
+    "ORG_POLICY_ENV",
+    "layer_from_document",
+    "load_layer",
+    "org_layers",
+    "org_policy_paths",
+    "standard_org_policy_path",
+]
