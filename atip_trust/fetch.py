@@ -371,15 +371,12 @@ def fetched_provenance(
         yield fetch_provenance(metadata, tmp, timeout=timeout, max_bytes=max_bytes)
 
 
+# Public API: the fetch itself and its result. check_url, redirect_target, is_loopback, bundle_suffix and
+# provenance_url are importable for tests and callers who want the same rules, but not re-exported.
 __all__ = [
-    "MAX_REDIRECTS",
     "FetchedMaterial",
     "check_url",
-    "redirect_target",
-    "is_loopback",
-    "bundle_suffix",
     "fetch_bytes",
-    "provenance_url",
     "fetch_provenance",
     "fetched_provenance",
 ]
