@@ -405,3 +405,98 @@ def test_several_org_builder_maps_keep_only_common_builders_at_the_lowest_level(
     b = _org_layer({"trust": {"trustedBuilders": [{"id": "https://b.example/one", "level": 1}]}})
     p = compose([a, b])
     assert [(x.id, x.level) for x in p.trusted_builders] == [("https://b.example/one", 1)]
+
+
+# -- 5. verify --policy decides with Policy.decide -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def signed(ts: testsigstore.TestSigstore, world: dict[str, Any]) -> Path:
+    return _dump(world["dir"] / "tool.sigstore.json", ts.sign_artifact(world["tool"].read_bytes(),
+                                                                     identity=ID, issuer=ISSUER))
+
+
+def verify_policy(world: dict[str, Any], name: str, signed: Path | None, **doc: Any) -> Any:
+    trust = {"trustedRoots": [{"path": "trusted_root.json"}], "signers": [{"identity": ID, "issuer": ISSUER}]}
+    p = _dump(world["dir"] / f"{name}.json", {"version": 1, "trust": trust, **doc})
+    bundle = ["--bundle", str(signed)] if signed is not None else []
+    return cli("verify", str(world["tool"]), *bundle, "--policy", str(p), "--format", "json")
+
+
+def tool_digest(world: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(world["tool"].read_bytes()).hexdigest()
+
+
+def test_verified_artifact_allowed_by_a_rule_exits_0(world, signed) -> None:
+    r = verify_policy(world, "v-allow", signed, **ALLOW_ALL)
+    assert r.code == 0, r.out + r.err
+    assert r.json["decision"]["behavior"] == "allow"
+    assert r.json["decision"]["policy_digest"].startswith("sha256:")
+
+
+def test_verify_treats_ask_as_deny_and_says_so(world, signed) -> None:
+    r = verify_policy(world, "v-ask", signed, defaults={"noMatch": "ask"})
+    assert r.json["trust_level"] == "VERIFIED"
+    assert r.code == 1, r.out + r.err  # never 3: verify is not interactive
+    reasons = r.json["decision"]["reasons"]
+    assert reasons[0]["code"] == "ASK_TREATED_AS_DENY" and "ask is treated as deny" in reasons[0]["message"]
+
+
+def test_verify_applies_a_digest_deny_rule_to_verified_bytes(world, signed) -> None:
+    r = verify_policy(world, "v-deny-digest", signed, tools={"deny": [{"digest": tool_digest(world)}]},
+                      **ALLOW_ALL)
+    assert r.json["trust_level"] == "VERIFIED"
+    assert r.code == 1
+    assert r.json["decision"]["reasons"][0]["code"] == "TOOL_DENIED_DIGEST"
+
+
+def test_verify_applies_requirements_and_waivers(world, signed) -> None:
+    req = {"requirements": {"provenanceRequired": True}, **ALLOW_ALL}
+    r = verify_policy(world, "v-prov", signed, **req)
+    assert r.code == 1
+    live = [{"digest": tool_digest(world), "reason": "migrating", "expires": "2999-01-01T00:00:00Z"}]
+    r = verify_policy(world, "v-prov-waived", signed, waivers=live, **req)
+    assert r.code == 0, r.out + r.err
+    assert "WAIVED" in [x["code"] for x in r.json["decision"]["reasons"]]
+    expired = [{**live[0], "expires": "2001-01-01T00:00:00Z"}]
+    r = verify_policy(world, "v-prov-expired", signed, waivers=expired, **req)
+    assert r.code == 1
+    assert "WAIVER_EXPIRED" in [x["code"] for x in r.json["decision"]["reasons"]]
+
+
+def test_verify_warn_mode_allows_and_reports_what_enforce_would_do(world) -> None:
+    r = verify_policy(world, "v-warn", None, mode="warn", requirements={"minTrustLevel": "VERIFIED"},
+                      **ALLOW_ALL)
+    assert r.json["trust_level"] == "UNSIGNED"
+    assert r.code == 0, r.out + r.err
+    assert r.json["decision"]["reasons"][0]["code"] == "MODE_WARN"
+
+
+def test_verify_min_trust_level_comes_from_policy(world) -> None:
+    r = verify_policy(world, "v-min-unsigned", None, requirements={"minTrustLevel": "UNSIGNED"}, **ALLOW_ALL)
+    assert r.code == 0, r.out + r.err  # the policy accepts unsigned bytes; verify does as it says
+    r = verify_policy(world, "v-min-verified", None, requirements={"minTrustLevel": "VERIFIED"}, **ALLOW_ALL)
+    assert r.code == 1
+    assert r.json["decision"]["reasons"][0]["code"] == "TRUST_BELOW_MINIMUM"
+
+
+def test_verify_without_policy_still_allows_only_verified(world) -> None:
+    r = cli("verify", str(world["tool"]), "--format", "json")
+    assert r.code == 1 and r.json["decision"]["behavior"] == "deny"
+
+
+def test_verify_policy_composes_the_standard_org_policy(world, signed, tmp_path: Path, monkeypatch) -> None:
+    from atip_trust.policy import load
+
+    monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
+    org = deny_tool_org(tmp_path)
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
+    r = verify_policy(world, "v-under-org", signed, **ALLOW_ALL)
+    assert r.code == 1, r.out + r.err
+    assert r.json["decision"]["reasons"][0]["code"] == "TOOL_DENIED"
+    assert r.json["decision"]["rule_source"] == "org"
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: tmp_path / "none.json")
+    env = {**os.environ, "ATIP_TRUST_ORG_POLICY": str(org)}
+    p = world["dir"] / "v-under-org.json"
+    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(signed), "--policy", str(p), env=env)
+    assert r.code == 1, r.out + r.err

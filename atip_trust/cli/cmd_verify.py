@@ -155,11 +155,13 @@ def run(args: argparse.Namespace) -> int:
         signature=Path(args.signature) if args.signature else None,
         metadata=Path(args.metadata) if args.metadata else None,
     )
+    applied = None
     if args.policy:
         from .verify_policy import apply_policy  # wired by the policy engine
 
-        constraints, root_path = apply_policy(args.policy, constraints)
-        trust_root = default_trust_root(staging=args.staging, path=args.trusted_root or root_path)
+        applied = apply_policy(args.policy, constraints)  # with the org layers, as admit
+        constraints = applied.constraints
+        trust_root = applied.trust_root(args.staging, args.trusted_root)
     else:
         trust_root = default_trust_root(staging=args.staging, path=args.trusted_root)
     subject: Artifact | DigestSubject
@@ -184,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
             fetched = [m.to_json() for m in material]
             evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
         rep = evaluate(subject, evidence, constraints, trust_root)
-    rep.decision = verdict(rep)
+    # With --policy the policy decides (exit 0 only for allow; ask is a denial); without, VERIFIED only.
+    rep.decision = applied.decide(rep, args.artifact) if applied is not None else verdict(rep)
     out = rep.to_json()
     out["trusted_root"] = {"name": trust_root.name, "digest": trust_root.digest}
     if args.fetch:

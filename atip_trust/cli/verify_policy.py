@@ -1,22 +1,80 @@
-"""``verify --policy FILE``: the policy's trust anchors become the verifier's constraints.
+"""``verify --policy FILE``: the policy's trust anchors become the verifier's constraints, and the policy
+decides.
 
 The policy is the only source of trust anchors (DESIGN.md principle 1); flags given with it are kept and
-the stricter requirement wins (``policy.constraints.constraints_from_policy``).
+the stricter requirement wins (``policy.constraints.constraints_from_policy``). The managed org policy
+(``policy.load.org_layers``: the standard path, ``ATIP_TRUST_ORG_POLICY``) is composed over it, as for
+``admit``. The decision is ``Policy.decide`` for the artifact as a tool with no command: requirements, tool
+and digest rules, waivers, mode and the minimum trust level all apply. ``verify`` never asks anyone: an
+``ask`` is a denial (exit 1), and the reason says so; exit 3 belongs to ``admit``/``exec`` (CONTRACT.md).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..policy import load_policy
+from ..policy import compose, load_layer
 from ..policy.constraints import constraints_from_policy, trusted_root_choice
+from ..policy.load import org_layers
+from ..policy.model import Policy
+from ..report import Decision, Reason, TrustReport
+from ..trustroot import TrustRoot, default_trust_root
 
 
-def apply_policy(path: str, constraints: Any) -> tuple[Any, str | None]:
-    """(constraints with the policy's anchors, trusted-root path from the policy or None)."""
-    policy = load_policy(path)
-    _staging, root_path = trusted_root_choice(policy)
-    return constraints_from_policy(policy, constraints), root_path
+@dataclass(frozen=True)
+class VerifyPolicy:
+    """A loaded policy applied to ``verify``: the constraints to verify with, and the decision."""
+
+    policy: Policy
+    constraints: Any
+
+    def trust_root(self, staging: bool, path: str | None) -> TrustRoot:
+        """Flags first (``--staging``, ``--trusted-root``), else the policy's ``trust.trustedRoots``."""
+        policy_staging, policy_path = trusted_root_choice(self.policy)
+        return default_trust_root(
+            staging=staging or (policy_staging and not path), path=path or policy_path
+        )
+
+    def decide(self, report: TrustReport, artifact: str) -> Decision:
+        return decide_verify(self.policy, report, artifact)
 
 
-__all__ = ["apply_policy"]
+def load_verify_policy(path: str) -> Policy:
+    """The local policy under every org layer (standard org-policy path, ``ATIP_TRUST_ORG_POLICY``)."""
+    return compose([load_layer(path, source="local"), *org_layers()])
+
+
+def apply_policy(path: str, constraints: Any) -> VerifyPolicy:
+    """Load the policy (with the org layers) and merge its anchors into ``constraints``."""
+    policy = load_verify_policy(path)
+    return VerifyPolicy(policy, constraints_from_policy(policy, constraints))
+
+
+def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decision:
+    """``Policy.decide`` for the artifact (named by its file name), never interactive."""
+    decision = policy.decide(
+        report,
+        tool_name=Path(artifact).name or artifact,
+        command=[],
+        effects=None,
+        effects_verified=False,
+        interactive=False,
+    )
+    decision.reasons = [
+        Reason(
+            "ASK_TREATED_AS_DENY",
+            "policy asks for confirmation; verify never asks anyone, so ask is treated as deny",
+            rule="builtin:verify-non-interactive",
+            expected="allow",
+            actual="ask",
+        )
+        if r.code == "ASK_WITHOUT_USER"
+        else r
+        for r in decision.reasons
+    ]
+    return decision
+
+
+__all__ = ["VerifyPolicy", "apply_policy", "decide_verify", "load_verify_policy"]
