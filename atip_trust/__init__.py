@@ -51,6 +51,13 @@ from .evaluate import (  # noqa: E402
     EvidenceResult,
     evaluate,
 )
+from .fetch import (  # noqa: E402
+    FetchedMaterial,
+    check_url,
+    fetch_bytes,
+    fetch_provenance,
+    fetched_provenance,
+)
 from .fulcio import (  # noqa: E402
     CertificateVerificationError,
     certificate_facts,
@@ -248,6 +255,11 @@ __all__ = [
     "Evidence",
     "EvidenceResult",
     "evaluate",
+    "FetchedMaterial",
+    "check_url",
+    "fetch_bytes",
+    "fetch_provenance",
+    "fetched_provenance",
     "CertificateVerificationError",
     "certificate_facts",
     "sct_signed_data",

@@ -35,17 +35,18 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import ssl
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # httpx is imported on first fetch: `import atip_trust` must stay cheap
+    import httpx
 
 from .digest import Digest, hash_bytes
 from .errors import InputTooLargeError, NetworkError, UsageError
@@ -99,6 +100,8 @@ def _show(u: httpx.URL) -> str:
 
 def check_url(url: str) -> httpx.URL:
     """Step (1): parse and refuse what we will not fetch, before any connection is made."""
+    import httpx
+
     try:
         u = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as err:
@@ -130,6 +133,8 @@ def check_url(url: str) -> httpx.URL:
 
 def _proxy_for(u: httpx.URL) -> str | None:
     """``HTTPS_PROXY``/``ALL_PROXY`` for an https URL unless ``NO_PROXY`` names its host; never loopback."""
+    import urllib.request
+
     if u.scheme != "https" or is_loopback(u.host):
         return None
     proxies = urllib.request.getproxies_environment()
@@ -144,6 +149,10 @@ def _proxy_for(u: httpx.URL) -> str | None:
 
 def _client(u: httpx.URL, timeout: float) -> httpx.Client:
     """A fresh client per request: no cookie jar carried across redirects, no environment, no auth."""
+    import ssl
+
+    import httpx
+
     proxy = _proxy_for(u)
     try:
         verify: ssl.SSLContext = httpx.create_ssl_context(trust_env=True)
@@ -178,6 +187,8 @@ def redirect_target(current: httpx.URL, location: str | None, status: int = 302)
     and https → http would drop TLS. (httpx would follow either by default and only strip the
     ``Authorization`` header.)
     """
+    import httpx
+
     if not location:
         raise NetworkError(f"{current} answered {status} without a Location header")
     try:
@@ -233,6 +244,8 @@ def _read_capped(resp: httpx.Response, url: str, max_bytes: int, deadline: float
 
 def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tuple[bytes, str]:
     """Steps (1)-(5). Returns the body and the final URL (after same-origin redirects)."""
+    import httpx
+
     current = check_url(url)
     deadline = time.monotonic() + timeout
     for _hop in range(max_redirects + 1):
