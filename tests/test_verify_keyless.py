@@ -293,3 +293,27 @@ def test_promise_only_message_bundles_verify_and_their_mutations_fail(ts, world)
         if m in ("signature", "digest", "body"):
             assert r.json["trust_level"] == "COMPROMISED", m
     assert tried >= 6
+
+
+@pytest.mark.parametrize("kind", ["dsse", "intoto"])
+def test_provenance_signed_by_an_identity_outside_the_allowed_ones_is_not_trusted(ts, world, kind: str) -> None:
+    """Genuine provenance whose builder and source match every requirement, signed by a signer the user
+    did not allow: the math is valid but nothing it says is trusted (UNVERIFIED, exit 1)."""
+    data = world["art"].read_bytes()
+    stmt = testsigstore.slsa_v1_statement("tool", __import__("hashlib").sha256(data).hexdigest())
+    mallory = "https://github.com/mallory/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
+    b = _write(world["dir"], f"mallory-{kind}.json", ts.sign_dsse(stmt, identity=mallory, issuer=ISS,
+                                                                  entry_kind=kind))
+    good = _write(world["dir"], f"allowed-{kind}.json", ts.sign_dsse(stmt, identity=ID, issuer=ISS,
+                                                                     entry_kind=kind))
+    builder = verify(world, good, "--certificate-identity", ID, "--certificate-oidc-issuer", ISS).json[
+        "provenance"]["builder_id"]
+    flags = ("--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--builder-id", builder)
+    assert verify(world, good, *flags).code == 0  # the same statement from the allowed signer passes
+    r = verify(world, b, *flags)
+    assert r.code == 1, r.out
+    assert r.json["trust_level"] == "UNVERIFIED"
+    assert r.json["signature"]["status"] == "valid"
+    assert r.json["decision"]["behavior"] == "deny"
+    ident = next(c for c in r.json["checks"] if c["name"] == "identity")
+    assert ident["status"] == "fail" and ident["actual"] == mallory
