@@ -500,3 +500,94 @@ def test_verify_policy_composes_the_standard_org_policy(world, signed, tmp_path:
     p = world["dir"] / "v-under-org.json"
     r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(signed), "--policy", str(p), env=env)
     assert r.code == 1, r.out + r.err
+
+
+# -- 6. shipped policies include the builder map instead of repeating it --------------------------
+
+
+def _shipped_map() -> list[tuple[str, int]]:
+    doc = json.loads((POLICIES / "trusted-builders.json").read_text())
+    return [(b["id"], b["level"]) for b in doc["builders"]]
+
+
+@pytest.mark.parametrize("name", ["default.json", "ci.json"])
+def test_shipped_policies_take_the_whole_builder_map_without_repeating_it(name: str) -> None:
+    from atip_trust.policy import load_policy
+
+    text = (POLICIES / name).read_text()
+    assert "slsa-github-generator" not in text and '"level"' not in text
+    p = load_policy(POLICIES / name)
+    assert [(b.id, b.level) for b in p.trusted_builders] == _shipped_map()
+    assert all(b.origin == "builtin:trusted-builders" for b in p.trusted_builders)
+
+
+def test_enterprise_strict_narrows_the_builder_map_by_id_without_restating_levels() -> None:
+    from atip_trust.policy import load_policy
+
+    assert '"level"' not in (POLICIES / "enterprise-strict.json").read_text()
+    got = [(b.id, b.level) for b in load_policy(POLICIES / "enterprise-strict.json").trusted_builders]
+    shipped = dict(_shipped_map())
+    assert got and all(shipped[i] == lvl for i, lvl in got)
+    assert {i for i, _ in got} == {
+        "https://github.com/slsa-framework/slsa-github-generator/.github/workflows/generator_generic_slsa3.yml@refs/tags/v*",
+        "https://github.com/actions/runner/github-hosted"}
+
+
+def test_policy_explain_lists_included_builders_with_levels_and_sources() -> None:
+    r = cli("policy", "explain", str(POLICIES / "default.json"))
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if "generator_generic_slsa3.yml" in x)
+    assert "level 3" in line and "https://github.com/slsa-framework/slsa-github-generator" in line
+    assert "builtin:trusted-builders" in line
+
+
+@pytest.mark.parametrize("builders, path", [
+    ({"include": "builtin:trusted-builders", "surprise": 1}, "$.trust.trustedBuilders"),
+    ({"include": "builtin:other-map"}, "$.trust.trustedBuilders.include"),
+    ({"only": ["https://github.com/actions/runner/github-hosted"]}, "$.trust.trustedBuilders"),
+    ({"include": "builtin:trusted-builders", "only": ["https://github.com/evil/builder"]},
+     "$.trust.trustedBuilders.only[0]"),
+    ({"include": "builtin:trusted-builders", "add": [{"id": "https://b.example/x", "level": 4}]},
+     "$.trust.trustedBuilders.add[0].level"),
+])
+def test_malformed_builder_include_is_exit_2_naming_the_path(tmp_path: Path, builders: Any, path: str) -> None:
+    p = _dump(tmp_path / "p.json", {"version": 1, "trust": {"trustedBuilders": builders}})
+    r = cli("policy", "check", str(p), "--format", "json")
+    assert r.code == 2, r.out
+    assert r.json["error"]["path"] == path
+
+
+def test_builder_include_with_additions(tmp_path: Path) -> None:
+    from atip_trust.policy import load_policy
+
+    p = _dump(tmp_path / "p.json", {"version": 1, "trust": {"trustedBuilders": {
+        "include": "builtin:trusted-builders", "add": [{"id": "https://ci.example/builder", "level": 1}]}}})
+    got = [(b.id, b.level) for b in load_policy(p).trusted_builders]
+    assert got == _shipped_map() + [("https://ci.example/builder", 1)]
+
+
+def test_included_builder_map_is_part_of_the_policy_digest(monkeypatch) -> None:
+    from atip_trust.policy import load, load_policy
+    from atip_trust.policy.model import BuilderRule
+
+    before = load_policy(POLICIES / "default.json").digest
+    monkeypatch.setattr(load, "builtin_builders",
+                        lambda: (BuilderRule(id="https://github.com/actions/runner/github-hosted", level=3),))
+    assert load_policy(POLICIES / "default.json").digest != before
+
+
+def test_builder_map_is_found_in_an_installed_package_without_the_checkout(tmp_path: Path, monkeypatch) -> None:
+    from atip_trust.policy import load
+
+    pkg = tmp_path / "site-packages" / "atip_trust"
+    (pkg / "_policies").mkdir(parents=True)
+    for name in ("trusted-builders.json", "default.json"):
+        (pkg / "_policies" / name).write_bytes((POLICIES / name).read_bytes())
+    monkeypatch.setattr(load, "_PKG", pkg)
+    load.builtin_builders.cache_clear()
+    try:
+        assert load.shipped_policy_file("trusted-builders.json") == pkg / "_policies" / "trusted-builders.json"
+        assert [(b.id, b.level) for b in load.builtin_builders()] == _shipped_map()
+        assert load.default_policy_path() == pkg / "_policies" / "default.json"
+    finally:
+        load.builtin_builders.cache_clear()

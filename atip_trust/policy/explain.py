@@ -42,7 +42,10 @@ def explain_policy(policy: Policy) -> list[str]:
         {"production": "public-good (embedded)", "staging": "staging (embedded)"}.get(r, r) for r in roots))
     if policy.trusted_builders:
         lines.append("Trusted builders (SLSA level comes from this list, never from the provenance):")
-        lines.extend(f"  - level {b.level}: {b.id}" for b in policy.trusted_builders)
+        for b in policy.trusted_builders:
+            extra = "; ".join(x for x in (b.name, f"level published at {b.source}" if b.source else None,
+                                          f"from {b.origin}" if b.origin else None) if x)
+            lines.append(f"  - level {b.level}: {b.id}" + (f" ({extra})" if extra else ""))
     if policy.sources:
         lines.append("Allowed source repositories:")
         lines.extend(f"  - {s.repository} refs {', '.join(s.refs) or 'any'}" for s in policy.sources)

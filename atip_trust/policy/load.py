@@ -122,12 +122,68 @@ def org_layers(extra: Sequence[str | os.PathLike[str]] = ()) -> list[PolicyLayer
     return [load_layer(p, source="org") for p in org_policy_paths(extra)]
 
 
-def default_policy_path() -> Path:
-    """The embedded default policy: the checkout's policies/default.json, else the packaged copy."""
-    for p in (_PKG.parent / "policies" / "default.json", _PKG / "_policies" / "default.json"):
+def shipped_policy_file(name: str) -> Path:
+    """A file from policies/: the checkout's, else the copy installed as ``atip_trust._policies``
+    (pyproject.toml package-dir), so an installed package finds it without the checkout."""
+    for p in (_PKG.parent / "policies" / name, _PKG / "_policies" / name):
         if p.is_file():
             return p
-    raise ArtifactAccessError("embedded default policy not found", path="policies/default.json")
+    raise ArtifactAccessError(f"embedded {name} not found", path=f"policies/{name}")
+
+
+def default_policy_path() -> Path:
+    """The embedded default policy: the checkout's policies/default.json, else the packaged copy."""
+    return shipped_policy_file("default.json")
+
+
+#: ``"trustedBuilders": {"include": "builtin:trusted-builders"}`` names the map shipped in
+#: policies/trusted-builders.json, so that shipped and user policies need not repeat it.
+BUILTIN_BUILDERS = "builtin:trusted-builders"
+
+
+@lru_cache(maxsize=1)
+def builtin_builders() -> tuple[BuilderRule, ...]:
+    """The shipped trusted-builder map as policy rules (levels, names and sources as published)."""
+    from ..provenance import BuilderMap
+
+    path = shipped_policy_file("trusted-builders.json")
+    bm = BuilderMap.load(path)
+    return tuple(
+        BuilderRule(id=e.pattern.text, level=e.level, name=e.name or None, source=e.source or None,
+                    origin=BUILTIN_BUILDERS)
+        for e in bm.entries
+    )
+
+
+def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
+    """(rules, whether the builtin map was included) from ``trust.trustedBuilders``.
+
+    A list states the builders itself. ``{"include": "builtin:trusted-builders", "only": [ids],
+    "add": [builders]}`` takes the shipped map, optionally narrowed to the ids in ``only`` (each must be
+    in the map: a typo must not silently drop to "no level"), plus the builders in ``add``.
+    """
+    def own(items: Any) -> tuple[BuilderRule, ...]:
+        return tuple(
+            BuilderRule(id=b["id"], level=b["level"], name=b.get("name"), source=b.get("source"))
+            for b in items
+        )
+
+    if isinstance(raw, list):
+        return own(raw), False
+    shipped = builtin_builders()
+    chosen = shipped
+    if "only" in raw:
+        known = {b.id for b in shipped}
+        for i, bid in enumerate(raw["only"]):
+            if bid not in known:
+                raise PolicyError(
+                    f"builder {bid!r} is not in the {BUILTIN_BUILDERS} map; expected one of "
+                    f"{sorted(known)}",
+                    path=f"$.trust.trustedBuilders.only[{i}]",
+                )
+        wanted = set(raw["only"])
+        chosen = tuple(b for b in shipped if b.id in wanted)
+    return chosen + own(raw.get("add", ())), True
 
 
 def canonical_digest(doc: Any) -> str:
@@ -233,8 +289,9 @@ def layer_from_document(
             for r in trust["trustedRoots"]
         )
     builders = None
+    included = False
     if "trustedBuilders" in trust:
-        builders = tuple(BuilderRule(id=b["id"], level=b["level"]) for b in trust["trustedBuilders"])
+        builders, included = _builders_from_json(trust["trustedBuilders"])
     sources = None
     if "sources" in trust:
         sources = tuple(
@@ -330,7 +387,11 @@ def layer_from_document(
     return PolicyLayer(
         source=source,
         document=assert_dict,
-        digest=canonical_digest(assert_dict),
+        # An included builder map is part of what the policy says: its entries enter the digest.
+        digest=canonical_digest(
+            [assert_dict, {BUILTIN_BUILDERS: [[b.id, b.level] for b in builtin_builders()]}]
+            if included else assert_dict
+        ),
         path=path,
         mode=assert_dict.get("mode"),
         signers=signers,
@@ -409,7 +470,10 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
 
 
 __all__ = [
+    "BUILTIN_BUILDERS",
     "ORG_POLICY_ENV",
+    "builtin_builders",
+    "shipped_policy_file",
     "layer_from_document",
     "load_layer",
     "org_layers",

@@ -116,6 +116,12 @@ class BuilderRule:
 
     id: str
     level: int
+    name: str | None = None
+    #: Where the level is published (the shipped map cites each builder's own documentation).
+    source: str | None = None
+    #: ``builtin:trusted-builders`` when the rule came from the shipped map; None when the policy
+    #: states it.
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
