@@ -854,7 +854,6 @@ __all__ = [
     "match_subject",
     "slsa_facts",
     "normalize_source_uri",
-    "source_matches",
     "AllowedSource",
     "check_provenance",
     "missing_provenance_checks",

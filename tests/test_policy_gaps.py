@@ -591,3 +591,14 @@ def test_builder_map_is_found_in_an_installed_package_without_the_checkout(tmp_p
         assert load.default_policy_path() == pkg / "_policies" / "default.json"
     finally:
         load.builtin_builders.cache_clear()
+
+
+def test_library_load_policy_composes_the_managed_policy_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+    from atip_trust.policy import load, load_policy
+
+    monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
+    org = deny_tool_org(tmp_path)
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
+    local = _dump(tmp_path / "local.json", {"version": 1, **ALLOW_ALL})
+    assert [x.source for x in load_policy(local).layers] == ["local"]
+    assert [x.source for x in load_policy(local, managed=True).layers] == ["org", "local"]

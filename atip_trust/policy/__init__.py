@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 
-from .audit import append_audit, audit_record
+from .audit import append_audit, audit_error_record, audit_record
 from .compose import cli_layer, compose
 from .constraints import constraints_from_policy
 from .decide import to_agent_tool
 from .effects import states_for_command
 from .explain import explain_policy
-from .load import layer_from_document, load_layer
+from .load import layer_from_document, load_layer, org_layers, standard_org_policy_path
 from .model import (
     BuilderRule,
     Gate,
@@ -36,12 +36,17 @@ def load_policy(
     *,
     org: str | os.PathLike[str] | None = None,
     cli: PolicyLayer | None = None,
+    managed: bool = False,
 ) -> Policy:
     """Load a local policy, optionally under an org (managed) policy and CLI flags; compose them.
 
-    The org file is refused when group/other-writable or owned by neither root nor the current user.
+    ``managed=True`` also composes the machine's managed policy as ``admit`` does (the standard
+    org-policy path when it exists, and ``ATIP_TRUST_ORG_POLICY``). Every org file is refused when
+    group/other-writable or owned by neither root nor the current user.
     """
     layers = [load_layer(path, source="local")]
+    if managed:
+        layers.extend(org_layers())
     if org is not None:
         layers.append(load_layer(org, source="org"))
     if cli is not None:
@@ -61,6 +66,7 @@ __all__ = [
     "SourceRule",
     "Waiver",
     "append_audit",
+    "audit_error_record",
     "audit_record",
     "cli_layer",
     "compose",
@@ -69,6 +75,8 @@ __all__ = [
     "layer_from_document",
     "load_layer",
     "load_policy",
+    "org_layers",
+    "standard_org_policy_path",
     "states_for_command",
     "to_agent_tool",
 ]

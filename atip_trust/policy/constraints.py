@@ -132,4 +132,4 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     )
 
 
-__all__ = ["constraints_from_policy", "trusted_keys"]
+__all__ = ["constraints_from_policy"]

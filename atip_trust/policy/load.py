@@ -472,11 +472,8 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
 __all__ = [
     "BUILTIN_BUILDERS",
     "ORG_POLICY_ENV",
-    "builtin_builders",
-    "shipped_policy_file",
     "layer_from_document",
     "load_layer",
     "org_layers",
-    "org_policy_paths",
     "standard_org_policy_path",
 ]
