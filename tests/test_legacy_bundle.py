@@ -237,3 +237,43 @@ def test_interop_intoto_failures_fail_for_their_stated_reason(interop_dir: Path)
         with pytest.raises(VERIFICATION_ERRORS) as info:
             verify_legacy_dsse(doc, root)
         assert info.value.check == check, f"{case}: {info.value.check}: {info.value}"
+
+
+# -- RFC 3161 timestamps on intoto entries: the TSA window is closed -----------------------------------
+
+
+def _with_tsa_timestamp(
+    ts: testsigstore.TestSigstore, tmp_path: Path, tsa_end: Any
+) -> tuple[dict[str, Any], TrustRoot]:
+    """An intoto/0.0.2 bundle that also carries a signed timestamp over its signature, and a root whose
+    TSA validity ends at ``tsa_end``."""
+    import base64
+    from datetime import datetime, timezone
+
+    doc = _mint(ts, bundle_version="0.3")
+    sig = base64.b64decode(doc["dsseEnvelope"]["signatures"][0]["sig"])
+    gen_time = datetime.fromtimestamp(testsigstore.DEFAULT_INTEGRATED_TIME, tz=timezone.utc)
+    tsr = ts.tsa.timestamp(sig, gen_time)
+    doc["verificationMaterial"]["timestampVerificationData"] = {
+        "rfc3161Timestamps": [{"signedTimestamp": base64.b64encode(tsr).decode()}]
+    }
+    trusted = ts.trusted_root()
+    trusted["timestampAuthorities"] = [ts.tsa.trusted_root_entry(end=tsa_end(gen_time))]
+    path = tmp_path / "trusted_root.json"
+    path.write_text(json.dumps(trusted))
+    return doc, TrustRoot.from_file(path)
+
+
+def test_intoto_timestamp_equal_to_tsa_validity_end_verifies(ts: testsigstore.TestSigstore, tmp_path: Path) -> None:
+    doc, root = _with_tsa_timestamp(ts, tmp_path, lambda gen: gen)
+    verify_legacy_dsse(doc, root)
+
+
+def test_intoto_timestamp_one_microsecond_after_tsa_validity_end_is_refused(
+    ts: testsigstore.TestSigstore, tmp_path: Path
+) -> None:
+    from datetime import timedelta
+
+    doc, root = _with_tsa_timestamp(ts, tmp_path, lambda gen: gen - timedelta(microseconds=1))
+    err = _fails(doc, root)
+    assert "outside the TSA's validity" in str(err)
