@@ -131,6 +131,7 @@ from .policy import (  # noqa: E402
 )
 from .policy.audit import (  # noqa: E402
     append_audit,
+    audit_error_record,
     audit_record,
 )
 from .policy.compose import (  # noqa: E402
@@ -152,6 +153,8 @@ from .policy.explain import (  # noqa: E402
 from .policy.load import (  # noqa: E402
     layer_from_document,
     load_layer,
+    org_layers,
+    standard_org_policy_path,
 )
 from .policy.model import (  # noqa: E402
     BuilderRule,
@@ -166,6 +169,7 @@ from .policy.model import (  # noqa: E402
     Waiver,
 )
 from .provenance import (  # noqa: E402
+    AllowedSource,
     BuilderEntry,
     BuilderMap,
     BuilderPattern,
@@ -314,6 +318,7 @@ __all__ = [
     "parse_metadata",
     "load_policy",
     "append_audit",
+    "audit_error_record",
     "audit_record",
     "cli_layer",
     "compose",
@@ -323,6 +328,8 @@ __all__ = [
     "explain_policy",
     "layer_from_document",
     "load_layer",
+    "org_layers",
+    "standard_org_policy_path",
     "BuilderRule",
     "Gate",
     "Policy",
@@ -333,6 +340,7 @@ __all__ = [
     "SignerRule",
     "SourceRule",
     "Waiver",
+    "AllowedSource",
     "BuilderEntry",
     "BuilderMap",
     "BuilderPattern",

@@ -434,12 +434,29 @@ def test_verified_artifact_allowed_by_a_rule_exits_0(world, signed) -> None:
     assert r.json["decision"]["policy_digest"].startswith("sha256:")
 
 
-def test_verify_treats_ask_as_deny_and_says_so(world, signed) -> None:
-    r = verify_policy(world, "v-ask", signed, defaults={"noMatch": "ask"})
+@pytest.mark.parametrize("no_match", ["ask", "deny"])
+def test_verify_is_not_decided_by_command_rules_or_the_no_match_default(world, signed, no_match: str) -> None:
+    """Command rules say which invocations may run (admit/exec); verify asks whether the bytes are trusted."""
+    r = verify_policy(world, f"v-nomatch-{no_match}", signed, defaults={"noMatch": no_match},
+                      permissions={"deny": ["Bash(tool --delete *)"]})
     assert r.json["trust_level"] == "VERIFIED"
-    assert r.code == 1, r.out + r.err  # never 3: verify is not interactive
-    reasons = r.json["decision"]["reasons"]
-    assert reasons[0]["code"] == "ASK_TREATED_AS_DENY" and "ask is treated as deny" in reasons[0]["message"]
+    assert r.code == 0, r.out + r.err  # never 3: verify is not interactive
+    assert r.json["decision"]["reasons"][0]["code"] == "TRUST_REQUIREMENTS_MET"
+
+
+def test_verify_under_a_policy_without_a_minimum_still_requires_verified(world) -> None:
+    r = verify_policy(world, "v-no-minimum", None)
+    assert r.json["trust_level"] == "UNSIGNED"
+    assert r.code == 1
+    reason = r.json["decision"]["reasons"][0]
+    assert (reason["code"], reason["expected"], reason["actual"]) == ("TRUST_NOT_VERIFIED", "VERIFIED", "UNSIGNED")
+
+
+def test_verify_applies_a_tool_name_deny_rule(world, signed) -> None:
+    r = verify_policy(world, "v-deny-name", signed, tools={"deny": [{"name": world["tool"].name}]})
+    assert r.json["trust_level"] == "VERIFIED"
+    assert r.code == 1
+    assert r.json["decision"]["reasons"][0]["code"] == "TOOL_DENIED"
 
 
 def test_verify_applies_a_digest_deny_rule_to_verified_bytes(world, signed) -> None:

@@ -4,9 +4,9 @@ decides.
 The policy is the only source of trust anchors (DESIGN.md principle 1); flags given with it are kept and
 the stricter requirement wins (``policy.constraints.constraints_from_policy``). The managed org policy
 (``policy.load.org_layers``: the standard path, ``ATIP_TRUST_ORG_POLICY``) is composed over it, as for
-``admit``. The decision is ``Policy.decide`` for the artifact as a tool with no command: requirements, tool
-and digest rules, waivers, mode and the minimum trust level all apply. ``verify`` never asks anyone: an
-``ask`` is a denial (exit 1), and the reason says so; exit 3 belongs to ``admit``/``exec`` (CONTRACT.md).
+``admit``. The decision is ``Policy.decide(purpose="verify")``: requirements, tool and digest rules,
+waivers, mode and the minimum trust level apply; command rules do not (they govern running commands).
+``verify`` never asks anyone: exit 3 belongs to ``admit``/``exec`` (CONTRACT.md).
 """
 
 from __future__ import annotations
@@ -53,7 +53,13 @@ def apply_policy(path: str, constraints: Any) -> VerifyPolicy:
 
 
 def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decision:
-    """``Policy.decide`` for the artifact (named by its file name), never interactive."""
+    """``Policy.decide`` for the trust question about these bytes (``purpose="verify"``), never interactive.
+
+    Command rules, effects, capability gating and the no-match default decide whether a *command may
+    run* (``admit``/``exec``); ``verify`` answers whether the artifact is what policy trusts: COMPROMISED,
+    signers, tool and digest rules, requirements and waivers, the minimum level (VERIFIED unless the
+    policy states one), and the mode.
+    """
     decision = policy.decide(
         report,
         tool_name=Path(artifact).name or artifact,
@@ -61,7 +67,9 @@ def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decisio
         effects=None,
         effects_verified=False,
         interactive=False,
+        purpose="verify",
     )
+    # No verify step asks today; should one ever, say plainly that verify turned it into a denial.
     decision.reasons = [
         Reason(
             "ASK_TREATED_AS_DENY",

@@ -16,6 +16,10 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (see
   (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
   (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
       ask when interactive, deny when not.
+  (5v) With ``purpose="verify"`` (``verify --policy``), steps (5)-(8) are replaced by one base: allow when
+      the trust level reaches the policy's ``minTrustLevel``, or VERIFIED when it states none (waivable
+      like any requirement). Command rules, effects, gating and the no-match default govern *running*
+      commands, which is ``admit``/``exec``'s question, not whether these bytes are what policy trusts.
   (9) ``ask`` without a human becomes ``deny``; mode ``warn``/``audit`` turns a denial into an allow that
       reports what would have been denied (never for COMPROMISED).
 """
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from ..provenance import source_matches
 from ..report import Decision, Reason, TrustLevel, TrustReport
@@ -134,10 +138,11 @@ def decide(
     interactive: bool = False,
     metadata_source: str | None = None,
     now: datetime | None = None,
+    purpose: Literal["run", "verify"] = "run",
 ) -> Decision:
     now = now or datetime.now(UTC)
     words = split_command(command)
-    args = (report, tool_name, words, effects, effects_verified, metadata_source, now)
+    args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose)
     final, reasons, source = _core(policy, *args)
     if len(policy.layers) > 1:
         # Seed 004: the more restrictive answer wins. The merged rules already make every deny and
@@ -185,6 +190,7 @@ def _core(
     effects_verified: bool,
     metadata_source: str | None,
     now: datetime,
+    purpose: Literal["run", "verify"] = "run",
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
@@ -318,6 +324,10 @@ def _core(
         else:
             v.add("deny", r, req_source)
 
+    if purpose == "verify":
+        _verify_base(v, info, level, req.min_trust_level, waiver, req_source)
+        return _result(v, info)
+
     # (5) Command rules: deny → ask → allow; specificity never changes the order.
     allowed_by: CommandRule | None = None
     asked = False
@@ -387,6 +397,31 @@ def _core(
         v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
                                rule="defaults.noMatch", actual=line), _source_of(policy, "defaults"))
 
+    return _result(v, info)
+
+
+def _verify_base(
+    v: _Verdicts,
+    info: list[Reason],
+    level: TrustLevel,
+    minimum: TrustLevel | None,
+    waiver: Waiver | None,
+    source: RuleSource,
+) -> None:
+    """(5v): the trust question alone. Without a stated minimum, ``verify``'s own bar: VERIFIED."""
+    if minimum is None and level < TrustLevel.VERIFIED:
+        r = Reason("TRUST_NOT_VERIFIED", "verify requires VERIFIED unless the policy states minTrustLevel",
+                   rule="builtin:verify", expected="VERIFIED", actual=level.name)
+        if waiver is not None and level > TrustLevel.COMPROMISED:
+            info.append(_waived(r, waiver))
+        else:
+            v.add("deny", r, "default")
+    v.add("allow", Reason("TRUST_REQUIREMENTS_MET", "the artifact meets the policy's trust requirements",
+                          rule="builtin:verify", expected=f">= {(minimum or TrustLevel.VERIFIED).name}",
+                          actual=level.name), source)
+
+
+def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     best = v.strictest()
     final, source = best if best is not None else ("deny", "default")
     reasons = [r for b, r, _ in sorted(v.items, key=lambda it: -STRICTNESS[it[0]]) if b == final]

@@ -281,8 +281,10 @@ class Policy:
         interactive: bool = False,
         metadata_source: str | None = None,
         now: datetime | None = None,
+        purpose: Literal["run", "verify"] = "run",
     ) -> Decision:
-        """The admission decision for running ``tool_name`` (or one of its commands)."""
+        """The admission decision for running ``tool_name`` (or one of its commands); with
+        ``purpose="verify"``, only whether the bytes meet the policy's trust rules (decide.py (5v))."""
         from .decide import decide
 
         return decide(
@@ -295,6 +297,7 @@ class Policy:
             interactive=interactive,
             metadata_source=metadata_source,
             now=now,
+            purpose=purpose,
         )
 
 
