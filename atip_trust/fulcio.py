@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import struct
 from datetime import datetime, timezone
-from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -45,7 +44,7 @@ from cryptography.x509.verification import (
 )
 
 from .identity import CertificateFacts
-from .report import Check, CheckFailure
+from .report import CheckFailure
 from .trustroot import CertificateAuthority, TrustRoot
 
 

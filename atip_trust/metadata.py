@@ -49,8 +49,6 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
@@ -251,16 +249,10 @@ def _merge_effects(base: dict[str, Any], extra: Any) -> dict[str, Any]:
 
 
 def _schema_bytes(name: str) -> bytes:
-    """The schema shipped with the package (``atip_trust._schema``), or ``schema/`` of a checkout.
+    """The schema shipped with the package (``_shipped.shipped_file``)."""
+    from ._shipped import shipped_file
 
-    An editable install cannot import the mapped data package on some setuptools versions, hence
-    the fallback to the repository layout.
-    """
-    try:
-        return resources.files("atip_trust._schema").joinpath(name).read_bytes()
-    except (ModuleNotFoundError, OSError):
-        pass
-    path = Path(__file__).resolve().parents[1] / "schema" / name
+    path = shipped_file("schema", name)
     try:
         return path.read_bytes()
     except OSError as err:

@@ -27,7 +27,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -554,15 +553,12 @@ class BuilderMap:
     @classmethod
     def default(cls) -> BuilderMap:
         """The map shipped in ``policies/trusted-builders.json`` (installed as ``atip_trust._policies``)."""
-        raw: bytes | None = None
+        from ._shipped import shipped_file
+
         try:
-            raw = resources.files("atip_trust._policies").joinpath("trusted-builders.json").read_bytes()
-        except (ModuleNotFoundError, FileNotFoundError, OSError):
-            checkout = Path(__file__).resolve().parents[1] / "policies" / "trusted-builders.json"
-            if checkout.is_file():
-                raw = checkout.read_bytes()
-        if raw is None:
-            raise PolicyError("the default trusted-builder map policies/trusted-builders.json is missing")
+            raw = shipped_file("policies", "trusted-builders.json").read_bytes()
+        except OSError as err:
+            raise PolicyError(f"the default trusted-builder map cannot be read: {err}") from err
         return cls.from_json(parse_json(raw, what="trusted-builder map"), origin="trusted-builders.json")
 
     def lookup(self, builder_id: str) -> BuilderEntry | None:

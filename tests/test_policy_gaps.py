@@ -593,21 +593,51 @@ def test_included_builder_map_is_part_of_the_policy_digest(monkeypatch) -> None:
     assert load_policy(POLICIES / "default.json").digest != before
 
 
-def test_builder_map_is_found_in_an_installed_package_without_the_checkout(tmp_path: Path, monkeypatch) -> None:
-    from atip_trust.policy import load
+def test_shipped_files_are_found_in_an_installed_layout_without_the_checkout(tmp_path: Path) -> None:
+    """The wheel layout (pyproject package-dir): atip_trust/_policies and atip_trust/_schema, no checkout."""
+    import shutil
+    import subprocess
+    import sys
 
-    pkg = tmp_path / "site-packages" / "atip_trust"
-    (pkg / "_policies").mkdir(parents=True)
-    for name in ("trusted-builders.json", "default.json"):
-        (pkg / "_policies" / name).write_bytes((POLICIES / name).read_bytes())
-    monkeypatch.setattr(load, "_PKG", pkg)
-    load.builtin_builders.cache_clear()
-    try:
-        assert load.shipped_policy_file("trusted-builders.json") == pkg / "_policies" / "trusted-builders.json"
-        assert [(b.id, b.level) for b in load.builtin_builders()] == _shipped_map()
-        assert load.default_policy_path() == pkg / "_policies" / "default.json"
-    finally:
-        load.builtin_builders.cache_clear()
+    root = POLICIES.parent
+    site = tmp_path / "site"
+    shutil.copytree(root / "atip_trust", site / "atip_trust", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(POLICIES, site / "atip_trust" / "_policies")
+    shutil.copytree(root / "schema", site / "atip_trust" / "_schema")
+    probe = (
+        "import atip_trust, json\n"
+        "from atip_trust._shipped import shipped_file\n"
+        "from atip_trust.policy import load_policy\n"
+        "from atip_trust.policy.load import default_policy_path\n"
+        "from atip_trust.provenance import BuilderMap\n"
+        "from atip_trust.metadata import load_metadata\n"
+        "p = load_policy(default_policy_path())\n"
+        "print(json.dumps({'pkg': atip_trust.__file__, 'default': str(default_policy_path()),\n"
+        "  'schema': str(shipped_file('schema', 'policy.schema.json')),\n"
+        "  'builders': [[b.id, b.level] for b in p.trusted_builders],\n"
+        "  'map': len(BuilderMap.default().entries)}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    pkg = site / "atip_trust"
+    assert out["pkg"] == str(pkg / "__init__.py")
+    assert out["default"] == str(pkg / "_policies" / "default.json")
+    assert out["schema"] == str(pkg / "_schema" / "policy.schema.json")
+    assert [tuple(b) for b in out["builders"]] == _shipped_map()
+    assert out["map"] == len(_shipped_map())
+
+
+def test_a_missing_shipped_file_is_an_environment_error_naming_it() -> None:
+    from atip_trust._shipped import shipped_file
+    from atip_trust.errors import EnvironmentFailure
+
+    with pytest.raises(EnvironmentFailure) as info:
+        shipped_file("policies", "no-such-policy.json")
+    assert "policies/no-such-policy.json" in str(info.value.diagnostics())
 
 
 def test_library_load_policy_composes_the_managed_policy_only_when_asked(tmp_path: Path, monkeypatch) -> None:

@@ -47,26 +47,16 @@ from .model import (
     ToolRule,
     Waiver,
 )
+from .._shipped import shipped_file
 from .rules import compile_rule, denied_command_rule
-
-_PKG = Path(__file__).resolve().parents[1]
-#: The checkout's schema/ first, else the copy shipped inside the package (pyproject: atip_trust._schema).
-SCHEMA_PATH = next(
-    (
-        p
-        for p in (_PKG.parent / "schema" / "policy.schema.json", _PKG / "_schema" / "policy.schema.json")
-        if p.is_file()
-    ),
-    _PKG.parent / "schema" / "policy.schema.json",
-)
-
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
     try:
-        schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+        schema_path = shipped_file("schema", "policy.schema.json")
+        schema = json.loads(schema_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ArtifactAccessError(f"policy schema unreadable: {err}", path=str(SCHEMA_PATH)) from err
+        raise ArtifactAccessError(f"policy schema unreadable: {err}", path="schema/policy.schema.json") from err
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -123,12 +113,8 @@ def org_layers(extra: Sequence[str | os.PathLike[str]] = ()) -> list[PolicyLayer
 
 
 def shipped_policy_file(name: str) -> Path:
-    """A file from policies/: the checkout's, else the copy installed as ``atip_trust._policies``
-    (pyproject.toml package-dir), so an installed package finds it without the checkout."""
-    for p in (_PKG.parent / "policies" / name, _PKG / "_policies" / name):
-        if p.is_file():
-            return p
-    raise ArtifactAccessError(f"embedded {name} not found", path=f"policies/{name}")
+    """A file from the shipped policies/ (``_shipped.shipped_file``)."""
+    return shipped_file("policies", name)
 
 
 def default_policy_path() -> Path:
