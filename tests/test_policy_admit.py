@@ -174,7 +174,7 @@ def test_audit_log_gets_one_json_line_per_decision_without_secrets(world, monkey
     assert len(lines) == 2
     rec = json.loads(lines[0])
     assert rec["decision"] == "deny" and rec["tool"] == "hostile" and rec["command"] == ["wipe"]
-    assert rec["identity"] == EVIL_ID and rec["digest"] == hashlib.sha256(TOOL).hexdigest()
+    assert rec["identity"] == EVIL_ID and rec["digest"] == "sha256:" + hashlib.sha256(TOOL).hexdigest()
     assert rec["policy_digest"].startswith("sha256:") and rec["report_digest"].startswith("sha256:")
     assert "ghp_supersecret" not in log.read_text()
     assert (log.stat().st_mode & 0o777) == 0o600

@@ -235,7 +235,7 @@ def test_malformed_metadata_exit_2_still_writes_a_deny_line(world, tmp_path: Pat
     (rec,) = _lines(log)
     assert rec["decision"] == "deny" and rec["tool"] == "tool" and rec["command"] == ["run", "it"]
     assert rec["error"]["code"] == "MALFORMED_INPUT" and rec["reasons"][0]["code"] == "MALFORMED_INPUT"
-    assert rec["digest"] == hashlib.sha256(world["tool"].read_bytes()).hexdigest()
+    assert rec["digest"] == "sha256:" + hashlib.sha256(world["tool"].read_bytes()).hexdigest()
     assert rec["policy_digest"].startswith("sha256:") and rec["trust_level"] is None
     assert "ghp_gapsecret" not in log.read_text()
 

@@ -23,6 +23,13 @@ def default_audit_path() -> Path:
     return Path(platformdirs.user_state_dir("atip-trust")) / "audit.jsonl"
 
 
+def _sha256(value: str | None) -> str | None:
+    """``sha256:<hex>``, the form every other digest in the line (and the CLI output) uses."""
+    if value is None or value.startswith("sha256:"):
+        return value
+    return f"sha256:{value}"
+
+
 def audit_record(
     decision: Decision,
     report: TrustReport,
@@ -36,7 +43,7 @@ def audit_record(
         "tool": tool,
         "command": command or [],
         "path": report.path,
-        "digest": report.digests.get("sha256"),
+        "digest": _sha256(report.digests.get("sha256")),
         "trust_level": report.trust_level.name,
         "identity": report.signature.identity,
         "issuer": report.signature.issuer,
@@ -74,7 +81,7 @@ def audit_error_record(
         "tool": tool,
         "command": command or [],
         "path": path,
-        "digest": digest,
+        "digest": _sha256(digest),
         "trust_level": None,
         "identity": None,
         "issuer": None,
