@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,8 +190,37 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
             raise BundleError(err.message, path=label) from err
         if not isinstance(doc, dict):
             raise BundleError("bundle is not a JSON object", path=f"{label}: $")
+        if "attestations" in doc and "mediaType" not in doc:
+            out.extend(_classify(b) for b in _github_attestations(doc, label))
+            if len(out) > LIMITS.bundle_lines:
+                raise InputTooLargeError(
+                    f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=str(p)
+                )
+            continue
         out.append(_classify(BundleInput(label=label, raw=data, doc=doc)))
     return out
+
+
+def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
+    """The bundles in a GitHub attestations API answer, ``{"attestations": [{"bundle": {...}}, ...]}``.
+
+    ``GET /repos/{owner}/{repo}/attestations/sha256:{hex}`` answers this way and ``gh attestation
+    verify`` reads it; each bundle is then verified on its own like any other. Anything else under
+    ``attestations`` is malformed, named by its JSON path.
+    """
+    items = doc.get("attestations")
+    if not isinstance(items, list) or not items:
+        raise BundleError("'attestations' must be a non-empty list of {\"bundle\": {...}} objects",
+                          path=f"{label}: $.attestations")
+    found: list[BundleInput] = []
+    for i, item in enumerate(items):
+        bundle = item.get("bundle") if isinstance(item, dict) else None
+        if not isinstance(bundle, dict):
+            raise BundleError("attestation without a bundle object",
+                              path=f"{label}: $.attestations[{i}].bundle")
+        raw = json.dumps(bundle, separators=(",", ":")).encode()
+        found.append(BundleInput(label=f"{label}#attestations[{i}]", raw=raw, doc=bundle))
+    return found
 
 
 __all__ = ["BundleInput", "load_bundles", "route_of", "BUNDLE_MEDIA_TYPES", "Route"]

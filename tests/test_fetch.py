@@ -439,3 +439,49 @@ def test_suffix_is_chosen_by_content() -> None:
     assert bundle_suffix(b'{\n  "a": 1\n}\n') == ".json"
     assert bundle_suffix(b'{"a": 1}\n{"b": 2}\n') == ".jsonl"
     assert bundle_suffix(b"<html>") == ".json"
+
+
+def _github_api_answer(*bundles: Path) -> bytes:
+    """The shape of GET /repos/{owner}/{repo}/attestations/sha256:{hex} (what gh attestation reads)."""
+    return json.dumps({"attestations": [
+        {"bundle": json.loads(p.read_bytes()), "repository_id": 1, "bundle_url": None} for p in bundles
+    ]}).encode()
+
+
+def test_fetched_github_attestations_api_answer_verifies_each_bundle(
+    httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    body = _github_api_answer(SIG / "good" / "hello-tool.v0.3.sigstore.json", GOOD)
+    httpserver.expect_request("/repos/atip-test/hello-tool/attestations/x").respond_with_data(
+        body, content_type=JSON)
+    r = verify(write_metadata(tmp_path, httpserver.url_for("/repos/atip-test/hello-tool/attestations/x")),
+               "--fetch")
+    assert r.code == 0, r.out
+    assert [a["evidence"] for a in r.json["attestations"]] == [
+        "fetched-provenance.json#attestations[0]", "fetched-provenance.json#attestations[1]"]
+
+
+@pytest.mark.parametrize("doc,path", [
+    ({"attestations": []}, "$.attestations"),
+    ({"attestations": {"bundle": {}}}, "$.attestations"),
+    ({"attestations": [{"bundle": "not an object"}]}, "$.attestations[0].bundle"),
+    ({"attestations": [{"repository_id": 1}]}, "$.attestations[0].bundle"),
+])
+def test_malformed_github_attestations_answer_exits_2_naming_the_path(
+    tmp_path: Path, doc: dict, path: str
+) -> None:
+    f = tmp_path / "answer.json"
+    f.write_text(json.dumps(doc))
+    r = cli("verify", str(ARTIFACT), *SIGNER, "--bundle", str(f), "--format", "json")
+    assert r.code == 2
+    assert path in r.out + r.err
+    assert r.json["decision"]["behavior"] == "deny"
+
+
+def test_local_github_attestations_answer_with_only_another_artifacts_bundle_is_not_verified(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "answer.json"
+    f.write_bytes(_github_api_answer(OTHER_ARTIFACT_BUNDLE))
+    r = cli("verify", str(ARTIFACT), *SIGNER, "--bundle", str(f), "--format", "json")
+    assert r.code == 1 and r.json["trust_level"] != "VERIFIED"
