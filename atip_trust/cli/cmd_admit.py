@@ -34,9 +34,9 @@ from ..policy.constraints import constraints_from_policy, trusted_root_choice
 from ..policy.load import default_policy_path, org_layers
 from ..policy.model import Policy
 from ..policy.rules import split_command
-from ..report import TrustLevel, TrustReport
 from ..policy.audit import audit_error_record
-from .main import _error_code, is_interactive
+from ..report import TrustLevel, TrustReport
+from .main import error_code, is_interactive
 from .output import dump_json
 
 
@@ -130,7 +130,7 @@ def _audit_failure(args: argparse.Namespace, known: _Known, err: Exception) -> N
     else:  # an unexpected exception's text could hold anything: record its type only
         message, where = f"internal error: {type(err).__name__}", None
     record = audit_error_record(
-        code=_error_code(err), error_type=type(err).__name__, message=message, where=where,
+        code=error_code(err), error_type=type(err).__name__, message=message, where=where,
         tool=known.tool, command=known.words, path=known.path, digest=known.digest,
         policy_digest=known.policy.digest if known.policy is not None else None,
         mode=known.policy.mode if known.policy is not None else None,

@@ -7,13 +7,14 @@ string. Several ``--certificate-identity``/``-regexp`` values mean any one of th
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-import re
-
 from ..artifact import Artifact, DigestSubject
 from ..digest import Digest
 from ..errors import UsageError
@@ -171,9 +172,6 @@ def run(args: argparse.Namespace) -> int:
         subject = DigestSubject(Digest.parse(args.artifact))
     else:
         subject = Artifact.open(args.artifact)
-    from contextlib import ExitStack
-    from dataclasses import replace
-
     fetched: list[dict[str, Any]] = []
     with subject, ExitStack() as stack:
         if args.fetch:
@@ -186,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             fetched = [m.to_json() for m in material]
             evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
         rep = evaluate(subject, evidence, constraints, trust_root)
-    # With --policy the policy decides (exit 0 only for allow; ask is a denial); without, VERIFIED only.
+    # With --policy the policy decides (exit 0 only for allow); without, VERIFIED only.
     rep.decision = applied.decide(rep, args.artifact) if applied is not None else verdict(rep)
     out = rep.to_json()
     out["trusted_root"] = {"name": trust_root.name, "digest": trust_root.digest}

@@ -75,7 +75,7 @@ def is_interactive(args: argparse.Namespace | None = None) -> bool:
         return False
 
 
-def _error_code(err: BaseException) -> str:
+def error_code(err: BaseException) -> str:
     if isinstance(err, UsageError):
         return "USAGE_ERROR"
     if isinstance(err, UntrustedInputError):
@@ -95,7 +95,7 @@ def report_error(err: BaseException, fmt: str, command: str | None) -> None:
     else:
         message = f"internal error: {type(err).__name__}: {err} (run with -v for a traceback)"
         where = None
-    code = _error_code(err)
+    code = error_code(err)
     if fmt == "json":
         dump_json(
             {

@@ -19,7 +19,7 @@ from ..policy import compose, load_layer
 from ..policy.constraints import constraints_from_policy, trusted_root_choice
 from ..policy.load import org_layers
 from ..policy.model import Policy
-from ..report import Decision, Reason, TrustReport
+from ..report import Decision, TrustReport
 from ..trustroot import TrustRoot, default_trust_root
 
 
@@ -60,29 +60,15 @@ def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decisio
     signers, tool and digest rules, requirements and waivers, the minimum level (VERIFIED unless the
     policy states one), and the mode.
     """
-    decision = policy.decide(
+    return policy.decide(
         report,
         tool_name=Path(artifact).name or artifact,
         command=[],
         effects=None,
         effects_verified=False,
-        interactive=False,
+        interactive=False,  # an ask would become a deny with ASK_WITHOUT_USER; no verify step asks
         purpose="verify",
     )
-    # No verify step asks today; should one ever, say plainly that verify turned it into a denial.
-    decision.reasons = [
-        Reason(
-            "ASK_TREATED_AS_DENY",
-            "policy asks for confirmation; verify never asks anyone, so ask is treated as deny",
-            rule="builtin:verify-non-interactive",
-            expected="allow",
-            actual="ask",
-        )
-        if r.code == "ASK_WITHOUT_USER"
-        else r
-        for r in decision.reasons
-    ]
-    return decision
 
 
 __all__ = ["VerifyPolicy", "apply_policy", "decide_verify", "load_verify_policy"]
