@@ -1,391 +1,139 @@
 """atip-trust: supply-chain trust verification and policy for the tools AI agents run.
 
-The public API is exactly the names in ``__all__``: every class and function a public module lists in its
-own ``__all__`` is re-exported here (tests/test_exports.py keeps this list complete). Start with
-``Artifact.open``, ``evaluate`` (→ ``TrustReport``) and ``load_policy`` / ``Policy.decide`` (→ ``Decision``).
+The public API is exactly ``__all__`` below, a reviewed list; every name is imported lazily on first
+use (PEP 562 module ``__getattr__``), so ``import atip_trust`` costs nothing until a name is needed and
+``atip-trust --version`` or ``hash`` never load sigstore. Everything else lives in layered modules
+(README, "Architecture") and is internal: import it from its module at your own risk.
+
+Typical use::
+
+    from atip_trust import (Artifact, Evidence, constraints_from_policy, decide,
+                            default_trust_root, evaluate, load_policy)
+
+    policy = load_policy("policies/default.json")
+    with Artifact.open("/usr/bin/gh") as art:
+        report = evaluate(art, Evidence(), constraints_from_policy(policy), default_trust_root())
+    decision = decide(policy, report, tool_name="gh", command="pr view 1")
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .artifact import (  # noqa: E402
-    Artifact,
-    DigestSubject,
-    FileIdentity,
-    resolve,
-)
-from .bundle import (  # noqa: E402
-    BUNDLE_MEDIA_TYPES,
-    BundleInput,
-    Route,
-    load_bundles,
-    route_of,
-)
-from .digest import (  # noqa: E402
-    ALGORITHMS,
-    Algorithm,
-    Digest,
-    hash_bytes,
-    hash_fd,
-)
-from .errors import (  # noqa: E402
-    ArtifactAccessError,
-    AtipTrustError,
-    BundleError,
-    EnvironmentFailure,
-    InputTooLargeError,
-    MalformedInputError,
-    MetadataError,
-    NetworkError,
-    NotARegularFileError,
-    PolicyError,
-    TrustRootError,
-    UntrustedInputError,
-    UsageError,
-)
-from .evaluate import (  # noqa: E402
-    Constraints,
-    Evaluation,
-    Evidence,
-    EvidenceResult,
-    evaluate,
-)
-from .fetch import (  # noqa: E402
-    FetchedMaterial,
-    check_url,
-    fetch_bytes,
-    fetch_provenance,
-    fetched_provenance,
-)
-from .fulcio import (  # noqa: E402
-    CertificateVerificationError,
-    certificate_facts,
-    sct_signed_data,
-    verify_chain_at,
-    verify_profile,
-    verify_sct,
-    verify_signing_certificate,
-)
-from .identity import (  # noqa: E402
-    CLAIMS,
-    CertificateFacts,
-    EXTENSIONS,
-    IdentityRule,
-    match_identities,
-)
-from .jsonio import (  # noqa: E402
-    check_depth,
-    json_path,
-    load_json_file,
-    parse_json,
-    read_capped,
-)
-from .keyless import (  # noqa: E402
-    CLOCK_SKEW,
-    KeylessOutcome,
-    KeylessVerifier,
-    names_artifact,
-    subjects_of,
-)
-from .keys import (  # noqa: E402
-    ED25519_MAX_MESSAGE_BYTES,
-    KeyBundleResult,
-    KeySignatureResult,
-    MIN_RSA_BITS,
-    PublicKey,
-    decode_signature,
-    describe_key,
-    key_digest,
-    load_detached_signature,
-    load_public_key,
-    parse_public_key,
-    verify_detached,
-    verify_key_bundle,
-)
-from .legacy_bundle import (  # noqa: E402
-    LegacyResult,
-    LegacyVerificationError,
-    VERIFICATION_ERRORS,
-    is_legacy,
-    pae,
-    verify_legacy_dsse,
-    verify_legacy_dsse_detailed,
-    verify_legacy_message,
-)
-from .limits import (  # noqa: E402
-    LIMITS,
-    Limits,
-)
-from .metadata import (  # noqa: E402
-    BinaryClaim,
-    MetadataDocument,
-    ProvenanceClaim,
-    SignatureClaim,
-    TrustClaims,
-    load_metadata,
-    parse_metadata,
-)
-from .policy import (  # noqa: E402
-    load_policy,
-)
-from .policy.audit import (  # noqa: E402
-    append_audit,
-    audit_error_record,
-    audit_record,
-)
-from .policy.compose import (  # noqa: E402
-    cli_layer,
-    compose,
-)
-from .policy.constraints import (  # noqa: E402
-    constraints_from_policy,
-)
-from .policy.decide import (  # noqa: E402
-    to_agent_tool,
-)
-from .policy.effects import (  # noqa: E402
-    states_for_command,
-)
-from .policy.explain import (  # noqa: E402
-    explain_policy,
-)
-from .policy.load import (  # noqa: E402
-    layer_from_document,
-    load_layer,
-    org_layers,
-    standard_org_policy_path,
-)
-from .policy.model import (  # noqa: E402
-    BuilderRule,
-    Gate,
-    Policy,
-    PolicyLayer,
-    PublicKeyRule,
-    RegistryRule,
-    Requirements,
-    SignerRule,
-    SourceRule,
-    Waiver,
-)
-from .provenance import (  # noqa: E402
-    AllowedSource,
-    BuilderEntry,
-    BuilderMap,
-    BuilderPattern,
-    INTOTO_PAYLOAD_TYPE,
-    ProvenanceOutcome,
-    ProvenanceRequirements,
-    SLSA_PROVENANCE_V02,
-    SLSA_PROVENANCE_V1,
-    SlsaFacts,
-    Statement,
-    Subject,
-    check_provenance,
-    match_subject,
-    missing_provenance_checks,
-    normalize_source_uri,
-    parse_statement,
-    slsa_facts,
-)
-from .report import (  # noqa: E402
-    Behavior,
-    Check,
-    CheckFailure,
-    CheckStatus,
-    Decision,
-    Impact,
-    ProvenanceResult,
-    Reason,
-    SignatureResult,
-    TrustLevel,
-    TrustReport,
-)
-from .tlog import (  # noqa: E402
-    Checkpoint,
-    EntryResult,
-    InclusionProof,
-    LogEntry,
-    MAX_FUTURE_SKEW,
-    TlogVerificationError,
-    find_log_key,
-    leaf_hash,
-    parse_checkpoint,
-    root_from_inclusion_proof,
-    set_payload,
-    verify_checkpoint,
-    verify_entry,
-    verify_inclusion_proof,
-    verify_set,
-)
-from .trustroot import (  # noqa: E402
-    CertificateAuthority,
-    LogKey,
-    TrustRoot,
-    default_trust_root,
-)
+#: name -> the module that defines it
+_API: dict[str, str] = {
+    "__version__": "atip_trust._version",
+    "AtipTrustError": "atip_trust.errors",
+    "UntrustedInputError": "atip_trust.errors",
+    "EnvironmentFailure": "atip_trust.errors",
+    "UsageError": "atip_trust.errors",
+    "ArtifactAccessError": "atip_trust.errors",
+    "NotARegularFileError": "atip_trust.errors",
+    "InputTooLargeError": "atip_trust.errors",
+    "MalformedInputError": "atip_trust.errors",
+    "BundleError": "atip_trust.errors",
+    "MetadataError": "atip_trust.errors",
+    "PolicyError": "atip_trust.errors",
+    "TrustRootError": "atip_trust.errors",
+    "NetworkError": "atip_trust.errors",
+    "LIMITS": "atip_trust.limits",
+    "Limits": "atip_trust.limits",
+    "Digest": "atip_trust.facts.digest",
+    "Artifact": "atip_trust.facts.artifact",
+    "DigestSubject": "atip_trust.facts.artifact",
+    "resolve": "atip_trust.facts.artifact",
+    "TrustLevel": "atip_trust.facts.report",
+    "Check": "atip_trust.facts.report",
+    "SignatureResult": "atip_trust.facts.report",
+    "ProvenanceResult": "atip_trust.facts.report",
+    "TrustReport": "atip_trust.facts.report",
+    "Reason": "atip_trust.facts.report",
+    "Decision": "atip_trust.facts.report",
+    "load_metadata": "atip_trust.facts.metadata",
+    "TrustRoot": "atip_trust.signature.trustroot",
+    "default_trust_root": "atip_trust.signature.trustroot",
+    "IdentityRule": "atip_trust.signature.identity",
+    "BuilderMap": "atip_trust.provenance.slsa",
+    "SLSA_PROVENANCE_V02": "atip_trust.provenance.slsa",
+    "SLSA_PROVENANCE_V1": "atip_trust.provenance.slsa",
+    "Evidence": "atip_trust.evaluate",
+    "Constraints": "atip_trust.evaluate",
+    "evaluate": "atip_trust.evaluate",
+    "Policy": "atip_trust.policy.model",
+    "PolicyLayer": "atip_trust.policy.model",
+    "load_layer": "atip_trust.policy.load",
+    "compose": "atip_trust.policy.compose",
+    "load_policy": "atip_trust.policy.compose",
+    "constraints_from_policy": "atip_trust.policy.constraints",
+    "trusted_root_choice": "atip_trust.policy.constraints",
+    "decide": "atip_trust.policy.decide",
+    "to_agent_tool": "atip_trust.policy.decide",
+    "explain_policy": "atip_trust.policy.explain",
+    "append_audit": "atip_trust.state.audit",
+    "audit_record": "atip_trust.state.audit",
+}
 
-__all__ = [
-    "__version__",
-    "Artifact",
-    "DigestSubject",
-    "FileIdentity",
-    "resolve",
-    "BUNDLE_MEDIA_TYPES",
-    "BundleInput",
-    "Route",
-    "load_bundles",
-    "route_of",
-    "ALGORITHMS",
-    "Algorithm",
-    "Digest",
-    "hash_bytes",
-    "hash_fd",
-    "ArtifactAccessError",
-    "AtipTrustError",
-    "BundleError",
-    "EnvironmentFailure",
-    "InputTooLargeError",
-    "MalformedInputError",
-    "MetadataError",
-    "NetworkError",
-    "NotARegularFileError",
-    "PolicyError",
-    "TrustRootError",
-    "UntrustedInputError",
-    "UsageError",
-    "Constraints",
-    "Evaluation",
-    "Evidence",
-    "EvidenceResult",
-    "evaluate",
-    "FetchedMaterial",
-    "check_url",
-    "fetch_bytes",
-    "fetch_provenance",
-    "fetched_provenance",
-    "CertificateVerificationError",
-    "certificate_facts",
-    "sct_signed_data",
-    "verify_chain_at",
-    "verify_profile",
-    "verify_sct",
-    "verify_signing_certificate",
-    "CLAIMS",
-    "CertificateFacts",
-    "EXTENSIONS",
-    "IdentityRule",
-    "match_identities",
-    "check_depth",
-    "json_path",
-    "load_json_file",
-    "parse_json",
-    "read_capped",
-    "CLOCK_SKEW",
-    "KeylessOutcome",
-    "KeylessVerifier",
-    "names_artifact",
-    "subjects_of",
-    "ED25519_MAX_MESSAGE_BYTES",
-    "KeyBundleResult",
-    "KeySignatureResult",
-    "MIN_RSA_BITS",
-    "PublicKey",
-    "decode_signature",
-    "describe_key",
-    "key_digest",
-    "load_detached_signature",
-    "load_public_key",
-    "parse_public_key",
-    "verify_detached",
-    "verify_key_bundle",
-    "LegacyResult",
-    "LegacyVerificationError",
-    "VERIFICATION_ERRORS",
-    "is_legacy",
-    "pae",
-    "verify_legacy_dsse",
-    "verify_legacy_dsse_detailed",
-    "verify_legacy_message",
-    "LIMITS",
-    "Limits",
-    "BinaryClaim",
-    "MetadataDocument",
-    "ProvenanceClaim",
-    "SignatureClaim",
-    "TrustClaims",
-    "load_metadata",
-    "parse_metadata",
-    "load_policy",
-    "append_audit",
-    "audit_error_record",
-    "audit_record",
-    "cli_layer",
-    "compose",
-    "constraints_from_policy",
-    "to_agent_tool",
-    "states_for_command",
-    "explain_policy",
-    "layer_from_document",
-    "load_layer",
-    "org_layers",
-    "standard_org_policy_path",
-    "BuilderRule",
-    "Gate",
-    "Policy",
-    "PolicyLayer",
-    "PublicKeyRule",
-    "RegistryRule",
-    "Requirements",
-    "SignerRule",
-    "SourceRule",
-    "Waiver",
-    "AllowedSource",
-    "BuilderEntry",
-    "BuilderMap",
-    "BuilderPattern",
-    "INTOTO_PAYLOAD_TYPE",
-    "ProvenanceOutcome",
-    "ProvenanceRequirements",
-    "SLSA_PROVENANCE_V02",
-    "SLSA_PROVENANCE_V1",
-    "SlsaFacts",
-    "Statement",
-    "Subject",
-    "check_provenance",
-    "match_subject",
-    "missing_provenance_checks",
-    "normalize_source_uri",
-    "parse_statement",
-    "slsa_facts",
-    "Behavior",
-    "Check",
-    "CheckFailure",
-    "CheckStatus",
-    "Decision",
-    "Impact",
-    "ProvenanceResult",
-    "Reason",
-    "SignatureResult",
-    "TrustLevel",
-    "TrustReport",
-    "Checkpoint",
-    "EntryResult",
-    "InclusionProof",
-    "LogEntry",
-    "MAX_FUTURE_SKEW",
-    "TlogVerificationError",
-    "find_log_key",
-    "leaf_hash",
-    "parse_checkpoint",
-    "root_from_inclusion_proof",
-    "set_payload",
-    "verify_checkpoint",
-    "verify_entry",
-    "verify_inclusion_proof",
-    "verify_set",
-    "CertificateAuthority",
-    "LogKey",
-    "TrustRoot",
-    "default_trust_root",
-]
+__all__ = sorted(_API)
+
+if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
+    from atip_trust._version import __version__
+    from atip_trust.errors import (
+        ArtifactAccessError,
+        AtipTrustError,
+        BundleError,
+        EnvironmentFailure,
+        InputTooLargeError,
+        MalformedInputError,
+        MetadataError,
+        NetworkError,
+        NotARegularFileError,
+        PolicyError,
+        TrustRootError,
+        UntrustedInputError,
+        UsageError,
+    )
+    from atip_trust.evaluate import Constraints, Evidence, evaluate
+    from atip_trust.facts.artifact import Artifact, DigestSubject, resolve
+    from atip_trust.facts.digest import Digest
+    from atip_trust.facts.metadata import load_metadata
+    from atip_trust.facts.report import (
+        Check,
+        Decision,
+        ProvenanceResult,
+        Reason,
+        SignatureResult,
+        TrustLevel,
+        TrustReport,
+    )
+    from atip_trust.limits import LIMITS, Limits
+    from atip_trust.policy.compose import compose, load_policy
+    from atip_trust.policy.constraints import (
+        constraints_from_policy,
+        trusted_root_choice,
+    )
+    from atip_trust.policy.decide import decide, to_agent_tool
+    from atip_trust.policy.explain import explain_policy
+    from atip_trust.policy.load import load_layer
+    from atip_trust.policy.model import Policy, PolicyLayer
+    from atip_trust.provenance.slsa import (
+        SLSA_PROVENANCE_V02,
+        SLSA_PROVENANCE_V1,
+        BuilderMap,
+    )
+    from atip_trust.signature.identity import IdentityRule
+    from atip_trust.signature.trustroot import TrustRoot, default_trust_root
+    from atip_trust.state.audit import append_audit, audit_record
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'atip_trust' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

@@ -26,24 +26,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .artifact import Artifact, DigestSubject
-from .bundle import BundleInput, load_bundles
-from .digest import Digest
-from .errors import BundleError, UsageError
-from .identity import CertificateFacts, IdentityRule, match_identities
-from . import keys
-from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
-from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
-from .legacy_bundle import verify_legacy_dsse_detailed, verify_legacy_message
-from .provenance import (
+from atip_trust.errors import BundleError, UsageError
+from atip_trust.facts.artifact import Artifact, DigestSubject
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.metadata import load_metadata
+from atip_trust.facts.report import (
+    Check,
+    ProvenanceResult,
+    SignatureResult,
+    TrustLevel,
+    TrustReport,
+)
+from atip_trust.provenance.slsa import (
     AllowedSource,
     BuilderMap,
     ProvenanceRequirements,
     check_provenance,
     parse_statement,
 )
-from .report import Check, ProvenanceResult, SignatureResult, TrustLevel, TrustReport
-from .trustroot import TrustRoot
+from atip_trust.signature import keys
+from atip_trust.signature.bundle import BundleInput, load_bundles
+from atip_trust.signature.identity import (
+    CertificateFacts,
+    IdentityRule,
+    match_identities,
+)
+from atip_trust.signature.keyless import (
+    CLOCK_SKEW,
+    KeylessVerifier,
+    names_artifact,
+    subjects_of,
+)
+from atip_trust.signature.legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
+from atip_trust.signature.legacy_bundle import (
+    verify_legacy_dsse_detailed,
+    verify_legacy_message,
+)
+from atip_trust.signature.trustroot import TrustRoot
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -172,7 +191,6 @@ class Evaluation:
         self._step("claims")
         if metadata is None:
             return
-        from .metadata import load_metadata
 
         doc = load_metadata(metadata)
         claims = doc.claims
@@ -418,8 +436,6 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
 
 
 def _subject_digests(b: BundleInput) -> list[str]:
-    from .keyless import subjects_of
-
     info = b.dsse_payload()
     if info is None:
         return []

@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from atip_trust.artifact import Artifact
-from atip_trust.digest import Algorithm
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.digest import Algorithm
 
 MIB = 1024 * 1024
 

@@ -10,8 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from atip_trust.policy import load_policy
-from atip_trust.report import ProvenanceResult, SignatureResult, TrustLevel, TrustReport
+from atip_trust.facts.report import (
+    ProvenanceResult,
+    SignatureResult,
+    TrustLevel,
+    TrustReport,
+)
+from atip_trust.policy.compose import load_policy
+from atip_trust.policy.decide import decide
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 10_000
@@ -42,10 +48,10 @@ def main() -> None:
         ("no match (gh api, unverified effects)", {"command": ["api", "/user"], "effects": EFFECTS}),
     ]
     for name, kw in cases:
-        policy.decide(rep, tool_name="gh", **kw)  # warm up
+        decide(policy, rep, tool_name="gh", **kw)  # warm up
         t = time.perf_counter()
         for _ in range(N):
-            policy.decide(rep, tool_name="gh", **kw)
+            decide(policy, rep, tool_name="gh", **kw)
         us = (time.perf_counter() - t) / N * 1e6
         print(f"  {name}: {us:.1f} µs/decision over {N} decisions")
     t = time.perf_counter()

@@ -33,15 +33,15 @@ from sigstore.models import Bundle  # noqa: E402
 from sigstore.verify import Verifier  # noqa: E402
 from sigstore.verify.policy import UnsafeNoOp  # noqa: E402
 
-from atip_trust.digest import hash_bytes  # noqa: E402
-from atip_trust.legacy_bundle import verify_legacy_dsse  # noqa: E402
-from atip_trust.provenance import (  # noqa: E402
+from atip_trust.facts.digest import hash_bytes  # noqa: E402
+from atip_trust.provenance.slsa import (
     BuilderMap,
     ProvenanceRequirements,
     check_provenance,
     parse_statement,
 )
-from atip_trust.trustroot import TrustRoot  # noqa: E402
+from atip_trust.signature.legacy_bundle import verify_legacy_dsse  # noqa: E402
+from atip_trust.signature.trustroot import TrustRoot  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from interop_cases import find_interop  # noqa: E402

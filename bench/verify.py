@@ -26,11 +26,11 @@ import testsigstore  # noqa: E402
 from sigstore.models import Bundle, TrustedRoot  # noqa: E402
 from sigstore.verify import Verifier, policy  # noqa: E402
 
-from atip_trust.artifact import Artifact  # noqa: E402
 from atip_trust.evaluate import Constraints, Evidence, evaluate  # noqa: E402
-from atip_trust.identity import IdentityRule  # noqa: E402
-from atip_trust.keyless import KeylessVerifier  # noqa: E402
-from atip_trust.trustroot import TrustRoot  # noqa: E402
+from atip_trust.facts.artifact import Artifact  # noqa: E402
+from atip_trust.signature.identity import IdentityRule  # noqa: E402
+from atip_trust.signature.keyless import KeylessVerifier  # noqa: E402
+from atip_trust.signature.trustroot import TrustRoot  # noqa: E402
 
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISS = "https://token.actions.githubusercontent.com"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+
 def find_interop() -> Path:
     """../shared/fixtures/interop next to the checkout; ``ATIP_INTEROP_DIR`` overrides. A clone that CI
     makes elsewhere on the same machine finds the folder by walking up, or at /work/shared."""

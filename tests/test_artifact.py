@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from atip_trust.artifact import Artifact, FileIdentity, resolve
-from atip_trust.digest import Digest, hash_bytes, hash_fd
 from atip_trust.errors import (
     ArtifactAccessError,
     MalformedInputError,
     NotARegularFileError,
 )
+from atip_trust.facts.artifact import Artifact, FileIdentity, resolve
+from atip_trust.facts.digest import Digest, hash_bytes, hash_fd
 
 
 @pytest.fixture

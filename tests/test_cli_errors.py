@@ -23,9 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from make_metadata_fixtures import VALID
 
-from atip_trust.artifact import Artifact
 from atip_trust.cli.main import main
-from atip_trust.digest import hash_fd
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
@@ -33,7 +31,9 @@ from atip_trust.errors import (
     MetadataError,
     NotARegularFileError,
 )
-from atip_trust.metadata import load_metadata, parse_metadata
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.digest import hash_fd
+from atip_trust.facts.metadata import load_metadata, parse_metadata
 
 CLI = [sys.executable, "-m", "atip_trust"]
 FUZZ = settings(

@@ -18,12 +18,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import FIXTURES
 from pytest_httpserver import HTTPServer
+from verify_helpers import Run, cli, cli_subprocess
 from werkzeug import Request, Response
 
-from atip_trust import __version__
+from atip_trust._version import __version__
 from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
-from atip_trust.fetch import (
+from atip_trust.limits import LIMITS
+from atip_trust.net.fetch import (
     MAX_REDIRECTS,
     bundle_suffix,
     check_url,
@@ -32,9 +35,6 @@ from atip_trust.fetch import (
     is_loopback,
     redirect_target,
 )
-from atip_trust.limits import LIMITS
-from conftest import FIXTURES
-from verify_helpers import Run, cli, cli_subprocess
 
 SIG = FIXTURES / "sigstore"
 ARTIFACT = SIG / "artifacts" / "hello-tool"

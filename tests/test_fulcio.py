@@ -11,7 +11,7 @@ import pytest
 import testsigstore
 from cryptography import x509
 
-from atip_trust.fulcio import (
+from atip_trust.signature.fulcio import (
     CertificateVerificationError,
     certificate_facts,
     verify_chain_at,
@@ -19,7 +19,7 @@ from atip_trust.fulcio import (
     verify_sct,
     verify_signing_certificate,
 )
-from atip_trust.trustroot import TrustRoot
+from atip_trust.signature.trustroot import TrustRoot
 
 ID = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

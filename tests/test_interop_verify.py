@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import INTEROP
 from interop_cases import GITHUB_ROOT, build, load_rows
 

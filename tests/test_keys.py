@@ -18,11 +18,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-import atip_trust.keys as keys_mod
-from atip_trust.artifact import Artifact
-from atip_trust.digest import Digest, hash_bytes
+import atip_trust.signature.keys as keys_mod
 from atip_trust.errors import BundleError, InputTooLargeError
-from atip_trust.keys import (
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.digest import Digest, hash_bytes
+from atip_trust.signature.keys import (
     KeyBundleResult,
     decode_signature,
     key_digest,
@@ -32,7 +32,7 @@ from atip_trust.keys import (
     verify_detached,
     verify_key_bundle,
 )
-from atip_trust.trustroot import TrustRoot
+from atip_trust.signature.trustroot import TrustRoot
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ROOT / "fixtures" / "keys"

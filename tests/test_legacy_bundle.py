@@ -16,16 +16,16 @@ import testsigstore
 from cryptography import x509
 
 from atip_trust.errors import BundleError
-from atip_trust.legacy_bundle import (
+from atip_trust.signature.fulcio import CertificateVerificationError
+from atip_trust.signature.legacy_bundle import (
     VERIFICATION_ERRORS,
     LegacyVerificationError,
     is_legacy,
     verify_legacy_dsse,
     verify_legacy_dsse_detailed,
 )
-from atip_trust.tlog import TlogVerificationError
-from atip_trust.fulcio import CertificateVerificationError
-from atip_trust.trustroot import TrustRoot
+from atip_trust.signature.tlog import TlogVerificationError
+from atip_trust.signature.trustroot import TrustRoot
 
 ID = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

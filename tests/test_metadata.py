@@ -20,11 +20,10 @@ from make_metadata_fixtures import (
     malformed_cases,
 )
 
-from atip_trust.artifact import Artifact
-from atip_trust.digest import Digest
 from atip_trust.errors import InputTooLargeError, MetadataError, UntrustedInputError
-from atip_trust.limits import LIMITS
-from atip_trust.metadata import (
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.metadata import (
     BinaryClaim,
     MetadataDocument,
     ProvenanceClaim,
@@ -32,6 +31,7 @@ from atip_trust.metadata import (
     load_metadata,
     parse_metadata,
 )
+from atip_trust.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
 VALID_FILES = sorted(VALID.glob("*.json"))

@@ -10,9 +10,17 @@ from typing import Any
 
 import pytest
 
-from atip_trust.policy import compose, layer_from_document, load_policy, to_agent_tool
+from atip_trust.facts.report import (
+    ProvenanceResult,
+    SignatureResult,
+    TrustLevel,
+    TrustReport,
+)
+from atip_trust.policy.compose import compose, load_policy
+from atip_trust.policy.decide import decide as policy_decide
+from atip_trust.policy.decide import to_agent_tool
+from atip_trust.policy.load import layer_from_document
 from atip_trust.policy.model import Policy
-from atip_trust.report import ProvenanceResult, SignatureResult, TrustLevel, TrustReport
 
 DIGEST = "ab" * 32
 OTHER = "cd" * 32
@@ -52,7 +60,7 @@ def pol(doc: dict[str, Any], source: str = "local") -> Policy:
 
 def decide(p: Policy, rep: TrustReport | None = None, *, tool: str = "gh", command: str | None = None,
            effects: Any = None, verified: bool = False, interactive: bool = True) -> Any:
-    return p.decide(rep or report(), tool_name=tool, command=command, effects=effects,
+    return policy_decide(p, rep or report(), tool_name=tool, command=command, effects=effects,
                     effects_verified=verified, interactive=interactive, now=NOW)
 
 
@@ -241,7 +249,7 @@ def test_hostile_destructive_false_claim_only_counts_when_verified() -> None:
 
 
 def test_risk_adding_effect_wins_when_merging_tool_and_command() -> None:
-    from atip_trust.policy import states_for_command
+    from atip_trust.policy.effects import states_for_command
 
     meta = {"effects": {"destructive": True}, "commands": {"status": {"effects": {"destructive": False}}}}
     states, found = states_for_command(meta, ["status"])

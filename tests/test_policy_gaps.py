@@ -23,6 +23,8 @@ import testsigstore
 from cryptography.hazmat.primitives import serialization
 from verify_helpers import cli, cli_subprocess
 
+from atip_trust.policy.decide import decide
+
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ROOT / "fixtures" / "keys"
 POLICIES = ROOT / "policies"
@@ -134,9 +136,10 @@ def test_path_entry_with_a_wrong_pinned_digest_is_refused(world) -> None:
 
 
 def test_local_key_list_narrows_the_org_list_never_widens_it(world, tmp_path: Path) -> None:
-    from atip_trust.policy import compose, load_layer
-    from atip_trust.policy.constraints import trusted_keys
     from atip_trust.errors import UsageError
+    from atip_trust.policy.compose import compose
+    from atip_trust.policy.constraints import trusted_keys
+    from atip_trust.policy.load import load_layer
 
     org = key_policy(tmp_path, "org", [{"digest": spki_digest(KEYS / "p256.pub")}])
     org.chmod(0o600)
@@ -378,27 +381,27 @@ def test_org_policy_from_the_environment_in_a_subprocess(world, loose, tmp_path:
 
 
 def _org_layer(doc: dict[str, Any]) -> Any:
-    from atip_trust.policy import layer_from_document
+    from atip_trust.policy.load import layer_from_document
 
     return layer_from_document({"version": 1, **doc}, source="org")
 
 
 def test_a_second_org_layers_waiver_does_not_lift_the_first_org_layers_requirement() -> None:
-    from atip_trust.policy import compose
-    from atip_trust.report import TrustLevel, TrustReport
+    from atip_trust.facts.report import TrustLevel, TrustReport
+    from atip_trust.policy.compose import compose
 
     strict = _org_layer({"requirements": {"minTrustLevel": "VERIFIED"}, **ALLOW_ALL})
     waiving = _org_layer({**ALLOW_ALL, "waivers": [{"tool": "tool", "reason": "r",
                                                     "expires": "2999-01-01T00:00:00Z"}]})
     rep = TrustReport(path="/x/tool", digests={"sha256": "ab" * 32}, size=1, trust_level=TrustLevel.UNSIGNED)
     for layers in ([strict, waiving], [waiving, strict]):
-        d = compose(layers).decide(rep, tool_name="tool", interactive=False)
+        d = decide(compose(layers), rep, tool_name="tool", interactive=False)
         assert d.behavior == "deny", d.reasons
         assert d.reasons[0].code == "LAYER_DENIES"
 
 
 def test_several_org_builder_maps_keep_only_common_builders_at_the_lowest_level() -> None:
-    from atip_trust.policy import compose
+    from atip_trust.policy.compose import compose
 
     a = _org_layer({"trust": {"trustedBuilders": [{"id": "https://b.example/one", "level": 3},
                                                   {"id": "https://b.example/two", "level": 2}]}})
@@ -529,7 +532,7 @@ def _shipped_map() -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("name", ["default.json", "ci.json"])
 def test_shipped_policies_take_the_whole_builder_map_without_repeating_it(name: str) -> None:
-    from atip_trust.policy import load_policy
+    from atip_trust.policy.compose import load_policy
 
     text = (POLICIES / name).read_text()
     assert "slsa-github-generator" not in text and '"level"' not in text
@@ -539,7 +542,7 @@ def test_shipped_policies_take_the_whole_builder_map_without_repeating_it(name: 
 
 
 def test_enterprise_strict_narrows_the_builder_map_by_id_without_restating_levels() -> None:
-    from atip_trust.policy import load_policy
+    from atip_trust.policy.compose import load_policy
 
     assert '"level"' not in (POLICIES / "enterprise-strict.json").read_text()
     got = [(b.id, b.level) for b in load_policy(POLICIES / "enterprise-strict.json").trusted_builders]
@@ -575,7 +578,7 @@ def test_malformed_builder_include_is_exit_2_naming_the_path(tmp_path: Path, bui
 
 
 def test_builder_include_with_additions(tmp_path: Path) -> None:
-    from atip_trust.policy import load_policy
+    from atip_trust.policy.compose import load_policy
 
     p = _dump(tmp_path / "p.json", {"version": 1, "trust": {"trustedBuilders": {
         "include": "builtin:trusted-builders", "add": [{"id": "https://ci.example/builder", "level": 1}]}}})
@@ -584,7 +587,8 @@ def test_builder_include_with_additions(tmp_path: Path) -> None:
 
 
 def test_included_builder_map_is_part_of_the_policy_digest(monkeypatch) -> None:
-    from atip_trust.policy import load, load_policy
+    from atip_trust.policy import load
+    from atip_trust.policy.compose import load_policy
     from atip_trust.policy.model import BuilderRule
 
     before = load_policy(POLICIES / "default.json").digest
@@ -606,11 +610,11 @@ def test_shipped_files_are_found_in_an_installed_layout_without_the_checkout(tmp
     shutil.copytree(root / "schema", site / "atip_trust" / "_schema")
     probe = (
         "import atip_trust, json\n"
-        "from atip_trust._shipped import shipped_file\n"
-        "from atip_trust.policy import load_policy\n"
+        "from atip_trust._base.shipped import shipped_file\n"
+        "from atip_trust import load_policy\n"
         "from atip_trust.policy.load import default_policy_path\n"
-        "from atip_trust.provenance import BuilderMap\n"
-        "from atip_trust.metadata import load_metadata\n"
+        "from atip_trust.provenance.slsa import BuilderMap\n"
+        "from atip_trust.facts.metadata import load_metadata\n"
         "p = load_policy(default_policy_path())\n"
         "print(json.dumps({'pkg': atip_trust.__file__, 'default': str(default_policy_path()),\n"
         "  'schema': str(shipped_file('schema', 'policy.schema.json')),\n"
@@ -632,7 +636,7 @@ def test_shipped_files_are_found_in_an_installed_layout_without_the_checkout(tmp
 
 
 def test_a_missing_shipped_file_is_an_environment_error_naming_it() -> None:
-    from atip_trust._shipped import shipped_file
+    from atip_trust._base.shipped import shipped_file
     from atip_trust.errors import EnvironmentFailure
 
     with pytest.raises(EnvironmentFailure) as info:
@@ -641,7 +645,8 @@ def test_a_missing_shipped_file_is_an_environment_error_naming_it() -> None:
 
 
 def test_library_load_policy_composes_the_managed_policy_only_when_asked(tmp_path: Path, monkeypatch) -> None:
-    from atip_trust.policy import load, load_policy
+    from atip_trust.policy import load
+    from atip_trust.policy.compose import load_policy
 
     monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
     org = deny_tool_org(tmp_path)

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import testsigstore
 
-from atip_trust.digest import Digest, hash_bytes
 from atip_trust.errors import BundleError, PolicyError
-from atip_trust.provenance import (
+from atip_trust.facts.digest import Digest, hash_bytes
+from atip_trust.provenance.slsa import (
     BuilderMap,
     BuilderPattern,
     ProvenanceRequirements,

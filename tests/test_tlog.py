@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from atip_trust.errors import BundleError
-from atip_trust.tlog import (
+from atip_trust.signature.tlog import (
     LogEntry,
     TlogVerificationError,
     leaf_hash,
@@ -29,7 +29,7 @@ from atip_trust.tlog import (
     verify_inclusion_proof,
     verify_set,
 )
-from atip_trust.trustroot import TrustRoot
+from atip_trust.signature.trustroot import TrustRoot
 
 ENTRY_PATH = "$.verificationMaterial.tlogEntries[0]"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from atip_trust.trustroot import TrustRoot
+from atip_trust.signature.trustroot import TrustRoot
 
 CASE = "conformance-trust-root-tsa-validity-end-inclusive"
 IDENTITY = ("https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/"
@@ -66,7 +66,7 @@ def test_timestamp_one_microsecond_after_tsa_validity_end_is_refused(case: Path,
 def test_closed_window_adjustment_touches_only_tsa_ends_and_keeps_reported_digest(case: Path) -> None:
     raw = (case / "trusted_root.json").read_bytes()
     root = TrustRoot.from_bytes(raw, name="case")
-    from atip_trust.trustroot import _closed_tsa_windows
+    from atip_trust.signature.trustroot import _closed_tsa_windows
 
     adjusted = json.loads(_closed_tsa_windows(raw))
     original = json.loads(raw)

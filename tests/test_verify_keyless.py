@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import testsigstore
 from verify_helpers import cli, cli_subprocess
 
@@ -153,7 +152,7 @@ def test_verify_without_identity_constraint_exits_2_and_names_the_flag(ts, world
 
 
 def test_empty_allowlist_allows_nobody(ts, world) -> None:
-    from atip_trust.identity import CertificateFacts, match_identities
+    from atip_trust.signature.identity import CertificateFacts, match_identities
 
     facts = CertificateFacts(sans=(ID,), issuer=ISS, extensions={})
     rule, checks = match_identities([], facts)

@@ -18,26 +18,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..artifact import Artifact, resolve
-from ..errors import AtipTrustError, UsageError
-from ..policy import (
-    PolicyLayer,
-    append_audit,
-    audit_record,
-    cli_layer,
-    compose,
-    load_layer,
-    states_for_command,
-    to_agent_tool,
-)
-from ..policy.constraints import constraints_from_policy, trusted_root_choice
-from ..policy.load import default_policy_path, org_layers
-from ..policy.model import Policy
-from ..policy.rules import split_command
-from ..policy.audit import audit_error_record
-from ..report import TrustLevel, TrustReport
-from .main import error_code, is_interactive
-from .output import dump_json
+from atip_trust._version import __version__
+from atip_trust.cli.main import error_code, is_interactive
+from atip_trust.cli.output import dump_json, reports_to_sarif
+from atip_trust.errors import AtipTrustError, UsageError
+from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.metadata import load_metadata
+from atip_trust.facts.report import TrustLevel, TrustReport
+from atip_trust.policy.compose import cli_layer, compose
+from atip_trust.policy.constraints import constraints_from_policy, trusted_root_choice
+from atip_trust.policy.decide import decide, to_agent_tool
+from atip_trust.policy.effects import states_for_command
+from atip_trust.policy.load import default_policy_path, load_layer, org_layers
+from atip_trust.policy.model import Policy, PolicyLayer
+from atip_trust.policy.rules import split_command
+from atip_trust.signature.identity import IdentityRule
+from atip_trust.signature.trustroot import default_trust_root
+from atip_trust.state.audit import append_audit, audit_error_record, audit_record
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -101,8 +100,6 @@ def _metadata_verified(
     """True only when the metadata file's own bundle verifies against ``signers`` named in policy."""
     if bundle is None or not signers:
         return False
-    from ..evaluate import Constraints, Evidence, evaluate
-    from ..identity import IdentityRule
 
     constraints = Constraints(signers=tuple(IdentityRule.coerce(s) for s in signers))
     with Artifact.open(metadata) as art:
@@ -166,7 +163,6 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     interactive = is_interactive(args)
     if args.staging and args.trusted_root:
         raise UsageError("give --staging or --trusted-root, not both")
-    from ..trustroot import default_trust_root
 
     staging, root_path = trusted_root_choice(policy)
     trust_root = default_trust_root(
@@ -194,7 +190,6 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
             from_shim = metadata is not None
 
         # (4) Verify the tool with the policy's anchors, then the metadata's own signature.
-        from ..evaluate import Constraints, Evidence, evaluate
 
         base = Constraints(keys=tuple(Path(k) for k in args.key))
         constraints = constraints_from_policy(policy, base)
@@ -208,9 +203,6 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     effects_verified = False
     states = None
     if metadata is not None:
-        from ..digest import Digest
-        from ..metadata import load_metadata
-
         doc = load_metadata(
             metadata, lookup_digest=Digest.parse(f"sha256:{hexdigest}") if from_shim else None
         )
@@ -224,7 +216,7 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
             )
 
     # (5) Decide.
-    decision = policy.decide(
+    decision = decide(policy, 
         report,
         tool_name=tool_name,
         command=words,
@@ -246,9 +238,6 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
         out["agent_tool_decision"] = to_agent_tool(decision)
         dump_json(out)
     elif args.format == "sarif":
-        from .. import __version__
-        from .output import reports_to_sarif
-
         dump_json(reports_to_sarif([report], version=__version__))
     else:
         line = " ".join([tool_name, *words])

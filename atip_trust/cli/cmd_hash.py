@@ -11,12 +11,17 @@ import os
 import sys
 from typing import Any
 
-from .. import __version__
-from ..artifact import Artifact
-from ..digest import ALGORITHMS
-from ..errors import AtipTrustError, UntrustedInputError
-from .main import EXIT_ERROR, EXIT_OK
-from .output import dump_json, one_line, sarif_log, sarif_result
+from atip_trust._version import __version__
+from atip_trust.cli.main import EXIT_ERROR, EXIT_OK
+from atip_trust.cli.output import (
+    dump_json,
+    one_line,
+    sarif_log,
+    sarif_result,
+)
+from atip_trust.errors import AtipTrustError, UntrustedInputError
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.digest import ALGORITHMS
 
 #: SARIF rule ids (stable).
 RULE_UNREADABLE = "atip-trust/hash/unreadable"

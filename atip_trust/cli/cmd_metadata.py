@@ -12,12 +12,18 @@ import argparse
 import sys
 from typing import Any
 
-from .. import __version__
-from ..digest import Digest
-from ..errors import AtipTrustError, MalformedInputError, UsageError
-from ..metadata import MetadataDocument, load_metadata
-from .main import EXIT_ERROR, EXIT_OK
-from .output import dump_json, is_terminal, one_line, sarif_log, sarif_result
+from atip_trust._version import __version__
+from atip_trust.cli.main import EXIT_ERROR, EXIT_OK
+from atip_trust.cli.output import (
+    dump_json,
+    is_terminal,
+    one_line,
+    sarif_log,
+    sarif_result,
+)
+from atip_trust.errors import AtipTrustError, MalformedInputError, UsageError
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.metadata import MetadataDocument, load_metadata
 
 #: SARIF rule ids (stable: never reuse one for another meaning).
 RULE_INVALID = "atip-trust/metadata/invalid"

@@ -11,10 +11,14 @@ import argparse
 import sys
 from typing import Any
 
-from ..policy import compose, load_layer
-from ..policy.explain import explain_policy
-from .main import EXIT_OK
-from .output import dump_json
+from atip_trust._base.jsonio import load_json_file
+from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.output import dump_json
+from atip_trust.limits import LIMITS
+from atip_trust.policy.compose import compose
+from atip_trust.policy.explain import explain_policy
+from atip_trust.policy.load import load_layer
+from atip_trust.provenance.slsa import BuilderMap
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -32,13 +36,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _builder_map(path: str) -> list[str] | None:
     """policies/ also holds the trusted-builder map; check it with its own loader (provenance.py)."""
-    from ..jsonio import load_json_file
-    from ..limits import LIMITS
 
     doc = load_json_file(path, LIMITS.policy_bytes, what="policy")
     if not (isinstance(doc, dict) and "builders" in doc and "trust" not in doc):
         return None
-    from ..provenance import BuilderMap
 
     bm = BuilderMap.from_json(doc, origin=f"{path}:")
     return [f"Trusted-builder map: {len(bm.entries)} builder(s); SLSA levels come from this list."]

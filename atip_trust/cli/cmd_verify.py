@@ -14,16 +14,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..artifact import Artifact, DigestSubject
-from ..digest import Digest
-from ..errors import UsageError
-from ..evaluate import Constraints, Evidence, evaluate
-from ..identity import IdentityRule
-from ..report import Decision, Reason, TrustLevel, TrustReport
-from ..trustroot import default_trust_root
-from .main import EXIT_FAIL, EXIT_OK
-from .output import dump_json, print_report_text, reports_to_sarif
+from atip_trust._version import __version__
+from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
+from atip_trust.cli.output import dump_json, print_report_text, reports_to_sarif
+from atip_trust.errors import UsageError
+from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.facts.artifact import Artifact, DigestSubject
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import (
+    Decision,
+    Reason,
+    TrustLevel,
+    TrustReport,
+)
+from atip_trust.gate.verify_policy import apply_policy  # wired by the policy engine
+from atip_trust.net.fetch import fetched_provenance
+from atip_trust.signature.identity import IdentityRule
+from atip_trust.signature.trustroot import default_trust_root
 
 _DIGEST_RE = re.compile(r"^sha(256|512):")
 
@@ -158,8 +165,6 @@ def run(args: argparse.Namespace) -> int:
     )
     applied = None
     if args.policy:
-        from .verify_policy import apply_policy  # wired by the policy engine
-
         applied = apply_policy(args.policy, constraints)  # with the org layers, as admit
         constraints = applied.constraints
         trust_root = applied.trust_root(args.staging, args.trusted_root)
@@ -175,8 +180,6 @@ def run(args: argparse.Namespace) -> int:
     fetched: list[dict[str, Any]] = []
     with subject, ExitStack() as stack:
         if args.fetch:
-            from ..fetch import fetched_provenance
-
             # The only network use (CONTRACT.md), and only now that every local input is checked.
             # The fetched bytes are one more untrusted --bundle, read from a private temporary
             # directory that is removed when this block ends.

@@ -14,9 +14,20 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from .. import __version__
-from ..errors import AtipTrustError, EnvironmentFailure, UntrustedInputError, UsageError
-from .output import FORMATS, dump_json, one_line, sarif_log, sarif_result
+from atip_trust._version import __version__
+from atip_trust.cli.output import (
+    FORMATS,
+    dump_json,
+    one_line,
+    sarif_log,
+    sarif_result,
+)
+from atip_trust.errors import (
+    AtipTrustError,
+    EnvironmentFailure,
+    UntrustedInputError,
+    UsageError,
+)
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 

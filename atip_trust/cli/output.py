@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from ..report import Check, TrustReport
+from atip_trust.facts.report import Check, TrustReport
 
 FORMATS = ("text", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -24,12 +24,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from typing import Literal, TypeVar
 
-from ..report import TrustLevel
-from .load import canonical_digest
-from .model import (
+from atip_trust.facts.report import TrustLevel
+from atip_trust.policy.load import (
+    canonical_digest,
+    layer_from_document,
+    load_layer,
+    org_layers,
+)
+from atip_trust.policy.model import (
     MODE_STRICTNESS,
     BuilderRule,
     CommandRule,
@@ -235,7 +241,6 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
 
 def cli_layer(*, min_trust_level: str | None = None, no_match_deny: bool = False) -> PolicyLayer:
     """CLI flags as a layer of their own (rule source ``cli``); flags can only tighten."""
-    from .load import layer_from_document
 
     doc: dict[str, object] = {"version": 1}
     if min_trust_level:
@@ -244,6 +249,30 @@ def cli_layer(*, min_trust_level: str | None = None, no_match_deny: bool = False
         doc["defaults"] = {"noMatch": "deny"}
     return layer_from_document(json.loads(json.dumps(doc)), source="cli")
 
+
+
+
+def load_policy(
+    path: str | os.PathLike[str],
+    *,
+    org: str | os.PathLike[str] | None = None,
+    cli: PolicyLayer | None = None,
+    managed: bool = False,
+) -> Policy:
+    """Load a local policy, optionally under an org (managed) policy and CLI flags; compose them.
+
+    ``managed=True`` also composes the machine's managed policy as ``admit`` does (the standard
+    org-policy path when it exists, and ``ATIP_TRUST_ORG_POLICY``). Every org file is refused when
+    group/other-writable or owned by neither root nor the current user.
+    """
+    layers = [load_layer(path, source="local")]
+    if managed:
+        layers.extend(org_layers())
+    if org is not None:
+        layers.append(load_layer(org, source="org"))
+    if cli is not None:
+        layers.append(cli)
+    return compose(layers)
 
 
 __all__ = ["cli_layer", "compose"]

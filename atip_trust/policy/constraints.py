@@ -9,15 +9,18 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..errors import PolicyError, UsageError
-from .model import Policy, PublicKeyRule
+from atip_trust.errors import PolicyError, UsageError
+from atip_trust.evaluate import Constraints
+from atip_trust.policy.model import Policy, PublicKeyRule
+from atip_trust.provenance.slsa import AllowedSource, BuilderMap
+from atip_trust.signature.identity import IdentityRule
+from atip_trust.signature.keys import key_digest, load_public_key
 
 
 def builder_map(policy: Policy) -> Any:
     """The policy's trusted builders as a ``provenance.BuilderMap``; None when policy states none."""
     if not any(layer.trusted_builders is not None for layer in policy.layers):
         return None
-    from ..provenance import BuilderMap
 
     return BuilderMap.from_json(
         {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or ""}
@@ -39,8 +42,6 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
 
 
 def _key_digest_of(path: Path) -> str:
-    from ..keys import key_digest, load_public_key
-
     return str(key_digest(load_public_key(path)))
 
 
@@ -100,8 +101,6 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     policy's PEM files, and ``--key`` files only when policy lists their digest (``trusted_keys``).
     Requirements: the stricter.
     """
-    from ..evaluate import Constraints
-    from ..identity import IdentityRule
 
     c = base if base is not None else Constraints()
     signers = c.signers
@@ -116,8 +115,6 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     # --source-uri stay as given and must hold too.
     sources = c.sources
     if policy.sources_declared:
-        from ..provenance import AllowedSource
-
         sources = tuple(AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
     return dataclasses.replace(

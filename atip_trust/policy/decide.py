@@ -30,11 +30,23 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ..provenance import source_matches
-from ..report import Decision, Reason, TrustLevel, TrustReport
-from .effects import effective_states
-from .model import STRICTNESS, CommandRule, Policy, RuleBehavior, RuleSource, Waiver
-from .rules import command_line, rule_matches, split_command
+from atip_trust.facts.report import (
+    Decision,
+    Reason,
+    TrustLevel,
+    TrustReport,
+)
+from atip_trust.policy.effects import effective_states
+from atip_trust.policy.model import (
+    STRICTNESS,
+    CommandRule,
+    Policy,
+    RuleBehavior,
+    RuleSource,
+    Waiver,
+)
+from atip_trust.policy.rules import command_line, rule_matches, split_command
+from atip_trust.provenance.slsa import source_matches
 
 #: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
 #: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from .model import EFFECT_CLASSES
+from atip_trust.policy.model import EFFECT_CLASSES
 
 State = Literal["risky", "safe", "unknown"]
 

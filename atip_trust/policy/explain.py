@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import CommandRule, Policy
+from atip_trust.policy.model import CommandRule, Policy
 
 
 def _rule(r: CommandRule) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 import sys
 from collections.abc import Sequence
@@ -19,19 +18,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
-
-from ..errors import (
+from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust._base.schema import Validator, validator
+from atip_trust._base.shipped import shipped_file
+from atip_trust.errors import (
     ArtifactAccessError,
     InputTooLargeError,
     MalformedInputError,
     NotARegularFileError,
     PolicyError,
 )
-from ..jsonio import json_path, parse_json
-from ..limits import LIMITS
-from ..report import TrustLevel
-from .model import (
+from atip_trust.facts.report import TrustLevel
+from atip_trust.limits import LIMITS
+from atip_trust.policy.model import (
     BuilderRule,
     CommandRule,
     Defaults,
@@ -42,22 +41,16 @@ from .model import (
     Requirements,
     RuleBehavior,
     RuleSource,
-    SignerRule,
     SourceRule,
     ToolRule,
     Waiver,
 )
-from .._shipped import shipped_file
-from .rules import compile_rule, denied_command_rule
+from atip_trust.policy.rules import compile_rule, denied_command_rule, signer_from_json
+from atip_trust.provenance.slsa import BuilderMap
 
-@lru_cache(maxsize=1)
-def _validator() -> Any:
-    try:
-        schema_path = shipped_file("schema", "policy.schema.json")
-        schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ArtifactAccessError(f"policy schema unreadable: {err}", path="schema/policy.schema.json") from err
-    return jsonschema.Draft202012Validator(schema)
+
+def _validator() -> Validator:
+    return validator("policy.schema.json")
 
 
 #: An extra org (managed) policy file to compose, for tests and staged roll-outs. Safe because org layers
@@ -130,7 +123,6 @@ BUILTIN_BUILDERS = "builtin:trusted-builders"
 @lru_cache(maxsize=1)
 def builtin_builders() -> tuple[BuilderRule, ...]:
     """The shipped trusted-builder map as policy rules (levels, names and sources as published)."""
-    from ..provenance import BuilderMap
 
     path = shipped_policy_file("trusted-builders.json")
     bm = BuilderMap.load(path)
@@ -179,7 +171,7 @@ def canonical_digest(doc: Any) -> str:
 
 
 def _schema_error(doc: Any) -> PolicyError | None:
-    errors = list(_validator().iter_errors(doc))
+    errors = _validator().errors(doc, what="policy")
     if not errors:
         return None
     # The deepest error is the most precise; for anyOf/oneOf prefer the branch error that went deepest.
@@ -202,34 +194,6 @@ def _schema_error(doc: Any) -> PolicyError | None:
     if len(msg) > 300:
         msg = msg[:300] + "..."
     return PolicyError(f"policy does not match its schema: {msg}", path=path)
-
-
-def _check_regexp(pattern: str, where: str) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as err:
-        raise PolicyError(f"invalid regular expression {pattern!r}: {err}", path=where) from err
-
-
-def signer_from_json(raw: dict[str, Any], where: str) -> SignerRule:
-    from ..identity import CLAIMS
-
-    for key in ("identityRegexp", "issuerRegexp"):
-        if key in raw:
-            _check_regexp(raw[key], f"{where}.{key}")
-    for key in raw.get("claims", {}):
-        if key not in CLAIMS:
-            raise PolicyError(
-                f"unknown certificate claim {key!r}; expected one of {', '.join(CLAIMS)}",
-                path=f"{where}.claims",
-            )
-    return SignerRule(
-        identity=raw.get("identity"),
-        identity_regexp=raw.get("identityRegexp"),
-        issuer=raw.get("issuer"),
-        issuer_regexp=raw.get("issuerRegexp"),
-        claims=dict(raw.get("claims", {})),
-    )
 
 
 def _parse_expiry(text: str, where: str) -> datetime:
@@ -441,8 +405,6 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
     if source == "org":
         data = _read_org_file(name)
     else:
-        from ..jsonio import read_capped
-
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     try:
         doc = parse_json(data, what="policy", max_depth=LIMITS.json_depth)

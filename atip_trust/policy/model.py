@@ -8,15 +8,15 @@ a tool's own metadata. It is loaded once and decides many times (``Policy.decide
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..report import TrustLevel
+from atip_trust.facts.report import TrustLevel
 
 if TYPE_CHECKING:
-    from ..report import Decision, TrustReport
+    pass
 
 RuleBehavior = Literal["allow", "ask", "deny"]
 Mode = Literal["enforce", "warn", "audit"]
@@ -269,36 +269,6 @@ class Policy:
     def sources_declared(self) -> bool:
         """True when some layer states ``trust.sources`` (even as an empty list: no source allowed)."""
         return any(layer.sources is not None for layer in self.layers)
-
-    def decide(
-        self,
-        report: TrustReport,
-        *,
-        tool_name: str,
-        command: Sequence[str] | str | None = None,
-        effects: Mapping[str, Any] | None = None,
-        effects_verified: bool = False,
-        interactive: bool = False,
-        metadata_source: str | None = None,
-        now: datetime | None = None,
-        purpose: Literal["run", "verify"] = "run",
-    ) -> Decision:
-        """The admission decision for running ``tool_name`` (or one of its commands); with
-        ``purpose="verify"``, only whether the bytes meet the policy's trust rules (decide.py (5v))."""
-        from .decide import decide
-
-        return decide(
-            self,
-            report,
-            tool_name=tool_name,
-            command=command,
-            effects=effects,
-            effects_verified=effects_verified,
-            interactive=interactive,
-            metadata_source=metadata_source,
-            now=now,
-            purpose=purpose,
-        )
 
 
 __all__ = [

@@ -27,9 +27,15 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import PolicyError
-from ..report import TrustLevel
-from .model import CommandRule, RuleBehavior, RuleSource, SignerRule
+from atip_trust.errors import PolicyError
+from atip_trust.facts.report import TrustLevel
+from atip_trust.policy.model import (
+    CommandRule,
+    RuleBehavior,
+    RuleSource,
+    SignerRule,
+)
+from atip_trust.signature.identity import CLAIMS
 
 _TOOL_SPEC = re.compile(r"^([A-Za-z0-9_.:+-]+)\((.*)\)$", re.DOTALL)
 #: Rule-tool names meaning "a shell command line" (Claude Code's Bash tool, and a neutral alias).
@@ -102,8 +108,6 @@ def compile_rule(
         if "minTrustLevel" in raw:
             min_level = TrustLevel.parse(raw["minTrustLevel"])
         if "signer" in raw:
-            from .load import signer_from_json
-
             signer = signer_from_json(raw["signer"], f"{where}.signer")
         if "prefix" in raw:
             alts = tuple(
@@ -186,6 +190,33 @@ def denied_command_rule(text: str, source: RuleSource, where: str) -> CommandRul
     return CommandRule(
         behavior="deny", kind="tokens", text=text, source=source,
         tokens=tuple((w,) for w in words),
+    )
+
+
+
+def _check_regexp(pattern: str, where: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise PolicyError(f"invalid regular expression {pattern!r}: {err}", path=where) from err
+
+
+def signer_from_json(raw: dict[str, Any], where: str) -> SignerRule:
+    for key in ("identityRegexp", "issuerRegexp"):
+        if key in raw:
+            _check_regexp(raw[key], f"{where}.{key}")
+    for key in raw.get("claims", {}):
+        if key not in CLAIMS:
+            raise PolicyError(
+                f"unknown certificate claim {key!r}; expected one of {', '.join(CLAIMS)}",
+                path=f"{where}.claims",
+            )
+    return SignerRule(
+        identity=raw.get("identity"),
+        identity_regexp=raw.get("identityRegexp"),
+        issuer=raw.get("issuer"),
+        issuer_regexp=raw.get("issuerRegexp"),
+        claims=dict(raw.get("claims", {})),
     )
 
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import ArtifactAccessError, MalformedInputError
-from .limits import LIMITS
+from atip_trust.errors import ArtifactAccessError, MalformedInputError
+from atip_trust.limits import LIMITS
 
 Algorithm = Literal["sha256", "sha512"]
 ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")

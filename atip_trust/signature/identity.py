@@ -21,8 +21,8 @@ from typing import Any
 from cryptography import x509
 from cryptography.x509.oid import ObjectIdentifier
 
-from .errors import UsageError
-from .report import Check
+from atip_trust.errors import UsageError
+from atip_trust.facts.report import Check
 
 _FULCIO = "1.3.6.1.4.1.57264.1."
 

@@ -33,7 +33,10 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.x509.certificate_transparency import LogEntryType, SignedCertificateTimestamp
+from cryptography.x509.certificate_transparency import (
+    LogEntryType,
+    SignedCertificateTimestamp,
+)
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import (
     Criticality,
@@ -43,9 +46,9 @@ from cryptography.x509.verification import (
     VerificationError,
 )
 
-from .identity import CertificateFacts
-from .report import CheckFailure
-from .trustroot import CertificateAuthority, TrustRoot
+from atip_trust.facts.report import CheckFailure
+from atip_trust.signature.identity import CertificateFacts
+from atip_trust.signature.trustroot import CertificateAuthority, TrustRoot
 
 
 class CertificateVerificationError(CheckFailure):

@@ -4,7 +4,7 @@ decides.
 The policy is the only source of trust anchors (DESIGN.md principle 1); flags given with it are kept and
 the stricter requirement wins (``policy.constraints.constraints_from_policy``). The managed org policy
 (``policy.load.org_layers``: the standard path, ``ATIP_TRUST_ORG_POLICY``) is composed over it, as for
-``admit``. The decision is ``Policy.decide(purpose="verify")``: requirements, tool and digest rules,
+``admit``. The decision is ``decide(policy, report, purpose="verify")``: requirements, tool and digest rules,
 waivers, mode and the minimum trust level apply; command rules do not (they govern running commands).
 ``verify`` never asks anyone: exit 3 belongs to ``admit``/``exec`` (CONTRACT.md).
 """
@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..policy import compose, load_layer
-from ..policy.constraints import constraints_from_policy, trusted_root_choice
-from ..policy.load import org_layers
-from ..policy.model import Policy
-from ..report import Decision, TrustReport
-from ..trustroot import TrustRoot, default_trust_root
+from atip_trust.facts.report import Decision, TrustReport
+from atip_trust.policy.compose import compose
+from atip_trust.policy.constraints import constraints_from_policy, trusted_root_choice
+from atip_trust.policy.decide import decide
+from atip_trust.policy.load import load_layer, org_layers
+from atip_trust.policy.model import Policy
+from atip_trust.signature.trustroot import TrustRoot, default_trust_root
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decisio
     signers, tool and digest rules, requirements and waivers, the minimum level (VERIFIED unless the
     policy states one), and the mode.
     """
-    return policy.decide(
+    return decide(policy, 
         report,
         tool_name=Path(artifact).name or artifact,
         command=[],

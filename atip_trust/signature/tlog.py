@@ -41,10 +41,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
-from .errors import BundleError
-from .jsonio import json_path
-from .report import Check, CheckFailure
-from .trustroot import LogKey, TrustRoot
+from atip_trust._base.jsonio import json_path
+from atip_trust.errors import BundleError
+from atip_trust.facts.report import Check, CheckFailure
+from atip_trust.signature.trustroot import LogKey, TrustRoot
 
 #: Largest value a protobuf (u)int64 field may carry here; Rekor indices and times are non-negative.
 _MAX_INT64 = 2**63 - 1

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from .errors import EnvironmentFailure
+from atip_trust.errors import EnvironmentFailure
 
-_PKG = Path(__file__).resolve().parent
+_PKG = Path(__file__).resolve().parent.parent  # the atip_trust package directory
 _INSTALLED = {"schema": "_schema", "policies": "_policies"}
 
 

@@ -45,13 +45,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 
-from .digest import Digest
-from .errors import BundleError
-from .fulcio import CertificateVerificationError, verify_signing_certificate
-from .jsonio import parse_json
-from .report import Check, CheckFailure
-from .tlog import LogEntry, TlogVerificationError, verify_entry
-from .trustroot import TrustRoot
+from atip_trust._base.jsonio import parse_json
+from atip_trust.errors import BundleError
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import Check, CheckFailure
+from atip_trust.signature.bundle import route_of
+from atip_trust.signature.fulcio import (
+    CertificateVerificationError,
+    verify_signing_certificate,
+)
+from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
+from atip_trust.signature.trustroot import TrustRoot
 
 _MEDIA_TYPES = {
     "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
@@ -413,7 +417,6 @@ def _check_body(p: _Parsed) -> None:
 def is_legacy(doc: Any) -> bool:
     """True for the bundles this module (and not sigstore-python) must verify: ``intoto/0.0.2``
     entries and v0.1/v0.2 bundles with only an inclusion promise (routing lives in bundle.py)."""
-    from .bundle import route_of
 
     return route_of(doc) == "legacy"
 

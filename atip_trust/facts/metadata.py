@@ -43,28 +43,21 @@ the error tree here or in ``jsonio`` (STYLE.md practice 4).
 from __future__ import annotations
 
 import copy
-import functools
-import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
-import referencing.exceptions
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
-
-from .digest import Digest, hash_bytes
-from .errors import (
-    EnvironmentFailure,
+from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust._base.schema import SchemaError, Validator, best_match, validator
+from atip_trust.errors import (
     InputTooLargeError,
     MalformedInputError,
     MetadataError,
 )
-from .jsonio import json_path, parse_json, read_capped
-from .limits import LIMITS, Limits
+from atip_trust.facts.digest import Digest, hash_bytes
+from atip_trust.limits import LIMITS, Limits
 
 SCHEMA_FILE = "atip-metadata.schema.json"
 #: Longest schema message we repeat; jsonschema quotes whole instances, which may be megabytes.
@@ -248,19 +241,6 @@ def _merge_effects(base: dict[str, Any], extra: Any) -> dict[str, Any]:
 # Schema loading and validation (the jsonschema boundary)
 
 
-def _schema_bytes(name: str) -> bytes:
-    """The schema shipped with the package (``_shipped.shipped_file``)."""
-    from ._shipped import shipped_file
-
-    path = shipped_file("schema", name)
-    try:
-        return path.read_bytes()
-    except OSError as err:
-        raise EnvironmentFailure(
-            f"cannot read atip-trust's own schema {name}: {err.strerror}", path=str(path)
-        ) from err
-
-
 def _without_required(node: Any, prop: str) -> Any:
     """A copy of a schema with ``prop`` removed from every ``required`` list."""
     if isinstance(node, dict):
@@ -276,42 +256,17 @@ def _without_required(node: Any, prop: str) -> Any:
     return node
 
 
-@functools.cache
-def _compile_pattern(pattern: str) -> re.Pattern[str]:
-    # JSON Schema patterns are ECMA-262, where "$" matches only at the end; Python's "$" also matches
-    # before a final newline, so "gh\n" would pass "^[a-z]+$". Anchor a trailing "$" at the very end.
-    if pattern.endswith("$") and not pattern.endswith("\\$"):
-        pattern = pattern[:-1] + r"\Z"
-    return re.compile(pattern)
-
-
-def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
-    if validator.is_type(instance, "string") and not _compile_pattern(pattern).search(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern_keyword})
-
-
-@functools.cache
-def _validators() -> tuple[Any, Any]:
+def _validators() -> tuple[Validator, Validator]:
     """(strict, lenient) validators. Lenient tolerates a missing ``description`` and nothing else."""
-    try:
-        schema = json.loads(_schema_bytes(SCHEMA_FILE))
-        Draft202012Validator.check_schema(schema)
-    except (ValueError, jsonschema.exceptions.SchemaError) as err:
-        raise EnvironmentFailure(f"atip-trust's own schema {SCHEMA_FILE} is broken: {err}") from err
-    lenient = _without_required(schema, "description")
-    return _Validator(schema), _Validator(lenient)
+    return validator(SCHEMA_FILE), validator(SCHEMA_FILE, _without_description)
 
 
-def _iter_errors(validator: Any, doc: Any) -> list[ValidationError]:
-    try:
-        return list(validator.iter_errors(doc))
-    except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as err:
-        raise EnvironmentFailure(f"atip-trust's own schema {SCHEMA_FILE} is broken: {err}") from err
-    except RecursionError as err:  # depth is capped before parsing; kept as a backstop
-        raise InputTooLargeError("metadata nests too deeply to validate", path="$") from err
+def _without_description(schema: Any) -> Any:
+    return _without_required(schema, "description")
+
+
+def _iter_errors(v: Validator, doc: Any) -> list[SchemaError]:
+    return v.errors(doc, what="metadata")
 
 
 def _path_key(path: Sequence[str | int]) -> tuple[tuple[int, int, str], ...]:
@@ -319,7 +274,7 @@ def _path_key(path: Sequence[str | int]) -> tuple[tuple[int, int, str], ...]:
     return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in path)
 
 
-def _first(errors: list[ValidationError]) -> ValidationError:
+def _first(errors: list[SchemaError]) -> SchemaError:
     """Deterministic choice: the shallowest-sorted JSON path, then keyword, then message."""
     return min(
         errors, key=lambda e: (_path_key(list(e.absolute_path)), str(e.validator), e.message)
@@ -331,7 +286,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MESSAGE_CAP else text[: _MESSAGE_CAP - 3] + "..."
 
 
-def _describe(err: ValidationError) -> tuple[str, str]:
+def _describe(err: SchemaError) -> tuple[str, str]:
     """Turn one jsonschema error into (JSON path, one-line message), pointing at the offending key."""
     path: list[str | int] = list(err.absolute_path)
     if err.validator in ("anyOf", "oneOf") and not path and isinstance(err.instance, dict):

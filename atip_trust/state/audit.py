@@ -15,8 +15,8 @@ from typing import Any
 
 import platformdirs
 
-from ..errors import ArtifactAccessError
-from ..report import Decision, TrustReport
+from atip_trust.errors import ArtifactAccessError
+from atip_trust.facts.report import Decision, TrustReport
 
 
 def default_audit_path() -> Path:

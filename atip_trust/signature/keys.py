@@ -50,14 +50,19 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
-from .artifact import Artifact
-from .digest import Digest
-from .errors import ArtifactAccessError, BundleError, InputTooLargeError, UntrustedInputError
-from .jsonio import json_path, parse_json, read_capped
-from .limits import LIMITS
-from .report import Check, Impact
-from .tlog import LogEntry, TlogVerificationError, verify_entry
-from .trustroot import TrustRoot
+from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust.errors import (
+    ArtifactAccessError,
+    BundleError,
+    InputTooLargeError,
+    UntrustedInputError,
+)
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import Check, Impact
+from atip_trust.limits import LIMITS
+from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
+from atip_trust.signature.trustroot import TrustRoot
 
 PublicKey = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | rsa.RSAPublicKey
 

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .errors import (
+from atip_trust.errors import (
     ArtifactAccessError,
     InputTooLargeError,
     MalformedInputError,

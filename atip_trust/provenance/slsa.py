@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .digest import Digest
-from .errors import AtipTrustError, BundleError, PolicyError
-from .jsonio import json_path, load_json_file, parse_json
-from .limits import LIMITS
-from .report import Check
+from atip_trust._base.jsonio import json_path, load_json_file, parse_json
+from atip_trust._base.shipped import shipped_file
+from atip_trust.errors import AtipTrustError, BundleError, PolicyError
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import Check
+from atip_trust.limits import LIMITS
 
 #: DSSE payload type of in-toto statements (in-toto attestation spec, Envelope layer).
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -553,7 +554,6 @@ class BuilderMap:
     @classmethod
     def default(cls) -> BuilderMap:
         """The map shipped in ``policies/trusted-builders.json`` (installed as ``atip_trust._policies``)."""
-        from ._shipped import shipped_file
 
         try:
             raw = shipped_file("policies", "trusted-builders.json").read_bytes()

@@ -35,11 +35,12 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 
-from .bundle import BundleInput
-from .digest import Digest
-from .identity import CertificateFacts
-from .report import Check
-from .trustroot import TrustRoot
+from atip_trust.errors import TrustRootError
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import Check
+from atip_trust.signature.bundle import BundleInput
+from atip_trust.signature.identity import CertificateFacts
+from atip_trust.signature.trustroot import TrustRoot
 
 #: How far in the future an integrated time may lie before we refuse it (clock skew between hosts).
 CLOCK_SKEW = 300
@@ -155,8 +156,6 @@ class KeylessVerifier:
 
     def __init__(self, trust_root: TrustRoot) -> None:
         from sigstore.verify import Verifier
-
-        from .errors import TrustRootError
 
         self.trust_root = trust_root
         try:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from .digest import Algorithm, Digest, hash_fd
-from .errors import ArtifactAccessError, NotARegularFileError
+from atip_trust.errors import ArtifactAccessError, NotARegularFileError, UsageError
+from atip_trust.facts.digest import Algorithm, Digest, hash_fd
 
 _KIND_NAMES = {
     stat.S_IFDIR: "a directory",
@@ -183,8 +183,6 @@ class DigestSubject:
 
     def digest(self, algorithm: Algorithm = "sha256") -> Digest:
         if algorithm != self.known.algorithm:
-            from .errors import UsageError
-
             raise UsageError(
                 f"only the {self.known.algorithm} digest of this artifact is known, {algorithm} is needed"
             )

@@ -25,9 +25,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 
-from .errors import AtipTrustError, TrustRootError
-from .jsonio import parse_json, read_capped
-from .limits import LIMITS
+from atip_trust._base.jsonio import parse_json, read_capped
+from atip_trust.errors import AtipTrustError, TrustRootError
+from atip_trust.limits import LIMITS
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
 _EMBEDDED = {

@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from cryptography import x509
 
-from .errors import BundleError, InputTooLargeError, MalformedInputError
-from .jsonio import parse_json, read_capped
-from .limits import LIMITS
+from atip_trust._base.jsonio import parse_json, read_capped
+from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
+from atip_trust.limits import LIMITS
 
 Route = Literal["sigstore", "key", "legacy"]
 

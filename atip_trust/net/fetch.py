@@ -41,17 +41,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # httpx is imported on first fetch: `import atip_trust` must stay cheap
     import httpx
 
-from .digest import Digest, hash_bytes
-from .errors import InputTooLargeError, NetworkError, UsageError
-from .jsonio import parse_json
-from .limits import LIMITS
+from atip_trust._base.jsonio import parse_json
+from atip_trust._version import __version__
+from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
+from atip_trust.facts.digest import Digest, hash_bytes
+from atip_trust.facts.metadata import load_metadata
+from atip_trust.limits import LIMITS
 
 #: Redirects followed (same origin only). httpx's default is 20; five covers a CDN hop or two.
 MAX_REDIRECTS = 5
@@ -65,8 +65,6 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def _version() -> str:
-    from . import __version__
-
     return __version__
 
 
@@ -340,7 +338,6 @@ def _write_private(dest_dir: Path, name: str, data: bytes) -> Path:
 def provenance_url(metadata: str | os.PathLike[str]) -> str:
     """The ``trust.provenance.url`` a metadata file declares; ``UsageError`` when it declares none
     (the caller asked to fetch and there is nothing to fetch: fail closed)."""
-    from .metadata import load_metadata
 
     claims = load_metadata(metadata).claims
     url = claims.provenance.url if claims.provenance is not None else None

@@ -1,0 +1,1 @@
+"""Layer 0: bytes, files, strict JSON, canonical digests, the one jsonschema boundary, shipped data."""

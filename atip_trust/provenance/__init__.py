@@ -1,0 +1,1 @@
+"""Layer 2: in-toto statements, SLSA facts, the trusted-builder map, provenance requirements."""
