@@ -534,4 +534,4 @@ def evaluate(
     return ev.report(level)
 
 
-__all__ = ["Evidence", "Constraints", "SignerSet", "Evaluation", "EvidenceResult", "evaluate"]
+__all__ = ["Evidence", "Constraints", "Evaluation", "EvidenceResult", "evaluate"]

@@ -195,4 +195,4 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     )
 
 
-__all__ = ["choose_trusted_root", "constraints_from_policy", "trusted_keys", "trusted_root_choice"]
+__all__ = ["constraints_from_policy"]
