@@ -60,10 +60,22 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class SignerSet:
+    """Signer rules of one origin (``flags``, a policy layer), any one of which must match."""
+
+    source: str
+    rules: tuple[IdentityRule, ...]
+
+
+@dataclass(frozen=True)
 class Constraints:
     """Trust anchors and requirements: from CLI flags or policy, never from the evidence."""
 
+    #: Allowed keyless signers: any one of them.
     signers: tuple[IdentityRule, ...] = ()
+    #: Further signer sets a keyless signer must ALSO satisfy, one rule of each (``verify --policy``
+    #: with identity flags: the policy's signers and the flags' both hold; flags only tighten).
+    also_signers: tuple[SignerSet, ...] = ()
     #: Trusted public keys (PEM files), for detached signatures and public-key bundles.
     keys: tuple[Path, ...] = ()
     builder_id: str | None = None
@@ -89,7 +101,21 @@ class Constraints:
 
     @property
     def has_anchor(self) -> bool:
-        return bool(self.signers or self.keys)
+        return bool(self.signers or self.keys or self.also_signers)
+
+    def match_signer(
+        self, facts: CertificateFacts, *, evidence: str | None = None
+    ) -> tuple[bool, list[Check]]:
+        """Whether a keyless signer satisfies ``signers`` and every set in ``also_signers``, with the
+        checks to report: the passing ones, and for a failing set its expected and actual values."""
+        rule, checks = match_identities(self.signers, facts, evidence=evidence)
+        ok = rule is not None
+        for extra in self.also_signers:
+            hit, more = match_identities(extra.rules, facts, evidence=evidence,
+                                         origin=extra.source)
+            ok = ok and hit is not None
+            checks.extend(more)
+        return ok, checks
 
 
 @dataclass
@@ -221,9 +247,9 @@ class Evaluation:
             if not r.valid or not r.applies:
                 continue
             if r.facts is not None:
-                rule, checks = match_identities(self.constraints.signers, r.facts, evidence=r.label)
+                # Every signer set must hold: the policy's and the flags' (Constraints.also_signers).
+                r.trusted, checks = self.constraints.match_signer(r.facts, evidence=r.label)
                 r.checks.extend(checks)
-                r.trusted = rule is not None
             elif r.key_digest is not None:
                 r.trusted = True  # verified against a key the caller named as trusted
 

@@ -367,7 +367,8 @@ CLI_ID = "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads
 
 def test_default_policy() -> None:
     p = load_policy(POLICIES / "default.json")
-    assert p.trusted_roots == ["production"] and p.trusted_builders
+    # Public-good root, not pinned (a flag may choose another root); the shipped builder map.
+    assert p.trusted_roots == [] and not p.trusted_roots_pinned and p.trusted_builders
     # Verified read-only command: allowed even without a person.
     assert decide(p, command="pr view", effects=SAFE_READ, verified=True, interactive=False).behavior == "allow"
     # The same claim, unverified: asked when someone can answer, denied when not.

@@ -490,8 +490,11 @@ def test_verify_warn_mode_allows_and_reports_what_enforce_would_do(world) -> Non
 
 
 def test_verify_min_trust_level_comes_from_policy(world) -> None:
+    # A minimum below VERIFIED governs admit; verify's bar stays VERIFIED (decide.py (5v)).
     r = verify_policy(world, "v-min-unsigned", None, requirements={"minTrustLevel": "UNSIGNED"}, **ALLOW_ALL)
-    assert r.code == 0, r.out + r.err  # the policy accepts unsigned bytes; verify does as it says
+    assert r.code == 1, r.out + r.err
+    reason = r.json["decision"]["reasons"][0]
+    assert (reason["code"], reason["expected"], reason["actual"]) == ("TRUST_NOT_VERIFIED", "VERIFIED", "UNSIGNED")
     r = verify_policy(world, "v-min-verified", None, requirements={"minTrustLevel": "VERIFIED"}, **ALLOW_ALL)
     assert r.code == 1
     assert r.json["decision"]["reasons"][0]["code"] == "TRUST_BELOW_MINIMUM"

@@ -30,7 +30,7 @@ from ..policy import (
     states_for_command,
     to_agent_tool,
 )
-from ..policy.constraints import constraints_from_policy, trusted_root_choice
+from ..policy.constraints import choose_trusted_root, constraints_from_policy
 from ..policy.load import default_policy_path, org_layers
 from ..policy.model import Policy
 from ..policy.rules import split_command
@@ -164,15 +164,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     interactive = is_interactive(args)
-    if args.staging and args.trusted_root:
-        raise UsageError("give --staging or --trusted-root, not both")
-    from ..trustroot import default_trust_root
-
-    staging, root_path = trusted_root_choice(policy)
-    trust_root = default_trust_root(
-        staging=args.staging or (staging and not args.trusted_root),
-        path=args.trusted_root or root_path,
-    )
+    # The policy's pinned root; a flag may only pick one of the roots it pins (exit 2 otherwise).
+    trust_root = choose_trusted_root(policy, args.trusted_root, args.staging)
     words = list(split_command(args.command_words))
     known.words = words
 

@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..evaluate import Constraints, Evidence, evaluate
 from ..identity import IdentityRule
 from ..report import Decision, Reason, TrustLevel, TrustReport
-from ..trustroot import default_trust_root
+from ..policy.constraints import choose_trusted_root
 from .main import EXIT_FAIL, EXIT_OK
 from .output import dump_json, print_report_text, reports_to_sarif
 
@@ -144,8 +144,6 @@ def verdict(rep: TrustReport) -> Decision:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.staging and args.trusted_root:
-        raise UsageError("give --staging or --trusted-root, not both")
     if args.signature and not args.key:
         raise UsageError("--signature needs --key: the public key to verify it with")
     if args.fetch and not args.metadata:
@@ -164,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         constraints = applied.constraints
         trust_root = applied.trust_root(args.staging, args.trusted_root)
     else:
-        trust_root = default_trust_root(staging=args.staging, path=args.trusted_root)
+        trust_root = choose_trusted_root(None, args.trusted_root, args.staging)
     subject: Artifact | DigestSubject
     if _DIGEST_RE.match(args.artifact) and not Path(args.artifact).exists():
         # A digest instead of a file, as `cosign --digest` / `gh attestation verify`: attestations

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..policy import compose, load_layer
-from ..policy.constraints import constraints_from_policy, trusted_root_choice
+from ..policy.constraints import choose_trusted_root, constraints_from_policy
 from ..policy.load import org_layers
 from ..policy.model import Policy
 from ..report import Decision, TrustReport
-from ..trustroot import TrustRoot, default_trust_root
+from ..trustroot import TrustRoot
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,9 @@ class VerifyPolicy:
     constraints: Any
 
     def trust_root(self, staging: bool, path: str | None) -> TrustRoot:
-        """Flags first (``--staging``, ``--trusted-root``), else the policy's ``trust.trustedRoots``."""
-        policy_staging, policy_path = trusted_root_choice(self.policy)
-        return default_trust_root(
-            staging=staging or (policy_staging and not path), path=path or policy_path
-        )
+        """The policy's ``trust.trustedRoots``; ``--trusted-root``/``--staging`` may only pick one of the
+        roots it pins (``policy.constraints.choose_trusted_root``, shared with ``admit``)."""
+        return choose_trusted_root(self.policy, path, staging)
 
     def decide(self, report: TrustReport, artifact: str) -> Decision:
         return decide_verify(self.policy, report, artifact)

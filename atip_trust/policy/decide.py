@@ -16,9 +16,11 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (see
   (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
   (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
       ask when interactive, deny when not.
-  (5v) With ``purpose="verify"`` (``verify --policy``), steps (5)-(8) are replaced by one base: allow when
-      the trust level reaches the policy's ``minTrustLevel``, or VERIFIED when it states none (waivable
-      like any requirement). Command rules, effects, gating and the no-match default govern *running*
+  (5v) With ``purpose="verify"`` (``verify --policy``), steps (5)-(8) are replaced by one base: allow only
+      at VERIFIED, whatever ``minTrustLevel`` says (a lower minimum lets ``admit`` run unsigned tools under
+      its rules and gates; a CI gate named verify must not pass when the evidence is missing, as
+      cosign and slsa-verifier exit non-zero without a verified signature). A live waiver lifts it like
+      any requirement. Command rules, effects, gating and the no-match default govern *running*
       commands, which is ``admit``/``exec``'s question, not whether these bytes are what policy trusts.
   (9) ``ask`` without a human becomes ``deny``; mode ``warn``/``audit`` turns a denial into an allow that
       reports what would have been denied (never for COMPROMISED).
@@ -217,6 +219,15 @@ def _core(
     # (2) A signer policy does not name cannot lift the level above UNVERIFIED (principle 1).
     sig = report.signature
     # Every layer that states signers must name this one (a local list narrows the org's, never widens).
+    keyless = sig.status == "valid" and sig.identity is not None and sig.kind != "key"
+    if keyless and policy.org_silent_on("signers"):
+        # The org fixes the trust anchors and names no signer: no local signer can add one (compose.py).
+        level = min(level, TrustLevel.UNVERIFIED)
+        info.append(Reason("SIGNER_NOT_IN_POLICY",
+                           "the signature is valid but the org policy, which states the trust anchors, "
+                           "trusts no keyless signer", rule="trust.signers[org]",
+                           expected=f"no signer (the org states only {list(policy.org_anchors)})",
+                           actual=f"{sig.identity} (issuer {sig.issuer})"))
     for layer in policy.layers:
         if sig.status != "valid" or sig.identity is None or layer.signers is None:
             continue
@@ -408,16 +419,20 @@ def _verify_base(
     waiver: Waiver | None,
     source: RuleSource,
 ) -> None:
-    """(5v): the trust question alone. Without a stated minimum, ``verify``'s own bar: VERIFIED."""
-    if minimum is None and level < TrustLevel.VERIFIED:
-        r = Reason("TRUST_NOT_VERIFIED", "verify requires VERIFIED unless the policy states minTrustLevel",
-                   rule="builtin:verify", expected="VERIFIED", actual=level.name)
+    """(5v): the trust question alone. ``verify``'s bar is VERIFIED; a policy minimum can only raise it
+    (VERIFIED is the top level), never lower it: ``max(minimum, VERIFIED)``."""
+    bar = max(minimum or TrustLevel.VERIFIED, TrustLevel.VERIFIED)
+    # A stated minimum at the bar already produced TRUST_BELOW_MINIMUM in step (4); say it once.
+    if level < bar and (minimum is None or minimum < bar):
+        r = Reason("TRUST_NOT_VERIFIED",
+                   "verify requires VERIFIED; a lower requirements.minTrustLevel applies to admit only",
+                   rule="builtin:verify", expected=bar.name, actual=level.name)
         if waiver is not None and level > TrustLevel.COMPROMISED:
             info.append(_waived(r, waiver))
         else:
             v.add("deny", r, "default")
     v.add("allow", Reason("TRUST_REQUIREMENTS_MET", "the artifact meets the policy's trust requirements",
-                          rule="builtin:verify", expected=f">= {(minimum or TrustLevel.VERIFIED).name}",
+                          rule="builtin:verify", expected=f">= {bar.name}",
                           actual=level.name), source)
 
 
