@@ -38,6 +38,8 @@ from .legacy_bundle import verify_legacy_dsse_detailed, verify_legacy_message
 from .provenance import (
     AllowedSource,
     BuilderMap,
+    SLSA_PROVENANCE_TYPES,
+    BuildSigner,
     ProvenanceRequirements,
     check_provenance,
     parse_statement,
@@ -457,6 +459,16 @@ def _subject_digests(b: BundleInput) -> list[str]:
     return out
 
 
+def _build_signer(r: EvidenceResult) -> BuildSigner | None:
+    """Who verifiably signed this attestation: its certificate's facts, or the trusted key's digest.
+    The trusted-builder map grants a level only when these prove the builder (provenance.SignerBinding)."""
+    if r.facts is not None:
+        return BuildSigner(issuer=r.facts.issuer, identities=r.facts.sans, extensions=dict(r.facts.extensions))
+    if r.key_digest is not None:
+        return BuildSigner(key_digest=r.key_digest)
+    return None
+
+
 def _check_provenance(
     r: EvidenceResult, digests: dict[str, Digest], c: Constraints, builders: BuilderMap
 ) -> tuple[ProvenanceResult | None, bool, list[Check]]:
@@ -480,9 +492,9 @@ def _check_provenance(
     req = ProvenanceRequirements(
         predicate_type=c.predicate_type, builder_id=c.builder_id, source_uri=c.source_uri,
         source_tag=c.source_tag, source_branch=c.source_branch, min_slsa_level=c.min_slsa_level,
-        sources=c.sources,
+        sources=c.sources, provenance_required=c.require_provenance,
     )
-    out = check_provenance(stmt, digests, req, builders, evidence=r.label)
+    out = check_provenance(stmt, digests, req, builders, evidence=r.label, signer=_build_signer(r))
     checks = out.checks
     if not required:
         checks = [
@@ -493,8 +505,12 @@ def _check_provenance(
     if not out.applies:
         return None, False, checks
     facts = out.facts
+    # A statement that is not SLSA provenance (an SBOM, a PEP 740 publish attestation) says nothing
+    # about the build: "unchecked", never "valid", so a decision reading the report cannot count it
+    # as provenance (policy ``provenanceRequired`` wants "valid").
+    is_slsa = stmt.predicate_type in SLSA_PROVENANCE_TYPES
     res = ProvenanceResult(
-        status="valid" if out.passed else "fail",
+        status="fail" if not out.passed else "valid" if is_slsa else "unchecked",
         predicate_type=stmt.predicate_type,
         builder_id=facts.builder_id if facts else None,
         build_type=facts.build_type if facts else None,

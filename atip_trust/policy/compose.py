@@ -159,7 +159,13 @@ def _common_builders(org: Sequence[PolicyLayer]) -> list[BuilderRule]:
     for b in lists[0]:
         levels = [min((x.level for x in lst if x.id == b.id), default=-1) for lst in lists]
         if min(levels) >= 0 and not any(o.id == b.id for o in out):
-            out.append(dataclasses.replace(b, level=min(levels)))
+            merged = dataclasses.replace(b, level=min(levels))
+            if any(x.binding_json() != b.binding_json() for lst in lists for x in lst if x.id == b.id):
+                # Org layers disagree on how the signature must prove this builder; no one binding is
+                # at least as strict as each, so none is kept and the builder grants no level.
+                merged = dataclasses.replace(merged, signer_workflow=(), runner_environment=None,
+                                             signer_issuer=None, signer_key=())
+            out.append(merged)
     return out
 
 

@@ -21,7 +21,8 @@ def builder_map(policy: Policy) -> Any:
     from ..provenance import BuilderMap
 
     return BuilderMap.from_json(
-        {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or ""}
+        {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or "",
+                       **b.binding_json()}
                       for b in policy.trusted_builders]},
         origin="policy:",
     )

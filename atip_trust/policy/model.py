@@ -122,6 +122,26 @@ class BuilderRule:
     #: ``builtin:trusted-builders`` when the rule came from the shipped map; None when the policy
     #: states it.
     origin: str | None = None
+    #: How the attestation's signature proves this builder (``provenance.SignerBinding``): the
+    #: certificate's build-signer workflow patterns, runner environment, OIDC issuer, or trusted key
+    #: digests. A rule stating none of workflow, runner environment or key grants no level.
+    signer_workflow: tuple[str, ...] = ()
+    runner_environment: str | None = None
+    signer_issuer: str | None = None
+    signer_key: tuple[str, ...] = ()
+
+    def binding_json(self) -> dict[str, Any]:
+        """The binding in the JSON names of the map and the policy schema (only the fields stated)."""
+        out: dict[str, Any] = {}
+        if self.signer_workflow:
+            out["signerWorkflow"] = list(self.signer_workflow)
+        if self.runner_environment is not None:
+            out["runnerEnvironment"] = self.runner_environment
+        if self.signer_issuer is not None:
+            out["signerIssuer"] = self.signer_issuer
+        if self.signer_key:
+            out["signerKey"] = list(self.signer_key)
+        return out
 
 
 @dataclass(frozen=True)
