@@ -123,6 +123,8 @@ class EvidenceResult:
             "identity": self.facts.identity if self.facts else None,
             "issuer": self.facts.issuer if self.facts else None,
             "key": self.key_digest,
+            # Fulcio claims of the signing certificate: a policy signer rule may constrain them.
+            "extensions": dict(self.facts.extensions) if self.facts else {},
             "predicate_type": self.provenance.predicate_type if self.provenance else None,
             "provenance": self.provenance.to_json() if self.provenance else None,
             "checks": [c.to_json() for c in self.checks],
@@ -402,7 +404,13 @@ class Evaluation:
 
 
 def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
-    """The piece of evidence that best explains the trust level, for the summary fields."""
+    """The piece of evidence that best explains the trust level, for the summary fields.
+
+    Only material that applies to this artifact (or is tampering evidence about it) can be the
+    headline: a valid attestation about another file says nothing about this one (DESIGN.md principle
+    2), so with nothing else the headline stays ``absent`` rather than showing another file's signer
+    as ``valid``. Policy's signer qualifiers read the headline and the per-evidence entries.
+    """
     ranks: list[Callable[[EvidenceResult], bool]] = [
         lambda r: r.valid and r.trusted and r.applies and r.provenance_passed,
         lambda r: r.valid and r.trusted and r.applies,
@@ -414,7 +422,7 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
         for r in results:
             if pred(r):
                 return r
-    return results[0] if results else None
+    return None
 
 
 def _subject_digests(b: BundleInput) -> list[str]:

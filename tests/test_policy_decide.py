@@ -38,11 +38,15 @@ def report(
     claims: dict[str, Any] | None = None,
 ) -> TrustReport:
     sig = SignatureResult(status="absent")
+    attestations: list[dict[str, Any]] = []
     if identity is not None and level >= TrustLevel.UNVERIFIED:
         sig = SignatureResult(status="valid", identity=identity, issuer=ISSUER, kind="keyless")
+        # As evaluate.py reports it: signer qualifiers count per-evidence entries, not the headline.
+        attestations = [{"valid": True, "applies": True, "signer_trusted": level > TrustLevel.UNVERIFIED,
+                         "identity": identity, "issuer": ISSUER, "key": None, "extensions": {}}]
     return TrustReport(
         path="/usr/bin/tool", digests={"sha256": digest}, trust_level=level, signature=sig,
-        provenance=provenance or ProvenanceResult(), claims=claims,
+        provenance=provenance or ProvenanceResult(), claims=claims, attestations=attestations,
     )
 
 

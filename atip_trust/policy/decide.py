@@ -66,35 +66,47 @@ class _Verdicts:
         return best
 
 
+def _trusted_material(report: TrustReport) -> list[Mapping[str, Any]]:
+    """The per-evidence entries that can vouch for *this* artifact: valid, about this artifact
+    (``applies``: an attestation naming another file says nothing about this one, DESIGN.md principle
+    2) and signed by a signer verification matched against the policy's anchors (``signer_trusted``).
+    The headline ``report.signature`` is a summary for people; it is never what a qualifier counts."""
+    out: list[Mapping[str, Any]] = []
+    for att in report.attestations:
+        if not isinstance(att, Mapping):
+            continue
+        if att.get("valid") is True and att.get("applies") is True and att.get("signer_trusted") is True:
+            out.append(att)
+    return out
+
+
 def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
+    """A rule's ``signer`` qualifier holds when trusted material about this artifact carries it."""
     if rule.signer is None:
         return True
-    sig = report.signature
-    return sig.status == "valid" and rule.signer.matches(sig.identity, sig.issuer, sig.extensions)
+    for att in _trusted_material(report):
+        ident, iss, ext = att.get("identity"), att.get("issuer"), att.get("extensions")
+        if not (isinstance(ident, str) and isinstance(iss, str)):
+            continue
+        if rule.signer.matches(ident, iss, ext if isinstance(ext, Mapping) else {}):
+            return True
+    return False
 
 
 def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
     """Distinct trusted signers: (identity, issuer) for keyless, ("key", digest) for key signatures.
 
-    From evaluate.py's per-evidence entries (``valid``, ``applies``, ``signer_trusted`` — the signer was
-    matched against the policy's anchors), plus the report's headline signature when policy names it.
+    Only from evaluate.py's per-evidence entries that are valid, apply to this artifact and whose
+    signer verification matched against the policy's anchors; a keyless signer must also be one the
+    policy's ``trust.signers`` names (``requirements.signatures.threshold`` counts signers it trusts).
     """
     seen: set[tuple[str, str]] = set()
-    sig = report.signature
-    if sig.status == "valid" and sig.identity is not None and sig.issuer is not None and any(
-        r.matches(sig.identity, sig.issuer, sig.extensions) for r in policy.signers
-    ):
-        seen.add((sig.identity, sig.issuer))
-    for att in report.attestations:
-        if not isinstance(att, Mapping):
-            continue
-        if att.get("valid") is not True or att.get("applies", True) is not True:
-            continue
-        if att.get("signer_trusted") is not True:
-            continue
+    for att in _trusted_material(report):
         ident, iss, key = att.get("identity"), att.get("issuer"), att.get("key")
+        ext = att.get("extensions")
         if isinstance(ident, str) and isinstance(iss, str):
-            seen.add((ident, iss))
+            if any(r.matches(ident, iss, ext if isinstance(ext, Mapping) else {}) for r in policy.signers):
+                seen.add((ident, iss))
         elif isinstance(key, str):
             seen.add(("key", key))
     return seen
