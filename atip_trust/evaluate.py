@@ -35,6 +35,7 @@ from . import keys
 from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
 from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
 from .legacy_bundle import verify_legacy_dsse_detailed, verify_legacy_message
+from .metadata import MetadataDocument, load_metadata
 from .provenance import (
     AllowedSource,
     BuilderMap,
@@ -55,8 +56,10 @@ class Evidence:
     bundles: tuple[Path, ...] = ()
     #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``.
     signature: Path | None = None
-    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims.
-    metadata: Path | None = None
+    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
+    #: or a document already read, so that a caller that also verifies the document's own signature
+    #: (metadata_trust.py) checks claims from the very bytes it verified.
+    metadata: Path | MetadataDocument | None = None
 
 
 @dataclass(frozen=True)
@@ -170,16 +173,14 @@ class Evaluation:
         self.digests = {k: v for k, v in got.items()}
 
     # (2)
-    def claims_from(self, metadata: Path | None) -> None:
+    def claims_from(self, metadata: Path | MetadataDocument | None) -> None:
         self._step("claims")
         if metadata is None:
             return
-        from .metadata import load_metadata
-
-        doc = load_metadata(metadata)
+        doc = metadata if isinstance(metadata, MetadataDocument) else load_metadata(metadata)
         claims = doc.claims
         self.claims = claims.to_json()
-        name = str(metadata)
+        name = doc.source_name
         declared: list[tuple[str, Digest]] = []
         if claims.checksum is not None:
             declared.append(("claim.checksum", claims.checksum))

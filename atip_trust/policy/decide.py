@@ -315,14 +315,19 @@ def _core(
                                          actual=f"{src_fact.get('uri')} {src_fact.get('ref')}"
                                          if src_fact else "no valid provenance"))
     if req.metadata_sources is not None:
-        src = metadata_source
-        if src is None and isinstance(report.claims, Mapping):
-            src = report.claims.get("source") if isinstance(report.claims.get("source"), str) else None
-        if src not in req.metadata_sources:
-            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED",
-                                         "metadata source is not one policy allows",
+        # Only a source that verification established counts: the ``trust.source`` of metadata whose
+        # own signature verified against signers policy names and that is bound to this artifact
+        # (metadata_trust.py, passed in as ``metadata_source``). The document's unverified claim is
+        # what it says about itself (DESIGN.md principle 1): reported, never accepted.
+        if metadata_source not in req.metadata_sources:
+            claimed = report.claims.get("source") if isinstance(report.claims, Mapping) else None
+            why = ("metadata source is not one policy allows" if metadata_source is not None else
+                   "no metadata source established by verification (signed metadata bound to this tool)"
+                   + (f"; the metadata's own claim {claimed!r} is not evidence"
+                      if isinstance(claimed, str) else ""))
+            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED", why,
                                          rule="requirements.metadataSources",
-                                         expected=list(req.metadata_sources), actual=src))
+                                         expected=list(req.metadata_sources), actual=metadata_source))
     if req.signature_threshold is not None:
         n = len(_distinct_signers(report, policy))
         if n < req.signature_threshold:
