@@ -135,3 +135,144 @@ def test_signature_over_this_file_still_satisfies_signer_qualifier(world) -> Non
     assert r.code == 0, r.out + r.err
     assert r.json["signature"]["status"] == "valid" and r.json["signature"]["identity"] == ORG_ID
     assert codes(r)[0] == "COMMAND_ALLOWED"
+
+
+# -- signed metadata must be about this tool; its source counts only when verified ------------------
+
+SAFE_READ_POLICY = {"defaults": {"noMatch": "deny", "allowVerifiedReadOnly": True}}
+
+
+def _meta(d: Path, name: str, *, tool_name: str, checksum: str | None, source: str = "vendor") -> Path:
+    trust: dict[str, Any] = {"source": source, "verified": True}
+    if checksum is not None:
+        trust["integrity"] = {"checksum": checksum}
+    return _dump(d / name, {"atip": {"version": "0.6"}, "name": tool_name, "version": "1.0.0",
+                            "description": "a tool", "trust": trust,
+                            "commands": {"status": {"description": "Show status", "effects": SAFE}}})
+
+
+@pytest.fixture(scope="module")
+def metas(ts: testsigstore.TestSigstore, world: dict[str, Any]) -> dict[str, tuple[Path, Path]]:
+    """Metadata documents, each with a bundle by the policy's signer over its exact bytes."""
+    d = world["dir"]
+    out = {}
+    for key, kwargs in {
+        "bound": {"tool_name": "tool", "checksum": f"sha256:{_hex(TOOL)}"},
+        "no-digest": {"tool_name": "tool", "checksum": None},
+        "other-name": {"tool_name": "othertool", "checksum": f"sha256:{_hex(TOOL)}"},
+        "other-digest": {"tool_name": "tool", "checksum": f"sha256:{_hex(OTHER)}"},
+    }.items():
+        path = _meta(d, f"meta-{key}.json", **kwargs)  # type: ignore[arg-type]
+        bundle = _dump(d / f"meta-{key}.sigstore.json",
+                       ts.sign_artifact(path.read_bytes(), identity=ORG_ID, issuer=ISSUER))
+        out[key] = (path, bundle)
+    return out
+
+
+def _admit_meta(world: dict[str, Any], p: Path, meta: tuple[Path, Path], *extra: str) -> Run:
+    return admit(world, world["tool"], "--command", "status", "--policy", str(p),
+                 "--bundle", str(world["tool_sig"]), "--metadata", str(meta[0]),
+                 "--metadata-bundle", str(meta[1]), *extra)
+
+
+def _check(r: Run, name: str) -> dict[str, Any]:
+    return next(c for c in r.json["checks"] if c["name"] == name)
+
+
+def test_signed_metadata_bound_to_this_tool_lends_its_effects_and_source(world, metas) -> None:
+    p = policy(world, "read-only", **SAFE_READ_POLICY)
+    r = _admit_meta(world, p, metas["bound"])
+    assert r.code == 0, r.out + r.err
+    assert r.json["effects_verified"] is True and r.json["metadata_source"] == "vendor"
+    assert codes(r)[0] == "READ_ONLY_VERIFIED"
+    assert _check(r, "metadata.signature")["status"] == "pass"
+    assert _check(r, "metadata.binding")["status"] == "pass"
+
+
+def test_signed_metadata_with_no_binding_digest_does_not_lend_its_effects(world, metas) -> None:
+    p = policy(world, "read-only", **SAFE_READ_POLICY)
+    r = _admit_meta(world, p, metas["no-digest"])
+    assert r.code == 1, r.out + r.err
+    assert r.json["trust_level"] == "VERIFIED"  # the tool itself is fine; its metadata says nothing of it
+    assert r.json["effects_verified"] is False and r.json["metadata_source"] is None
+    assert "READ_ONLY_VERIFIED" not in codes(r)
+    binding = _check(r, "metadata.binding")
+    assert binding["status"] == "fail" and binding["actual"] is None
+    assert binding["expected"][0] == f"sha256:{_hex(TOOL)}"
+
+
+def test_signed_metadata_for_another_tool_name_does_not_lend_its_effects(world, metas) -> None:
+    p = policy(world, "read-only", **SAFE_READ_POLICY)
+    r = _admit_meta(world, p, metas["other-name"])
+    assert r.code == 1, r.out + r.err
+    assert r.json["effects_verified"] is False
+    binding = _check(r, "metadata.binding")
+    assert binding["status"] == "fail" and binding["expected"] == "tool" and binding["actual"] == "othertool"
+
+
+def test_signed_metadata_for_another_binary_is_compromised(world, metas) -> None:
+    p = policy(world, "read-only", **SAFE_READ_POLICY)
+    r = _admit_meta(world, p, metas["other-digest"])
+    assert r.code == 1, r.out + r.err
+    assert r.json["trust_level"] == "COMPROMISED" and codes(r)[0] == "TRUST_COMPROMISED"
+    assert r.json["effects_verified"] is False
+    assert _check(r, "metadata.binding")["actual"] == f"sha256:{_hex(OTHER)}"
+
+
+def test_unverified_metadata_source_claim_does_not_satisfy_metadata_sources(world, metas) -> None:
+    p = policy(world, "sources", requirements={"metadataSources": ["vendor"]},
+               permissions={"allow": ["Bash"]})
+    # The same document, without its signature: "source": "vendor" is only what it says of itself.
+    r = admit(world, world["tool"], "--command", "status", "--policy", str(p),
+              "--bundle", str(world["tool_sig"]), "--metadata", str(metas["bound"][0]))
+    assert r.code == 1, r.out + r.err
+    reason = next(x for x in r.json["decision"]["reasons"] if x["code"] == "METADATA_SOURCE_NOT_ALLOWED")
+    assert reason["expected"] == ["vendor"] and reason["actual"] is None
+    assert "'vendor' is not evidence" in reason["message"]
+    # Signed but about no binary: still not established.
+    r = _admit_meta(world, p, metas["no-digest"])
+    assert r.code == 1 and "METADATA_SOURCE_NOT_ALLOWED" in codes(r)
+    # Signed by a policy signer and bound to this tool: the source is established.
+    r = _admit_meta(world, p, metas["bound"])
+    assert r.code == 0, r.out + r.err
+    assert r.json["metadata_source"] == "vendor"
+
+
+def test_metadata_bundle_without_metadata_is_a_usage_error(world, metas) -> None:
+    p = policy(world, "read-only", **SAFE_READ_POLICY)
+    r = admit(world, world["tool"], "--policy", str(p), "--metadata-bundle", str(metas["bound"][1]))
+    assert r.code == 2 and "--metadata-bundle needs --metadata" in r.err
+
+
+# -- one read per evidence file: the verified bytes are the parsed bytes ---------------------------
+
+def test_metadata_swapped_after_reading_is_not_what_the_signature_is_checked_over(
+    ts: testsigstore.TestSigstore, world: dict[str, Any], tmp_path: Path
+) -> None:
+    """verify_metadata takes the parsed document (its bytes), never the path: a file swapped for a
+    signed one after it was read cannot lend the signed bytes' standing to the read document."""
+    from atip_trust import load_metadata, verify_metadata
+    from atip_trust.trustroot import default_trust_root
+
+    from atip_trust.digest import hash_bytes
+    from atip_trust.policy.model import SignerRule
+
+    path = _meta(tmp_path, "meta.json", tool_name="tool", checksum=f"sha256:{_hex(TOOL)}", source="vendor")
+    doc = load_metadata(path)  # the one read: the document whose effects admit would use
+    # Now the file on disk becomes a different, validly signed document.
+    swapped = _meta(tmp_path, "meta.json", tool_name="tool", checksum=f"sha256:{_hex(TOOL)}", source="org")
+    assert swapped.read_bytes() != doc.raw
+    bundle = _dump(tmp_path / "meta.sigstore.json",
+                   ts.sign_artifact(swapped.read_bytes(), identity=ORG_ID, issuer=ISSUER))
+    root = default_trust_root(path=str(world["dir"] / "trusted_root.json"))
+    signers = [SignerRule(identity=ORG_ID, issuer=ISSUER)]
+    digests = {"sha256": hash_bytes(TOOL, "sha256")}
+    trust = verify_metadata(doc, bundle, signers, root, digests=digests, tool_name="tool",  # type: ignore[arg-type]
+                            signer_kind="policy")
+    assert trust.verified is False and trust.source is None
+    assert trust.signed_digest == doc.sha256  # checked over the bytes that were parsed
+    # The bytes that were signed, parsed once, do verify: same code path, same bundle.
+    good = load_metadata(swapped)
+    trust = verify_metadata(good, bundle, signers, root, digests=digests, tool_name="tool",  # type: ignore[arg-type]
+                            signer_kind="policy")
+    assert trust.verified is True and trust.source == "org" and trust.signed_digest == good.sha256
