@@ -134,7 +134,7 @@ def _audit_failure(args: argparse.Namespace, known: _Known, err: Exception) -> N
     try:
         append_audit(record, args.audit_log)
     except AtipTrustError as audit_err:
-        sys.stderr.write(f"atip-trust: warning: {audit_err.diagnostics()}\n")
+        sys.stderr.write(f"atip-trust: warning: {one_line(audit_err.diagnostics())}\n")
 
 
 def run(args: argparse.Namespace) -> int:
