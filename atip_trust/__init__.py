@@ -126,6 +126,10 @@ from .metadata import (  # noqa: E402
     load_metadata,
     parse_metadata,
 )
+from .metadata_trust import (  # noqa: E402
+    MetadataTrust,
+    verify_metadata,
+)
 from .policy import (  # noqa: E402
     load_policy,
 )
@@ -320,6 +324,8 @@ __all__ = [
     "TrustClaims",
     "load_metadata",
     "parse_metadata",
+    "MetadataTrust",
+    "verify_metadata",
     "load_policy",
     "append_audit",
     "audit_error_record",

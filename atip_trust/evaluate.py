@@ -35,6 +35,7 @@ from . import keys
 from .keyless import CLOCK_SKEW, KeylessVerifier, names_artifact
 from .legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
 from .legacy_bundle import verify_legacy_dsse_detailed, verify_legacy_message
+from .metadata import MetadataDocument, load_metadata
 from .provenance import (
     AllowedSource,
     BuilderMap,
@@ -57,8 +58,10 @@ class Evidence:
     bundles: tuple[Path, ...] = ()
     #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``.
     signature: Path | None = None
-    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims.
-    metadata: Path | None = None
+    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
+    #: or a document already read, so that a caller that also verifies the document's own signature
+    #: (metadata_trust.py) checks claims from the very bytes it verified.
+    metadata: Path | MetadataDocument | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ class EvidenceResult:
             "identity": self.facts.identity if self.facts else None,
             "issuer": self.facts.issuer if self.facts else None,
             "key": self.key_digest,
+            # Fulcio claims of the signing certificate: a policy signer rule may constrain them.
+            "extensions": dict(self.facts.extensions) if self.facts else {},
             "predicate_type": self.provenance.predicate_type if self.provenance else None,
             "provenance": self.provenance.to_json() if self.provenance else None,
             "checks": [c.to_json() for c in self.checks],
@@ -196,16 +201,14 @@ class Evaluation:
         self.digests = {k: v for k, v in got.items()}
 
     # (2)
-    def claims_from(self, metadata: Path | None) -> None:
+    def claims_from(self, metadata: Path | MetadataDocument | None) -> None:
         self._step("claims")
         if metadata is None:
             return
-        from .metadata import load_metadata
-
-        doc = load_metadata(metadata)
+        doc = metadata if isinstance(metadata, MetadataDocument) else load_metadata(metadata)
         claims = doc.claims
         self.claims = claims.to_json()
-        name = str(metadata)
+        name = doc.source_name
         declared: list[tuple[str, Digest]] = []
         if claims.checksum is not None:
             declared.append(("claim.checksum", claims.checksum))
@@ -430,7 +433,13 @@ class Evaluation:
 
 
 def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
-    """The piece of evidence that best explains the trust level, for the summary fields."""
+    """The piece of evidence that best explains the trust level, for the summary fields.
+
+    Only material that applies to this artifact (or is tampering evidence about it) can be the
+    headline: a valid attestation about another file says nothing about this one (DESIGN.md principle
+    2), so with nothing else the headline stays ``absent`` rather than showing another file's signer
+    as ``valid``. Policy's signer qualifiers read the headline and the per-evidence entries.
+    """
     ranks: list[Callable[[EvidenceResult], bool]] = [
         lambda r: r.valid and r.trusted and r.applies and r.provenance_passed,
         lambda r: r.valid and r.trusted and r.applies,
@@ -442,7 +451,7 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
         for r in results:
             if pred(r):
                 return r
-    return results[0] if results else None
+    return None
 
 
 def _subject_digests(b: BundleInput) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 from ..policy import compose, load_layer
 from ..policy.explain import explain_policy
 from .main import EXIT_OK
-from .output import dump_json
+from .output import dump_json, one_line
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
             dump_json({"path": args.file, "valid": True, "kind": "trusted-builders", "explain": lines_bm})
         else:
             if args.policy_command == "check":
-                sys.stdout.write(f"ok: {args.file} is a valid trusted-builder map\n")
-            sys.stdout.write("\n".join(lines_bm) + "\n")
+                sys.stdout.write(one_line(f"ok: {args.file} is a valid trusted-builder map") + "\n")
+            sys.stdout.write("".join(one_line(line) + "\n" for line in lines_bm))
         return EXIT_OK
     layer = load_layer(args.file, source="org" if args.org else "local")
     policy = compose([layer])
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         dump_json({"path": args.file, "valid": True, "digest": policy.digest, "explain": lines})
         return EXIT_OK
     if args.policy_command == "check":
-        sys.stdout.write(f"ok: {args.file} is a valid policy ({policy.digest})\n")
+        sys.stdout.write(one_line(f"ok: {args.file} is a valid policy ({policy.digest})") + "\n")
     for line in lines:
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(one_line(line) + "\n")
     return EXIT_OK

@@ -23,7 +23,7 @@ from ..identity import IdentityRule
 from ..report import Decision, Reason, TrustLevel, TrustReport
 from ..policy.constraints import choose_trusted_root
 from .main import EXIT_FAIL, EXIT_OK
-from .output import dump_json, print_report_text, reports_to_sarif
+from .output import dump_json, one_line, print_report_text, reports_to_sarif
 
 _DIGEST_RE = re.compile(r"^sha(256|512):")
 
@@ -169,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
         # are matched by subject digest; nothing is opened.
         subject = DigestSubject(Digest.parse(args.artifact))
     else:
-        subject = Artifact.open(args.artifact)
+        # A file, as cosign verify-blob takes it: a bare name is a file here, not a PATH lookup.
+        subject = Artifact.open(Path(args.artifact))
     fetched: list[dict[str, Any]] = []
     with subject, ExitStack() as stack:
         if args.fetch:
@@ -195,5 +196,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report_text(rep, sys.stdout)
         for f in fetched:
-            print(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})")
+            sys.stdout.write(one_line(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})") + "\n")
     return EXIT_OK if rep.decision.behavior == "allow" else EXIT_FAIL

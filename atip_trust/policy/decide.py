@@ -68,35 +68,47 @@ class _Verdicts:
         return best
 
 
+def _trusted_material(report: TrustReport) -> list[Mapping[str, Any]]:
+    """The per-evidence entries that can vouch for *this* artifact: valid, about this artifact
+    (``applies``: an attestation naming another file says nothing about this one, DESIGN.md principle
+    2) and signed by a signer verification matched against the policy's anchors (``signer_trusted``).
+    The headline ``report.signature`` is a summary for people; it is never what a qualifier counts."""
+    out: list[Mapping[str, Any]] = []
+    for att in report.attestations:
+        if not isinstance(att, Mapping):
+            continue
+        if att.get("valid") is True and att.get("applies") is True and att.get("signer_trusted") is True:
+            out.append(att)
+    return out
+
+
 def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
+    """A rule's ``signer`` qualifier holds when trusted material about this artifact carries it."""
     if rule.signer is None:
         return True
-    sig = report.signature
-    return sig.status == "valid" and rule.signer.matches(sig.identity, sig.issuer, sig.extensions)
+    for att in _trusted_material(report):
+        ident, iss, ext = att.get("identity"), att.get("issuer"), att.get("extensions")
+        if not (isinstance(ident, str) and isinstance(iss, str)):
+            continue
+        if rule.signer.matches(ident, iss, ext if isinstance(ext, Mapping) else {}):
+            return True
+    return False
 
 
 def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
     """Distinct trusted signers: (identity, issuer) for keyless, ("key", digest) for key signatures.
 
-    From evaluate.py's per-evidence entries (``valid``, ``applies``, ``signer_trusted`` — the signer was
-    matched against the policy's anchors), plus the report's headline signature when policy names it.
+    Only from evaluate.py's per-evidence entries that are valid, apply to this artifact and whose
+    signer verification matched against the policy's anchors; a keyless signer must also be one the
+    policy's ``trust.signers`` names (``requirements.signatures.threshold`` counts signers it trusts).
     """
     seen: set[tuple[str, str]] = set()
-    sig = report.signature
-    if sig.status == "valid" and sig.identity is not None and sig.issuer is not None and any(
-        r.matches(sig.identity, sig.issuer, sig.extensions) for r in policy.signers
-    ):
-        seen.add((sig.identity, sig.issuer))
-    for att in report.attestations:
-        if not isinstance(att, Mapping):
-            continue
-        if att.get("valid") is not True or att.get("applies", True) is not True:
-            continue
-        if att.get("signer_trusted") is not True:
-            continue
+    for att in _trusted_material(report):
         ident, iss, key = att.get("identity"), att.get("issuer"), att.get("key")
+        ext = att.get("extensions")
         if isinstance(ident, str) and isinstance(iss, str):
-            seen.add((ident, iss))
+            if any(r.matches(ident, iss, ext if isinstance(ext, Mapping) else {}) for r in policy.signers):
+                seen.add((ident, iss))
         elif isinstance(key, str):
             seen.add(("key", key))
     return seen
@@ -314,14 +326,19 @@ def _core(
                                          actual=f"{src_fact.get('uri')} {src_fact.get('ref')}"
                                          if src_fact else "no valid provenance"))
     if req.metadata_sources is not None:
-        src = metadata_source
-        if src is None and isinstance(report.claims, Mapping):
-            src = report.claims.get("source") if isinstance(report.claims.get("source"), str) else None
-        if src not in req.metadata_sources:
-            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED",
-                                         "metadata source is not one policy allows",
+        # Only a source that verification established counts: the ``trust.source`` of metadata whose
+        # own signature verified against signers policy names and that is bound to this artifact
+        # (metadata_trust.py, passed in as ``metadata_source``). The document's unverified claim is
+        # what it says about itself (DESIGN.md principle 1): reported, never accepted.
+        if metadata_source not in req.metadata_sources:
+            claimed = report.claims.get("source") if isinstance(report.claims, Mapping) else None
+            why = ("metadata source is not one policy allows" if metadata_source is not None else
+                   "no metadata source established by verification (signed metadata bound to this tool)"
+                   + (f"; the metadata's own claim {claimed!r} is not evidence"
+                      if isinstance(claimed, str) else ""))
+            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED", why,
                                          rule="requirements.metadataSources",
-                                         expected=list(req.metadata_sources), actual=src))
+                                         expected=list(req.metadata_sources), actual=metadata_source))
     if req.signature_threshold is not None:
         n = len(_distinct_signers(report, policy))
         if n < req.signature_threshold:
