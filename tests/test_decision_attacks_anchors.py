@@ -30,6 +30,10 @@ ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@ref
 OTHER_ID = "https://github.com/example-org/other/.github/workflows/release.yml@refs/tags/v1.0.0"
 REGISTRY_ID = "https://github.com/attacker/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_BUILDER = "https://ci.attacker.example/builder"
+#: How a builder entry says its signature proves it (provenance/slsa.py): here the signing workflow itself,
+#: so that a builder entry is refused or honoured for the anchor rule alone, never for a missing binding.
+BINDING = {"signerWorkflow": "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0",
+           "signerIssuer": "https://token.actions.githubusercontent.com"}
 ALLOW_ALL = {"permissions": {"allow": ["Bash"]}}
 TOOL = b"#!/bin/sh\necho status\n"
 SAFE_READ = {
@@ -189,7 +193,7 @@ def test_local_builder_cannot_add_level_org_did_not_state(world, org) -> None:
     policy declares its own builder at level 3."""
     org("slsa3", {"signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}]},
         requirements={"minSlsaLevel": 3})
-    p = local(world, "evil-builder", {"trustedBuilders": [{"id": EVIL_BUILDER, "level": 3}]})
+    p = local(world, "evil-builder", {"trustedBuilders": [{"id": EVIL_BUILDER, "level": 3, **BINDING}]})
     r = verify(world, p, bundle="prov")
     assert r.code == 1, r.out + r.err
     out = r.json
@@ -202,7 +206,7 @@ def test_local_builder_cannot_add_level_org_did_not_state(world, org) -> None:
 def test_org_stating_the_builder_itself_grants_its_level(world, org) -> None:
     """Control: the same provenance passes when the org names the builder."""
     org("slsa3-builder", {"signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}],
-                          "trustedBuilders": [{"id": EVIL_BUILDER, "level": 3}]},
+                          "trustedBuilders": [{"id": EVIL_BUILDER, "level": 3, **BINDING}]},
         requirements={"minSlsaLevel": 3})
     p = local(world, "no-builders", {})
     r = verify(world, p, bundle="prov")
