@@ -108,19 +108,12 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     )
     from atip_trust.limits import LIMITS, Limits
     from atip_trust.policy.compose import compose, load_policy
-    from atip_trust.policy.constraints import (
-        constraints_from_policy,
-        trusted_root_choice,
-    )
+    from atip_trust.policy.constraints import constraints_from_policy, trusted_root_choice
     from atip_trust.policy.decide import decide, to_agent_tool
     from atip_trust.policy.explain import explain_policy
     from atip_trust.policy.load import load_layer
     from atip_trust.policy.model import Policy, PolicyLayer
-    from atip_trust.provenance.slsa import (
-        SLSA_PROVENANCE_V02,
-        SLSA_PROVENANCE_V1,
-        BuilderMap,
-    )
+    from atip_trust.provenance.slsa import SLSA_PROVENANCE_V02, SLSA_PROVENANCE_V1, BuilderMap
     from atip_trust.signature.identity import IdentityRule
     from atip_trust.signature.trustroot import TrustRoot, default_trust_root
     from atip_trust.state.audit import append_audit, audit_record

@@ -29,7 +29,7 @@ from typing import Any
 from atip_trust.errors import BundleError, UsageError
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
-from atip_trust.facts.metadata import load_metadata
+from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.facts.report import (
     Check,
     ProvenanceResult,
@@ -38,8 +38,10 @@ from atip_trust.facts.report import (
     TrustReport,
 )
 from atip_trust.provenance.slsa import (
+    SLSA_PROVENANCE_TYPES,
     AllowedSource,
     BuilderMap,
+    BuildSigner,
     ProvenanceRequirements,
     check_provenance,
     parse_statement,
@@ -74,15 +76,29 @@ class Evidence:
     bundles: tuple[Path, ...] = ()
     #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``.
     signature: Path | None = None
-    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims.
-    metadata: Path | None = None
+    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
+    #: or a document already read, so that a caller that also verifies the document's own signature
+    #: (metadata_trust.py) checks claims from the very bytes it verified.
+    metadata: Path | MetadataDocument | None = None
+
+
+@dataclass(frozen=True)
+class SignerSet:
+    """Signer rules of one origin (``flags``, a policy layer), any one of which must match."""
+
+    source: str
+    rules: tuple[IdentityRule, ...]
 
 
 @dataclass(frozen=True)
 class Constraints:
     """Trust anchors and requirements: from CLI flags or policy, never from the evidence."""
 
+    #: Allowed keyless signers: any one of them.
     signers: tuple[IdentityRule, ...] = ()
+    #: Further signer sets a keyless signer must ALSO satisfy, one rule of each (``verify --policy``
+    #: with identity flags: the policy's signers and the flags' both hold; flags only tighten).
+    also_signers: tuple[SignerSet, ...] = ()
     #: Trusted public keys (PEM files), for detached signatures and public-key bundles.
     keys: tuple[Path, ...] = ()
     builder_id: str | None = None
@@ -108,7 +124,21 @@ class Constraints:
 
     @property
     def has_anchor(self) -> bool:
-        return bool(self.signers or self.keys)
+        return bool(self.signers or self.keys or self.also_signers)
+
+    def match_signer(
+        self, facts: CertificateFacts, *, evidence: str | None = None
+    ) -> tuple[bool, list[Check]]:
+        """Whether a keyless signer satisfies ``signers`` and every set in ``also_signers``, with the
+        checks to report: the passing ones, and for a failing set its expected and actual values."""
+        rule, checks = match_identities(self.signers, facts, evidence=evidence)
+        ok = rule is not None
+        for extra in self.also_signers:
+            hit, more = match_identities(extra.rules, facts, evidence=evidence,
+                                         origin=extra.source)
+            ok = ok and hit is not None
+            checks.extend(more)
+        return ok, checks
 
 
 @dataclass
@@ -142,6 +172,8 @@ class EvidenceResult:
             "identity": self.facts.identity if self.facts else None,
             "issuer": self.facts.issuer if self.facts else None,
             "key": self.key_digest,
+            # Fulcio claims of the signing certificate: a policy signer rule may constrain them.
+            "extensions": dict(self.facts.extensions) if self.facts else {},
             "predicate_type": self.provenance.predicate_type if self.provenance else None,
             "provenance": self.provenance.to_json() if self.provenance else None,
             "checks": [c.to_json() for c in self.checks],
@@ -187,15 +219,14 @@ class Evaluation:
         self.digests = {k: v for k, v in got.items()}
 
     # (2)
-    def claims_from(self, metadata: Path | None) -> None:
+    def claims_from(self, metadata: Path | MetadataDocument | None) -> None:
         self._step("claims")
         if metadata is None:
             return
-
-        doc = load_metadata(metadata)
+        doc = metadata if isinstance(metadata, MetadataDocument) else load_metadata(metadata)
         claims = doc.claims
         self.claims = claims.to_json()
-        name = str(metadata)
+        name = doc.source_name
         declared: list[tuple[str, Digest]] = []
         if claims.checksum is not None:
             declared.append(("claim.checksum", claims.checksum))
@@ -239,9 +270,9 @@ class Evaluation:
             if not r.valid or not r.applies:
                 continue
             if r.facts is not None:
-                rule, checks = match_identities(self.constraints.signers, r.facts, evidence=r.label)
+                # Every signer set must hold: the policy's and the flags' (Constraints.also_signers).
+                r.trusted, checks = self.constraints.match_signer(r.facts, evidence=r.label)
                 r.checks.extend(checks)
-                r.trusted = rule is not None
             elif r.key_digest is not None:
                 r.trusted = True  # verified against a key the caller named as trusted
 
@@ -420,7 +451,13 @@ class Evaluation:
 
 
 def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
-    """The piece of evidence that best explains the trust level, for the summary fields."""
+    """The piece of evidence that best explains the trust level, for the summary fields.
+
+    Only material that applies to this artifact (or is tampering evidence about it) can be the
+    headline: a valid attestation about another file says nothing about this one (DESIGN.md principle
+    2), so with nothing else the headline stays ``absent`` rather than showing another file's signer
+    as ``valid``. Policy's signer qualifiers read the headline and the per-evidence entries.
+    """
     ranks: list[Callable[[EvidenceResult], bool]] = [
         lambda r: r.valid and r.trusted and r.applies and r.provenance_passed,
         lambda r: r.valid and r.trusted and r.applies,
@@ -432,7 +469,7 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
         for r in results:
             if pred(r):
                 return r
-    return results[0] if results else None
+    return None
 
 
 def _subject_digests(b: BundleInput) -> list[str]:
@@ -445,6 +482,16 @@ def _subject_digests(b: BundleInput) -> list[str]:
         if isinstance(dg, dict):
             out.extend(f"{k}:{v}" for k, v in dg.items() if k in ("sha256", "sha512"))
     return out
+
+
+def _build_signer(r: EvidenceResult) -> BuildSigner | None:
+    """Who verifiably signed this attestation: its certificate's facts, or the trusted key's digest.
+    The trusted-builder map grants a level only when these prove the builder (provenance.SignerBinding)."""
+    if r.facts is not None:
+        return BuildSigner(issuer=r.facts.issuer, identities=r.facts.sans, extensions=dict(r.facts.extensions))
+    if r.key_digest is not None:
+        return BuildSigner(key_digest=r.key_digest)
+    return None
 
 
 def _check_provenance(
@@ -470,9 +517,9 @@ def _check_provenance(
     req = ProvenanceRequirements(
         predicate_type=c.predicate_type, builder_id=c.builder_id, source_uri=c.source_uri,
         source_tag=c.source_tag, source_branch=c.source_branch, min_slsa_level=c.min_slsa_level,
-        sources=c.sources,
+        sources=c.sources, provenance_required=c.require_provenance,
     )
-    out = check_provenance(stmt, digests, req, builders, evidence=r.label)
+    out = check_provenance(stmt, digests, req, builders, evidence=r.label, signer=_build_signer(r))
     checks = out.checks
     if not required:
         checks = [
@@ -483,8 +530,12 @@ def _check_provenance(
     if not out.applies:
         return None, False, checks
     facts = out.facts
+    # A statement that is not SLSA provenance (an SBOM, a PEP 740 publish attestation) says nothing
+    # about the build: "unchecked", never "valid", so a decision reading the report cannot count it
+    # as provenance (policy ``provenanceRequired`` wants "valid").
+    is_slsa = stmt.predicate_type in SLSA_PROVENANCE_TYPES
     res = ProvenanceResult(
-        status="valid" if out.passed else "fail",
+        status="fail" if not out.passed else "valid" if is_slsa else "unchecked",
         predicate_type=stmt.predicate_type,
         builder_id=facts.builder_id if facts else None,
         build_type=facts.build_type if facts else None,

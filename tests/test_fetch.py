@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import threading
@@ -41,9 +42,13 @@ ARTIFACT = SIG / "artifacts" / "hello-tool"
 GOOD = SIG / "good" / "hello-tool.dsse.sigstore.json"
 OTHER_ARTIFACT_BUNDLE = SIG / "good" / "readme.email.sigstore.json"
 IDENTITY = "https://github.com/atip-test/hello-tool/.github/workflows/release.yml@refs/tags/v1.0.0"
+#: The good DSSE fixture is signed by the slsa-github-generator (fixtures/make_sigstore_fixtures.py GENERATOR),
+#: the message bundles by hello-tool's release workflow: either signer is allowed here.
+GENERATOR = ("https://github.com/slsa-framework/slsa-github-generator/.github/workflows/"
+             "generator_generic_slsa3.yml@refs/tags/v2.1.0")
 ISSUER = "https://token.actions.githubusercontent.com"
-SIGNER = ["--trusted-root", str(SIG / "trusted_root.json"), "--certificate-identity", IDENTITY,
-          "--certificate-oidc-issuer", ISSUER]
+SIGNER = ["--trusted-root", str(SIG / "trusted_root.json"), "--certificate-identity-regexp",
+          f"{re.escape(IDENTITY)}|{re.escape(GENERATOR)}", "--certificate-oidc-issuer", ISSUER]
 JSON = "application/json"
 
 

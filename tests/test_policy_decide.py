@@ -46,11 +46,15 @@ def report(
     claims: dict[str, Any] | None = None,
 ) -> TrustReport:
     sig = SignatureResult(status="absent")
+    attestations: list[dict[str, Any]] = []
     if identity is not None and level >= TrustLevel.UNVERIFIED:
         sig = SignatureResult(status="valid", identity=identity, issuer=ISSUER, kind="keyless")
+        # As evaluate.py reports it: signer qualifiers count per-evidence entries, not the headline.
+        attestations = [{"valid": True, "applies": True, "signer_trusted": level > TrustLevel.UNVERIFIED,
+                         "identity": identity, "issuer": ISSUER, "key": None, "extensions": {}}]
     return TrustReport(
         path="/usr/bin/tool", digests={"sha256": digest}, trust_level=level, signature=sig,
-        provenance=provenance or ProvenanceResult(), claims=claims,
+        provenance=provenance or ProvenanceResult(), claims=claims, attestations=attestations,
     )
 
 
@@ -59,9 +63,11 @@ def pol(doc: dict[str, Any], source: str = "local") -> Policy:
 
 
 def decide(p: Policy, rep: TrustReport | None = None, *, tool: str = "gh", command: str | None = None,
-           effects: Any = None, verified: bool = False, interactive: bool = True) -> Any:
+           effects: Any = None, verified: bool = False, interactive: bool = True,
+           metadata_source: str | None = None) -> Any:
     return policy_decide(p, rep or report(), tool_name=tool, command=command, effects=effects,
-                    effects_verified=verified, interactive=interactive, now=NOW)
+                    effects_verified=verified, interactive=interactive, now=NOW,
+                    metadata_source=metadata_source)
 
 
 SIGNERS = {"trust": {"signers": [{"identity": ORG_ID, "issuer": ISSUER}]}}
@@ -375,7 +381,8 @@ CLI_ID = "https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads
 
 def test_default_policy() -> None:
     p = load_policy(POLICIES / "default.json")
-    assert p.trusted_roots == ["production"] and p.trusted_builders
+    # Public-good root, not pinned (a flag may choose another root); the shipped builder map.
+    assert p.trusted_roots == [] and not p.trusted_roots_pinned and p.trusted_builders
     # Verified read-only command: allowed even without a person.
     assert decide(p, command="pr view", effects=SAFE_READ, verified=True, interactive=False).behavior == "allow"
     # The same claim, unverified: asked when someone can answer, denied when not.
@@ -394,16 +401,21 @@ def test_enterprise_strict_policy() -> None:
                   provenance=ProvenanceResult(status="valid", slsa_level=3,
                                               source={"uri": "git+https://github.com/cli/cli",
                                                       "ref": "refs/heads/trunk"}))
-    assert decide(p, good, command="pr view 1", effects=SAFE_READ).behavior == "allow"
-    merge = decide(p, good, command="pr merge 1", effects=SAFE_READ)
+    # metadataSources: only a source verification established (signed, bound metadata) counts.
+    claimed_only = decide(p, good, command="pr view 1", effects=SAFE_READ)
+    assert claimed_only.behavior == "deny" and claimed_only.reasons[0].code == "METADATA_SOURCE_NOT_ALLOWED"
+    assert decide(p, good, command="pr view 1", effects=SAFE_READ, metadata_source="vendor").behavior == "allow"
+    merge = decide(p, good, command="pr merge 1", effects=SAFE_READ, metadata_source="vendor")
     assert merge.behavior == "ask" and merge.reasons[0].code == "COMMAND_ASK"
-    assert decide(p, good, command="repo delete o/r", effects=DESTRUCTIVE).behavior == "deny"
-    assert decide(p, good, command="api /user", effects=SAFE_READ).behavior == "deny"  # noMatch deny
+    assert decide(p, good, command="repo delete o/r", effects=DESTRUCTIVE,
+                  metadata_source="vendor").behavior == "deny"
+    assert decide(p, good, command="api /user", effects=SAFE_READ,
+                  metadata_source="vendor").behavior == "deny"  # noMatch deny
     low = report(identity=CLI_ID, claims={"source": "vendor"},
                  provenance=ProvenanceResult(status="valid", slsa_level=1,
                                              source={"uri": "git+https://github.com/cli/cli",
                                                      "ref": "refs/heads/trunk"}))
-    d = decide(p, low, command="pr view 1", effects=SAFE_READ)
+    d = decide(p, low, command="pr view 1", effects=SAFE_READ, metadata_source="vendor")
     assert d.behavior == "deny" and d.reasons[0].code == "SLSA_LEVEL_TOO_LOW"
     assert decide(p, good, tool="curl").behavior == "deny"
 

@@ -18,8 +18,10 @@ import testsigstore
 from atip_trust.errors import BundleError, PolicyError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.provenance.slsa import (
+    GITHUB_ACTIONS_ISSUER,
     BuilderMap,
     BuilderPattern,
+    BuildSigner,
     ProvenanceRequirements,
     check_provenance,
     missing_provenance_checks,
@@ -73,8 +75,21 @@ def stmt(doc: dict[str, Any]) -> Any:
     return parse_statement(INTOTO, json.dumps(doc).encode())
 
 
-def run(doc: dict[str, Any], digests: dict[str, Digest] | None = None, **req: Any) -> Any:
-    return check_provenance(stmt(doc), digests or DIGESTS, ProvenanceRequirements(**req), BuilderMap.default())
+def signed_by_builder(doc: dict[str, Any]) -> BuildSigner:
+    """The certificate facts of the builder the statement names, as Fulcio issues them to a GitHub
+    workflow: SAN and Build Signer URI are the builder's workflow, on a GitHub-hosted runner."""
+    pred = doc["predicate"]
+    bid = ((pred.get("runDetails") or {}).get("builder") or pred.get("builder") or {}).get("id") or "none"
+    return BuildSigner(issuer=GITHUB_ACTIONS_ISSUER, identities=(bid,),
+                       extensions={"build_signer_uri": bid, "runner_environment": "github-hosted"})
+
+
+def run(doc: dict[str, Any], digests: dict[str, Digest] | None = None, *, signer: Any = "builder",
+        **req: Any) -> Any:
+    """check_provenance on ``doc``; by default as signed by the builder it names (``signed_by_builder``)."""
+    who = signed_by_builder(doc) if signer == "builder" else signer
+    return check_provenance(stmt(doc), digests or DIGESTS, ProvenanceRequirements(**req), BuilderMap.default(),
+                            signer=who)
 
 
 def check(outcome: Any, name: str) -> Any:
@@ -435,11 +450,13 @@ def test_interop_npm_provenance_right_and_wrong_requirements(interop_dir: Path) 
         source_branch="main",
         min_slsa_level=2,
     )
-    out = check_provenance(st, digests, good, BuilderMap.default())
+    cert = json.loads((folder / "case.json").read_text())["certificate"]
+    signer = BuildSigner(issuer=cert["issuer"], identities=(cert["identity"],), extensions=cert["extensions"])
+    out = check_provenance(st, digests, good, BuilderMap.default(), signer=signer)
     assert out.passed and out.level == 2
     for bad in (
         ProvenanceRequirements(builder_id="https://github.com/actions/runner/self-hosted"),
         ProvenanceRequirements(min_slsa_level=3),
         ProvenanceRequirements(source_uri="github.com/sigstore/sigstore-python"),
     ):
-        assert not check_provenance(st, digests, bad, BuilderMap.default()).passed
+        assert not check_provenance(st, digests, bad, BuilderMap.default(), signer=signer).passed

@@ -303,11 +303,12 @@ def test_provenance_signed_by_an_identity_outside_the_allowed_ones_is_not_truste
     mallory = "https://github.com/mallory/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
     b = _write(world["dir"], f"mallory-{kind}.json", ts.sign_dsse(stmt, identity=mallory, issuer=ISS,
                                                                   entry_kind=kind))
-    good = _write(world["dir"], f"allowed-{kind}.json", ts.sign_dsse(stmt, identity=ID, issuer=ISS,
-                                                                     entry_kind=kind))
-    builder = verify(world, good, "--certificate-identity", ID, "--certificate-oidc-issuer", ISS).json[
-        "provenance"]["builder_id"]
-    flags = ("--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--builder-id", builder)
+    # The allowed signer is the builder the statement names (the generator signs its own provenance:
+    # a --builder-id in the trusted-builder map must be proven by the certificate).
+    builder = stmt["predicate"]["runDetails"]["builder"]["id"]
+    good = _write(world["dir"], f"allowed-{kind}.json", ts.sign_dsse(
+        stmt, identity=builder, issuer=ISS, entry_kind=kind, extensions={"build_signer_uri": builder}))
+    flags = ("--certificate-identity", builder, "--certificate-oidc-issuer", ISS, "--builder-id", builder)
     assert verify(world, good, *flags).code == 0  # the same statement from the allowed signer passes
     r = verify(world, b, *flags)
     assert r.code == 1, r.out

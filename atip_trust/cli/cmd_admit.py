@@ -1,18 +1,26 @@
 """``atip-trust admit TOOL [--command "pr merge"] --policy FILE``: allow (0), deny (1), ask (3).
 
-Steps: (1) load and compose the policies (org, local, CLI flags); (2) resolve the tool once and hash it;
-(3) find evidence: ``--metadata``, ``--bundle``, or a shim by digest in ``--shim-dir``
-(``sha256/<hex>.json`` with ``.json.bundle``, RFC §4.3/§4.9); (4) verify the tool with the policy's
-anchors (evaluate.py) and, separately, the metadata's own signature: a shim against the registry signers
-policy names, ``--metadata-bundle`` against the policy's signers; only verified metadata may relax
-capability gating (DESIGN.md principle 10); (5) decide; (6) append the audit line; print.
-Any error is exit 2 and never an allow; an error after the policy loaded is audited too (a deny line
-with the error), so a tool that makes evaluation fail leaves the same trace as one that is denied.
+Steps: (1) load and compose the policies (org, local, CLI flags); (2) resolve the tool once (a bare
+name through PATH only, artifact.py) and hash it; (3) find evidence: ``--metadata``, ``--bundle``, or a
+shim by digest in ``--shim-dir`` (``sha256/<hex>.json`` with ``.json.bundle``, RFC §4.3/§4.9), the
+metadata read once; (4) verify the tool with the policy's anchors (evaluate.py) and, separately, the
+metadata's own signature over the bytes that were read, and its binding to this tool's digest and name
+(metadata_trust.py): a shim against the registry signers policy names, ``--metadata-bundle`` against the
+policy's signers; only verified, bound metadata may relax capability gating (DESIGN.md principle 10) or
+establish a ``requirements.metadataSources`` source; (5) decide; (6) render the output, append the audit
+line, print.
+
+Any error is exit 2 and never an allow, and leaves an audit line (a deny with the error), also when the
+policy itself failed to load; a failed audit write is such an error. If printing fails after the
+decision's line was written, a second line records the failure, so the log's last word for the
+invocation is the exit status the caller saw.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,22 +28,20 @@ from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import error_code, is_interactive
-from atip_trust.cli.output import dump_json, reports_to_sarif
-from atip_trust.errors import AtipTrustError, UsageError
+from atip_trust.cli.output import json_text, one_line, reason_line, reports_to_sarif
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
-from atip_trust.facts.digest import Digest
-from atip_trust.facts.metadata import load_metadata
-from atip_trust.facts.report import TrustLevel, TrustReport
+from atip_trust.facts.metadata import MetadataDocument, load_metadata
+from atip_trust.facts.report import Decision, TrustLevel, TrustReport
+from atip_trust.gate.metadata_trust import verify_metadata
 from atip_trust.policy.compose import cli_layer, compose
-from atip_trust.policy.constraints import constraints_from_policy, trusted_root_choice
+from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide, to_agent_tool
 from atip_trust.policy.effects import states_for_command
 from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer
 from atip_trust.policy.rules import split_command
-from atip_trust.signature.identity import IdentityRule
-from atip_trust.signature.trustroot import default_trust_root
 from atip_trust.state.audit import append_audit, audit_error_record, audit_record
 
 
@@ -94,19 +100,6 @@ def _find_shim(shim_dir: str, hexdigest: str) -> tuple[Path | None, Path | None]
     return None, None
 
 
-def _metadata_verified(
-    metadata: Path, bundle: Path | None, signers: list[Any], trust_root: Any
-) -> bool:
-    """True only when the metadata file's own bundle verifies against ``signers`` named in policy."""
-    if bundle is None or not signers:
-        return False
-
-    constraints = Constraints(signers=tuple(IdentityRule.coerce(s) for s in signers))
-    with Artifact.open(metadata) as art:
-        rep = evaluate(art, Evidence(bundles=(bundle,)), constraints, trust_root)
-    return rep.trust_level is TrustLevel.VERIFIED
-
-
 @dataclass
 class _Known:
     """What is known so far about this admission, for the audit line of a failed evaluation."""
@@ -116,6 +109,7 @@ class _Known:
     path: str | None = None
     digest: str | None = None
     policy: Policy | None = None
+    #: The decision's own line was written (a later failure adds an error line after it).
     audited: bool = False
 
 
@@ -135,40 +129,27 @@ def _audit_failure(args: argparse.Namespace, known: _Known, err: Exception) -> N
     try:
         append_audit(record, args.audit_log)
     except AtipTrustError as audit_err:
-        sys.stderr.write(f"atip-trust: warning: {audit_err.diagnostics()}\n")
+        sys.stderr.write(f"atip-trust: warning: {one_line(audit_err.diagnostics())}\n")
 
 
 def run(args: argparse.Namespace) -> int:
     known = _Known(tool=Path(args.tool).name if "/" in args.tool else args.tool)
-    # (1) Policies.
     try:
+        # (1) Policies. A policy that fails to load is a decision too (a denial, exit 2): it is
+        # audited like any other, to --audit-log or the default log, so that breaking the policy file
+        # cannot make admissions leave no trace.
         known.policy = load_policies(args)
-    except Exception as err:
-        # No policy, so no policy digest and no word from the policy on auditing: record the failure
-        # only where the caller explicitly asked for a log. Writing to the default state directory for
-        # every mistyped --policy would bury real decisions in noise (and create per-user state on
-        # machines that never ran a decision); an operator who passes --audit-log wants every attempt.
-        if args.audit_log and not args.no_audit:
-            _audit_failure(args, known, err)
-        raise
-    try:
         return _admit(args, known.policy, known)
     except Exception as err:
-        if not args.no_audit and not known.audited:
+        if not args.no_audit:
             _audit_failure(args, known, err)
         raise  # exit 2 from the one catch point (cli/main.py)
 
 
 def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     interactive = is_interactive(args)
-    if args.staging and args.trusted_root:
-        raise UsageError("give --staging or --trusted-root, not both")
-
-    staging, root_path = trusted_root_choice(policy)
-    trust_root = default_trust_root(
-        staging=args.staging or (staging and not args.trusted_root),
-        path=args.trusted_root or root_path,
-    )
+    # The policy's pinned root; a flag may only pick one of the roots it pins (exit 2 otherwise).
+    trust_root = choose_trusted_root(policy, args.trusted_root, args.staging)
     words = list(split_command(args.command_words))
     known.words = words
 
@@ -176,77 +157,114 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     path = resolve(args.tool)
     known.path = str(path)
     tool_name = known.tool
+    if args.metadata_bundle and not args.metadata:
+        raise UsageError("--metadata-bundle needs --metadata: the file it signs")
     with Artifact.open(path) as art:
-        hexdigest = str(art.digest("sha256")).split(":", 1)[1]
+        digests = art.digests(("sha256", "sha512"))
+        hexdigest = digests["sha256"].hex
         known.digest = hexdigest
 
-        # (3) Evidence.
-        metadata = Path(args.metadata) if args.metadata else None
-        metadata_bundle = Path(args.metadata_bundle) if args.metadata_bundle else None
-        shim_bundle: Path | None = None
+        # (3) Evidence. The metadata file is read once: its signature is checked over these bytes and
+        # its claims and effects are parsed from them (metadata_trust.py).
+        meta_path = Path(args.metadata) if args.metadata else None
+        meta_bundle = Path(args.metadata_bundle) if args.metadata_bundle else None
         from_shim = False
-        if metadata is None and args.shim_dir:
-            metadata, shim_bundle = _find_shim(args.shim_dir, hexdigest)
-            from_shim = metadata is not None
+        if meta_path is None and args.shim_dir:
+            meta_path, meta_bundle = _find_shim(args.shim_dir, hexdigest)
+            from_shim = meta_path is not None
+        doc: MetadataDocument | None = None
+        if meta_path is not None:
+            # A shim found by digest must carry that digest (RFC §4.5); a mismatch is exit 2.
+            doc = load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
 
-        # (4) Verify the tool with the policy's anchors, then the metadata's own signature.
+        # (4) Verify the tool with the policy's anchors.
 
         base = Constraints(keys=tuple(Path(k) for k in args.key))
         constraints = constraints_from_policy(policy, base)
         evidence = Evidence(
             bundles=tuple(Path(b) for b in args.bundle),
             signature=Path(args.signature) if args.signature else None,
-            metadata=metadata,
+            metadata=doc,
         )
         report: TrustReport = evaluate(art, evidence, constraints, trust_root)
 
+    # ... then the metadata's own signature and its binding to this tool.
     effects_verified = False
+    metadata_source: str | None = None
     states = None
-    if metadata is not None:
-        doc = load_metadata(
-            metadata, lookup_digest=Digest.parse(f"sha256:{hexdigest}") if from_shim else None
-        )
+    if doc is not None:
         states, _found = states_for_command(doc.doc, words)
-        if from_shim:
-            registry_signers = [s for reg in policy.registries for s in reg.signers]
-            effects_verified = _metadata_verified(metadata, shim_bundle, registry_signers, trust_root)
-        elif metadata_bundle is not None:
-            effects_verified = _metadata_verified(
-                metadata, metadata_bundle, list(policy.signers), trust_root
-            )
+        signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
+                   else list(policy.signers))
+        trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
+                                tool_name=tool_name, signer_kind="registry" if from_shim else "policy")
+        report.checks.extend(trust.checks)
+        effects_verified = trust.verified
+        metadata_source = trust.source
 
     # (5) Decide.
-    decision = decide(policy, 
+    decision = decide(
+        policy,
         report,
         tool_name=tool_name,
         command=words,
         effects=states,
         effects_verified=effects_verified,
         interactive=interactive,
+        metadata_source=metadata_source,
     )
     report.decision = decision
 
-    # (6) Audit, then output.
+    # (6) Render, audit, print: the line is written only for output that is ready to go, and a
+    # failure to print after it is recorded by run() as a second (error) line.
+    text = _render(args, report, decision, tool_name, words, effects_verified, metadata_source)
     if not args.no_audit:
-        known.audited = True  # one line per decision, even if writing it fails below
         append_audit(audit_record(decision, report, tool=tool_name, command=words), args.audit_log)
+        known.audited = True
+    _emit(text)
+    return decision.exit_code
+
+
+def _render(
+    args: argparse.Namespace,
+    report: TrustReport,
+    decision: Decision,
+    tool_name: str,
+    words: list[str],
+    effects_verified: bool,
+    metadata_source: str | None,
+) -> str:
     if args.format == "json":
         out = report.to_json()
         out["tool"] = tool_name
         out["command"] = words
         out["effects_verified"] = effects_verified
+        out["metadata_source"] = metadata_source
         out["agent_tool_decision"] = to_agent_tool(decision)
-        dump_json(out)
-    elif args.format == "sarif":
-        dump_json(reports_to_sarif([report], version=__version__))
-    else:
-        line = " ".join([tool_name, *words])
-        sys.stdout.write(f"{decision.behavior}: {line} ({report.trust_level.name}, "
-                         f"sha256:{hexdigest})\n")
-        for r in decision.reasons:
-            extra = ""
-            if r.expected is not None or r.actual is not None:
-                extra = f" (expected {r.expected!r}, actual {r.actual!r})"
-            sys.stdout.write(f"  {r.code}: {r.message}{extra}" + (f" [{r.rule}]" if r.rule else "")
-                             + "\n")
-    return decision.exit_code
+        return json_text(out)
+    if args.format == "sarif":
+        return json_text(reports_to_sarif([report], version=__version__))
+    line = " ".join([tool_name, *words])
+    lines = [one_line(f"{decision.behavior}: {line} ({report.trust_level.name}, "
+                      f"sha256:{report.digests.get('sha256')})")]
+    lines.extend(reason_line(r) for r in decision.reasons)
+    return "".join(x + "\n" for x in lines)
+
+
+def _emit(text: str) -> None:
+    """Print the rendered decision; a failure (closed pipe, full disk) is an error, exit 2."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError) as err:
+        # Point fd 1 at /dev/null so the interpreter's own flush at exit cannot fail again and turn
+        # the exit status into 120: exit 2 is what the caller must see.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise ArtifactAccessError(f"cannot write the decision to standard output: {reason}",
+                                  path="<stdout>") from err

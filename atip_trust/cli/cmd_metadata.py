@@ -18,6 +18,7 @@ from atip_trust.cli.output import (
     dump_json,
     is_terminal,
     one_line,
+    rich_text,
     sarif_log,
     sarif_result,
 )
@@ -172,23 +173,22 @@ def _print_success(args: argparse.Namespace, doc: MetadataDocument) -> None:
     out = sys.stdout
     if is_terminal(out):
         from rich.console import Console
-        from rich.markup import escape
         from rich.table import Table
 
         console = Console(file=out)
-        console.print(f"[bold]{escape(head)}[/bold]")
+        console.print(f"[bold]{rich_text(head)}[/bold]", highlight=False)
         table = Table(title=note, show_header=True, header_style="bold")
         table.add_column("claim")
         table.add_column("value", overflow="fold")
         for key, value in rows:
-            table.add_row(escape(key), escape(value))
+            table.add_row(rich_text(key), rich_text(value))
         console.print(table)
         for w in doc.warnings:
-            console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
+            console.print(f"[yellow]warning[/yellow]: {rich_text(w)}", highlight=False)
         return
-    out.write(head + "\n")
+    out.write(one_line(head) + "\n")
     out.write(f"  {note}\n")
     for key, value in rows:
-        out.write(f"    {key}: {value}\n")
+        out.write(one_line(f"    {key}: {value}") + "\n")
     for w in doc.warnings:
-        out.write(f"  warning: {w}\n")
+        out.write(one_line(f"  warning: {w}") + "\n")

@@ -13,7 +13,7 @@ from typing import Any
 
 from atip_trust._base.jsonio import load_json_file
 from atip_trust.cli.main import EXIT_OK
-from atip_trust.cli.output import dump_json
+from atip_trust.cli.output import dump_json, one_line
 from atip_trust.limits import LIMITS
 from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
             dump_json({"path": args.file, "valid": True, "kind": "trusted-builders", "explain": lines_bm})
         else:
             if args.policy_command == "check":
-                sys.stdout.write(f"ok: {args.file} is a valid trusted-builder map\n")
-            sys.stdout.write("\n".join(lines_bm) + "\n")
+                sys.stdout.write(one_line(f"ok: {args.file} is a valid trusted-builder map") + "\n")
+            sys.stdout.write("".join(one_line(line) + "\n" for line in lines_bm))
         return EXIT_OK
     layer = load_layer(args.file, source="org" if args.org else "local")
     policy = compose([layer])
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         dump_json({"path": args.file, "valid": True, "digest": policy.digest, "explain": lines})
         return EXIT_OK
     if args.policy_command == "check":
-        sys.stdout.write(f"ok: {args.file} is a valid policy ({policy.digest})\n")
+        sys.stdout.write(one_line(f"ok: {args.file} is a valid policy ({policy.digest})") + "\n")
     for line in lines:
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(one_line(line) + "\n")
     return EXIT_OK

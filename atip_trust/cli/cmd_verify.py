@@ -16,7 +16,12 @@ from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
-from atip_trust.cli.output import dump_json, print_report_text, reports_to_sarif
+from atip_trust.cli.output import (
+    dump_json,
+    one_line,
+    print_report_text,
+    reports_to_sarif,
+)
 from atip_trust.errors import UsageError
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, DigestSubject
@@ -29,8 +34,8 @@ from atip_trust.facts.report import (
 )
 from atip_trust.gate.verify_policy import apply_policy  # wired by the policy engine
 from atip_trust.net.fetch import fetched_provenance
+from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.signature.identity import IdentityRule
-from atip_trust.signature.trustroot import default_trust_root
 
 _DIGEST_RE = re.compile(r"^sha(256|512):")
 
@@ -151,8 +156,6 @@ def verdict(rep: TrustReport) -> Decision:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.staging and args.trusted_root:
-        raise UsageError("give --staging or --trusted-root, not both")
     if args.signature and not args.key:
         raise UsageError("--signature needs --key: the public key to verify it with")
     if args.fetch and not args.metadata:
@@ -169,14 +172,15 @@ def run(args: argparse.Namespace) -> int:
         constraints = applied.constraints
         trust_root = applied.trust_root(args.staging, args.trusted_root)
     else:
-        trust_root = default_trust_root(staging=args.staging, path=args.trusted_root)
+        trust_root = choose_trusted_root(None, args.trusted_root, args.staging)
     subject: Artifact | DigestSubject
     if _DIGEST_RE.match(args.artifact) and not Path(args.artifact).exists():
         # A digest instead of a file, as `cosign --digest` / `gh attestation verify`: attestations
         # are matched by subject digest; nothing is opened.
         subject = DigestSubject(Digest.parse(args.artifact))
     else:
-        subject = Artifact.open(args.artifact)
+        # A file, as cosign verify-blob takes it: a bare name is a file here, not a PATH lookup.
+        subject = Artifact.open(Path(args.artifact))
     fetched: list[dict[str, Any]] = []
     with subject, ExitStack() as stack:
         if args.fetch:
@@ -200,5 +204,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report_text(rep, sys.stdout)
         for f in fetched:
-            print(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})")
+            sys.stdout.write(one_line(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})") + "\n")
     return EXIT_OK if rep.decision.behavior == "allow" else EXIT_FAIL

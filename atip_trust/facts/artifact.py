@@ -1,7 +1,8 @@
 """Open an artifact once, inspect it, and hash it from that same descriptor (DESIGN.md principle 6).
 
-A bare name (no ``/``) is resolved through PATH exactly once, here; afterwards everything works on the
-descriptor, never on the name again. The final path component is opened with ``O_NOFOLLOW`` after the
+A bare name (no ``/``) is resolved through PATH exactly once, here, and only through PATH's absolute
+entries (never the current directory); afterwards everything works on the descriptor, never on the name
+again. The final path component is opened with ``O_NOFOLLOW`` after the
 path has been resolved, so a symlink swapped in between resolution and open is refused, not followed.
 ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer; the ``fstat`` that
 follows refuses it.
@@ -10,7 +11,6 @@ follows refuses it.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,20 +56,68 @@ class FileIdentity:
         )
 
 
+def _is_bare_name(text: str) -> bool:
+    return os.sep not in text and (os.altsep is None or os.altsep not in text)
+
+
+def which(name: str, path_env: str | None = None) -> Path:
+    """Look a bare command name up in PATH as a POSIX shell does, minus the current directory.
+
+    Each PATH entry in order; the first regular, executable ``entry/name`` wins. A shell takes an empty
+    entry (``::``, a leading or trailing ``:``) or ``.`` or any relative entry to mean the current
+    directory; we never do, because the decision must be about the file the *shell* runs and a tool
+    dropped into whatever folder ``admit`` happens to run in must not be what is decided for. Such
+    entries are skipped, and when one of them comes before the match and holds ``name``, the shell
+    would run that file instead: refused (fail closed), naming both. ``name`` itself is never tried in
+    the current directory (``./name`` is what a caller writes for that).
+    """
+    env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
+    skipped: list[str] = []
+    for entry in env.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            skipped.append(entry)
+            continue
+        cand = os.path.join(entry, name)
+        if _executable_file(cand):
+            for rel in skipped:
+                shadow = os.path.join(rel or ".", name)
+                if _executable_file(shadow):
+                    raise ArtifactAccessError(
+                        f"{name!r} is ambiguous: PATH has the relative entry {rel or '(empty)'!r}, "
+                        f"which a shell resolves to the current directory, where {shadow!r} would run "
+                        f"instead of {cand!r}; remove relative entries from PATH or give a path",
+                        path=name,
+                    )
+            return Path(cand)
+    note = ""
+    if skipped:
+        shown = ", ".join(repr(e) if e else "(empty)" for e in skipped)
+        note = f" (relative PATH entries are skipped, never the current directory: {shown})"
+    raise ArtifactAccessError(f"{name!r} was not found on PATH{note}", path=name)
+
+
+def _executable_file(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
+
+
 def resolve(target: str | os.PathLike[str]) -> Path:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once.
 
-    A bare name is looked up through PATH (like a shell would); anything containing a separator is a
-    path. The result is fully resolved so that later opens do not depend on PATH or symlinks again.
+    A bare name (a ``str`` without ``/``) is looked up through PATH only (``which``), as the shell that
+    will run it does, and never in the current directory first; anything containing a separator is a
+    path (write ``./name`` for a file here), and so is a ``pathlib.Path``, whatever it holds: callers
+    that take *files* (``verify ARTIFACT``) pass a ``Path``. The result is fully resolved so that later
+    opens do not depend on PATH or symlinks again.
     """
     text = os.fspath(target)
     if not text:
         raise ArtifactAccessError("empty artifact name")
-    if os.sep not in text and not os.path.lexists(text):
-        found = shutil.which(text)
-        if found is None:
-            raise ArtifactAccessError(f"{text!r} was not found on PATH", path=text)
-        text = found
+    if isinstance(target, str) and _is_bare_name(text):
+        text = str(which(text))
     try:
         return Path(text).resolve(strict=True)
     except FileNotFoundError as err:

@@ -50,12 +50,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atip_trust._base.jsonio import json_path, parse_json, read_capped
-from atip_trust._base.schema import SchemaError, Validator, best_match, validator
-from atip_trust.errors import (
-    InputTooLargeError,
-    MalformedInputError,
-    MetadataError,
+from atip_trust._base.schema import (
+    SchemaError,
+    Validator,
+    best_match,
+    validator,
 )
+from atip_trust.errors import InputTooLargeError, MalformedInputError, MetadataError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.limits import LIMITS, Limits
 

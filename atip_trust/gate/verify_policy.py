@@ -17,11 +17,11 @@ from typing import Any
 
 from atip_trust.facts.report import Decision, TrustReport
 from atip_trust.policy.compose import compose
-from atip_trust.policy.constraints import constraints_from_policy, trusted_root_choice
+from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide
 from atip_trust.policy.load import load_layer, org_layers
 from atip_trust.policy.model import Policy
-from atip_trust.signature.trustroot import TrustRoot, default_trust_root
+from atip_trust.signature.trustroot import TrustRoot
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,9 @@ class VerifyPolicy:
     constraints: Any
 
     def trust_root(self, staging: bool, path: str | None) -> TrustRoot:
-        """Flags first (``--staging``, ``--trusted-root``), else the policy's ``trust.trustedRoots``."""
-        policy_staging, policy_path = trusted_root_choice(self.policy)
-        return default_trust_root(
-            staging=staging or (policy_staging and not path), path=path or policy_path
-        )
+        """The policy's ``trust.trustedRoots``; ``--trusted-root``/``--staging`` may only pick one of the
+        roots it pins (``policy.constraints.choose_trusted_root``, shared with ``admit``)."""
+        return choose_trusted_root(self.policy, path, staging)
 
     def decide(self, report: TrustReport, artifact: str) -> Decision:
         return decide_verify(self.policy, report, artifact)
@@ -61,7 +59,8 @@ def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decisio
     signers, tool and digest rules, requirements and waivers, the minimum level (VERIFIED unless the
     policy states one), and the mode.
     """
-    return decide(policy, 
+    return decide(
+        policy,
         report,
         tool_name=Path(artifact).name or artifact,
         command=[],

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from atip_trust.errors import PolicyError, UsageError
-from atip_trust.evaluate import Constraints
+from atip_trust.evaluate import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
 from atip_trust.provenance.slsa import AllowedSource, BuilderMap
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.keys import key_digest, load_public_key
+from atip_trust.signature.trustroot import TrustRoot
 
 
 def builder_map(policy: Policy) -> Any:
@@ -23,7 +24,8 @@ def builder_map(policy: Policy) -> Any:
         return None
 
     return BuilderMap.from_json(
-        {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or ""}
+        {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or "",
+                       **b.binding_json()}
                       for b in policy.trusted_builders]},
         origin="policy:",
     )
@@ -39,6 +41,52 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
     if first == "staging":
         return True, None
     return False, first
+
+
+def _root_of(entry: str) -> TrustRoot:
+    """One ``trust.trustedRoots`` entry, loaded: ``production``/``staging`` are the embedded roots."""
+    if entry in ("production", "staging"):
+        return TrustRoot.embedded(entry)
+    return TrustRoot.from_file(entry)
+
+
+def choose_trusted_root(
+    policy: Policy | None, cli_path: str | None, cli_staging: bool
+) -> TrustRoot:
+    """The trusted root to verify with, from ``--trusted-root`` / ``--staging`` and the policy.
+
+    DESIGN.md principle 1: the policy is the only source of trust anchors, and a trusted root is the
+    anchor every keyless signer rule stands on (whoever holds a root can mint a certificate for any
+    identity). So when the policy pins roots (a layer states ``trust.trustedRoots``, or the org fixes
+    the anchor set: then silence means the embedded public-good root, compose.py), a flag may only
+    choose one of the pinned roots (same bytes: same sha256 digest, whatever the path); any other root
+    is refused (``UsageError``, exit 2) naming both. Without a pin the flags choose, as cosign's do:
+    ``--trusted-root`` file, else ``--staging``, else the embedded public-good root.
+    """
+    if cli_staging and cli_path:
+        raise UsageError("give --staging or --trusted-root, not both")
+    flag: TrustRoot | None = None
+    if cli_path:
+        flag = TrustRoot.from_file(cli_path)
+    elif cli_staging:
+        flag = TrustRoot.embedded("staging")
+    if policy is None or not policy.trusted_roots_pinned:
+        return flag if flag is not None else TrustRoot.embedded("production")
+    pinned = policy.trusted_roots or ["production"]
+    if flag is None:
+        return _root_of(pinned[0])
+    roots = [_root_of(entry) for entry in pinned]
+    for root in roots:
+        if root.digest == flag.digest:
+            return flag
+    given = f"--trusted-root {cli_path}" if cli_path else "--staging"
+    raise UsageError(
+        f"{given} ({flag.digest}) is not a trusted root the policy pins: trust.trustedRoots expected "
+        f"one of {[f'{e} ({r.digest})' for e, r in zip(pinned, roots)]}, actual {flag.name} "
+        f"({flag.digest}); drop the flag or give the same root"
+        + (f" (the org policy fixes the trust anchors: {list(policy.org_anchors)})"
+           if policy.org_fixes_anchors else "")
+    )
 
 
 def _key_digest_of(path: Path) -> str:
@@ -75,6 +123,16 @@ def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
     caller's anchor, as with cosign.
     """
     declared = [layer for layer in policy.layers if layer.public_keys is not None]
+    if policy.org_silent_on("publicKeys"):
+        # The org fixes the trust anchors and lists no key: neither a local list nor --key adds one
+        # (compose.py). Its own list being absent, nothing can be on it.
+        if given:
+            raise UsageError(
+                f"--key {given[0]} is not a trust anchor: the org policy states the trust anchors "
+                f"({', '.join(policy.org_anchors)}) and no trust.publicKeys, expected no key, actual "
+                f"{_key_digest_of(given[0])}"
+            )
+        return ()
     if not declared:
         return tuple(given)
     allowed_per_layer = [(layer.source, _listed_digests(layer.public_keys or ())) for layer in declared]
@@ -97,15 +155,20 @@ def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
 def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     """Merge policy anchors into ``evaluate.Constraints`` (flags in ``base`` are kept and tightened).
 
-    Signers: the policy's when it states any list (even empty: nobody), else the flags'. Keys: the
-    policy's PEM files, and ``--key`` files only when policy lists their digest (``trusted_keys``).
-    Requirements: the stricter.
+    Signers: the policy's when it states any list (even empty: nobody), else the flags'. When both
+    state signers, a keyless signer must match BOTH: one of the policy's rules (``signers``) and one of
+    the flags' rules with their claims (``also_signers``); flags tighten, never replace (README
+    "verify --policy"). Keys: the policy's PEM files, and ``--key`` files only when policy lists their
+    digest (``trusted_keys``). Requirements: the stricter.
     """
 
     c = base if base is not None else Constraints()
     signers = c.signers
+    also = tuple(c.also_signers)
     if policy.signers_declared:
         signers = tuple(IdentityRule.coerce(s) for s in policy.signers)
+        if c.signers:
+            also += (SignerSet("flags", tuple(c.signers)),)
     keys = trusted_keys(policy, tuple(c.keys))
     req = policy.requirements
     min_slsa = c.min_slsa_level
@@ -120,6 +183,7 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
     return dataclasses.replace(
         c,
         signers=signers,
+        also_signers=also,
         keys=keys,
         min_slsa_level=min_slsa,
         predicate_type=c.predicate_type or req.predicate_type,

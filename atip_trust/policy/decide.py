@@ -16,9 +16,11 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (see
   (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
   (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
       ask when interactive, deny when not.
-  (5v) With ``purpose="verify"`` (``verify --policy``), steps (5)-(8) are replaced by one base: allow when
-      the trust level reaches the policy's ``minTrustLevel``, or VERIFIED when it states none (waivable
-      like any requirement). Command rules, effects, gating and the no-match default govern *running*
+  (5v) With ``purpose="verify"`` (``verify --policy``), steps (5)-(8) are replaced by one base: allow only
+      at VERIFIED, whatever ``minTrustLevel`` says (a lower minimum lets ``admit`` run unsigned tools under
+      its rules and gates; a CI gate named verify must not pass when the evidence is missing, as
+      cosign and slsa-verifier exit non-zero without a verified signature). A live waiver lifts it like
+      any requirement. Command rules, effects, gating and the no-match default govern *running*
       commands, which is ``admit``/``exec``'s question, not whether these bytes are what policy trusts.
   (9) ``ask`` without a human becomes ``deny``; mode ``warn``/``audit`` turns a denial into an allow that
       reports what would have been denied (never for COMPROMISED).
@@ -78,35 +80,47 @@ class _Verdicts:
         return best
 
 
+def _trusted_material(report: TrustReport) -> list[Mapping[str, Any]]:
+    """The per-evidence entries that can vouch for *this* artifact: valid, about this artifact
+    (``applies``: an attestation naming another file says nothing about this one, DESIGN.md principle
+    2) and signed by a signer verification matched against the policy's anchors (``signer_trusted``).
+    The headline ``report.signature`` is a summary for people; it is never what a qualifier counts."""
+    out: list[Mapping[str, Any]] = []
+    for att in report.attestations:
+        if not isinstance(att, Mapping):
+            continue
+        if att.get("valid") is True and att.get("applies") is True and att.get("signer_trusted") is True:
+            out.append(att)
+    return out
+
+
 def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
+    """A rule's ``signer`` qualifier holds when trusted material about this artifact carries it."""
     if rule.signer is None:
         return True
-    sig = report.signature
-    return sig.status == "valid" and rule.signer.matches(sig.identity, sig.issuer, sig.extensions)
+    for att in _trusted_material(report):
+        ident, iss, ext = att.get("identity"), att.get("issuer"), att.get("extensions")
+        if not (isinstance(ident, str) and isinstance(iss, str)):
+            continue
+        if rule.signer.matches(ident, iss, ext if isinstance(ext, Mapping) else {}):
+            return True
+    return False
 
 
 def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
     """Distinct trusted signers: (identity, issuer) for keyless, ("key", digest) for key signatures.
 
-    From evaluate.py's per-evidence entries (``valid``, ``applies``, ``signer_trusted`` — the signer was
-    matched against the policy's anchors), plus the report's headline signature when policy names it.
+    Only from evaluate.py's per-evidence entries that are valid, apply to this artifact and whose
+    signer verification matched against the policy's anchors; a keyless signer must also be one the
+    policy's ``trust.signers`` names (``requirements.signatures.threshold`` counts signers it trusts).
     """
     seen: set[tuple[str, str]] = set()
-    sig = report.signature
-    if sig.status == "valid" and sig.identity is not None and sig.issuer is not None and any(
-        r.matches(sig.identity, sig.issuer, sig.extensions) for r in policy.signers
-    ):
-        seen.add((sig.identity, sig.issuer))
-    for att in report.attestations:
-        if not isinstance(att, Mapping):
-            continue
-        if att.get("valid") is not True or att.get("applies", True) is not True:
-            continue
-        if att.get("signer_trusted") is not True:
-            continue
+    for att in _trusted_material(report):
         ident, iss, key = att.get("identity"), att.get("issuer"), att.get("key")
+        ext = att.get("extensions")
         if isinstance(ident, str) and isinstance(iss, str):
-            seen.add((ident, iss))
+            if any(r.matches(ident, iss, ext if isinstance(ext, Mapping) else {}) for r in policy.signers):
+                seen.add((ident, iss))
         elif isinstance(key, str):
             seen.add(("key", key))
     return seen
@@ -229,6 +243,15 @@ def _core(
     # (2) A signer policy does not name cannot lift the level above UNVERIFIED (principle 1).
     sig = report.signature
     # Every layer that states signers must name this one (a local list narrows the org's, never widens).
+    keyless = sig.status == "valid" and sig.identity is not None and sig.kind != "key"
+    if keyless and policy.org_silent_on("signers"):
+        # The org fixes the trust anchors and names no signer: no local signer can add one (compose.py).
+        level = min(level, TrustLevel.UNVERIFIED)
+        info.append(Reason("SIGNER_NOT_IN_POLICY",
+                           "the signature is valid but the org policy, which states the trust anchors, "
+                           "trusts no keyless signer", rule="trust.signers[org]",
+                           expected=f"no signer (the org states only {list(policy.org_anchors)})",
+                           actual=f"{sig.identity} (issuer {sig.issuer})"))
     for layer in policy.layers:
         if sig.status != "valid" or sig.identity is None or layer.signers is None:
             continue
@@ -315,14 +338,19 @@ def _core(
                                          actual=f"{src_fact.get('uri')} {src_fact.get('ref')}"
                                          if src_fact else "no valid provenance"))
     if req.metadata_sources is not None:
-        src = metadata_source
-        if src is None and isinstance(report.claims, Mapping):
-            src = report.claims.get("source") if isinstance(report.claims.get("source"), str) else None
-        if src not in req.metadata_sources:
-            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED",
-                                         "metadata source is not one policy allows",
+        # Only a source that verification established counts: the ``trust.source`` of metadata whose
+        # own signature verified against signers policy names and that is bound to this artifact
+        # (metadata_trust.py, passed in as ``metadata_source``). The document's unverified claim is
+        # what it says about itself (DESIGN.md principle 1): reported, never accepted.
+        if metadata_source not in req.metadata_sources:
+            claimed = report.claims.get("source") if isinstance(report.claims, Mapping) else None
+            why = ("metadata source is not one policy allows" if metadata_source is not None else
+                   "no metadata source established by verification (signed metadata bound to this tool)"
+                   + (f"; the metadata's own claim {claimed!r} is not evidence"
+                      if isinstance(claimed, str) else ""))
+            trust_failures.append(Reason("METADATA_SOURCE_NOT_ALLOWED", why,
                                          rule="requirements.metadataSources",
-                                         expected=list(req.metadata_sources), actual=src))
+                                         expected=list(req.metadata_sources), actual=metadata_source))
     if req.signature_threshold is not None:
         n = len(_distinct_signers(report, policy))
         if n < req.signature_threshold:
@@ -420,16 +448,20 @@ def _verify_base(
     waiver: Waiver | None,
     source: RuleSource,
 ) -> None:
-    """(5v): the trust question alone. Without a stated minimum, ``verify``'s own bar: VERIFIED."""
-    if minimum is None and level < TrustLevel.VERIFIED:
-        r = Reason("TRUST_NOT_VERIFIED", "verify requires VERIFIED unless the policy states minTrustLevel",
-                   rule="builtin:verify", expected="VERIFIED", actual=level.name)
+    """(5v): the trust question alone. ``verify``'s bar is VERIFIED; a policy minimum can only raise it
+    (VERIFIED is the top level), never lower it: ``max(minimum, VERIFIED)``."""
+    bar = max(minimum or TrustLevel.VERIFIED, TrustLevel.VERIFIED)
+    # A stated minimum at the bar already produced TRUST_BELOW_MINIMUM in step (4); say it once.
+    if level < bar and (minimum is None or minimum < bar):
+        r = Reason("TRUST_NOT_VERIFIED",
+                   "verify requires VERIFIED; a lower requirements.minTrustLevel applies to admit only",
+                   rule="builtin:verify", expected=bar.name, actual=level.name)
         if waiver is not None and level > TrustLevel.COMPROMISED:
             info.append(_waived(r, waiver))
         else:
             v.add("deny", r, "default")
     v.add("allow", Reason("TRUST_REQUIREMENTS_MET", "the artifact meets the policy's trust requirements",
-                          rule="builtin:verify", expected=f">= {(minimum or TrustLevel.VERIFIED).name}",
+                          rule="builtin:verify", expected=f">= {bar.name}",
                           actual=level.name), source)
 
 

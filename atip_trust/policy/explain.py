@@ -46,6 +46,17 @@ def explain_policy(policy: Policy) -> list[str]:
             extra = "; ".join(x for x in (b.name, f"level published at {b.source}" if b.source else None,
                                           f"from {b.origin}" if b.origin else None) if x)
             lines.append(f"  - level {b.level}: {b.id}" + (f" ({extra})" if extra else ""))
+            proof = "; ".join(
+                x for x in (
+                    f"issuer {b.signer_issuer}" if b.signer_issuer else None,
+                    "build signer " + " or ".join(b.signer_workflow) if b.signer_workflow else None,
+                    f"runner_environment {b.runner_environment}" if b.runner_environment else None,
+                    "key " + " or ".join(b.signer_key) if b.signer_key else None,
+                ) if x
+            )
+            lines.append("      only when signed with " + proof if proof and (b.signer_workflow or
+                         b.runner_environment or b.signer_key) else
+                         "      no level: the entry does not say how its signature proves the builder")
     if policy.sources:
         lines.append("Allowed source repositories:")
         lines.extend(f"  - {s.repository} refs {', '.join(s.refs) or 'any'}" for s in policy.sources)

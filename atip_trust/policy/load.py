@@ -46,7 +46,7 @@ from atip_trust.policy.model import (
     Waiver,
 )
 from atip_trust.policy.rules import compile_rule, denied_command_rule, signer_from_json
-from atip_trust.provenance.slsa import BuilderMap
+from atip_trust.provenance.slsa import BuilderMap, SignerBinding
 
 
 def _validator() -> Validator:
@@ -128,9 +128,19 @@ def builtin_builders() -> tuple[BuilderRule, ...]:
     bm = BuilderMap.load(path)
     return tuple(
         BuilderRule(id=e.pattern.text, level=e.level, name=e.name or None, source=e.source or None,
-                    origin=BUILTIN_BUILDERS)
+                    origin=BUILTIN_BUILDERS, **_binding_fields(e.binding.to_json()))
         for e in bm.entries
     )
+
+
+def _binding_fields(b: Any) -> dict[str, Any]:
+    """``BuilderRule`` keyword arguments from a builder entry's signer binding (schema-checked JSON)."""
+
+    def many(v: Any) -> tuple[str, ...]:
+        return () if v is None else (v,) if isinstance(v, str) else tuple(v)
+
+    return {"signer_workflow": many(b.get("signerWorkflow")), "runner_environment": b.get("runnerEnvironment"),
+            "signer_issuer": b.get("signerIssuer"), "signer_key": many(b.get("signerKey"))}
 
 
 def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
@@ -140,14 +150,18 @@ def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
     "add": [builders]}`` takes the shipped map, optionally narrowed to the ids in ``only`` (each must be
     in the map: a typo must not silently drop to "no level"), plus the builders in ``add``.
     """
-    def own(items: Any) -> tuple[BuilderRule, ...]:
+
+    def own(items: Any, where: str) -> tuple[BuilderRule, ...]:
+        for i, b in enumerate(items):
+            SignerBinding.from_json(b, f"{where}[{i}]")  # glob and digest forms (PolicyError with path)
         return tuple(
-            BuilderRule(id=b["id"], level=b["level"], name=b.get("name"), source=b.get("source"))
+            BuilderRule(id=b["id"], level=b["level"], name=b.get("name"), source=b.get("source"),
+                        **_binding_fields(b))
             for b in items
         )
 
     if isinstance(raw, list):
-        return own(raw), False
+        return own(raw, "$.trust.trustedBuilders"), False
     shipped = builtin_builders()
     chosen = shipped
     if "only" in raw:
@@ -161,7 +175,7 @@ def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
                 )
         wanted = set(raw["only"])
         chosen = tuple(b for b in shipped if b.id in wanted)
-    return chosen + own(raw.get("add", ())), True
+    return chosen + own(raw.get("add", ()), "$.trust.trustedBuilders.add"), True
 
 
 def canonical_digest(doc: Any) -> str:
@@ -339,7 +353,7 @@ def layer_from_document(
         document=assert_dict,
         # An included builder map is part of what the policy says: its entries enter the digest.
         digest=canonical_digest(
-            [assert_dict, {BUILTIN_BUILDERS: [[b.id, b.level] for b in builtin_builders()]}]
+            [assert_dict, {BUILTIN_BUILDERS: [[b.id, b.level, b.binding_json()] for b in builtin_builders()]}]
             if included else assert_dict
         ),
         path=path,

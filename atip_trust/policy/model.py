@@ -122,6 +122,26 @@ class BuilderRule:
     #: ``builtin:trusted-builders`` when the rule came from the shipped map; None when the policy
     #: states it.
     origin: str | None = None
+    #: How the attestation's signature proves this builder (``provenance.SignerBinding``): the
+    #: certificate's build-signer workflow patterns, runner environment, OIDC issuer, or trusted key
+    #: digests. A rule stating none of workflow, runner environment or key grants no level.
+    signer_workflow: tuple[str, ...] = ()
+    runner_environment: str | None = None
+    signer_issuer: str | None = None
+    signer_key: tuple[str, ...] = ()
+
+    def binding_json(self) -> dict[str, Any]:
+        """The binding in the JSON names of the map and the policy schema (only the fields stated)."""
+        out: dict[str, Any] = {}
+        if self.signer_workflow:
+            out["signerWorkflow"] = list(self.signer_workflow)
+        if self.runner_environment is not None:
+            out["runnerEnvironment"] = self.runner_environment
+        if self.signer_issuer is not None:
+            out["signerIssuer"] = self.signer_issuer
+        if self.signer_key:
+            out["signerKey"] = list(self.signer_key)
+        return out
 
 
 @dataclass(frozen=True)
@@ -259,11 +279,30 @@ class Policy:
     name: str | None = None
     #: Each layer composed on its own (only when there are several): a denial in any layer stands.
     layer_policies: dict[str, Policy] = field(default_factory=dict)
+    #: The trust anchor lists (document names) some org layer states. Not empty: the org fixes the
+    #: whole anchor set, and a list it is silent on names nobody / the default (compose.py).
+    org_anchors: tuple[str, ...] = ()
+
+    @property
+    def org_fixes_anchors(self) -> bool:
+        return bool(self.org_anchors)
+
+    def org_silent_on(self, name: str) -> bool:
+        """True when the org fixes the anchor set but states no ``trust.<name>``: for signers, keys and
+        registries that list is empty (no local or CLI anchor of that kind counts)."""
+        return self.org_fixes_anchors and name not in self.org_anchors
 
     @property
     def signers_declared(self) -> bool:
-        """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted)."""
-        return any(layer.signers is not None for layer in self.layers)
+        """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted), or
+        the org fixes the anchor set (a signer list it does not state is empty)."""
+        return self.org_fixes_anchors or any(layer.signers is not None for layer in self.layers)
+
+    @property
+    def trusted_roots_pinned(self) -> bool:
+        """True when policy says which trusted root to use: some layer states ``trust.trustedRoots``, or
+        the org fixes the anchor set (then silence means the embedded public-good root)."""
+        return self.org_fixes_anchors or any(layer.trusted_roots is not None for layer in self.layers)
 
     @property
     def sources_declared(self) -> bool:

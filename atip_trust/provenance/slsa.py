@@ -16,8 +16,17 @@ Steps of ``check_provenance``, in order:
 4. ``builder_id``, ``source_uri``, ``source_tag``, ``source_branch``: each requirement given becomes a
    check with expected and actual; ``source``: the repository and ref are one of a set of allowed
    (repository, ref globs) pairs (policy ``trust.sources``; an empty set allows no source).
-5. ``slsa_level``: the level comes ONLY from the trusted-builder map (builder id pattern → level);
-   a level claimed anywhere else is reported, never used (SLSA v1.0 has no level field at all).
+5. ``builder_signer`` and ``slsa_level``: the level comes ONLY from the trusted-builder map (builder id
+   pattern → level), and only when the attestation's verified signature proves that builder signed it
+   (the entry's signer binding: the certificate's build-signer workflow, its runner environment, or a
+   trusted key). A builder id is text the signer wrote; a tenant workflow that writes the generator's id
+   into its own provenance gets no level (slsa-verifier ``VerifyBuilderIdentity``: the builder comes
+   from the certificate, not from the provenance). A level claimed anywhere else is reported, never used
+   (SLSA v1.0 has no level field at all).
+
+Provenance requirements (``provenanceRequired``, ``--builder-id``, ``--min-slsa-level``, ``--source-*``)
+are met only by SLSA provenance predicates (``SLSA_PROVENANCE_TYPES``); an SBOM or any other predicate
+about the same artifact never satisfies them.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -500,12 +509,168 @@ class BuilderPattern:
         return bool(_GLOB_TAIL.match(builder_id[len(prefix):]))
 
 
+#: The OIDC issuer of GitHub Actions tokens, whose Fulcio certificates carry the workflow extensions.
+GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com"
+_KEY_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class BuildSigner:
+    """Who signed an attestation, from its *verified* signature, never from the statement.
+
+    Keyless: the Fulcio certificate's issuer, subject alternative names and extensions (identity.py short
+    names: ``build_signer_uri`` is OID 1.3.6.1.4.1.57264.1.9, ``runner_environment`` .1.11). Key-based:
+    the digest (``sha256:<hex>`` of the DER SubjectPublicKeyInfo) of the trusted key that verified it.
+    """
+
+    issuer: str | None = None
+    identities: tuple[str, ...] = ()
+    extensions: Mapping[str, str] = field(default_factory=dict)
+    key_digest: str | None = None
+
+    @property
+    def workflow_uris(self) -> tuple[str, ...]:
+        """The signing workflow as the certificate states it: the Build Signer URI (.1.9) and every SAN.
+
+        Fulcio writes both from the token's ``job_workflow_ref`` for GitHub Actions; slsa-verifier reads
+        the SAN. Both must name the builder, so a certificate that disagrees with itself proves nothing.
+        """
+        out: list[str] = []
+        bsu = self.extensions.get("build_signer_uri")
+        if bsu:
+            out.append(bsu)
+        out.extend(i for i in self.identities if i not in out)
+        return tuple(out)
+
+    def describe(self) -> str:
+        if self.key_digest is not None:
+            return f"key {self.key_digest}"
+        env = self.extensions.get("runner_environment")
+        return (f"{', '.join(self.workflow_uris) or 'no identity'} from {self.issuer}"
+                f"; runner_environment {env if env is not None else 'absent'}")
+
+
+@dataclass(frozen=True)
+class SignerBinding:
+    """How a trusted-builder entry's signature proves the builder (fields of the map entry).
+
+    ``signerWorkflow``: the certificate's build-signer workflow (and SAN) must match one of these builder
+    id patterns (a glob only at the end of the ref, as for builder ids): the slsa-github-generator signs
+    with its own reusable workflow at a release tag (BYOB builders with the delegator's), which a tenant
+    workflow cannot do. ``runnerEnvironment``: the certificate's Runner Environment extension (set by
+    Fulcio from the OIDC token, not by the workflow) must equal it (``github-hosted``; slsa-verifier
+    refuses npm's ``github-hosted`` builder when it is absent or ``self-hosted``). ``signerIssuer``: the
+    certificate's OIDC issuer must equal it. ``signerKey``: key-signed provenance counts when the key's
+    digest is listed. An entry stating none of ``signerWorkflow``, ``runnerEnvironment`` or ``signerKey``
+    grants no level: nothing would tie the level to the signature (fail closed).
+    """
+
+    workflows: tuple[BuilderPattern, ...] = ()
+    runner_environment: str | None = None
+    issuer: str | None = None
+    keys: tuple[str, ...] = ()
+
+    @property
+    def stated(self) -> bool:
+        return bool(self.workflows or self.runner_environment is not None or self.keys)
+
+    def describe(self) -> str:
+        parts: list[str] = []
+        if self.issuer is not None:
+            parts.append(f"issuer {self.issuer}")
+        if self.workflows:
+            parts.append("build signer " + " or ".join(w.text for w in self.workflows))
+        if self.runner_environment is not None:
+            parts.append(f"runner_environment {self.runner_environment}")
+        keyless = "; ".join(parts)
+        if self.keys:
+            keyed = "key " + " or ".join(self.keys)
+            return f"{keyless}, or {keyed}" if keyless else keyed
+        return keyless or "no signer binding stated (no level)"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.workflows:
+            out["signerWorkflow"] = [w.text for w in self.workflows]
+        if self.runner_environment is not None:
+            out["runnerEnvironment"] = self.runner_environment
+        if self.issuer is not None:
+            out["signerIssuer"] = self.issuer
+        if self.keys:
+            out["signerKey"] = list(self.keys)
+        return out
+
+    @classmethod
+    def from_json(cls, b: Mapping[str, Any], where: str) -> SignerBinding:
+        """From a map or policy entry's ``signerWorkflow`` (string or list), ``runnerEnvironment``,
+        ``signerIssuer`` and ``signerKey`` (string or list of ``sha256:<hex>``)."""
+
+        def strings(key: str) -> tuple[str, ...]:
+            raw = b.get(key)
+            if raw is None:
+                return ()
+            items = [raw] if isinstance(raw, str) else raw
+            if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
+                raise PolicyError(f"'{key}' must be a non-empty string or list of them, got {_shown(raw)}",
+                                  path=f"{where}.{key}")
+            return tuple(items)
+
+        workflows: list[BuilderPattern] = []
+        for i, text in enumerate(strings("signerWorkflow")):
+            try:
+                workflows.append(BuilderPattern(text))
+            except PolicyError as err:
+                err.path = f"{where}.signerWorkflow" + (f"[{i}]" if isinstance(b.get("signerWorkflow"), list) else "")
+                raise
+        keys = strings("signerKey")
+        for k in keys:
+            if not _KEY_DIGEST.match(k):
+                raise PolicyError(f"'signerKey' entries are sha256:<64 hex>, got {k!r}", path=f"{where}.signerKey")
+        single: dict[str, str | None] = {}
+        for key in ("runnerEnvironment", "signerIssuer"):
+            value = b.get(key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise PolicyError(f"'{key}' must be a non-empty string, got {_shown(value)}", path=f"{where}.{key}")
+            single[key] = value
+        return cls(tuple(workflows), single["runnerEnvironment"], single["signerIssuer"], keys)
+
+    def proves(self, builder_id: str, signer: BuildSigner | None) -> tuple[bool, str]:
+        """Does this verified signer prove ``builder_id``? (ok, what the certificate or key showed)."""
+        if signer is None:
+            return False, "no verified signer"
+        actual = signer.describe()
+        if not self.stated:
+            return False, actual
+        if signer.key_digest is not None:
+            return signer.key_digest in self.keys, actual
+        if not (self.workflows or self.runner_environment is not None):
+            return False, actual  # only keys listed; a certificate cannot be one of them
+        if self.issuer is not None and signer.issuer != self.issuer:
+            return False, actual
+        if self.runner_environment is not None:
+            if signer.extensions.get("runner_environment") != self.runner_environment:
+                return False, actual
+        if self.workflows:
+            uris = signer.workflow_uris
+            if not uris or not all(any(w.matches(u) for w in self.workflows) for u in uris):
+                return False, actual
+            # A builder that signs as itself (not a BYOB delegator signing for a builder workflow) must
+            # name exactly the workflow and tag that signed (slsa-verifier compares the certificate's
+            # builder id with the provenance's): the generator at v1.9.0 cannot vouch for "v2.0.0".
+            head = builder_id.partition("@")[0]
+            if any(u.partition("@")[0] == head for u in uris) and any(u != builder_id for u in uris):
+                return False, actual
+        return True, actual
+
+
 @dataclass(frozen=True)
 class BuilderEntry:
     pattern: BuilderPattern
     level: int
     name: str = ""
     source: str = ""
+    #: How the attestation's signature must prove this builder; without one the entry grants no level.
+    binding: SignerBinding = field(default_factory=SignerBinding)
 
 
 @dataclass(frozen=True)
@@ -517,7 +682,8 @@ class BuilderMap:
 
     @classmethod
     def from_json(cls, doc: Any, *, origin: str = "") -> BuilderMap:
-        """From ``{"builders": [{"id": ..., "level": 0-3, "name"?, "source"?, ...}], ...}``."""
+        """From ``{"builders": [{"id": ..., "level": 0-3, "name"?, "source"?, "signerWorkflow"?,
+        "runnerEnvironment"?, "signerIssuer"?, "signerKey"?}], ...}`` (``SignerBinding``)."""
         if not isinstance(doc, dict):
             raise PolicyError("trusted-builder map must be a JSON object", path=origin or "$")
         builders = doc.get("builders")
@@ -539,7 +705,8 @@ class BuilderMap:
                 err.path = where + ".id"
                 raise
             entries.append(
-                BuilderEntry(pattern, level, str(b.get("name", "")), str(b.get("source", "")))
+                BuilderEntry(pattern, level, str(b.get("name", "")), str(b.get("source", "")),
+                             SignerBinding.from_json(b, where))
             )
         return cls(tuple(entries), origin)
 
@@ -586,6 +753,8 @@ class ProvenanceRequirements:
     min_slsa_level: int | None = None
     #: Allowed (repository, refs) pairs; None: no requirement; empty: no source is allowed.
     sources: tuple[AllowedSource, ...] | None = None
+    #: Policy ``provenanceRequired``: some SLSA provenance must name the artifact.
+    provenance_required: bool = False
 
     def __post_init__(self) -> None:
         if self.builder_id is not None:
@@ -594,8 +763,16 @@ class ProvenanceRequirements:
             raise PolicyError(f"--min-slsa-level must be 0-3 (SLSA v1.0 Build track), got {self.min_slsa_level}")
 
     @property
+    def needs_slsa(self) -> bool:
+        """Only SLSA provenance can meet these requirements (everything but a bare predicate filter)."""
+        return self.provenance_required or self.sources is not None or any(
+            v is not None
+            for v in (self.builder_id, self.source_uri, self.source_tag, self.source_branch, self.min_slsa_level)
+        )
+
+    @property
     def any(self) -> bool:
-        return self.sources is not None or any(
+        return self.provenance_required or self.sources is not None or any(
             v is not None
             for v in (
                 self.predicate_type,
@@ -651,8 +828,13 @@ def check_provenance(
     builders: BuilderMap,
     *,
     evidence: str | None = None,
+    signer: BuildSigner | None = None,
 ) -> ProvenanceOutcome:
-    """Run steps 1–5 of the module docstring on one verified statement. Never raises for bad content."""
+    """Run steps 1–5 of the module docstring on one verified statement. Never raises for bad content.
+
+    ``signer`` is who the verified signature says signed the statement; without it no builder is proven,
+    so no SLSA level is granted.
+    """
     checks: list[Check] = []
 
     # (1) subject: does this attestation talk about this artifact at all?
@@ -695,6 +877,17 @@ def check_provenance(
             )
         )
         return ProvenanceOutcome(checks, applies=False, passed=False, statement=statement)
+    if requirements.needs_slsa and statement.predicate_type not in SLSA_PROVENANCE_TYPES:
+        # An SBOM, a release attestation or an unknown predicate about this artifact is not provenance:
+        # it says nothing about who built it, so it never meets a provenance requirement.
+        checks.append(
+            _check(
+                "predicate_type", False,
+                "not SLSA provenance: provenance requirements are met only by SLSA provenance",
+                list(SLSA_PROVENANCE_TYPES), statement.predicate_type, evidence,
+            )
+        )
+        return ProvenanceOutcome(checks, applies=True, passed=False, statement=statement)
     checks.append(
         _check("predicate_type", True, "", wanted or "any", statement.predicate_type, evidence)
     )
@@ -708,25 +901,8 @@ def check_provenance(
         )
         return ProvenanceOutcome(checks, applies=True, passed=False, statement=statement)
     if facts is None:
-        slsa_needed = any(
-            v is not None
-            for v in (
-                requirements.builder_id,
-                requirements.source_uri,
-                requirements.source_tag,
-                requirements.source_branch,
-                requirements.min_slsa_level,
-                requirements.sources,
-            )
-        )
-        if slsa_needed:
-            checks.append(
-                _check(
-                    "build_type", False, "not SLSA provenance, so builder and source cannot be checked",
-                    list(SLSA_PROVENANCE_TYPES), statement.predicate_type, evidence,
-                )
-            )
-        return ProvenanceOutcome(checks, applies=True, passed=not slsa_needed, statement=statement)
+        # Not SLSA provenance and nothing needs it to be (checked in step 2).
+        return ProvenanceOutcome(checks, applies=True, passed=True, statement=statement)
     if not facts.build_type_known:
         checks.append(
             _check(
@@ -739,6 +915,11 @@ def check_provenance(
         checks.append(_check("build_type", True, "", None, facts.build_type, evidence))
 
     # (4) builder and source requirements.
+    entry = builders.lookup(facts.builder_id) if facts.builder_id else None
+    proven, signer_shown = (
+        entry.binding.proves(facts.builder_id, signer) if entry is not None and facts.builder_id
+        else (False, signer.describe() if signer is not None else None)
+    )
     if requirements.builder_id is not None:
         pat = BuilderPattern(requirements.builder_id)
         ok = facts.builder_id is not None and pat.matches(facts.builder_id)
@@ -749,6 +930,27 @@ def check_provenance(
                 requirements.builder_id, facts.builder_id, evidence,
             )
         )
+    if entry is not None and (requirements.builder_id is not None or requirements.min_slsa_level is not None):
+        # The builder id is what the signer wrote. A map entry that says how its signature proves it
+        # makes it a fact; an entry stating no binding leaves it a claim: no level (step 5), and a
+        # --builder-id still compares the claim, as it does for builders outside the map.
+        if entry.binding.stated:
+            checks.append(
+                _check(
+                    "builder_signer", proven,
+                    f"signed by builder {entry.pattern.text!r}" if proven else
+                    f"builder {facts.builder_id!r} is named by the provenance but its signature does "
+                    "not come from that builder, so the builder id is only a claim (no level)",
+                    entry.binding.describe(), signer_shown, evidence,
+                )
+            )
+        else:
+            checks.append(
+                Check("builder_signer", "skip",
+                      f"trusted-builder entry {entry.pattern.text!r} states no signer binding "
+                      "(signerWorkflow, runnerEnvironment or signerKey), so it grants no level",
+                      entry.binding.describe(), signer_shown, evidence)
+            )
     if requirements.source_uri is not None:
         want = normalize_source_uri(requirements.source_uri)
         ok = facts.build_type_known and facts.source_uri == want
@@ -788,13 +990,16 @@ def check_provenance(
             )
         )
 
-    # (5) level from the trusted-builder map only.
-    entry = builders.lookup(facts.builder_id) if facts.builder_id else None
-    level = entry.level if entry is not None else None
-    level_source = entry.pattern.text if entry is not None else None
+    # (5) level from the trusted-builder map only, and only for a builder its signature proves.
+    level = entry.level if entry is not None and proven else None
+    level_source = entry.pattern.text if entry is not None and proven else None
     if requirements.min_slsa_level is not None:
         ok = level is not None and level >= requirements.min_slsa_level
-        if level is None:
+        if entry is not None and not proven:
+            msg = (f"builder {facts.builder_id!r} maps to L{entry.level} via {entry.pattern.text!r}, but "
+                   f"the signature does not prove that builder (expected {entry.binding.describe()}; "
+                   f"actual {signer_shown}), so it has no level")
+        elif level is None:
             msg = f"builder {facts.builder_id!r} is not in the trusted-builder map, so it has no level"
         elif not ok:
             msg = f"builder maps to SLSA Build L{level} via {level_source!r}"
@@ -844,6 +1049,10 @@ __all__ = [
     "BuilderPattern",
     "BuilderEntry",
     "BuilderMap",
+    "BuildSigner",
+    "SignerBinding",
+    "GITHUB_ACTIONS_ISSUER",
+    "SLSA_PROVENANCE_TYPES",
     "ProvenanceRequirements",
     "ProvenanceOutcome",
     "parse_statement",

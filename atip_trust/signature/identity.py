@@ -201,20 +201,26 @@ class IdentityRule:
 
 
 def match_identities(
-    rules: Iterable[IdentityRule], facts: CertificateFacts, *, evidence: str | None = None
+    rules: Iterable[IdentityRule],
+    facts: CertificateFacts,
+    *,
+    evidence: str | None = None,
+    origin: str | None = None,
 ) -> tuple[IdentityRule | None, list[Check]]:
     """Return the first rule the certificate satisfies (or None) and the checks to report.
 
     With a match, one passing check per constrained field; without, the checks of the closest rule
-    (fewest mismatches) so the message names expected and actual values.
+    (fewest mismatches) so the message names expected and actual values. ``origin`` (``flags``) names
+    where the rules come from when they are one of several sets that must all hold.
     """
     rules = list(rules)
+    by = f" by the {origin} signer rules" if origin else ""
     if not rules:
         return None, [
             Check(
                 "identity",
                 "fail",
-                "no signer is allowed (empty allowlist)",
+                f"no signer is allowed{by} (empty allowlist)",
                 expected=[],
                 actual=facts.identity,
                 evidence=evidence,
@@ -226,7 +232,7 @@ def match_identities(
         miss = rule.mismatches(facts)
         if not miss:
             checks = [
-                Check("identity", "pass", "signer is allowed", rule.describe().split(" from ")[0],
+                Check("identity", "pass", f"signer is allowed{by}", rule.describe().split(" from ")[0],
                       facts.identity, evidence),
                 Check("issuer", "pass", "", rule.issuer or f"/{rule.issuer_regexp}/", facts.issuer,
                       evidence),
@@ -243,7 +249,7 @@ def match_identities(
     rule, miss = best
     suffix = "" if len(rules) == 1 else f" (closest of {len(rules)} allowed signers)"
     return None, [
-        Check(name, "fail", f"signer not allowed{suffix}", exp, act, evidence, impact="unverified")
+        Check(name, "fail", f"signer not allowed{by}{suffix}", exp, act, evidence, impact="unverified")
         for name, exp, act in miss
     ]
 

@@ -40,6 +40,11 @@ from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
 from atip_trust.signature.bundle import BundleInput
 from atip_trust.signature.identity import CertificateFacts
+from atip_trust.signature.tlog import (
+    TlogVerificationError,
+    check_integrated_times,
+    integrated_time_utc,
+)
 from atip_trust.signature.trustroot import TrustRoot
 
 #: How far in the future an integrated time may lie before we refuse it (clock skew between hosts).
@@ -116,11 +121,38 @@ def _stage(message: str) -> str:
 
 
 def _integrated_time(doc: dict[str, Any]) -> datetime | None:
+    """The first entry's integrated time; None when absent or 0 (Rekor v2). Range-checked before."""
     try:
-        entry = doc["verificationMaterial"]["tlogEntries"][0]
-        return datetime.fromtimestamp(int(entry["integratedTime"]), tz=timezone.utc)
-    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError):
+        seconds = int(doc["verificationMaterial"]["tlogEntries"][0]["integratedTime"])
+    except (KeyError, IndexError, TypeError, ValueError):
         return None
+    return integrated_time_utc(seconds) if seconds > 0 else None
+
+
+def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
+    """A ``timestamp`` failure for the first RFC 3161 token that cannot be parsed (a genTime such as
+    year 0001 that the parser refuses raises a bare ``ValueError`` inside sigstore-python); else None.
+    Parsed with rfc3161-client, the library sigstore-python itself uses. Nothing is verified here."""
+    tvd = ((doc.get("verificationMaterial") or {}) if isinstance(doc, dict) else {}).get(
+        "timestampVerificationData")
+    tokens = (tvd.get("rfc3161Timestamps") if isinstance(tvd, dict) else None) or []
+    if not isinstance(tokens, list):
+        return None
+    from rfc3161_client import decode_timestamp_response
+
+    for i, t in enumerate(tokens):
+        raw = t.get("signedTimestamp") if isinstance(t, dict) else None
+        if not isinstance(raw, str):
+            continue
+        try:
+            decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time
+        except binascii.Error:
+            continue  # not base64: the bundle parser names it
+        except Exception as err:  # noqa: BLE001 - the Rust parser raises several types
+            return Check("timestamp", "fail", f"signed timestamp {i} cannot be parsed: {err}",
+                         expected="an RFC 3161 TimeStampResp", actual=f"rfc3161Timestamps[{i}]",
+                         evidence=evidence, impact="unverified")
+    return None
 
 
 def subjects_of(payload: bytes) -> list[dict[str, Any]]:
@@ -193,6 +225,17 @@ class KeylessVerifier:
         from sigstore_models.common.v1 import HashAlgorithm
 
         ev = b.label
+        try:
+            # Before sigstore-python, whose datetime.fromtimestamp raises bare ValueError/OSError on a
+            # time past year 9999: a named, closed failure for this bundle only.
+            check_integrated_times(b.doc)
+        except TlogVerificationError as err:
+            out.checks.append(err.to_check(evidence=ev))
+            return
+        bad_token = _unparsable_timestamp(b.doc, ev)
+        if bad_token is not None:
+            out.checks.append(bad_token)
+            return
         try:
             bundle = Bundle.from_json(b.raw)
         except SigstoreError as err:

@@ -73,10 +73,58 @@ _PROOF_KEYS = {"logIndex", "rootHash", "treeSize", "hashes", "checkpoint"}
 
 class TlogVerificationError(CheckFailure):
     """A log entry failed a check. ``check`` names it (``tlog.inclusion_proof``, ``tlog.checkpoint``,
-    ``tlog.set``, ``tlog.key``, ``tlog.time``, ``tlog.entry``); the message names expected and actual."""
+    ``tlog.set``, ``tlog.key``, ``tlog.time``, ``tlog.integrated_time``, ``tlog.entry``); the message
+    names expected and actual."""
 
     # A forged proof, checkpoint, SET or time is tampering; a log missing from the root is not.
     TAMPER_CHECKS = frozenset({"tlog.inclusion_proof", "tlog.checkpoint", "tlog.set", "tlog.time"})
+
+
+# --- times --------------------------------------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def integrated_time_utc(seconds: int, *, path: str = "$.integratedTime") -> datetime:
+    """An entry's ``integratedTime`` (seconds since the Unix epoch) as an aware UTC datetime.
+
+    protobuf-specs allows any int64, but a ``datetime`` ends at 9999-12-31T23:59:59 and the platform's
+    ``fromtimestamp`` ends earlier still (``OSError``/``OverflowError``/``ValueError`` depending on the
+    C library). No honest log writes such a time: the bundle fails closed with the named check
+    ``tlog.integrated_time`` (not tampering evidence: nothing has verified the SET that would sign it),
+    and the caller goes on with the other bundles. Computed from the epoch, so every platform agrees.
+    """
+    try:
+        return _EPOCH + timedelta(seconds=seconds)
+    except OverflowError:
+        raise TlogVerificationError(
+            f"{path} {seconds} is outside the representable time range (after 9999-12-31T23:59:59Z)",
+            check="tlog.integrated_time",
+            expected=f"0..{int((datetime.max.replace(tzinfo=UTC) - _EPOCH).total_seconds())}",
+            actual=seconds,
+        ) from None
+
+
+def check_integrated_times(doc: Any) -> None:
+    """Every ``verificationMaterial.tlogEntries[].integratedTime`` of a bundle is a representable time;
+    raises ``TlogVerificationError`` (``tlog.integrated_time``) naming the first that is not.
+
+    Run before handing a bundle to a verifier that converts the time itself (sigstore-python raises
+    ``ValueError``/``OSError`` out of ``datetime.fromtimestamp``). Shapes are left to the parsers.
+    """
+    entries = ((doc.get("verificationMaterial") or {}) if isinstance(doc, dict) else {}).get("tlogEntries")
+    if not isinstance(entries, list):
+        return
+    for i, entry in enumerate(entries):
+        raw = entry.get("integratedTime") if isinstance(entry, dict) else None
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            continue
+        try:
+            seconds = int(raw)
+        except ValueError:
+            continue
+        if seconds > 0:
+            integrated_time_utc(seconds, path=f"$.verificationMaterial.tlogEntries[{i}].integratedTime")
 
 
 # --- parsing ------------------------------------------------------------------------------------------
@@ -573,7 +621,7 @@ def verify_entry(
             expected="integratedTime",
             actual=None,
         )
-    when = datetime.fromtimestamp(entry.integrated_time, tz=UTC)
+    when = integrated_time_utc(entry.integrated_time, path=f"{entry.path}.integratedTime")
     current = now or datetime.now(UTC)
     if when > current + MAX_FUTURE_SKEW:
         raise TlogVerificationError(
@@ -649,7 +697,9 @@ __all__ = [
     "InclusionProof",
     "LogEntry",
     "TlogVerificationError",
+    "check_integrated_times",
     "find_log_key",
+    "integrated_time_utc",
     "leaf_hash",
     "parse_checkpoint",
     "root_from_inclusion_proof",

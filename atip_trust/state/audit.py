@@ -7,15 +7,22 @@ command words, or key material.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-from atip_trust.errors import ArtifactAccessError
+from atip_trust.errors import ArtifactAccessError, NotARegularFileError
+
+try:  # POSIX; elsewhere lines are appended without the truncate-back guard
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 from atip_trust.facts.report import Decision, TrustReport
 
 
@@ -95,20 +102,85 @@ def audit_error_record(
     }
 
 
-def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> Path:
-    """Append one line and fsync it; the file is created 0600 (it names tools and identities)."""
-    target = Path(path) if path is not None else default_audit_path()
-    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode()
+def _open_log(target: Path) -> int:
+    """Open the log for appending: a regular file only, never a symlink, never blocking.
+
+    ``O_NONBLOCK``: opening a FIFO for writing fails at once (ENXIO) when nobody reads it, and one that
+    has a reader is refused by the ``fstat`` below, so a FIFO planted at the log path cannot hang
+    ``admit``. ``O_NOFOLLOW``: a symlink at the log path is refused rather than followed.
+    """
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+             | getattr(os, "O_NOCTTY", 0))
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(
-            target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-        )
+        fd = os.open(target, flags, 0o600)
     except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotARegularFileError("audit log is a symbolic link, not a regular file",
+                                       path=str(target)) from err
+        if err.errno == errno.ENXIO:
+            raise NotARegularFileError("audit log is a FIFO or socket, not a regular file",
+                                       path=str(target)) from err
         raise ArtifactAccessError(f"cannot open audit log: {err.strerror}", path=str(target)) from err
     try:
-        os.write(fd, line)  # one write of one line under O_APPEND: lines never interleave
-        os.fsync(fd)
+        st = os.fstat(fd)
+    except OSError as err:
+        os.close(fd)
+        raise ArtifactAccessError(f"cannot stat audit log: {err.strerror}", path=str(target)) from err
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotARegularFileError("audit log is not a regular file", path=str(target))
+    return fd
+
+
+def _write_all(fd: int, line: bytes) -> None:
+    """Write the whole line or leave the file as it was: a partial line is never left behind.
+
+    Under an exclusive ``flock`` (other ``admit`` processes wait), the end of the file is noted, the
+    line is written in a loop (a short write, e.g. at a file-size limit or a full disk, continues
+    where it stopped), and on any failure the file is truncated back to that end.
+    """
+    locked = False
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = True
+        except OSError:
+            locked = False  # a file system without locks: still append, without the rollback guard
+    try:
+        start = os.fstat(fd).st_size
+        view = memoryview(line)
+        try:
+            while view:
+                n = os.write(fd, view)
+                if n <= 0:
+                    raise OSError(errno.EIO, "the audit log accepted no bytes")
+                view = view[n:]
+            os.fsync(fd)
+        except OSError:
+            if locked:
+                try:
+                    os.ftruncate(fd, start)
+                except OSError:
+                    pass  # the write error below is what the caller must see
+            raise
+    finally:
+        if locked:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> Path:
+    """Append one line and fsync it; the file is created 0600 (it names tools and identities).
+
+    Raises ``NotARegularFileError`` for anything but a regular file (FIFO, device, directory, symlink)
+    and ``ArtifactAccessError`` when the line cannot be written whole; the caller treats either as a
+    failed decision (exit 2), never as success.
+    """
+    target = Path(path) if path is not None else default_audit_path()
+    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode()
+    fd = _open_log(target)
+    try:
+        _write_all(fd, line)
     except OSError as err:
         raise ArtifactAccessError(f"cannot write audit log: {err.strerror}", path=str(target)) from err
     finally:
