@@ -27,10 +27,10 @@ from ..policy import (
     cli_layer,
     compose,
     load_layer,
-    states_for_command,
     to_agent_tool,
 )
 from ..policy.constraints import constraints_from_policy, trusted_root_choice
+from ..policy.effects import command_states
 from ..policy.load import default_policy_path, org_layers
 from ..policy.model import Policy
 from ..policy.rules import split_command
@@ -207,6 +207,7 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
 
     effects_verified = False
     states = None
+    effects_unknown: str | None = None
     if metadata is not None:
         from ..digest import Digest
         from ..metadata import load_metadata
@@ -214,7 +215,7 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
         doc = load_metadata(
             metadata, lookup_digest=Digest.parse(f"sha256:{hexdigest}") if from_shim else None
         )
-        states, _found = states_for_command(doc.doc, words)
+        states, effects_unknown = command_states(doc.doc, words)
         if from_shim:
             registry_signers = [s for reg in policy.registries for s in reg.signers]
             effects_verified = _metadata_verified(metadata, shim_bundle, registry_signers, trust_root)
@@ -231,6 +232,7 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
         effects=states,
         effects_verified=effects_verified,
         interactive=interactive,
+        effects_unknown=effects_unknown,
     )
     report.decision = decision
 
