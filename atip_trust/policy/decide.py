@@ -338,7 +338,7 @@ def _core(
     allowed_by: CommandRule | None = None
     asked = False
     too_large = command_too_large(tokens, line)
-    variants, complete = command_variants(tokens) if too_large is None else ([], False)
+    variants, complete = command_variants(tokens, line) if too_large is None else ([], False)
     if too_large is not None:
         # Matching is linear, but a bound on the input keeps a hostile command from costing more.
         v.add("deny", Reason("COMMAND_TOO_LARGE", "the command is longer than rules are matched against",

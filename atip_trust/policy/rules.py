@@ -238,7 +238,7 @@ def _is_option(word: str) -> bool:
 
 
 def command_variants(
-    tokens: tuple[str, ...], *, max_candidates: int | None = None
+    tokens: tuple[str, ...], line: str | None = None, *, max_candidates: int | None = None
 ) -> tuple[list[tuple[tuple[str, ...], str]], bool]:
     """The command as given, then each reading with the options before the sub-command removed.
 
@@ -253,8 +253,20 @@ def command_variants(
 
     cap = LIMITS.command_start_candidates if max_candidates is None else max_candidates
     tool, words = tokens[0], tokens[1:]
-    out = [(tokens, command_line(tool, words)[1])]
     n = len(words)
+    if not words or not _is_option(words[0]):
+        # The common case: the sub-command (or the first argument) comes first; one reading.
+        return [(tokens, line if line is not None else command_line(tool, words)[1])], True
+    quoted = [_word(t) for t in tokens]
+    line = " ".join(quoted)
+    out = [(tokens, line)]
+    # Each reading's line is a suffix of the original after the tool: slice it, quote nothing twice.
+    starts_at = [0] * (n + 1)
+    pos = len(quoted[0]) + 1
+    for k in range(n):
+        starts_at[k] = pos
+        pos += len(quoted[k + 1]) + 1
+    starts_at[n] = len(line) + 1
     reach = [False] * (n + 1)
     reach[0] = True
     frontier = 0  # the furthest index leading options can reach; the walk stops past it
@@ -270,7 +282,8 @@ def command_variants(
                 starts += 1
                 if starts > cap:
                     return out, False
-                out.append(command_line(tool, words[i:]))
+                rest = line[starts_at[i]:]
+                out.append(((tool, *words[i:]), f"{quoted[0]} {rest}" if rest else quoted[0]))
         i += 1
     return out, True
 
