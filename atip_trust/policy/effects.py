@@ -234,4 +234,4 @@ def merge_declared(levels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["command_states", "states_for_command"]
+__all__ = ["states_for_command"]
