@@ -10,8 +10,10 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (see
   (4) Requirements: minimum trust level, provenance, SLSA level, metadata source, M-of-N signers
       (a live waiver for the digest or tool lifts these and the trust part of (7); an expired one is
       reported and ignored).
-  (5) Command rules: deny, then ask, then allow; a qualified rule applies only when its trust level and
-      signer hold.
+  (5) Command rules: deny, then ask, then allow; a qualified allow rule applies only when its trust
+      level and signer hold (deny and ask rules carry no qualifier). Deny and ask rules also see the
+      command with leading options removed (``rules.command_variants``); a command above the size caps,
+      or with too many readings to check, is denied.
   (6) Effects: RFC §10.2 ``effectRestrictions``; declared safety counts only when verified (principle 10).
   (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
   (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
