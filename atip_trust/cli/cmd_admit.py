@@ -37,10 +37,10 @@ from ..policy import (
     cli_layer,
     compose,
     load_layer,
-    states_for_command,
     to_agent_tool,
 )
 from ..policy.constraints import choose_trusted_root, constraints_from_policy
+from ..policy.effects import command_states
 from ..policy.load import default_policy_path, org_layers
 from ..policy.model import Policy
 from ..policy.rules import split_command
@@ -198,8 +198,9 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     effects_verified = False
     metadata_source: str | None = None
     states = None
+    effects_unknown: str | None = None
     if doc is not None:
-        states, _found = states_for_command(doc.doc, words)
+        states, effects_unknown = command_states(doc.doc, words)
         signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
                    else list(policy.signers))
         trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
@@ -217,6 +218,7 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
         effects_verified=effects_verified,
         interactive=interactive,
         metadata_source=metadata_source,
+        effects_unknown=effects_unknown,
     )
     report.decision = decision
 

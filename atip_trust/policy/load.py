@@ -48,7 +48,7 @@ from .model import (
     Waiver,
 )
 from .._shipped import shipped_file
-from .rules import compile_rule, denied_command_rule
+from .rules import compile_rule, denied_command_rule, qualifier_refusal
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
@@ -257,10 +257,27 @@ def _parse_expiry(text: str, where: str) -> datetime:
     return when
 
 
+def _refuse_qualified_deny_ask(doc: Any) -> None:
+    """A qualifier on a deny or ask rule narrows it to trusted tools, so a *less* trusted binary would
+    skip the denial or the question. The schema refuses it; this says why, at the qualifier's path,
+    before the schema's generic "unknown key"."""
+    perms = doc.get("permissions") if isinstance(doc, dict) else None
+    if not isinstance(perms, dict):
+        return
+    for behavior in ("deny", "ask"):
+        entries = perms.get(behavior)
+        for i, raw in enumerate(entries if isinstance(entries, list) else ()):
+            for key in ("minTrustLevel", "signer"):
+                if isinstance(raw, dict) and key in raw:
+                    raise PolicyError(qualifier_refusal(behavior),
+                                      path=f"$.permissions.{behavior}[{i}].{key}")
+
+
 def layer_from_document(
     doc: Any, *, source: RuleSource, path: str | None = None, base_dir: Path | None = None
 ) -> PolicyLayer:
     """Schema-check one policy document and compile it into a ``PolicyLayer``."""
+    _refuse_qualified_deny_ask(doc)
     err = _schema_error(doc)
     if err is not None:
         raise err

@@ -190,7 +190,11 @@ class CommandRule:
     text: str
     source: RuleSource
     pattern: str = ""
-    regex: re.Pattern[str] | None = None
+    #: ``prefix``/``wildcard``: the literal pieces between unescaped ``*`` (``"a * b"`` → ``("a ", " b")``),
+    #: matched linearly by ``rules.glob_match`` (no regexp, no backtracking).
+    parts: tuple[str, ...] = ()
+    #: A trailing `` *`` also matches nothing (``gh pr view *`` matches ``gh pr view``).
+    tail_optional: bool = False
     tokens: tuple[tuple[str, ...], ...] = ()
     min_trust_level: TrustLevel | None = None
     signer: SignerRule | None = None
@@ -321,6 +325,7 @@ class Policy:
         metadata_source: str | None = None,
         now: datetime | None = None,
         purpose: Literal["run", "verify"] = "run",
+        effects_unknown: str | None = None,
     ) -> Decision:
         """The admission decision for running ``tool_name`` (or one of its commands); with
         ``purpose="verify"``, only whether the bytes meet the policy's trust rules (decide.py (5v))."""
@@ -337,6 +342,7 @@ class Policy:
             metadata_source=metadata_source,
             now=now,
             purpose=purpose,
+            effects_unknown=effects_unknown,
         )
 
 
