@@ -33,6 +33,15 @@ class Limits:
     fetch_bytes: int = 8 * 1024 * 1024
     #: Read size for streaming hashes: large enough to amortise syscalls, small enough to stay bounded.
     hash_chunk: int = 1024 * 1024
+    #: A command line decided against command rules (the argv joined by spaces). Linux caps one argument
+    #: at 128 KiB (MAX_ARG_STRLEN) and the whole argv+environment near 2 MiB (ARG_MAX); matching is
+    #: linear, the cap bounds the work a hostile command can cause. Above it: deny, naming both sizes.
+    command_chars: int = 256 * 1024
+    #: Words in that command line.
+    command_words: int = 65_536
+    #: Places where the sub-command may start after leading options of unknown arity (``git -C . push``):
+    #: deny and ask rules are tried at each; above the cap the command is denied as ambiguous.
+    command_start_candidates: int = 64
 
 
 LIMITS = Limits()

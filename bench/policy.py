@@ -58,6 +58,27 @@ def main() -> None:
     for _ in range(N):
         rep.digest()
     print(f"  of which report digest: {(time.perf_counter() - t) / N * 1e6:.1f} µs")
+    long_command(rep)
+
+
+def long_command(rep: TrustReport) -> None:
+    """A 64 KiB command against many-wildcard deny/ask/allow rules: a backtracking regexp on
+    ``.* a .* a .*...`` takes minutes here; the linear matcher (rules.glob_match) milliseconds."""
+    from atip_trust.policy.compose import compose
+    from atip_trust.policy.load import layer_from_document
+
+    stars = ["Bash(* a * a * a * a * a * a * a * a * zz)", "Bash(*a*a*a*a*a*a*a*a*a*a*zz*)",
+             "Bash(git * a * a * a * a * a * --force)"]
+    policy = compose([layer_from_document({"version": 1, "permissions": {
+        "deny": stars, "ask": stars, "allow": [*stars, "Bash(git push *)"]}}, source="local")])
+    words = ["-C", ".", "push", *(["a"] * (64 * 1024 // 2))]
+    n = 20
+    t = time.perf_counter()
+    for _ in range(n):
+        d = decide(policy, rep, tool_name="git", command=words)
+    ms = (time.perf_counter() - t) / n * 1000
+    print(f"  64 KiB command, {3 * len(stars) + 1} wildcard rules, leading options: {ms:.1f} ms/decision "
+          f"({d.behavior})")
 
 
 if __name__ == "__main__":

@@ -255,7 +255,7 @@ def test_hostile_destructive_false_claim_only_counts_when_verified() -> None:
 
 
 def test_risk_adding_effect_wins_when_merging_tool_and_command() -> None:
-    from atip_trust.policy.effects import states_for_command
+    from atip_trust.facts.effects import states_for_command
 
     meta = {"effects": {"destructive": True}, "commands": {"status": {"effects": {"destructive": False}}}}
     states, found = states_for_command(meta, ["status"])

@@ -28,17 +28,22 @@ from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import error_code, is_interactive
-from atip_trust.cli.output import json_text, one_line, reason_line, reports_to_sarif
+from atip_trust.cli.output import (
+    json_text,
+    one_line,
+    reason_line,
+    reports_to_sarif,
+)
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.facts.effects import command_states
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.facts.report import Decision, TrustLevel, TrustReport
 from atip_trust.gate.metadata_trust import verify_metadata
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide, to_agent_tool
-from atip_trust.policy.effects import states_for_command
 from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer
 from atip_trust.policy.rules import split_command
@@ -192,8 +197,9 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
     effects_verified = False
     metadata_source: str | None = None
     states = None
+    effects_unknown: str | None = None
     if doc is not None:
-        states, _found = states_for_command(doc.doc, words)
+        states, effects_unknown = command_states(doc.doc, words)
         signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
                    else list(policy.signers))
         trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
@@ -212,6 +218,7 @@ def _admit(args: argparse.Namespace, policy: Policy, known: _Known) -> int:
         effects_verified=effects_verified,
         interactive=interactive,
         metadata_source=metadata_source,
+        effects_unknown=effects_unknown,
     )
     report.decision = decision
 

@@ -42,7 +42,6 @@ the error tree here or in ``jsonio`` (STYLE.md practice 4).
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from collections.abc import Sequence
@@ -58,6 +57,7 @@ from atip_trust._base.schema import (
 )
 from atip_trust.errors import InputTooLargeError, MalformedInputError, MetadataError
 from atip_trust.facts.digest import Digest, hash_bytes
+from atip_trust.facts.effects import merge_declared, walk_command
 from atip_trust.limits import LIMITS, Limits
 
 SCHEMA_FILE = "atip-metadata.schema.json"
@@ -201,41 +201,20 @@ class MetadataDocument:
     def effects_for(self, command: Sequence[str]) -> dict[str, Any] | None:
         """The effects declared for ``command`` (a path of command names, e.g. ``["pr", "merge"]``).
 
-        Tool-level ``effects`` are merged with each command's along the path, deeper declarations
-        overriding shallower ones key by key, nested objects (``filesystem``, ``interactive``,
-        ``cost``, ``duration``) merged one level down (RFC §3.6: root effects are the global
-        declaration). ``[]`` means the tool itself: its root command ``""`` if declared. Returns
-        ``None`` when the path is not declared; the policy engine decides what that means (an
-        undeclared command is risky, DESIGN.md principle 10). The result is a copy.
+        Tool-level ``effects`` are merged with each command's along the path (RFC §3.6: root effects
+        are the global declaration); where two levels speak, the value that adds risk wins (a
+        command's ``destructive: false`` cannot cancel the tool's ``destructive: true``), nested
+        objects (``filesystem``, ``interactive``, ``cost``) merged one level down. ``[]`` means the tool
+        itself: its root command ``""`` if declared. Returns ``None`` when the words do not name one
+        declared command unambiguously (an undeclared word, or an option before the sub-command); the
+        policy engine decides what that means (unknown is risky, DESIGN.md principle 10). The walk is
+        the policy engine's own (``facts.effects.walk_command``), so both always agree. A copy.
         """
-        merged = _merge_effects({}, self.doc.get("effects"))
-        node_map = self.doc.get("commands")
-        tokens = list(command)
-        if not tokens:
-            if isinstance(node_map, dict) and isinstance(node_map.get(""), dict):
-                merged = _merge_effects(merged, node_map[""].get("effects"))
-            return merged
-        for tok in tokens:
-            if not tok or not isinstance(node_map, dict):
-                return None
-            node = node_map.get(tok)
-            if not isinstance(node, dict):
-                return None
-            merged = _merge_effects(merged, node.get("effects"))
-            node_map = node.get("commands")
-        return merged
 
-
-def _merge_effects(base: dict[str, Any], extra: Any) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    if not isinstance(extra, dict):
-        return out
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **copy.deepcopy(value)}
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
+        levels, why = walk_command(self.doc, list(command))
+        if why is not None:
+            return None
+        return merge_declared(levels)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,8 +10,10 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (see
   (4) Requirements: minimum trust level, provenance, SLSA level, metadata source, M-of-N signers
       (a live waiver for the digest or tool lifts these and the trust part of (7); an expired one is
       reported and ignored).
-  (5) Command rules: deny, then ask, then allow; a qualified rule applies only when its trust level and
-      signer hold.
+  (5) Command rules: deny, then ask, then allow; a qualified allow rule applies only when its trust
+      level and signer hold (deny and ask rules carry no qualifier). Deny and ask rules also see the
+      command with leading options removed (``rules.command_variants``); a command above the size caps,
+      or with too many readings to check, is denied.
   (6) Effects: RFC §10.2 ``effectRestrictions``; declared safety counts only when verified (principle 10).
   (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
   (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
@@ -32,13 +34,14 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from atip_trust.facts.effects import effective_states
 from atip_trust.facts.report import (
     Decision,
     Reason,
     TrustLevel,
     TrustReport,
 )
-from atip_trust.policy.effects import effective_states
+from atip_trust.limits import LIMITS
 from atip_trust.policy.model import (
     STRICTNESS,
     CommandRule,
@@ -47,7 +50,13 @@ from atip_trust.policy.model import (
     RuleSource,
     Waiver,
 )
-from atip_trust.policy.rules import command_line, rule_matches, split_command
+from atip_trust.policy.rules import (
+    command_line,
+    command_too_large,
+    command_variants,
+    rule_matches,
+    split_command,
+)
 from atip_trust.provenance.slsa import source_matches
 
 #: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
@@ -165,10 +174,14 @@ def decide(
     metadata_source: str | None = None,
     now: datetime | None = None,
     purpose: Literal["run", "verify"] = "run",
+    effects_unknown: str | None = None,
 ) -> Decision:
+    """``effects_unknown``: why the command's effects could not be found in its metadata
+    (``effects.command_states``); reported with the risky classes it leads to."""
     now = now or datetime.now(UTC)
     words = split_command(command)
-    args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose)
+    args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
+            effects_unknown)
     final, reasons, source = _core(policy, *args)
     if len(policy.layers) > 1:
         # Seed 004: the more restrictive answer wins. The merged rules already make every deny and
@@ -217,6 +230,7 @@ def _core(
     metadata_source: str | None,
     now: datetime,
     purpose: Literal["run", "verify"] = "run",
+    effects_unknown: str | None = None,
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
@@ -371,17 +385,39 @@ def _core(
     # (5) Command rules: deny → ask → allow; specificity never changes the order.
     allowed_by: CommandRule | None = None
     asked = False
+    too_large = command_too_large(tokens, line)
+    variants, complete = command_variants(tokens, line) if too_large is None else ([], False)
+    if too_large is not None:
+        # Matching is linear, but a bound on the input keeps a hostile command from costing more.
+        v.add("deny", Reason("COMMAND_TOO_LARGE", "the command is longer than rules are matched against",
+                             rule="builtin:command-size", expected=too_large[0],
+                             actual=too_large[1]), "default")
+    elif not complete:
+        v.add("deny", Reason("COMMAND_AMBIGUOUS",
+                             "too many places where the sub-command could start after leading options "
+                             "to check every deny and ask rule",
+                             rule="builtin:command-size",
+                             expected=f"<= {LIMITS.command_start_candidates} candidate sub-command "
+                                      "positions", actual=f"more, in {len(tokens)} words"), "default")
+    # Deny and ask rules see every reading of leading options (rules.command_variants); allow rules see
+    # only the command as given, so no reading can widen what they admit.
     for rule in policy.deny_rules:
-        if rule_matches(rule, tokens, line):
-            v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule",
+        hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
+        if hit is not None:
+            v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule"
+                                 + (f" (read as {hit!r})" if hit != line else ""),
                                  rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
     for rule in policy.ask_rules:
-        if rule_matches(rule, tokens, line) and _qualified(rule, level, report):
+        # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
+        # (load and compile_rule refuse qualifiers on ask rules).
+        hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
+        if hit is not None:
             asked = True
-            v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule",
+            v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule"
+                                + (f" (read as {hit!r})" if hit != line else ""),
                                 rule=rule.text, actual=line), rule.source)
     for rule in policy.allow_rules:
-        if not rule_matches(rule, tokens, line):
+        if too_large is not None or not rule_matches(rule, tokens, line):
             continue
         if _qualified(rule, level, report):
             allowed_by = allowed_by or rule
@@ -394,6 +430,11 @@ def _core(
 
     # (6) Effects, trusted only as far as their source.
     states, disregarded = effective_states(effects, verified=effects_verified)
+    if effects_unknown is not None:
+        info.append(Reason("EFFECTS_UNKNOWN",
+                           f"the command's effects are unknown, so every class counts as risky: "
+                           f"{effects_unknown}", rule="builtin:effects-trust",
+                           expected="the words name one declared command", actual=effects_unknown))
     if disregarded:
         info.append(Reason("EFFECTS_UNVERIFIED",
                            "declared safe effects disregarded: the metadata declaring them is not verified",
@@ -515,17 +556,22 @@ def to_agent_tool(
 ) -> dict[str, Any]:
     """The decision as an Agent Tool ``tool_permission_decision`` (seed 001).
 
-    ``passthrough_on_no_match``: when no rule of this policy spoke (the answer is only the no-match
+    ``passthrough_on_no_match``: when no rule of this policy matched (the answer is only the no-match
     default), say ``passthrough`` so that the host's own permission layer decides; a denial or ask that
-    any rule, gate or requirement produced is never turned into a passthrough.
+    any rule, gate or requirement produced is never turned into a passthrough. An allow rule that
+    matched but whose trust qualifier failed is a match: the policy spoke about this command and said
+    "not for this binary", so the answer is ``deny``, never a passthrough the host might allow.
     """
     first = decision.reasons[0] if decision.reasons else None
     behavior: str = decision.behavior
     if passthrough_on_no_match and decision.mode == "enforce" and decision.behavior != "allow":
         codes = {r.code for r in decision.reasons} - {"ASK_WITHOUT_USER", "EFFECTS_UNVERIFIED",
-                                                       "RULE_QUALIFIER_NOT_MET", "WAIVER_EXPIRED"}
+                                                       "EFFECTS_UNKNOWN", "WAIVER_EXPIRED"}
         if codes == {"NO_MATCHING_RULE"}:
             behavior = "passthrough"
+        elif codes == {"NO_MATCHING_RULE", "RULE_QUALIFIER_NOT_MET"}:
+            behavior = "deny"
+            first = next(r for r in decision.reasons if r.code == "RULE_QUALIFIER_NOT_MET")
     rule_based = first is not None and first.rule is not None and not first.rule.startswith("builtin:")
     if first is not None and first.code.startswith("MODE_"):
         reason_type = "mode"

@@ -45,7 +45,12 @@ from atip_trust.policy.model import (
     ToolRule,
     Waiver,
 )
-from atip_trust.policy.rules import compile_rule, denied_command_rule, signer_from_json
+from atip_trust.policy.rules import (
+    compile_rule,
+    denied_command_rule,
+    qualifier_refusal,
+    signer_from_json,
+)
 from atip_trust.provenance.slsa import BuilderMap, SignerBinding
 
 
@@ -220,10 +225,27 @@ def _parse_expiry(text: str, where: str) -> datetime:
     return when
 
 
+def _refuse_qualified_deny_ask(doc: Any) -> None:
+    """A qualifier on a deny or ask rule narrows it to trusted tools, so a *less* trusted binary would
+    skip the denial or the question. The schema refuses it; this says why, at the qualifier's path,
+    before the schema's generic "unknown key"."""
+    perms = doc.get("permissions") if isinstance(doc, dict) else None
+    if not isinstance(perms, dict):
+        return
+    for behavior in ("deny", "ask"):
+        entries = perms.get(behavior)
+        for i, raw in enumerate(entries if isinstance(entries, list) else ()):
+            for key in ("minTrustLevel", "signer"):
+                if isinstance(raw, dict) and key in raw:
+                    raise PolicyError(qualifier_refusal(behavior),
+                                      path=f"$.permissions.{behavior}[{i}].{key}")
+
+
 def layer_from_document(
     doc: Any, *, source: RuleSource, path: str | None = None, base_dir: Path | None = None
 ) -> PolicyLayer:
     """Schema-check one policy document and compile it into a ``PolicyLayer``."""
+    _refuse_qualified_deny_ask(doc)
     err = _schema_error(doc)
     if err is not None:
         raise err

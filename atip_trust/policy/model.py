@@ -23,18 +23,6 @@ Mode = Literal["enforce", "warn", "audit"]
 #: Where a rule came from; exported as the Agent Tool rule source (seed 001 "Rule sources").
 RuleSource = Literal["org", "local", "cli", "default"]
 
-#: Effect classes that capability gating knows (issue 5; RFC §3.6 field in brackets).
-EFFECT_CLASSES: tuple[str, ...] = (
-    "destructive",  # destructive: true
-    "nonReversible",  # reversible: false
-    "nonIdempotent",  # idempotent: false
-    "billable",  # cost.billable: true
-    "network",  # network: true
-    "filesystemWrite",  # filesystem.write: true
-    "filesystemDelete",  # filesystem.delete: true
-    "interactive",  # interactive.stdin required/password, prompts or tty
-)
-
 #: Strictness order used everywhere a "more restrictive answer wins" (seed 004).
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 MODE_STRICTNESS: dict[str, int] = {"audit": 0, "warn": 1, "enforce": 2}
@@ -190,7 +178,11 @@ class CommandRule:
     text: str
     source: RuleSource
     pattern: str = ""
-    regex: re.Pattern[str] | None = None
+    #: ``prefix``/``wildcard``: the literal pieces between unescaped ``*`` (``"a * b"`` → ``("a ", " b")``),
+    #: matched linearly by ``rules.glob_match`` (no regexp, no backtracking).
+    parts: tuple[str, ...] = ()
+    #: A trailing `` *`` also matches nothing (``gh pr view *`` matches ``gh pr view``).
+    tail_optional: bool = False
     tokens: tuple[tuple[str, ...], ...] = ()
     min_trust_level: TrustLevel | None = None
     signer: SignerRule | None = None

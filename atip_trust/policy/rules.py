@@ -10,6 +10,10 @@ Two notations, both matched against the command line ``[tool, *command]``:
   - ``*`` elsewhere: any run of characters, spaces included (``\\*`` is a literal star); when the only
     wildcard is a trailing `` *`` it is optional, so ``gh pr view *`` matches ``gh pr view`` but not
     ``gh pr viewer``.
+  - One deliberate deviation, which only tightens: in **deny and ask** rules a trailing `` *`` is always
+    optional, so ``Bash(* --force *)`` also catches ``git push origin main --force`` (in Claude Code
+    it does not: with two wildcards the trailing one is required). Allow rules keep Claude Code's
+    reading exactly, so they never match more than they do there.
 * Codex ``prefix_rule`` token patterns: ``["gh", "pr", ["view", "list"]]`` matches a command whose first
   tokens are those, an inner list giving alternatives (developers.openai.com/codex rules).
 
@@ -18,6 +22,16 @@ Rules are evaluated deny, then ask, then allow; a rule's specificity never chang
 The command line is compared as the argv joined by spaces, an argument with whitespace or quotes being
 shell-quoted, so an argument that contains spaces cannot pose as several words. The argv is executed without a shell, so shell operators inside an argument are
 literal; Claude Code's splitting of ``a && b`` does not apply.
+
+Options before the sub-command (``git -C . push --force``, ``gh --repo o/r repo delete``) cannot hide it
+from a deny or ask rule: those rules are also tried on the command with the leading options removed
+(``command_variants``). Whether an option takes a value is unknown here, so both readings are tried
+(``-C`` alone, and ``-C .``); a rule matching any reading applies. Allow rules see only the command as
+given, so that no reading can widen what they admit.
+
+Matching is linear in the length of the command (``glob_match``: anchored ends, then each middle piece
+found leftmost with ``str.find``; no regexp, no backtracking), and the command's size is capped
+(``limits.Limits.command_chars``/``command_words``): a longer command is denied, naming both sizes.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from typing import Any
 
 from atip_trust.errors import PolicyError
 from atip_trust.facts.report import TrustLevel
+from atip_trust.limits import LIMITS
 from atip_trust.policy.model import (
     CommandRule,
     RuleBehavior,
@@ -68,8 +83,8 @@ def split_command(command: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(command)
 
 
-def _wildcard_regex(spec: str) -> re.Pattern[str]:
-    # Split on unescaped '*'; '\*' and '\\' are literals (Claude Code's escaping).
+def _wildcard_parts(spec: str) -> tuple[str, ...]:
+    """The literal pieces between unescaped ``*``; ``\\*`` and ``\\\\`` are literals (Claude Code's escaping)."""
     parts: list[str] = []
     buf: list[str] = []
     i = 0
@@ -86,12 +101,35 @@ def _wildcard_regex(spec: str) -> re.Pattern[str]:
             buf.append(ch)
         i += 1
     parts.append("".join(buf))
-    stars = len(parts) - 1
-    if stars == 1 and parts[1] == "" and parts[0].endswith(" "):
-        # "cmd *": trailing wildcard optional, with a word boundary.
-        head = parts[0][:-1]
-        return re.compile(re.escape(head) + r"(?: .*)?", re.DOTALL)
-    return re.compile(".*".join(re.escape(p) for p in parts), re.DOTALL)
+    return tuple(parts)
+
+
+def glob_match(parts: Sequence[str], text: str) -> bool:
+    """Whole-string match of ``parts[0] * parts[1] * ... * parts[-1]`` (``*``: any run of characters).
+
+    Greedy and linear: the first and last pieces are anchored, and every middle piece is placed at its
+    leftmost occurrence after the previous one. Leftmost placement is never worse for the pieces that
+    follow, so no alternative needs to be tried (no backtracking, unlike ``re`` on ``.*a.*b.*``).
+    """
+    if len(parts) == 1:
+        return text == parts[0]
+    head, tail = parts[0], parts[-1]
+    if len(text) < len(head) + len(tail) or not text.startswith(head) or not text.endswith(tail):
+        return False
+    pos, end = len(head), len(text) - len(tail)
+    for piece in parts[1:-1]:
+        found = text.find(piece, pos, end)
+        if found < 0:
+            return False
+        pos = found + len(piece)
+    return True
+
+
+def _without_tail(parts: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``("gh pr view ", "")`` → ``("gh pr view",)``: the pattern with its trailing `` *`` removed."""
+    if len(parts) >= 2 and parts[-1] == "" and parts[-2].endswith(" "):
+        return (*parts[:-2], parts[-2][:-1])
+    return None
 
 
 def compile_rule(
@@ -104,6 +142,13 @@ def compile_rule(
     """Compile one entry of ``permissions.allow/ask/deny`` (string or object, schema-checked)."""
     min_level: TrustLevel | None = None
     signer: SignerRule | None = None
+    if isinstance(raw, dict) and behavior != "allow":
+        # A qualifier narrows when a rule applies. On a deny or ask rule that would let a *less* trusted
+        # binary skip the denial or the question; the schema refuses it too, this keeps library callers
+        # (compile_rule directly) to the same rule.
+        for key in ("minTrustLevel", "signer"):
+            if key in raw:
+                raise PolicyError(qualifier_refusal(behavior), path=f"{where}.{key}")
     if isinstance(raw, dict):
         if "minTrustLevel" in raw:
             min_level = TrustLevel.parse(raw["minTrustLevel"])
@@ -154,14 +199,24 @@ def compile_rule(
         "min_trust_level": min_level, "signer": signer, "pattern": spec,
     }
     if spec.endswith(":*") and spec.count("*") == 1:
-        prefix = spec[:-2]
-        return CommandRule(
-            kind="prefix", regex=re.compile(re.escape(prefix) + r"(?: .*)?", re.DOTALL), **common
-        )
+        # Legacy "prefix:*": the prefix alone, or followed by a space and anything.
+        return CommandRule(kind="prefix", parts=(spec[:-2] + " ", ""), tail_optional=True, **common)
     if re.search(r"(?<!\\)\*", spec):
-        return CommandRule(kind="wildcard", regex=_wildcard_regex(spec), **common)
+        parts = _wildcard_parts(spec)
+        # Claude Code: a trailing " *" that is the only wildcard is optional. Deny and ask rules make
+        # every trailing " *" optional (only tightens; module docstring).
+        optional = _without_tail(parts) is not None and (len(parts) == 2 or behavior != "allow")
+        return CommandRule(kind="wildcard", parts=parts, tail_optional=optional, **common)
     common["pattern"] = re.sub(r"\\([*\\])", r"\1", spec)  # unescape \* and \\
     return CommandRule(kind="exact", **common)
+
+
+def qualifier_refusal(behavior: str) -> str:
+    return (
+        f"a {behavior} rule cannot carry a trust qualifier (minTrustLevel, signer): it would let a less "
+        f"trusted tool skip the {'denial' if behavior == 'deny' else 'question'}; put the condition on "
+        "an allow rule instead"
+    )
 
 
 def rule_matches(rule: CommandRule, tokens: tuple[str, ...], line: str) -> bool:
@@ -174,9 +229,77 @@ def rule_matches(rule: CommandRule, tokens: tuple[str, ...], line: str) -> bool:
         return all(tok in alts for tok, alts in zip(tokens, rule.tokens))
     if rule.kind == "exact":
         return line == rule.pattern
-    if rule.regex is None:  # pragma: no cover - compile_rule always sets it
+    if not rule.parts:  # pragma: no cover - compile_rule always sets them
         return False
-    return rule.regex.fullmatch(line) is not None
+    if glob_match(rule.parts, line):
+        return True
+    short = _without_tail(rule.parts) if rule.tail_optional else None
+    return short is not None and glob_match(short, line)
+
+
+def _is_option(word: str) -> bool:
+    # "-" alone is an operand by convention (stdin); "--" ends the options, and is skipped like one.
+    return len(word) > 1 and word.startswith("-")
+
+
+def command_variants(
+    tokens: tuple[str, ...], line: str | None = None, *, max_candidates: int | None = None
+) -> tuple[list[tuple[tuple[str, ...], str]], bool]:
+    """The command as given, then each reading with the options before the sub-command removed.
+
+    ``("git", "-C", ".", "push", "--force")`` → the original, ``git . push --force`` (``-C`` takes no
+    value) and ``git push --force`` (``-C`` takes ``.``). Each reading is ``[tool] + words[j:]`` for a
+    ``j`` that leading options (each alone, or with the word after it) can reach; at most one per word,
+    so the count is linear. Returns the readings as (tokens, line) and False when there were more
+    places the sub-command could start than ``max_candidates`` (default
+    ``Limits.command_start_candidates``): the caller must not decide on a partial set.
+    """
+
+    cap = LIMITS.command_start_candidates if max_candidates is None else max_candidates
+    tool, words = tokens[0], tokens[1:]
+    n = len(words)
+    if not words or not _is_option(words[0]):
+        # The common case: the sub-command (or the first argument) comes first; one reading.
+        return [(tokens, line if line is not None else command_line(tool, words)[1])], True
+    quoted = [_word(t) for t in tokens]
+    line = " ".join(quoted)
+    out = [(tokens, line)]
+    # Each reading's line is a suffix of the original after the tool: slice it, quote nothing twice.
+    starts_at = [0] * (n + 1)
+    pos = len(quoted[0]) + 1
+    for k in range(n):
+        starts_at[k] = pos
+        pos += len(quoted[k + 1]) + 1
+    starts_at[n] = len(line) + 1
+    reach = [False] * (n + 1)
+    reach[0] = True
+    frontier = 0  # the furthest index leading options can reach; the walk stops past it
+    starts = 0
+    i = 0
+    while i <= min(frontier, n):
+        if reach[i]:
+            if i < n and _is_option(words[i]):
+                for nxt in (i + 1, min(i + 2, n)):
+                    reach[nxt] = True
+                    frontier = max(frontier, nxt)
+            elif i > 0:
+                starts += 1
+                if starts > cap:
+                    return out, False
+                rest = line[starts_at[i]:]
+                out.append(((tool, *words[i:]), f"{quoted[0]} {rest}" if rest else quoted[0]))
+        i += 1
+    return out, True
+
+
+def command_too_large(tokens: tuple[str, ...], line: str) -> tuple[str, str] | None:
+    """``(expected, actual)`` when the command is above the size caps, else None."""
+
+    if len(line) > LIMITS.command_chars:
+        return f"<= {LIMITS.command_chars} characters", f"{len(line)} characters"
+    if len(tokens) > LIMITS.command_words:
+        return f"<= {LIMITS.command_words} words", f"{len(tokens)} words"
+    return None
 
 
 def denied_command_rule(text: str, source: RuleSource, where: str) -> CommandRule:

@@ -12,10 +12,22 @@ unknown is risky (Agent Tool: "a tool should not be treated as ... non-destructi
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from atip_trust.policy.model import EFFECT_CLASSES
+#: Effect classes that capability gating knows (RFC §3.6: the metadata field that declares each one, in the comment).
+EFFECT_CLASSES: tuple[str, ...] = (
+    "destructive",  # destructive: true
+    "nonReversible",  # reversible: false
+    "nonIdempotent",  # idempotent: false
+    "billable",  # cost.billable: true
+    "network",  # network: true
+    "filesystemWrite",  # filesystem.write: true
+    "filesystemDelete",  # filesystem.delete: true
+    "interactive",  # interactive.stdin required/password, prompts or tty
+)
+
 
 State = Literal["risky", "safe", "unknown"]
 
@@ -111,31 +123,40 @@ def effective_states(
     return states, disregarded
 
 
-def command_effects(
+def walk_command(
     metadata: Mapping[str, Any] | None, command: Sequence[str]
-) -> tuple[list[dict[str, Any]], bool]:
-    """RFC §3.3 walk: every effects object on the path (tool level first), and whether it was found.
+) -> tuple[list[dict[str, Any]], str | None]:
+    """RFC §3.3 walk: every effects object on the path (tool level first), or why there is none.
 
+    Returns ``(levels, None)`` when ``command`` names one declared command unambiguously, and
+    ``(levels so far, reason)`` when it does not; the caller treats the effects as unknown (risky).
     Each level is kept separately so that ``merge_states`` lets the value adding risk win (a command's
     ``destructive: false`` cannot cancel the tool's ``destructive: true``). Words after a leaf command
-    are its arguments (RFC §3.4); a word that is not a sub-command of a command *group* means the command
-    is not declared (found = False), and its effects are unknown, hence risky.
+    are its arguments (RFC §3.4). Not declared, hence unknown:
+
+    * a word that is not a sub-command of a command *group* (``pr delete-all`` when ``pr`` has
+      ``view``/``list``);
+    * a word before the command path that is not a sub-command (an option: ``gh --yes=true repo
+      delete``). Its arity is unknown, so the words cannot be matched to one declared command: the
+      tool's root command with arguments, or ``repo delete`` with a global option. The root command
+      (``""``, RFC §4.5) takes words as its arguments only when none of them names a sub-command.
     """
     if not isinstance(metadata, Mapping):
-        return [], False
+        return [], "no metadata declares the tool's commands"
     levels: list[dict[str, Any]] = []
     eff = metadata.get("effects")
     if isinstance(eff, Mapping):
         levels.append(dict(eff))
     node_map: Any = metadata.get("commands")
+    top: Mapping[str, Any] = node_map if isinstance(node_map, Mapping) else {}
+    root = top.get("")
     if not command:
-        root = node_map.get("") if isinstance(node_map, Mapping) else None
         if isinstance(root, Mapping) and isinstance(root.get("effects"), Mapping):
             levels.append(dict(root["effects"]))
-        return levels, True
+        return levels, None
     consumed = 0
     for word in command:
-        node = node_map.get(word) if isinstance(node_map, Mapping) else None
+        node = node_map.get(word) if isinstance(node_map, Mapping) and word else None
         if not isinstance(node, Mapping):
             break
         consumed += 1
@@ -143,26 +164,85 @@ def command_effects(
             levels.append(dict(node["effects"]))
         node_map = node.get("commands")
     if consumed == 0:
-        root = node_map.get("") if isinstance(node_map, Mapping) else None
+        named = next((w for w in command[1:] if w and isinstance(top.get(w), Mapping)), None)
+        if named is not None:
+            return levels, (
+                f"{command[0]!r} comes before the sub-command word {named!r} and is not a sub-command "
+                "itself: its arity is unknown, so the words match no one declared command"
+            )
         if isinstance(root, Mapping):
             # The tool's root command ("" in RFC §4.5) takes the words as arguments.
             if isinstance(root.get("effects"), Mapping):
                 levels.append(dict(root["effects"]))
-            return levels, True
-        return levels, False
+            return levels, None
+        return levels, f"{command[0]!r} is not a declared command of the tool"
     if consumed < len(command) and isinstance(node_map, Mapping) and node_map:
-        return levels, False
-    return levels, True
+        path = " ".join(command[:consumed])
+        return levels, f"{command[consumed]!r} is not a declared sub-command of {path!r}"
+    return levels, None
+
+
+def command_effects(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[list[dict[str, Any]], bool]:
+    """``walk_command`` as (levels, found): found is False when the command is not declared."""
+    levels, why = walk_command(metadata, command)
+    return levels, why is None
 
 
 def states_for_command(
     metadata: Mapping[str, Any] | None, command: Sequence[str]
 ) -> tuple[dict[str, State], bool]:
     """Class states for ``command`` (risk wins across levels); all unknown when undeclared."""
-    levels, found = command_effects(metadata, command)
-    if not found:
-        return {cls: "unknown" for cls in EFFECT_CLASSES}, False
-    return merge_states(*(classify(e) for e in levels)), True
+    states, why = command_states(metadata, command)
+    return states, why is None
+
+
+def command_states(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[dict[str, State], str | None]:
+    """Class states for ``command`` (risk wins across levels), or all unknown and the reason why."""
+    levels, why = walk_command(metadata, command)
+    if why is not None:
+        return {cls: "unknown" for cls in EFFECT_CLASSES}, why
+    return merge_states(*(classify(e) for e in levels)), None
+
+
+#: For each RFC §3.6 field, the value that adds risk (nested fields as ``parent.child``).
+_RISKY_VALUE: dict[str, Any] = {
+    "destructive": True, "reversible": False, "idempotent": False, "network": True,
+    "subprocess": True, "filesystem.write": True, "filesystem.delete": True, "cost.billable": True,
+    "interactive.prompts": True, "interactive.tty": True,
+}
+#: ``interactive.stdin``, least to most demanding.
+_STDIN_ORDER = ("none", "optional", "required", "password")
+
+
+def _riskier(dotted: str, old: Any, new: Any) -> Any:
+    if dotted in _RISKY_VALUE:
+        risky = _RISKY_VALUE[dotted]
+        return risky if risky in (old, new) and isinstance(risky, bool) else new
+    if dotted == "interactive.stdin" and old in _STDIN_ORDER and new in _STDIN_ORDER:
+        return max(old, new, key=_STDIN_ORDER.index)
+    return new  # a field that carries no risk (duration, notes): the deeper declaration is more precise
+
+
+def merge_declared(levels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """RFC §3.6 effects objects along a command path merged into one, the value adding risk winning
+    where two levels speak (as ``merge_states`` does per class); nested objects merge one level down."""
+    out: dict[str, Any] = {}
+    for level in levels:
+        for key, value in level.items():
+            if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+                inner: dict[str, Any] = dict(out[key])
+                for sub, sv in value.items():
+                    inner[sub] = _riskier(f"{key}.{sub}", inner[sub], sv) if sub in inner else copy.deepcopy(sv)
+                out[key] = inner
+            elif key in out and not isinstance(value, Mapping):
+                out[key] = _riskier(key, out[key], copy.deepcopy(value))
+            else:
+                out[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
+    return out
 
 
 __all__ = ["states_for_command"]
