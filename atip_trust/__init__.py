@@ -66,11 +66,16 @@ _API: dict[str, str] = {
     "compose": "atip_trust.policy.compose",
     "load_policy": "atip_trust.policy.compose",
     "constraints_from_policy": "atip_trust.policy.constraints",
-    "trusted_root_choice": "atip_trust.policy.constraints",
+    "choose_trusted_root": "atip_trust.policy.constraints",
     "decide": "atip_trust.policy.decide",
     "to_agent_tool": "atip_trust.policy.decide",
     "explain_policy": "atip_trust.policy.explain",
     "append_audit": "atip_trust.state.audit",
+    "Admission": "atip_trust.gate.admit",
+    "admit": "atip_trust.gate.admit",
+    "load_admission_policy": "atip_trust.gate.admit",
+    "Verification": "atip_trust.gate.verify",
+    "verify": "atip_trust.gate.verify",
     "audit_record": "atip_trust.state.audit",
 }
 
@@ -108,7 +113,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     )
     from atip_trust.limits import LIMITS, Limits
     from atip_trust.policy.compose import compose, load_policy
-    from atip_trust.policy.constraints import constraints_from_policy, trusted_root_choice
+    from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
     from atip_trust.policy.decide import decide, to_agent_tool
     from atip_trust.policy.explain import explain_policy
     from atip_trust.policy.load import load_layer
@@ -117,6 +122,8 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from atip_trust.signature.identity import IdentityRule
     from atip_trust.signature.trustroot import TrustRoot, default_trust_root
     from atip_trust.state.audit import append_audit, audit_record
+    from atip_trust.gate.admit import Admission, admit, load_admission_policy
+    from atip_trust.gate.verify import Verification, verify
 
 
 def __getattr__(name: str) -> Any:

@@ -87,7 +87,21 @@ class UsageError(AtipTrustError):
     """The caller misused the CLI or the API (missing constraint, conflicting flags)."""
 
 
+def error_code(err: BaseException) -> str:
+    """The machine-readable code for an error, as JSON/SARIF output and the audit log name it."""
+    if isinstance(err, UsageError):
+        return "USAGE_ERROR"
+    if isinstance(err, UntrustedInputError):
+        return "MALFORMED_INPUT"
+    if isinstance(err, EnvironmentFailure):
+        return "ENVIRONMENT_ERROR"
+    if isinstance(err, AtipTrustError):
+        return "ERROR"
+    return "INTERNAL_ERROR"
+
+
 __all__ = [
+    "error_code",
     "AtipTrustError",
     "UntrustedInputError",
     "InputTooLargeError",

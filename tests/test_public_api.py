@@ -25,7 +25,9 @@ REVIEWED = sorted([
     "SLSA_PROVENANCE_V1", "Evidence", "Constraints", "evaluate",
     # policy
     "Policy", "PolicyLayer", "load_layer", "compose", "load_policy", "constraints_from_policy",
-    "trusted_root_choice", "decide", "to_agent_tool", "explain_policy", "append_audit", "audit_record",
+    "choose_trusted_root", "decide", "to_agent_tool", "explain_policy", "append_audit", "audit_record",
+    # gate: the library pipelines
+    "admit", "Admission", "load_admission_policy", "verify", "Verification",
 ])
 
 

@@ -7,10 +7,7 @@ string. Several ``--certificate-identity``/``-regexp`` values mean any one of th
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +20,9 @@ from atip_trust.cli.output import (
     reports_to_sarif,
 )
 from atip_trust.errors import UsageError
-from atip_trust.evaluate import Constraints, Evidence, evaluate
-from atip_trust.facts.artifact import Artifact, DigestSubject
-from atip_trust.facts.digest import Digest
-from atip_trust.facts.report import (
-    Decision,
-    Reason,
-    TrustLevel,
-    TrustReport,
-)
-from atip_trust.gate.verify_policy import apply_policy  # wired by the policy engine
-from atip_trust.net.fetch import fetched_provenance
-from atip_trust.policy.constraints import choose_trusted_root
+from atip_trust.evaluate import Constraints
+from atip_trust.gate.verify import verify
 from atip_trust.signature.identity import IdentityRule
-
-_DIGEST_RE = re.compile(r"^sha(256|512):")
 
 #: cosign's GitHub flags (v1 extensions) and the v2 claims, as ``--certificate-<name>``.
 CLAIM_FLAGS = (
@@ -139,70 +124,28 @@ def build_constraints(args: argparse.Namespace) -> Constraints:
     )
 
 
-def verdict(rep: TrustReport) -> Decision:
-    """Without a policy, ``verify`` allows exactly VERIFIED and says why anything else is denied."""
-    if rep.trust_level is TrustLevel.VERIFIED:
-        return Decision("allow", [Reason("VERIFIED", "all requested checks passed")],
-                        report_digest=rep.digest(), rule_source="cli")
-    reasons = [
-        Reason(f"{rep.trust_level.name}", f"trust level {rep.trust_level.name}, VERIFIED required",
-               expected="VERIFIED", actual=rep.trust_level.name)
-    ]
-    for c in rep.checks:
-        if c.failed:
-            reasons.append(Reason(f"CHECK_{c.name.upper().replace('.', '_')}_{c.status.upper()}",
-                                  c.message or c.name, expected=c.expected, actual=c.actual))
-    return Decision("deny", reasons, report_digest=rep.digest(), rule_source="cli")
-
-
 def run(args: argparse.Namespace) -> int:
     if args.signature and not args.key:
         raise UsageError("--signature needs --key: the public key to verify it with")
     if args.fetch and not args.metadata:
         raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url to fetch")
-    constraints = build_constraints(args)
-    evidence = Evidence(
-        bundles=tuple(Path(b) for b in args.bundle),
-        signature=Path(args.signature) if args.signature else None,
-        metadata=Path(args.metadata) if args.metadata else None,
+    result = verify(
+        args.artifact,
+        constraints=build_constraints(args),
+        bundles=args.bundle,
+        signature=args.signature,
+        metadata=args.metadata,
+        policy=args.policy,
+        trusted_root=args.trusted_root,
+        staging=args.staging,
+        fetch=args.fetch,
     )
-    applied = None
-    if args.policy:
-        applied = apply_policy(args.policy, constraints)  # with the org layers, as admit
-        constraints = applied.constraints
-        trust_root = applied.trust_root(args.staging, args.trusted_root)
-    else:
-        trust_root = choose_trusted_root(None, args.trusted_root, args.staging)
-    subject: Artifact | DigestSubject
-    if _DIGEST_RE.match(args.artifact) and not Path(args.artifact).exists():
-        # A digest instead of a file, as `cosign --digest` / `gh attestation verify`: attestations
-        # are matched by subject digest; nothing is opened.
-        subject = DigestSubject(Digest.parse(args.artifact))
-    else:
-        # A file, as cosign verify-blob takes it: a bare name is a file here, not a PATH lookup.
-        subject = Artifact.open(Path(args.artifact))
-    fetched: list[dict[str, Any]] = []
-    with subject, ExitStack() as stack:
-        if args.fetch:
-            # The only network use (CONTRACT.md), and only now that every local input is checked.
-            # The fetched bytes are one more untrusted --bundle, read from a private temporary
-            # directory that is removed when this block ends.
-            material = stack.enter_context(fetched_provenance(args.metadata))
-            fetched = [m.to_json() for m in material]
-            evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
-        rep = evaluate(subject, evidence, constraints, trust_root)
-    # With --policy the policy decides (exit 0 only for allow); without, VERIFIED only.
-    rep.decision = applied.decide(rep, args.artifact) if applied is not None else verdict(rep)
-    out = rep.to_json()
-    out["trusted_root"] = {"name": trust_root.name, "digest": trust_root.digest}
-    if args.fetch:
-        out["fetched"] = fetched
     if args.format == "json":
-        dump_json(out)
+        dump_json(result.to_json())
     elif args.format == "sarif":
-        dump_json(reports_to_sarif([rep], version=__version__))
+        dump_json(reports_to_sarif([result.report], version=__version__))
     else:
-        print_report_text(rep, sys.stdout)
-        for f in fetched:
+        print_report_text(result.report, sys.stdout)
+        for f in result.fetched:
             sys.stdout.write(one_line(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})") + "\n")
-    return EXIT_OK if rep.decision.behavior == "allow" else EXIT_FAIL
+    return EXIT_OK if result.exit_code == 0 else EXIT_FAIL

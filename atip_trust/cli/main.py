@@ -22,12 +22,7 @@ from atip_trust.cli.output import (
     sarif_log,
     sarif_result,
 )
-from atip_trust.errors import (
-    AtipTrustError,
-    EnvironmentFailure,
-    UntrustedInputError,
-    UsageError,
-)
+from atip_trust.errors import AtipTrustError, UsageError, error_code
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -84,18 +79,6 @@ def is_interactive(args: argparse.Namespace | None = None) -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def error_code(err: BaseException) -> str:
-    if isinstance(err, UsageError):
-        return "USAGE_ERROR"
-    if isinstance(err, UntrustedInputError):
-        return "MALFORMED_INPUT"
-    if isinstance(err, EnvironmentFailure):
-        return "ENVIRONMENT_ERROR"
-    if isinstance(err, AtipTrustError):
-        return "ERROR"
-    return "INTERNAL_ERROR"
 
 
 def report_error(err: BaseException, fmt: str, command: str | None) -> None:

@@ -31,7 +31,7 @@ _KIND_NAMES = {
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """What ``fstat`` said about the opened file; used to detect a swap before exec (principle 9)."""
+    """What ``fstat`` said about the opened file; used to detect a swap or an edit before exec."""
 
     dev: int
     inode: int
@@ -54,6 +54,10 @@ class FileIdentity:
             uid=st.st_uid,
             gid=st.st_gid,
         )
+
+    def describe(self) -> str:
+        return (f"dev {self.dev} inode {self.inode} size {self.size} mtime_ns {self.mtime_ns} "
+                f"ctime_ns {self.ctime_ns}")
 
 
 def _is_bare_name(text: str) -> bool:
@@ -189,6 +193,29 @@ class Artifact:
         except OSError:
             return False
         return now == mine == self.identity
+
+    def exec_fd(self) -> int:
+        """The verified descriptor, ready to execute (``os.execve(fd, ...)``, i.e. fexecve, or
+        ``execveat(fd, "", AT_EMPTY_PATH)``): run exactly the bytes that were hashed, never the path again.
+
+        The descriptor is opened close-on-exec; it is made inheritable here because a ``#!`` script
+        executed through its descriptor is read back by its interpreter as ``/dev/fd/N``, which a
+        close-on-exec descriptor no longer names after the exec. The file's identity (dev, inode,
+        size, mtime_ns, ctime_ns) is checked against the one verified: a file rewritten in place
+        through another descriptor is refused, never executed.
+        """
+        if self.fd < 0:
+            raise ArtifactAccessError("the artifact is closed", path=str(self.path))
+        try:
+            now = FileIdentity.from_stat(os.fstat(self.fd))
+        except OSError as err:
+            raise ArtifactAccessError(f"cannot stat: {err.strerror}", path=str(self.path)) from err
+        if now != self.identity:
+            raise ArtifactAccessError(
+                f"changed since it was verified: expected {self.identity.describe()}, "
+                f"actual {now.describe()}", path=str(self.path))
+        os.set_inheritable(self.fd, True)
+        return self.fd
 
     def close(self) -> None:
         if self.fd >= 0:

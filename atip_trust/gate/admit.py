@@ -1,0 +1,294 @@
+"""Admission as a library call: may this tool (or one of its commands) run? allow / ask / deny.
+
+The one pipeline that ``atip-trust admit``, and next ``exec``, discovery and agent hooks, call. A runtime
+loads a policy once (:func:`load_admission_policy`) and calls :func:`admit` per decision.
+
+Steps: (1) resolve the tool once (a bare name through PATH only, never the current directory) and open
+it once, hashing from that descriptor; (2) find the evidence: the given metadata, or a shim by digest in
+``shim_dir`` (``sha256/<hex>.json`` with ``.json.bundle``, RFC §4.3, §4.9), read once; (3) verify the
+tool with the policy's trust anchors (evaluate.py); (4) verify the metadata's own signature over the
+bytes that were read and its binding to this tool's digest and name (gate/metadata_trust.py): a shim
+against the registry signers policy names, a metadata bundle against the policy's signers. Only
+verified, bound metadata may relax capability gating (README "Decision rules") or establish a
+``requirements.metadataSources`` source; (5) decide (policy/decide.py); (6) the audit line.
+
+Any error raises (the CLI turns it into exit 2, a denial) and, with auditing on, leaves a deny line
+naming the error, so a tool that makes evaluation fail leaves the same trace as one that is denied.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atip_trust.errors import AtipTrustError, UsageError, error_code
+from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.facts.effects import command_states
+from atip_trust.facts.metadata import MetadataDocument, load_metadata
+from atip_trust.facts.report import Decision, TrustLevel, TrustReport
+from atip_trust.gate.metadata_trust import verify_metadata
+from atip_trust.policy.compose import cli_layer, compose
+from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
+from atip_trust.policy.decide import decide, to_agent_tool
+from atip_trust.policy.load import default_policy_path, load_layer, org_layers
+from atip_trust.policy.model import Policy, PolicyLayer
+from atip_trust.policy.rules import split_command
+from atip_trust.state.audit import append_audit, audit_error_record, audit_record
+
+PathLike = str | os.PathLike[str]
+
+
+def load_admission_policy(
+    policy: PathLike | None = None,
+    *,
+    org_policy: PathLike | None = None,
+    min_trust_level: TrustLevel | str | None = None,
+) -> Policy:
+    """The composed policy ``admit`` decides with: the local policy (default: the shipped default.json)
+    under every org layer (the standard org-policy path, ``ATIP_TRUST_ORG_POLICY``, ``org_policy``), and
+    ``min_trust_level`` as a tightening CLI layer."""
+    layers: list[PolicyLayer] = [load_layer(policy or default_policy_path(), source="local")]
+    layers.extend(org_layers([org_policy] if org_policy else []))
+    if min_trust_level is not None:
+        name = min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level
+        layers.append(cli_layer(min_trust_level=name))
+    return compose(layers)
+
+
+def tool_name_of(tool: PathLike) -> str:
+    """The name rules and the audit log use: a path's last component, a bare name as given."""
+    text = os.fspath(tool)
+    return Path(text).name if "/" in text else text
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The outcome of one admission: what was decided about which bytes, and why."""
+
+    tool: str
+    command: tuple[str, ...]
+    path: str
+    report: TrustReport
+    decision: Decision
+    #: True when the metadata's effects were verified (signed and bound to this tool).
+    effects_verified: bool
+    #: The metadata source verification established, or None (RFC §3.2.2 ``trust.source``).
+    metadata_source: str | None
+    #: The audit-log line for this decision (written unless auditing was off or deferred).
+    audit_record: dict[str, Any] = field(repr=False)
+
+    @property
+    def behavior(self) -> str:
+        return self.decision.behavior
+
+    @property
+    def exit_code(self) -> int:
+        return self.decision.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.report.to_json()
+        out["tool"] = self.tool
+        out["command"] = list(self.command)
+        out["effects_verified"] = self.effects_verified
+        out["metadata_source"] = self.metadata_source
+        out["agent_tool_decision"] = to_agent_tool(self.decision)
+        return out
+
+
+@dataclass
+class _Known:
+    """What is known so far about this admission, for the audit line of a failed evaluation."""
+
+    tool: str
+    words: list[str] = field(default_factory=list)
+    path: str | None = None
+    digest: str | None = None
+    policy: Policy | None = None
+
+
+def audit_failure(
+    err: BaseException,
+    *,
+    tool: PathLike,
+    command: Sequence[str] | str | None = None,
+    policy: Policy | None = None,
+    path: str | None = None,
+    digest: str | None = None,
+    audit_log: PathLike | None = None,
+) -> str | None:
+    """Append the deny line for an admission that could not be evaluated (exit 2).
+
+    Never masks the original error: a failure to write this line is returned as a warning text.
+    """
+    if isinstance(err, AtipTrustError):
+        message, where = err.diagnostics(), err.path
+    else:  # an unexpected exception's text could hold anything: record its type only
+        message, where = f"internal error: {type(err).__name__}", None
+    record = audit_error_record(
+        code=error_code(err), error_type=type(err).__name__, message=message, where=where,
+        tool=tool_name_of(tool), command=list(split_command(command)), path=path, digest=digest,
+        policy_digest=policy.digest if policy is not None else None,
+        mode=policy.mode if policy is not None else None,
+    )
+    try:
+        append_audit(record, os.fspath(audit_log) if audit_log is not None else None)
+    except AtipTrustError as audit_err:
+        return audit_err.diagnostics()
+    return None
+
+
+def write_audit(admission: Admission, audit_log: PathLike | None = None) -> None:
+    """Append the decision's line (for a caller that deferred it until its output was ready)."""
+    append_audit(admission.audit_record, os.fspath(audit_log) if audit_log is not None else None)
+
+
+def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | None]:
+    base = Path(shim_dir)
+    for cand in (base / "sha256" / f"{hexdigest}.json", base / f"{hexdigest}.json"):
+        if cand.is_file():
+            bundle = Path(str(cand) + ".bundle")
+            return cand, bundle if bundle.is_file() else None
+    return None, None
+
+
+def admit(
+    tool: PathLike,
+    *,
+    policy: Policy,
+    command: Sequence[str] | str | None = None,
+    metadata: PathLike | None = None,
+    metadata_bundle: PathLike | None = None,
+    bundles: Sequence[PathLike] = (),
+    keys: Sequence[PathLike] = (),
+    signature: PathLike | None = None,
+    shim_dir: PathLike | None = None,
+    trusted_root: PathLike | None = None,
+    staging: bool = False,
+    interactive: bool = False,
+    audit: bool = True,
+    audit_log: PathLike | None = None,
+    defer_audit: bool = False,
+) -> Admission:
+    """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
+
+    ``interactive``: whether someone can answer an ``ask`` (without, ask becomes deny). ``audit``: write
+    the audit line (to ``audit_log`` or the user state dir); ``defer_audit``: leave the decision's line to
+    the caller (:func:`write_audit`), who writes it once its own output is ready. Errors raise
+    ``AtipTrustError`` (a denial) after their own audit line.
+    """
+    known = _Known(tool=tool_name_of(tool), policy=policy)
+    try:
+        admission = _admit(
+            tool, known, policy=policy, command=command, metadata=metadata,
+            metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
+            shim_dir=shim_dir, trusted_root=trusted_root, staging=staging, interactive=interactive,
+        )
+    except Exception as err:
+        if audit:
+            audit_failure(err, tool=tool, command=known.words, policy=policy, path=known.path,
+                          digest=known.digest, audit_log=audit_log)
+        raise
+    if audit and not defer_audit:
+        write_audit(admission, audit_log)
+    return admission
+
+
+def _admit(
+    tool: PathLike,
+    known: _Known,
+    *,
+    policy: Policy,
+    command: Sequence[str] | str | None,
+    metadata: PathLike | None,
+    metadata_bundle: PathLike | None,
+    bundles: Sequence[PathLike],
+    keys: Sequence[PathLike],
+    signature: PathLike | None,
+    shim_dir: PathLike | None,
+    trusted_root: PathLike | None,
+    staging: bool,
+    interactive: bool,
+) -> Admission:
+    # The policy's pinned root; an argument may only pick one of the roots it pins.
+    trust_root = choose_trusted_root(
+        policy, os.fspath(trusted_root) if trusted_root is not None else None, staging)
+    words = list(split_command(command))
+    known.words = words
+
+    # (1) Resolve once, open once, hash from the descriptor.
+    path = resolve(os.fspath(tool))
+    known.path = str(path)
+    tool_name = known.tool
+    if metadata_bundle is not None and metadata is None:
+        raise UsageError("--metadata-bundle needs --metadata: the file it signs")
+    with Artifact.open(path) as art:
+        digests = art.digests(("sha256", "sha512"))
+        known.digest = digests["sha256"].hex
+
+        # (2) Evidence. The metadata file is read once: its signature is checked over these bytes and
+        # its claims and effects are parsed from them.
+        meta_path = Path(metadata) if metadata is not None else None
+        meta_bundle = Path(metadata_bundle) if metadata_bundle is not None else None
+        from_shim = False
+        if meta_path is None and shim_dir is not None:
+            meta_path, meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
+            from_shim = meta_path is not None
+        doc: MetadataDocument | None = None
+        if meta_path is not None:
+            # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
+            doc = load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
+
+        # (3) Verify the tool with the policy's anchors.
+        constraints = constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
+        evidence = Evidence(
+            bundles=tuple(Path(b) for b in bundles),
+            signature=Path(signature) if signature is not None else None,
+            metadata=doc,
+        )
+        report = evaluate(art, evidence, constraints, trust_root)
+
+    # (4) The metadata's own signature and its binding to this tool.
+    effects_verified = False
+    metadata_source: str | None = None
+    states = None
+    effects_unknown: str | None = None
+    if doc is not None:
+        states, effects_unknown = command_states(doc.doc, words)
+        signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
+                   else list(policy.signers))
+        trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
+                                tool_name=tool_name, signer_kind="registry" if from_shim else "policy")
+        report.checks.extend(trust.checks)
+        effects_verified = trust.verified
+        metadata_source = trust.source
+
+    # (5) Decide.
+    decision = decide(
+        policy,
+        report,
+        tool_name=tool_name,
+        command=words,
+        effects=states,
+        effects_verified=effects_verified,
+        interactive=interactive,
+        metadata_source=metadata_source,
+        effects_unknown=effects_unknown,
+    )
+    report.decision = decision
+    return Admission(
+        tool=tool_name,
+        command=tuple(words),
+        path=str(path),
+        report=report,
+        decision=decision,
+        effects_verified=effects_verified,
+        metadata_source=metadata_source,
+        audit_record=audit_record(decision, report, tool=tool_name, command=words),
+    )
+
+
+__all__ = ["Admission", "admit", "audit_failure", "load_admission_policy", "tool_name_of", "write_audit"]

@@ -1,0 +1,159 @@
+"""Verification as a library call: is this artifact what the flags, or the policy, trust?
+
+The one pipeline behind ``atip-trust verify`` (and next ``scan``). ``verify(artifact, ...)`` opens the
+file once (or takes a ``sha256:``/``sha512:`` digest, as ``cosign --digest`` / ``gh attestation verify``
+do: attestations are then matched by subject digest), optionally fetches the metadata's provenance URL
+(the only network use, README "--fetch"), evaluates the evidence (evaluate.py) and decides:
+
+* without a policy: allow exactly VERIFIED, and say why anything else is denied;
+* with a policy: its trust anchors become the constraints (flags given with it only tighten,
+  ``policy.constraints.constraints_from_policy``), the managed org layers are composed over it as for
+  ``admit``, and ``decide(policy, report, purpose="verify")`` answers the trust question about these
+  bytes — requirements, tool and digest rules, waivers, mode, and VERIFIED as the bar (README "Decision
+  rules"). Command rules govern running commands, which is ``admit``'s question; ``verify`` never asks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.facts.artifact import Artifact, DigestSubject
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
+from atip_trust.net.fetch import fetched_provenance
+from atip_trust.policy.compose import compose
+from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
+from atip_trust.policy.decide import decide
+from atip_trust.policy.load import load_layer, org_layers
+from atip_trust.policy.model import Policy
+from atip_trust.signature.trustroot import TrustRoot
+
+PathLike = str | os.PathLike[str]
+
+_DIGEST_RE = re.compile(r"^sha(256|512):")
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of one verification: the trust report, the decision, and what it was checked with."""
+
+    report: TrustReport
+    decision: Decision
+    trusted_root: TrustRoot
+    #: With ``fetch``: what was fetched (url, final_url, sha256, bytes, file).
+    fetched: tuple[dict[str, Any], ...] = field(default=())
+    fetch: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.decision.behavior == "allow" else 1
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.report.to_json()
+        out["trusted_root"] = {"name": self.trusted_root.name, "digest": self.trusted_root.digest}
+        if self.fetch:
+            out["fetched"] = list(self.fetched)
+        return out
+
+
+def load_verify_policy(path: PathLike) -> Policy:
+    """The local policy under every org layer (standard org-policy path, ``ATIP_TRUST_ORG_POLICY``)."""
+    return compose([load_layer(path, source="local"), *org_layers()])
+
+
+def verdict(rep: TrustReport) -> Decision:
+    """Without a policy, ``verify`` allows exactly VERIFIED and says why anything else is denied."""
+    if rep.trust_level is TrustLevel.VERIFIED:
+        return Decision("allow", [Reason("VERIFIED", "all requested checks passed")],
+                        report_digest=rep.digest(), rule_source="cli")
+    reasons = [
+        Reason(f"{rep.trust_level.name}", f"trust level {rep.trust_level.name}, VERIFIED required",
+               expected="VERIFIED", actual=rep.trust_level.name)
+    ]
+    for c in rep.checks:
+        if c.failed:
+            reasons.append(Reason(f"CHECK_{c.name.upper().replace('.', '_')}_{c.status.upper()}",
+                                  c.message or c.name, expected=c.expected, actual=c.actual))
+    return Decision("deny", reasons, report_digest=rep.digest(), rule_source="cli")
+
+
+def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decision:
+    """The policy's answer to the trust question about these bytes (never interactive)."""
+    return decide(
+        policy,
+        report,
+        tool_name=Path(artifact).name or artifact,
+        command=[],
+        effects=None,
+        effects_verified=False,
+        interactive=False,  # an ask would become a deny with ASK_WITHOUT_USER; no verify step asks
+        purpose="verify",
+    )
+
+
+def subject_of(artifact: PathLike | Digest) -> Artifact | DigestSubject:
+    """A file (opened once; a bare name is a file here, as cosign verify-blob takes it, never a PATH
+    lookup), or a ``sha256:``/``sha512:`` digest when no file by that name exists."""
+    if isinstance(artifact, Digest):
+        return DigestSubject(artifact)
+    text = os.fspath(artifact)
+    if _DIGEST_RE.match(text) and not Path(text).exists():
+        return DigestSubject(Digest.parse(text))
+    return Artifact.open(Path(text))
+
+
+def verify(
+    artifact: PathLike | Digest,
+    *,
+    constraints: Constraints | None = None,
+    bundles: Sequence[PathLike] = (),
+    signature: PathLike | None = None,
+    metadata: PathLike | None = None,
+    policy: Policy | PathLike | None = None,
+    trusted_root: PathLike | None = None,
+    staging: bool = False,
+    fetch: bool = False,
+) -> Verification:
+    """Verify ``artifact`` against its evidence with ``constraints`` (flags) and/or ``policy``.
+
+    ``policy`` may be a loaded ``Policy`` (used as given) or a path (composed under the org layers).
+    Raises ``AtipTrustError`` when it cannot evaluate (no signer to verify against, malformed input,
+    missing trust root, failed fetch): a denial.
+    """
+    c = constraints if constraints is not None else Constraints()
+    applied: Policy | None = None
+    if policy is not None:
+        applied = policy if isinstance(policy, Policy) else load_verify_policy(policy)
+        c = constraints_from_policy(applied, c)
+    # The policy's pinned root; an argument may only pick one of the roots it pins.
+    root = choose_trusted_root(applied, os.fspath(trusted_root) if trusted_root is not None else None,
+                               staging)
+    evidence = Evidence(
+        bundles=tuple(Path(b) for b in bundles),
+        signature=Path(signature) if signature is not None else None,
+        metadata=Path(metadata) if metadata is not None else None,
+    )
+    fetched: list[dict[str, Any]] = []
+    subject = subject_of(artifact)
+    with subject, ExitStack() as stack:
+        if fetch and metadata is not None:
+            # The only network use, and only now that every local input is checked. The fetched
+            # bytes are one more untrusted bundle, read from a private temporary directory that is
+            # removed when this block ends.
+            material = stack.enter_context(fetched_provenance(metadata))
+            fetched = [m.to_json() for m in material]
+            evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
+        report = evaluate(subject, evidence, c, root)
+    name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
+    report.decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
+    return Verification(report, report.decision, root, tuple(fetched), fetch)
+
+
+__all__ = ["Verification", "decide_verify", "load_verify_policy", "subject_of", "verdict", "verify"]

@@ -1,0 +1,152 @@
+"""Admission and verification as library calls (atip_trust.admit / atip_trust.verify): what an agent
+runtime does — load a policy once, decide many times — without the CLI, on real signed tools minted by
+the local test Sigstore, with a real audit log."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testsigstore
+
+import atip_trust
+from atip_trust import AtipTrustError, TrustLevel
+
+ISSUER = "https://token.actions.githubusercontent.com"
+ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
+SIGNED = b"#!/bin/sh\necho signed\n"
+UNSIGNED = b"#!/bin/sh\necho unsigned\n"
+REPO = Path(__file__).resolve().parent.parent
+GENERATOR = ("https://github.com/slsa-framework/slsa-github-generator/.github/workflows/"
+             "generator_generic_slsa3.yml@refs/tags/v2.1.0")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    ts = testsigstore.TestSigstore(seed=21)
+    d = tmp_path_factory.mktemp("gate")
+    root = ts.write_trusted_root(d / "trusted_root.json")
+    bins = d / "bin"
+    bins.mkdir()
+    for name, body in (("signed", SIGNED), ("unsigned", UNSIGNED)):
+        (bins / name).write_bytes(body)
+        (bins / name).chmod(0o755)
+    bundle = d / "signed.sigstore.json"
+    bundle.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=ORG_ID, issuer=ISSUER)))
+    pol = d / "policy.json"
+    pol.write_text(json.dumps({
+        "version": 1,
+        "trust": {"trustedRoots": [{"path": str(root)}],
+                  "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
+        "permissions": {"deny": ["Bash(signed rm *)"], "ask": ["Bash(signed deploy *)"],
+                        "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
+        "defaults": {"noMatch": "deny"},
+    }))
+    return {"dir": d, "root": root, "bin": bins, "bundle": bundle, "policy": pol}
+
+
+@pytest.fixture()
+def no_org(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
+
+
+def test_runtime_loads_policy_once_and_decides_many_times(world, no_org, tmp_path: Path) -> None:
+    policy = atip_trust.load_admission_policy(world["policy"])
+    log = tmp_path / "audit.jsonl"
+    tool = world["bin"] / "signed"
+    outcomes = {
+        words: atip_trust.admit(tool, policy=policy, command=words, bundles=[world["bundle"]],
+                                audit_log=log, interactive=True).behavior
+        for words in ("status", "rm -rf /", "deploy prod")
+    }
+    assert outcomes == {"status": "allow", "rm -rf /": "deny", "deploy prod": "ask"}
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["decision"] for x in lines] == ["allow", "deny", "ask"]
+    assert all(x["digest"] == "sha256:" + hashlib.sha256(SIGNED).hexdigest() for x in lines)
+
+
+def test_library_admission_of_unsigned_bytes_is_denied_with_the_reason(world, no_org, tmp_path: Path) -> None:
+    policy = atip_trust.load_admission_policy(world["policy"])
+    adm = atip_trust.admit(world["bin"] / "unsigned", policy=policy, command="status",
+                           audit_log=tmp_path / "a.jsonl")
+    assert adm.behavior == "deny" and adm.exit_code == 1
+    assert adm.report.trust_level is TrustLevel.UNSIGNED
+    assert adm.to_json()["agent_tool_decision"]["behavior"] == "deny"
+
+
+def test_library_ask_without_a_user_is_a_denial(world, no_org, tmp_path: Path) -> None:
+    policy = atip_trust.load_admission_policy(world["policy"])
+    adm = atip_trust.admit(world["bin"] / "signed", policy=policy, command="deploy prod",
+                           bundles=[world["bundle"]], interactive=False, audit_log=tmp_path / "a.jsonl")
+    assert adm.behavior == "deny"
+    assert adm.decision.reasons[0].code == "ASK_WITHOUT_USER"
+
+
+def test_library_bare_name_is_resolved_through_path_only(world, no_org, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(world["bin"]))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "signed").write_bytes(b"#!/bin/sh\necho impostor\n")
+    policy = atip_trust.load_admission_policy(world["policy"])
+    adm = atip_trust.admit("signed", policy=policy, command="status", bundles=[world["bundle"]],
+                           audit_log=tmp_path / "a.jsonl", interactive=True)
+    assert adm.path == str(world["bin"] / "signed")
+    assert adm.behavior == "allow"
+
+
+def test_library_error_raises_and_leaves_a_deny_line(world, no_org, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sigstore.json"
+    bad.write_text("{not json")
+    log = tmp_path / "a.jsonl"
+    policy = atip_trust.load_admission_policy(world["policy"])
+    with pytest.raises(AtipTrustError):
+        atip_trust.admit(world["bin"] / "signed", policy=policy, command="status", bundles=[bad],
+                         audit_log=log)
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["decision"] == "deny" and line["error"]["type"]
+
+
+def test_library_deferred_audit_writes_nothing_until_asked(world, no_org, tmp_path: Path) -> None:
+    from atip_trust.gate.admit import write_audit
+
+    log = tmp_path / "a.jsonl"
+    policy = atip_trust.load_admission_policy(world["policy"])
+    adm = atip_trust.admit(world["bin"] / "signed", policy=policy, command="status",
+                           bundles=[world["bundle"]], audit_log=log, defer_audit=True)
+    assert not log.exists()
+    write_audit(adm, log)
+    assert json.loads(log.read_text())["decision"] == adm.behavior
+
+
+def test_library_verify_of_the_shipped_fixture(no_org) -> None:
+    fx = REPO / "fixtures" / "sigstore"
+    res = atip_trust.verify(
+        fx / "artifacts" / "hello-tool",
+        constraints=atip_trust.Constraints(
+            signers=(atip_trust.IdentityRule(identity=GENERATOR, issuer=ISSUER),), min_slsa_level=3),
+        bundles=[fx / "good" / "hello-tool.dsse.sigstore.json"],
+        trusted_root=fx / "trusted_root.json",
+    )
+    assert res.report.trust_level is TrustLevel.VERIFIED
+    assert res.decision.behavior == "allow" and res.exit_code == 0
+    assert res.report.provenance.slsa_level == 3
+    assert res.to_json()["trusted_root"]["digest"].startswith("sha256:")
+
+
+def test_library_verify_with_a_loaded_policy_fails_an_unsigned_file(world, no_org) -> None:
+    policy = atip_trust.load_policy(world["policy"])
+    res = atip_trust.verify(world["bin"] / "unsigned", policy=policy)
+    assert res.report.trust_level is TrustLevel.UNSIGNED
+    assert res.decision.behavior == "deny" and res.exit_code == 1
+
+
+def test_library_verify_without_a_signer_cannot_evaluate(world) -> None:
+    with pytest.raises(atip_trust.UsageError):
+        atip_trust.verify(world["bin"] / "signed", bundles=[world["bundle"]],
+                          trusted_root=world["root"])
