@@ -553,13 +553,18 @@ def evaluate(
     trust_root: TrustRoot,
     *,
     keyless: KeylessVerifier | None = None,
+    require_anchor: bool = True,
 ) -> TrustReport:
     """Evaluate one opened artifact. Raises ``UsageError`` when evidence exists but no trust anchor
-    (identity or key) was given: as cosign does, we refuse to guess whom to trust."""
+    (identity or key) was given: as cosign does, ``verify`` refuses to guess whom to trust.
+
+    ``require_anchor=False`` (admission): no anchor is an answer, not an error — the evidence is
+    still checked, no signer can be trusted, so the level is at most UNVERIFIED and the policy decides.
+    """
     bundles: list[BundleInput] = []
     for p in evidence.bundles:
         bundles.extend(load_bundles(p))
-    if (bundles or evidence.signature) and not constraints.has_anchor:
+    if require_anchor and (bundles or evidence.signature) and not constraints.has_anchor:
         raise UsageError(
             "no signer to verify against: add --certificate-identity (or "
             "--certificate-identity-regexp) with --certificate-oidc-issuer (or "

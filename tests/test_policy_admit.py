@@ -138,8 +138,13 @@ def test_empty_signer_list_verifies_nobody(world) -> None:
     p = policy(world, "nobody", [])
     r = admit(world, str(world["ok"]), "--command", "status", "--policy", str(p),
               "--bundle", str(world["ok_bundle"]), "--shim-dir", str(world["shims"]))
-    assert r.code == 2, r.out + r.err  # evidence but no anchor: cannot evaluate, a denial too
-    assert "no signer" in r.err
+    # Evidence with nobody to trust is an answer, not "could not evaluate": UNVERIFIED, and the policy's
+    # decision (deny) with the reason naming the empty signer list.
+    assert r.code == 1, r.out + r.err
+    assert r.json["trust_level"] == "UNVERIFIED"
+    assert r.json["signature"]["status"] == "valid"
+    assert any(x["rule"] == "trust.signers[local]" and x["expected"] == "no signer (empty list)"
+               for x in r.json["decision"]["reasons"]), r.json["decision"]["reasons"]
 
 
 def test_read_only_command_from_a_registry_signed_shim_is_allowed(world) -> None:

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from atip_trust._version import __version__
+from atip_trust.cli.identity_flags import add_identity_flags, identity_rules, signer_entries
 from atip_trust.cli.main import is_interactive
 from atip_trust.cli.output import json_text, one_line, reason_line, reports_to_sarif
 from atip_trust.errors import ArtifactAccessError
@@ -59,6 +60,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
     p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
+    add_identity_flags(p)
     p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     p.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--min-trust-level", metavar="LEVEL",
@@ -77,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         # audited like any other, to --audit-log or the default log, so that breaking the policy file
         # cannot make admissions leave no trace.
         policy = load_admission_policy(args.policy, org_policy=args.org_policy,
-                                       min_trust_level=args.min_trust_level)
+                                       min_trust_level=args.min_trust_level,
+                                       signers=signer_entries(identity_rules(args)))
     except Exception as err:
         _audit_failure(args, err, policy)
         raise  # exit 2 from the one catch point (cli/main.py)

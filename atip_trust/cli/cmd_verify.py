@@ -22,23 +22,7 @@ from atip_trust.cli.output import (
 from atip_trust.errors import UsageError
 from atip_trust.evaluate import Constraints
 from atip_trust.gate.verify import verify
-from atip_trust.signature.identity import IdentityRule
-
-#: cosign's GitHub flags (v1 extensions) and the v2 claims, as ``--certificate-<name>``.
-CLAIM_FLAGS = (
-    "github_workflow_trigger",
-    "github_workflow_sha",
-    "github_workflow_name",
-    "github_workflow_repository",
-    "github_workflow_ref",
-    "source_repository_uri",
-    "source_repository_ref",
-    "source_repository_digest",
-    "build_signer_uri",
-    "build_signer_digest",
-    "runner_environment",
-)
-
+from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
@@ -59,53 +43,20 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim making trust claims")
     ev.add_argument("--fetch", action="store_true",
                     help="fetch trust.provenance.url from --metadata over HTTPS (otherwise no network)")
-    idg = p.add_argument_group("signer identity (full-match regexps)")
-    idg.add_argument("--certificate-identity", action="append", default=[], metavar="ID")
-    idg.add_argument("--certificate-identity-regexp", action="append", default=[], metavar="RE")
-    idg.add_argument("--certificate-oidc-issuer", metavar="URL")
-    idg.add_argument("--certificate-oidc-issuer-regexp", metavar="RE")
-    for name in CLAIM_FLAGS:
-        idg.add_argument(f"--certificate-{name.replace('_', '-')}", dest=f"claim_{name}",
-                         metavar="VALUE")
+    add_identity_flags(p)
     pv = p.add_argument_group("provenance (slsa-verifier names)")
     pv.add_argument("--builder-id", help="exact builder id, or a glob on the ref: ...@refs/tags/v*")
-    pv.add_argument("--source-uri")
-    pv.add_argument("--source-tag")
-    pv.add_argument("--source-branch")
-    pv.add_argument("--predicate-type")
-    pv.add_argument("--min-slsa-level", type=int, metavar="N")
+    pv.add_argument("--source-uri", help="source repository the provenance must name (github.com/o/r)")
+    pv.add_argument("--source-tag", help="tag the provenance must name as its source ref")
+    pv.add_argument("--source-branch", help="branch the provenance must name as its source ref")
+    pv.add_argument("--predicate-type", help="attestation predicate type to require")
+    pv.add_argument("--min-slsa-level", type=int, metavar="N",
+                    help="minimum SLSA Build level (0-3), from the trusted-builder map only")
     tr = p.add_argument_group("trust root")
     tr.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     tr.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
     p.set_defaults(func=run)
-
-
-def identity_rules(args: argparse.Namespace) -> list[IdentityRule]:
-    idents = [(i, None) for i in args.certificate_identity] + [
-        (None, r) for r in args.certificate_identity_regexp
-    ]
-    issuer, issuer_re = args.certificate_oidc_issuer, args.certificate_oidc_issuer_regexp
-    claims = {
-        n: getattr(args, f"claim_{n}") for n in CLAIM_FLAGS if getattr(args, f"claim_{n}") is not None
-    }
-    if not idents and (issuer or issuer_re or claims):
-        raise UsageError(
-            "--certificate-identity or --certificate-identity-regexp is required with an issuer "
-            "or certificate claim"
-        )
-    if idents and not (issuer or issuer_re):
-        raise UsageError(
-            "--certificate-oidc-issuer or --certificate-oidc-issuer-regexp is required with "
-            "--certificate-identity"
-        )
-    if issuer and issuer_re:
-        raise UsageError("give --certificate-oidc-issuer or --certificate-oidc-issuer-regexp, not both")
-    return [
-        IdentityRule(identity=i, identity_regexp=r, issuer=issuer, issuer_regexp=issuer_re,
-                     claims=claims)
-        for i, r in idents
-    ]
 
 
 def build_constraints(args: argparse.Namespace) -> Constraints:

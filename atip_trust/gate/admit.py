@@ -47,15 +47,18 @@ def load_admission_policy(
     *,
     org_policy: PathLike | None = None,
     min_trust_level: TrustLevel | str | None = None,
+    signers: list[dict[str, Any]] | None = None,
 ) -> Policy:
     """The composed policy ``admit`` decides with: the local policy (default: the shipped default.json)
     under every org layer (the standard org-policy path, ``ATIP_TRUST_ORG_POLICY``, ``org_policy``), and
-    ``min_trust_level`` as a tightening CLI layer."""
+    ``min_trust_level`` and ``signers`` (policy ``trust.signers`` entries, e.g. from identity flags) as a
+    CLI layer: those signers are trusted only where no other layer states signers, narrow where one
+    does, and count for nothing under an org that fixes the trust anchors (policy/compose.py)."""
     layers: list[PolicyLayer] = [load_layer(policy or default_policy_path(), source="local")]
     layers.extend(org_layers([org_policy] if org_policy else []))
-    if min_trust_level is not None:
-        name = min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level
-        layers.append(cli_layer(min_trust_level=name))
+    if min_trust_level is not None or signers:
+        name = (min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level)
+        layers.append(cli_layer(min_trust_level=name, signers=signers))
     return compose(layers)
 
 
@@ -249,7 +252,8 @@ def _admit(
             signature=Path(signature) if signature is not None else None,
             metadata=doc,
         )
-        report = evaluate(art, evidence, constraints, trust_root)
+        # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
+        report = evaluate(art, evidence, constraints, trust_root, require_anchor=False)
 
     # (4) The metadata's own signature and its binding to this tool.
     effects_verified = False

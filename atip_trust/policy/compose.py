@@ -45,7 +45,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.load import (
@@ -343,10 +343,22 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
     )
 
 
-def cli_layer(*, min_trust_level: str | None = None, no_match_deny: bool = False) -> PolicyLayer:
-    """CLI flags as a layer of their own (rule source ``cli``); flags can only tighten."""
+def cli_layer(
+    *,
+    min_trust_level: str | None = None,
+    no_match_deny: bool = False,
+    signers: list[dict[str, Any]] | None = None,
+) -> PolicyLayer:
+    """CLI flags as a layer of their own (rule source ``cli``).
+
+    ``signers`` (policy ``trust.signers`` entries from identity flags) are anchors of the caller's, as
+    with cosign: where no other layer states signers they are the ones trusted; where one does, every
+    layer's list must name the signer (decide.py step 2), so the flags only narrow; and an org that
+    fixes the anchor set ignores them (see the composition rules above)."""
 
     doc: dict[str, object] = {"version": 1}
+    if signers:
+        doc["trust"] = {"signers": signers}
     if min_trust_level:
         doc["requirements"] = {"minTrustLevel": min_trust_level.upper()}
     if no_match_deny:

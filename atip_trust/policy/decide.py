@@ -281,6 +281,22 @@ def _core(
                 )
             )
 
+    # Valid material, but nobody to trust: say which policy left the signer list out, so an admin sees
+    # why a signed tool is UNVERIFIED (README "Decision rules").
+    if not policy.signers_declared and any(
+        isinstance(a, Mapping) and a.get("valid") is True and a.get("applies", True) is True
+        and a.get("signer_trusted") is not True and a.get("identity") is not None
+        for a in report.attestations
+    ):
+        names = ", ".join(
+            f"{layer.source} {layer.path or layer.document.get('name') or 'flags'}" for layer in policy.layers)
+        info.append(Reason("NO_SIGNERS_IN_POLICY",
+                           f"the signature verifies, but the policy ({names}) states no trust.signers, "
+                           "so no keyless signer is trusted", rule="trust.signers",
+                           expected="trust.signers in a policy, or --certificate-identity with "
+                           "--certificate-oidc-issuer",
+                           actual=f"{sig.identity} (issuer {sig.issuer})" if sig.identity else None))
+
     # (3) Tool rules.
     digest_allowed = any(t.digest is not None and t.digest == digest and (
         t.name is None or t.name == tool_name) for t in policy.tool_allow)
@@ -401,9 +417,11 @@ def _core(
                                       "positions", actual=f"more, in {len(tokens)} words"), "default")
     # Deny and ask rules see every reading of leading options (rules.command_variants); allow rules see
     # only the command as given, so no reading can widen what they admit.
+    denied_by_rule = False
     for rule in policy.deny_rules:
         hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
         if hit is not None:
+            denied_by_rule = True
             v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule"
                                  + (f" (read as {hit!r})" if hit != line else ""),
                                  rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
@@ -449,17 +467,27 @@ def _core(
                                  rule=f"delegation.effectRestrictions.{cls}",
                                  expected=f"{cls} absent (verified)", actual="present or unknown"), source)
 
-    # (7) Capability gating.
+    # (7) Capability gating. When the effects are unknown (no declaration, or words that name no one
+    # declared command) every class is risky: one reason per gate outcome names the classes, instead of
+    # one line per class that would bury the cause.
+    unknown = effects is None or effects_unknown is not None
+    grouped: dict[tuple[RuleBehavior, TrustLevel, RuleSource], list[str]] = {}
     for cls, gate in policy.gates.items():
         if states.get(cls) != "risky" or level >= gate.min_trust_level:
             continue
-        r = Reason("CAPABILITY_GATED", f"{cls} operation needs a more trusted tool",
-                   rule=f"capabilities.{cls}", expected=f">= {gate.min_trust_level.name}",
-                   actual=level.name)
-        if waiver is not None and level > TrustLevel.COMPROMISED:
-            info.append(_waived(r, waiver))
-        else:
-            v.add(gate.below, r, gate.source)
+        if unknown:
+            grouped.setdefault((gate.below, gate.min_trust_level, gate.source), []).append(cls)
+            continue
+        _gate(v, info, waiver, level, Reason(
+            "CAPABILITY_GATED", f"{cls} operation needs a more trusted tool",
+            rule=f"capabilities.{cls}", expected=f">= {gate.min_trust_level.name}", actual=level.name),
+            gate.below, gate.source)
+    for (below, minimum, source), classes in grouped.items():
+        _gate(v, info, waiver, level, Reason(
+            "CAPABILITY_GATED",
+            f"effects unknown, so each counts as risky: {', '.join(classes)} need a more trusted tool",
+            rule="capabilities." + ("|".join(classes)), expected=f">= {minimum.name}", actual=level.name),
+            below, source)
 
     # (8) Base decision.
     if allowed_by is not None:
@@ -473,7 +501,8 @@ def _core(
                               rule="defaults.allowVerifiedReadOnly",
                               expected=f">= {policy.defaults.read_only_min_trust_level.name}",
                               actual=level.name), _source_of(policy, "defaults"))
-    elif not asked:  # an ask rule that matched is a match: the no-match default does not apply
+    elif not asked and not denied_by_rule:
+        # A deny or ask rule that matched is a match: the no-match default does not apply.
         behavior: RuleBehavior = "ask" if policy.defaults.no_match == "ask" else "deny"
         v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
                                rule="defaults.noMatch", actual=line), _source_of(policy, "defaults"))
@@ -506,13 +535,29 @@ def _verify_base(
                           actual=level.name), source)
 
 
+def _gate(v: _Verdicts, info: list[Reason], waiver: Waiver | None, level: TrustLevel, r: Reason,
+          below: RuleBehavior, source: RuleSource) -> None:
+    if waiver is not None and level > TrustLevel.COMPROMISED:
+        info.append(_waived(r, waiver))
+    else:
+        v.add(below, r, source)
+
+
 def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     best = v.strictest()
     final, source = best if best is not None else ("deny", "default")
     reasons = [r for b, r, _ in sorted(v.items, key=lambda it: -STRICTNESS[it[0]]) if b == final]
     reasons += [r for b, r, _ in v.items if b != final and STRICTNESS[b] > 0]
     reasons += info
-    return final, reasons, source
+    # The same reason reached twice (e.g. by two layers) is said once.
+    seen: set[tuple[str, str | None, str, str]] = set()
+    unique: list[Reason] = []
+    for r in reasons:
+        key = (r.code, r.rule, repr(r.expected), repr(r.actual))
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return final, unique, source
 
 
 def _source_allowed(policy: Policy, fact: Mapping[str, Any]) -> bool:

@@ -1,0 +1,100 @@
+"""What an admin or CI engineer meets at the command line: evidence never turns a decision into "could not
+evaluate", identity flags with the names gh and cosign users type, and reason lists that name the cause
+once. Every test runs the real CLI in a subprocess on the project's own test Sigstore fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from verify_helpers import cli_subprocess
+
+REPO = Path(__file__).resolve().parent.parent
+FX = REPO / "fixtures" / "sigstore"
+TOOL = FX / "artifacts" / "hello-tool"
+BUNDLE = FX / "good" / "hello-tool.dsse.sigstore.json"
+ROOT = FX / "trusted_root.json"
+ISSUER = "https://token.actions.githubusercontent.com"
+GENERATOR = ("https://github.com/slsa-framework/slsa-github-generator/.github/workflows/"
+             "generator_generic_slsa3.yml@refs/tags/v2.1.0")
+
+
+def env(**extra: str) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if k != "ATIP_TRUST_ORG_POLICY"}
+    e["CI"] = "true"
+    e.update(extra)
+    return e
+
+
+def admit(*argv: str, **extra: str):  # type: ignore[no-untyped-def]
+    return cli_subprocess("admit", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
+                          "--no-audit", "--format", "json", *argv, env=env(**extra))
+
+
+def test_bundle_under_default_policy_is_a_decision_not_could_not_evaluate() -> None:
+    r = admit()
+    assert r.code == 1, r.out + r.err  # the default policy's decision: deny (ask without a user)
+    out = json.loads(r.out)
+    assert out["trust_level"] == "UNVERIFIED"
+    assert out["decision"]["policy_digest"].startswith("sha256:")
+    (why,) = [x for x in out["decision"]["reasons"] if x["code"] == "NO_SIGNERS_IN_POLICY"]
+    assert "default.json" in why["message"] and why["actual"].startswith(GENERATOR)
+
+
+def test_admit_identity_flags_name_the_signer_where_no_policy_does() -> None:
+    r = admit("--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER)
+    out = json.loads(r.out)
+    assert out["trust_level"] == "VERIFIED", out["checks"]
+    assert not any(x["code"] == "NO_SIGNERS_IN_POLICY" for x in out["decision"]["reasons"])
+
+
+def test_admit_identity_flags_cannot_add_a_signer_under_an_org_that_states_signers(tmp_path: Path) -> None:
+    org = tmp_path / "org.json"
+    org.write_text(json.dumps({"version": 1, "trust": {
+        "signers": [{"identity": "https://github.com/example-org/x/.github/workflows/r.yml@refs/tags/v1",
+                     "issuer": ISSUER}], "trustedRoots": [{"path": str(ROOT)}]}}))
+    org.chmod(0o644)
+    r = admit("--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER, "--org-policy", str(org))
+    out = json.loads(r.out)
+    assert r.code == 1
+    assert out["trust_level"] == "UNVERIFIED"
+    assert any(x["code"] == "SIGNER_NOT_IN_POLICY" for x in out["decision"]["reasons"])
+
+
+def test_unknown_effects_are_one_reason_per_gate_outcome_not_one_per_class() -> None:
+    r = admit()
+    gated = [x for x in json.loads(r.out)["decision"]["reasons"] if x["code"] == "CAPABILITY_GATED"]
+    # The default policy gates eight classes in two outcomes (deny below VERIFIED, ask below VERIFIED).
+    assert len(gated) == 2
+    assert all("effects unknown" in x["message"] for x in gated)
+
+
+def test_matched_deny_rule_is_not_followed_by_no_matching_rule(tmp_path: Path) -> None:
+    pol = tmp_path / "p.json"
+    pol.write_text(json.dumps({"version": 1, "permissions": {"deny": ["Bash(hello-tool rm *)"]}}))
+    r = admit("--policy", str(pol), "--command", "rm -rf /")
+    codes = [x["code"] for x in json.loads(r.out)["decision"]["reasons"]]
+    assert r.code == 1 and "COMMAND_DENIED" in codes
+    assert "NO_MATCHING_RULE" not in codes
+    assert len(codes) == len(set(codes)) or codes.count("CAPABILITY_GATED") > 1
+
+
+@pytest.mark.parametrize(("flags", "level"), [
+    (["--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER], "VERIFIED"),
+    (["--cert-identity-regex", r"https://github\.com/slsa-framework/.*", "--cert-oidc-issuer", ISSUER],
+     "VERIFIED"),
+    (["--signer-workflow", "slsa-framework/slsa-github-generator/.github/workflows/"
+      "generator_generic_slsa3.yml"], "VERIFIED"),
+    # gh's prefix-match bug (cli/cli#9507): a shorter workflow path must not match.
+    (["--signer-workflow", "slsa-framework/slsa-github-generator/.github/workflows/generator"],
+     "UNVERIFIED"),
+    (["--signer-workflow", "slsa-framework/slsa-github-generator/.github/workflows/"
+      "generator_generic_slsa3.yml", "--deny-self-hosted-runners"], "VERIFIED"),
+])
+def test_verify_accepts_gh_flag_names_with_full_match_semantics(flags: list[str], level: str) -> None:
+    r = cli_subprocess("verify", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
+                       "--format", "json", *flags, env=env())
+    assert json.loads(r.out)["trust_level"] == level, r.out + r.err
+    assert r.code == (0 if level == "VERIFIED" else 1)
