@@ -98,3 +98,24 @@ def test_verify_accepts_gh_flag_names_with_full_match_semantics(flags: list[str]
                        "--format", "json", *flags, env=env())
     assert json.loads(r.out)["trust_level"] == level, r.out + r.err
     assert r.code == (0 if level == "VERIFIED" else 1)
+
+
+def test_interactive_always_lets_a_hook_without_a_terminal_receive_ask() -> None:
+    """CI=true and no stdin: auto and never turn ask into deny; always returns ask (exit 3) so a
+    runtime or hook can put the question to its user."""
+    flags = ["--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER]  # VERIFIED; default noMatch: ask
+    auto = admit(*flags)
+    always = admit(*flags, "--interactive", "always")
+    never = admit(*flags, "--interactive", "never")
+    assert (auto.code, always.code, never.code) == (1, 3, 1), always.out + always.err
+    assert json.loads(always.out)["decision"]["behavior"] == "ask"
+    assert json.loads(auto.out)["decision"]["reasons"][0]["code"] == "ASK_WITHOUT_USER"
+
+
+def test_library_can_ask_reads_the_same_three_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from atip_trust.gate.interactive import can_ask
+
+    monkeypatch.setenv("CI", "true")
+    assert (can_ask("auto"), can_ask("always"), can_ask("never")) == (False, True, False)
+    with pytest.raises(Exception, match="auto, always or never"):
+        can_ask("sometimes")  # type: ignore[arg-type]

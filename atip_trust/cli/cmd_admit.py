@@ -65,8 +65,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--min-trust-level", metavar="LEVEL",
                    choices=[lvl.name for lvl in TrustLevel], help="tighten: require at least LEVEL")
-    p.add_argument("--non-interactive", action="store_true",
-                   help="no one can answer a prompt: ask becomes deny (also when CI is set)")
+    p.add_argument("--interactive", choices=("auto", "always", "never"), default="auto",
+                   help="who can answer an ask: auto (a terminal on stdin and CI unset), always (the "
+                   "caller asks its user: a hook or agent runtime; exit 3), never (ask becomes deny)")
+    p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
     p.add_argument("--audit-log", metavar="FILE", help="audit log (default: the user state dir)")
     p.add_argument("--no-audit", action="store_true", help="do not write an audit line")
     p.set_defaults(func=run)

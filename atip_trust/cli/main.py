@@ -23,6 +23,7 @@ from atip_trust.cli.output import (
     sarif_result,
 )
 from atip_trust.errors import AtipTrustError, UsageError, error_code
+from atip_trust.gate.interactive import can_ask
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -67,18 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def is_interactive(args: argparse.Namespace | None = None) -> bool:
-    """Interactive only with a terminal on stdin, outside CI, and without ``--non-interactive``.
-
-    CI runs with ``CI=true`` and no stdin; a policy's ``ask`` then becomes a denial (CONTRACT.md).
-    """
+    """``--interactive {auto,always,never}`` (``--non-interactive`` is ``never``), read by
+    ``gate.admit.can_ask``: auto asks only with a terminal on stdin and outside CI (CI runs with
+    ``CI=true`` and no stdin; a policy's ``ask`` then becomes a denial, CONTRACT.md)."""
     if args is not None and getattr(args, "non_interactive", False):
         return False
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-        return False
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return can_ask(getattr(args, "interactive", None) or "auto")
 
 
 def report_error(err: BaseException, fmt: str, command: str | None) -> None:

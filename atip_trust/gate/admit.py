@@ -30,6 +30,7 @@ from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.effects import command_states
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.facts.report import Decision, TrustLevel, TrustReport
+from atip_trust.gate.interactive import Interactive, can_ask
 from atip_trust.gate.metadata_trust import verify_metadata
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
@@ -171,14 +172,15 @@ def admit(
     shim_dir: PathLike | None = None,
     trusted_root: PathLike | None = None,
     staging: bool = False,
-    interactive: bool = False,
+    interactive: bool | Interactive = False,
     audit: bool = True,
     audit_log: PathLike | None = None,
     defer_audit: bool = False,
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
-    ``interactive``: whether someone can answer an ``ask`` (without, ask becomes deny). ``audit``: write
+    ``interactive``: whether someone can answer an ``ask`` (without, ask becomes deny): a bool, or
+    ``"auto"`` / ``"always"`` / ``"never"`` as :func:`can_ask` reads them. ``audit``: write
     the audit line (to ``audit_log`` or the user state dir); ``defer_audit``: leave the decision's line to
     the caller (:func:`write_audit`), who writes it once its own output is ready. Errors raise
     ``AtipTrustError`` (a denial) after their own audit line.
@@ -188,7 +190,8 @@ def admit(
         admission = _admit(
             tool, known, policy=policy, command=command, metadata=metadata,
             metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
-            shim_dir=shim_dir, trusted_root=trusted_root, staging=staging, interactive=interactive,
+            shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
+            interactive=can_ask(interactive),
         )
     except Exception as err:
         if audit:
