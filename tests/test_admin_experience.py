@@ -119,3 +119,50 @@ def test_library_can_ask_reads_the_same_three_modes(monkeypatch: pytest.MonkeyPa
     assert (can_ask("auto"), can_ask("always"), can_ask("never")) == (False, True, False)
     with pytest.raises(Exception, match="auto, always or never"):
         can_ask("sometimes")  # type: ignore[arg-type]
+
+
+def _org(tmp_path: Path, audit: dict[str, object]) -> Path:
+    org = tmp_path / "org.json"
+    org.write_text(json.dumps({"version": 1, "audit": audit}))
+    org.chmod(0o644)
+    return org
+
+
+def _admit_audited(*argv: str, **extra: str):  # type: ignore[no-untyped-def]
+    return cli_subprocess("admit", str(TOOL), "--format", "json", *argv, env=env(**extra))
+
+
+def test_org_policy_fixes_the_audit_log_for_every_admission(tmp_path: Path) -> None:
+    log = tmp_path / "fleet-audit.jsonl"
+    org = _org(tmp_path, {"log": str(log)})
+    r = _admit_audited("--org-policy", str(org))
+    assert r.code == 1, r.out + r.err
+    assert json.loads(log.read_text())["tool"] == "hello-tool"
+
+
+def test_user_audit_log_cannot_divert_the_orgs(tmp_path: Path) -> None:
+    log, mine = tmp_path / "fleet.jsonl", tmp_path / "mine.jsonl"
+    r = _admit_audited("--org-policy", str(_org(tmp_path, {"log": str(log)})), "--audit-log", str(mine))
+    assert r.code == 2
+    err = json.loads(r.out)["error"]["message"] if r.out.strip() else r.err
+    assert str(log) in err and str(mine) in err
+    assert not mine.exists()
+
+
+def test_org_requiring_audit_refuses_no_audit(tmp_path: Path) -> None:
+    r = _admit_audited("--org-policy", str(_org(tmp_path, {"required": True})), "--no-audit")
+    assert r.code == 2
+    assert "audit.required" in (r.out + r.err)
+
+
+def test_atip_trust_policy_names_the_default_policy(tmp_path: Path) -> None:
+    pol = tmp_path / "fleet-local.json"
+    pol.write_text(json.dumps({"version": 1, "name": "fleet", "tools": {"deny": [{"name": "hello-tool"}]}}))
+    r = _admit_audited("--no-audit", ATIP_TRUST_POLICY=str(pol))
+    assert r.code == 1
+    assert any(x["code"] == "TOOL_DENIED" for x in json.loads(r.out)["decision"]["reasons"])
+
+
+def test_admit_help_shows_the_actual_audit_path() -> None:
+    r = cli_subprocess("admit", "--help", env=env(XDG_STATE_HOME="/tmp/xdg-state-probe"))
+    assert "/tmp/xdg-state-probe/atip-trust/audit.jsonl" in "".join(r.out.split())

@@ -23,6 +23,7 @@ from atip_trust.cli.main import is_interactive
 from atip_trust.cli.output import json_text, one_line, reason_line, reports_to_sarif
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import TrustLevel
+from atip_trust.state.audit import default_audit_path
 from atip_trust.gate.admit import (
     Admission,
     admit,
@@ -69,7 +70,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="who can answer an ask: auto (a terminal on stdin and CI unset), always (the "
                    "caller asks its user: a hook or agent runtime; exit 3), never (ask becomes deny)")
     p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
-    p.add_argument("--audit-log", metavar="FILE", help="audit log (default: the user state dir)")
+    p.add_argument("--audit-log", metavar="FILE",
+                   help=f"audit log (default: {default_audit_path()}; an org policy's audit.log "
+                   "takes precedence and cannot be changed)")
     p.add_argument("--no-audit", action="store_true", help="do not write an audit line")
     p.set_defaults(func=run)
 
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         text = _render(args, admission)
         if not args.no_audit:
-            write_audit(admission, args.audit_log)
+            write_audit(admission)
     except Exception as err:
         _audit_failure(args, err, policy, admission)
         raise
@@ -118,7 +121,7 @@ def _audit_failure(args: argparse.Namespace, err: BaseException, policy: Policy 
     warning = audit_failure(err, tool=args.tool, command=args.command_words, policy=policy,
                             path=admission.path if admission else None,
                             digest=admission.report.digests.get("sha256") if admission else None,
-                            audit_log=args.audit_log)
+                            audit_log=admission.audit_log if admission else args.audit_log)
     if warning is not None:
         sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
 

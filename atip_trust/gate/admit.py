@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,9 @@ def load_admission_policy(
     ``min_trust_level`` and ``signers`` (policy ``trust.signers`` entries, e.g. from identity flags) as a
     CLI layer: those signers are trusted only where no other layer states signers, narrow where one
     does, and count for nothing under an org that fixes the trust anchors (policy/compose.py)."""
-    layers: list[PolicyLayer] = [load_layer(policy or default_policy_path(), source="local")]
+    # ATIP_TRUST_POLICY names the local policy a fleet's machines use when none is given.
+    chosen = policy or os.environ.get("ATIP_TRUST_POLICY") or default_policy_path()
+    layers: list[PolicyLayer] = [load_layer(chosen, source="local")]
     layers.extend(org_layers([org_policy] if org_policy else []))
     if min_trust_level is not None or signers:
         name = (min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level)
@@ -84,6 +86,8 @@ class Admission:
     metadata_source: str | None
     #: The audit-log line for this decision (written unless auditing was off or deferred).
     audit_record: dict[str, Any] = field(repr=False)
+    #: Where the line goes (None: the user state dir), after the policy's ``audit`` settings.
+    audit_log: str | None = None
 
     @property
     def behavior(self) -> str:
@@ -145,9 +149,27 @@ def audit_failure(
     return None
 
 
+def audit_target(policy: Policy, audit: bool, audit_log: PathLike | None) -> PathLike | None:
+    """Where this admission's line goes, by the policy's ``audit`` settings: an org that names the log
+    fixes it (another ``audit_log`` is refused), ``audit.required`` refuses turning auditing off."""
+    if not audit and policy.audit_required:
+        raise UsageError("the policy requires an audit line for every admission (audit.required): "
+                         "--no-audit is refused")
+    pinned = policy.audit_log
+    if pinned is None:
+        return audit_log
+    if audit_log is not None and policy.audit_log_pinned and \
+            os.path.abspath(os.fspath(audit_log)) != os.path.abspath(pinned):
+        raise UsageError(f"the org policy fixes the audit log: expected {pinned}, "
+                         f"actual --audit-log {os.fspath(audit_log)}")
+    return audit_log if audit_log is not None else pinned
+
+
 def write_audit(admission: Admission, audit_log: PathLike | None = None) -> None:
-    """Append the decision's line (for a caller that deferred it until its output was ready)."""
-    append_audit(admission.audit_record, os.fspath(audit_log) if audit_log is not None else None)
+    """Append the decision's line (for a caller that deferred it until its output was ready), to
+    ``audit_log`` or where the admission's policy said."""
+    target = audit_log if audit_log is not None else admission.audit_log
+    append_audit(admission.audit_record, os.fspath(target) if target is not None else None)
 
 
 def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | None]:
@@ -186,6 +208,7 @@ def admit(
     ``AtipTrustError`` (a denial) after their own audit line.
     """
     known = _Known(tool=tool_name_of(tool), policy=policy)
+    audit_log = audit_target(policy, audit, audit_log)
     try:
         admission = _admit(
             tool, known, policy=policy, command=command, metadata=metadata,
@@ -198,8 +221,9 @@ def admit(
             audit_failure(err, tool=tool, command=known.words, policy=policy, path=known.path,
                           digest=known.digest, audit_log=audit_log)
         raise
+    admission = replace(admission, audit_log=os.fspath(audit_log) if audit_log is not None else None)
     if audit and not defer_audit:
-        write_audit(admission, audit_log)
+        write_audit(admission)
     return admission
 
 

@@ -285,6 +285,28 @@ class Policy:
         return self.org_fixes_anchors and name not in self.org_anchors
 
     @property
+    def audit_log(self) -> str | None:
+        """The audit log an org layer names (``audit.log``); a local layer's only when no org names one."""
+        for source in ("org", "local", "cli", "default"):
+            for layer in self.layers:
+                audit = layer.document.get("audit")
+                if layer.source == source and isinstance(audit, dict) and isinstance(audit.get("log"), str):
+                    return str(audit["log"])
+        return None
+
+    @property
+    def audit_log_pinned(self) -> bool:
+        """True when an org layer names the audit log: then no other log may be chosen."""
+        return any(layer.source == "org" and isinstance(layer.document.get("audit"), dict)
+                   and "log" in layer.document["audit"] for layer in self.layers)
+
+    @property
+    def audit_required(self) -> bool:
+        """True when any layer says ``audit.required``: auditing cannot be turned off."""
+        return any(isinstance(layer.document.get("audit"), dict)
+                   and layer.document["audit"].get("required") is True for layer in self.layers)
+
+    @property
     def signers_declared(self) -> bool:
         """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted), or
         the org fixes the anchor set (a signer list it does not state is empty)."""
