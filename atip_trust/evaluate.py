@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atip_trust.errors import BundleError, UsageError
+from atip_trust.errors import (
+    ArtifactAccessError,
+    AtipTrustError,
+    BundleError,
+    UntrustedInputError,
+    UsageError,
+)
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
@@ -260,8 +266,20 @@ class Evaluation:
                 f"{sig.identity} from {sig.issuer}", name))
 
     # (3)
-    def evidence(self, bundles: Sequence[BundleInput], signature: Path | None) -> None:
+    def evidence(
+        self,
+        bundles: Sequence[BundleInput],
+        signature: Path | None,
+        unreadable: Sequence[tuple[Path, AtipTrustError]] = (),
+    ) -> None:
         self._step("evidence")
+        for path, err in unreadable:
+            # One of several bundle files could not be read: that file's failure, reported, while the
+            # others are still verified (material that cannot be checked: at most UNVERIFIED).
+            self.results.append(EvidenceResult(
+                label=path.name, route="unreadable", content="unknown", applies=True,
+                checks=[Check("bundle", "fail", err.diagnostics(), expected="a readable Sigstore bundle",
+                              actual=type(err).__name__, evidence=path.name, impact="unverified")]))
         for b in bundles:
             self.results.append(self._verify_bundle(b))
         if signature is not None:
@@ -562,9 +580,15 @@ def evaluate(
     still checked, no signer can be trusted, so the level is at most UNVERIFIED and the policy decides.
     """
     bundles: list[BundleInput] = []
+    unreadable: list[tuple[Path, AtipTrustError]] = []
     for p in evidence.bundles:
-        bundles.extend(load_bundles(p))
-    if require_anchor and (bundles or evidence.signature) and not constraints.has_anchor:
+        try:
+            bundles.extend(load_bundles(p))
+        except (UntrustedInputError, ArtifactAccessError) as err:
+            if len(evidence.bundles) == 1:
+                raise  # the only evidence is unreadable: could not evaluate (exit 2)
+            unreadable.append((p, err))
+    if require_anchor and (bundles or unreadable or evidence.signature) and not constraints.has_anchor:
         raise UsageError(
             "no signer to verify against: add --certificate-identity (or "
             "--certificate-identity-regexp) with --certificate-oidc-issuer (or "
@@ -574,7 +598,7 @@ def evaluate(
     ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
     ev.digest(sha512=evidence.metadata is not None or any(b.content == "dsse" for b in bundles))
     ev.claims_from(evidence.metadata)
-    ev.evidence(bundles, evidence.signature)
+    ev.evidence(bundles, evidence.signature, unreadable)
     ev.provenance()
     level = ev.level()
     return ev.report(level)

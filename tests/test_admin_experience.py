@@ -166,3 +166,19 @@ def test_atip_trust_policy_names_the_default_policy(tmp_path: Path) -> None:
 def test_admit_help_shows_the_actual_audit_path() -> None:
     r = cli_subprocess("admit", "--help", env=env(XDG_STATE_HOME="/tmp/xdg-state-probe"))
     assert "/tmp/xdg-state-probe/atip-trust/audit.jsonl" in "".join(r.out.split())
+
+
+@pytest.mark.parametrize("bad_text", ["{not json", "[]", json.dumps({"mediaType": "nonsense"})])
+def test_malformed_bundle_among_several_is_that_bundles_failure_not_exit_2(tmp_path: Path,
+                                                                           bad_text: str) -> None:
+    bad = tmp_path / "broken.sigstore.json"
+    bad.write_text(bad_text)
+    base = ["verify", str(TOOL), "--trusted-root", str(ROOT), "--format", "json",
+            "--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER]
+    both = cli_subprocess(*base, "--bundle", str(bad), "--bundle", str(BUNDLE), env=env())
+    assert both.code == 0, both.out + both.err  # the good bundle still verifies the artifact
+    out = json.loads(both.out)
+    (failed,) = [c for c in out["checks"] if c["name"] == "bundle" and c["evidence"] == bad.name]
+    assert failed["status"] == "fail"
+    alone = cli_subprocess(*base, "--bundle", str(bad), env=env())
+    assert alone.code == 2  # the only evidence unreadable: could not evaluate
