@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -131,6 +132,35 @@ def load_json_file(
         raise
 
 
+def canonical_json(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> bytes:
+    """Sorted keys, no whitespace: the one byte form that atip-trust hashes and signs checks against.
+
+    For documents whose keys are ASCII and whose numbers are integers (every caller's), this is the
+    RFC 8785 form; Rekor's SET payload (``tlog.set_payload``) is checked against it byte for byte.
+    The two parameters are where callers genuinely differ:
+
+    * ``ascii_only``: ``\\uXXXX`` escapes for non-ASCII text (True) or raw UTF-8 (False). Policy
+      digests have always hashed UTF-8 (``policy.load.canonical_digest``): changing it would change
+      the digest of every policy with non-ASCII text. Everything else escapes.
+    * ``stringify``: write a value JSON has no type for (a ``datetime``, a ``Path``) as ``str(value)``
+      instead of refusing it. The report digest and the audit line hold such facts; a policy document
+      or a SET payload never does, so for them a stray object is a bug and raises ``TypeError``.
+    """
+    return json.dumps(
+        obj,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=ascii_only,
+        default=str if stringify else None,
+    ).encode("utf-8")
+
+
+def canonical_digest(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> str:
+    """``sha256:<hex>`` of ``canonical_json(obj, ...)`` (same parameters, same reasons)."""
+    raw = canonical_json(obj, ascii_only=ascii_only, stringify=stringify)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
 def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
     """Render a jsonschema-style path as ``$.a.b[0]``."""
     out = "$"
@@ -144,4 +174,12 @@ def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
     return out
 
 
-__all__ = ["read_capped", "check_depth", "parse_json", "load_json_file", "json_path"]
+__all__ = [
+    "read_capped",
+    "check_depth",
+    "parse_json",
+    "load_json_file",
+    "json_path",
+    "canonical_json",
+    "canonical_digest",
+]

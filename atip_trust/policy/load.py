@@ -7,7 +7,6 @@ it decides what runs (Gemini CLI ignores such a file silently; we fail closed an
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -18,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from atip_trust._base import jsonio
 from atip_trust._base.jsonio import json_path, parse_json, read_capped
 from atip_trust._base.schema import Validator, validator
 from atip_trust._base.shipped import shipped_file
@@ -184,9 +184,9 @@ def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
 
 
 def canonical_digest(doc: Any) -> str:
-    """sha256 of the canonical JSON (sorted keys, no spaces, UTF-8): the policy digest."""
-    raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    """The policy digest: sha256 of the canonical JSON with non-ASCII text as raw UTF-8 (as it has
+    always been computed, so that a published policy digest stays valid)."""
+    return jsonio.canonical_digest(doc, ascii_only=False)
 
 
 def _schema_error(doc: Any) -> PolicyError | None:

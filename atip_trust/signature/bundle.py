@@ -35,6 +35,19 @@ BUNDLE_MEDIA_TYPES = {
 }
 
 
+def bundle_version(media: Any) -> str | None:
+    """The bundle format version (``"0.1"`` to ``"0.3"``) a ``mediaType`` value names; None for any
+    other value. Every verifier reads the version through here (``BUNDLE_MEDIA_TYPES`` is the one table)."""
+    return BUNDLE_MEDIA_TYPES.get(media) if isinstance(media, str) else None
+
+
+def proof_required(version: str) -> bool:
+    """From v0.2 on the bundle format requires an inclusion proof (sigstore protobuf-specs ``Bundle``
+    comment; conformance case ``intoto-missing-inclusion-proof``); a v0.1 bundle may carry only an
+    inclusion promise."""
+    return version != "0.1"
+
+
 @dataclass
 class BundleInput:
     """One bundle as read from disk: its label (``file`` or ``file#N`` for ``.jsonl``), bytes, JSON."""
@@ -98,13 +111,14 @@ class BundleInput:
 def _classify(b: BundleInput) -> BundleInput:
     doc = b.doc
     media = doc.get("mediaType")
-    if media not in BUNDLE_MEDIA_TYPES:
+    version = bundle_version(media)
+    if version is None:
         raise BundleError(
             f"unsupported bundle mediaType {media!r}; expected one of "
             + ", ".join(sorted(BUNDLE_MEDIA_TYPES)),
             path=f"{b.label}: $.mediaType",
         )
-    b.version = BUNDLE_MEDIA_TYPES[str(media)]
+    b.version = version
     if "dsseEnvelope" in doc:
         b.content = "dsse"
     elif "messageSignature" in doc:
@@ -223,4 +237,12 @@ def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
     return found
 
 
-__all__ = ["BundleInput", "load_bundles", "route_of", "BUNDLE_MEDIA_TYPES", "Route"]
+__all__ = [
+    "BundleInput",
+    "load_bundles",
+    "route_of",
+    "BUNDLE_MEDIA_TYPES",
+    "Route",
+    "bundle_version",
+    "proof_required",
+]

@@ -39,6 +39,7 @@ from atip_trust.errors import TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
 from atip_trust.signature.bundle import BundleInput
+from atip_trust.signature.dsse import pae
 from atip_trust.signature.identity import CertificateFacts
 from atip_trust.signature.tlog import (
     TlogVerificationError,
@@ -49,12 +50,6 @@ from atip_trust.signature.trustroot import TrustRoot
 
 #: How far in the future an integrated time may lie before we refuse it (clock skew between hosts).
 CLOCK_SKEW = 300
-
-
-def _pae(payload_type: str, payload: bytes) -> bytes:
-    # DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body.
-    t = payload_type.encode()
-    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
 
 
 class _RecordingPolicy:
@@ -289,7 +284,7 @@ class KeylessVerifier:
             if isinstance(key, ec.EllipticCurvePublicKey) and len(sigs) == 1:
                 try:
                     raw_sig = base64.b64decode(str(sigs[0].get("sig", "")), validate=True)
-                    key.verify(raw_sig, _pae(ptype, payload), ec.ECDSA(hashes.SHA256()))
+                    key.verify(raw_sig, pae(ptype, payload), ec.ECDSA(hashes.SHA256()))
                 except (InvalidSignature, binascii.Error, ValueError, AttributeError):
                     if out.applies:
                         out.compromised = True

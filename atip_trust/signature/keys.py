@@ -61,6 +61,7 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Impact
 from atip_trust.limits import LIMITS
+from atip_trust.signature.bundle import bundle_version, proof_required
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
 
@@ -71,13 +72,6 @@ ED25519_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: Smallest RSA modulus accepted (NIST SP 800-131A: 2048 bits since 2014).
 MIN_RSA_BITS = 2048
 _CURVES = {"secp256r1": "P-256", "secp384r1": "P-384"}
-
-_BUNDLE_MEDIA_TYPES = {
-    "application/vnd.dev.sigstore.bundle+json;version=0.1": (0, 1),
-    "application/vnd.dev.sigstore.bundle+json;version=0.2": (0, 2),
-    "application/vnd.dev.sigstore.bundle+json;version=0.3": (0, 3),
-    "application/vnd.dev.sigstore.bundle.v0.3+json": (0, 3),
-}
 
 
 # --- keys ---------------------------------------------------------------------------------------------
@@ -475,7 +469,7 @@ def verify_key_bundle(
     if not isinstance(bundle_json, dict):
         raise BundleError("bundle is not a JSON object", path="$")
     media = bundle_json.get("mediaType")
-    version = _BUNDLE_MEDIA_TYPES.get(media) if isinstance(media, str) else None
+    version = bundle_version(media)
     if version is None:
         raise BundleError(f"unsupported bundle mediaType {media!r:.100}", path="$.mediaType")
     vm = _B.obj(_B.req(bundle_json, ("verificationMaterial",)), ("verificationMaterial",))
@@ -568,7 +562,7 @@ def verify_key_bundle(
     log_index: int | None = None
     tlog_ok = False
     try:
-        er = verify_entry(entry, trust_root, require_proof=version >= (0, 2), now=now, evidence=evidence)
+        er = verify_entry(entry, trust_root, require_proof=proof_required(version), now=now, evidence=evidence)
         checks.extend(er.checks)
         result_time, log_url, log_index = er.integrated_time, er.log_url, er.log_index
         tlog_ok = True

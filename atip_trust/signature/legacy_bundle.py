@@ -49,7 +49,8 @@ from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, CheckFailure
-from atip_trust.signature.bundle import route_of
+from atip_trust.signature.bundle import bundle_version, proof_required, route_of
+from atip_trust.signature.dsse import pae
 from atip_trust.signature.fulcio import (
     CertificateVerificationError,
     verify_signing_certificate,
@@ -57,12 +58,6 @@ from atip_trust.signature.fulcio import (
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
 
-_MEDIA_TYPES = {
-    "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
-    "application/vnd.dev.sigstore.bundle+json;version=0.2": "0.2",
-    "application/vnd.dev.sigstore.bundle+json;version=0.3": "0.3",
-    "application/vnd.dev.sigstore.bundle.v0.3+json": "0.3",
-}
 #: sigstore-python's cap on signed timestamps per bundle (verify/verifier.py MAX_ALLOWED_TIMESTAMP).
 MAX_TIMESTAMPS = 32
 SUPPORTED_KINDS = (("intoto", "0.0.2"), ("dsse", "0.0.1"))
@@ -164,12 +159,16 @@ def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list
     return certs, entry, timestamps
 
 
+def _version(d: dict[str, Any]) -> str:
+    version = bundle_version(d.get("mediaType"))
+    if version is None:
+        raise _bad("$.mediaType", f"unsupported bundle media type {d.get('mediaType')!r}")
+    return version
+
+
 def _parse(doc: Any) -> _Parsed:
     d = _obj(doc, "$")
-    media = d.get("mediaType")
-    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
-    if version is None:
-        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    version = _version(d)
     env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
     payload_type = env.get("payloadType")
     if not isinstance(payload_type, str) or not payload_type:
@@ -264,12 +263,6 @@ def _verify_timestamps(tokens: list[bytes], message: bytes, trust_root: TrustRoo
 
 
 # -- (7) DSSE signature -------------------------------------------------------------------------------
-
-
-def pae(payload_type: str, payload: bytes) -> bytes:
-    """DSSE v1 pre-authentication encoding: ``DSSEv1 SP LEN(type) SP type SP LEN(body) SP body``."""
-    t = payload_type.encode()
-    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
 
 
 def _verify_dsse_signature(cert: x509.Certificate, payload_type: str, payload: bytes, sig: bytes) -> None:
@@ -440,7 +433,7 @@ def verify_legacy_dsse_detailed(
 
     # (4)+(5) first: the log entry's own proofs tell us whether integratedTime is signed.
     result = verify_entry(
-        p.entry, trust_root, require_proof=p.version != "0.1", now=now, evidence=evidence
+        p.entry, trust_root, require_proof=proof_required(p.version), now=now, evidence=evidence
     )
     checks.extend(result.checks)
 
@@ -502,7 +495,6 @@ __all__ = [
     "LegacyResult",
     "VERIFICATION_ERRORS",
     "is_legacy",
-    "pae",
     "verify_legacy_dsse",
     "verify_legacy_dsse_detailed",
     "verify_legacy_message",
@@ -530,10 +522,7 @@ def verify_legacy_message(
     Raises ``VERIFICATION_ERRORS`` members or ``BundleError``.
     """
     d = _obj(doc, "$")
-    media = d.get("mediaType")
-    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
-    if version is None:
-        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    version = _version(d)
     ms = _obj(d.get("messageSignature"), "$.messageSignature")
     signature = _b64(ms.get("signature"), "$.messageSignature.signature")
     md = ms.get("messageDigest")
@@ -544,7 +533,8 @@ def verify_legacy_message(
             f"log entry kind {entry.kind}/{entry.version} does not fit a message signature",
             check="tlog.entry", expected="hashedrekord/0.0.1", actual=f"{entry.kind}/{entry.version}")
     checks: list[Check] = []
-    result = verify_entry(entry, trust_root, require_proof=version != "0.1", now=now, evidence=evidence)
+    result = verify_entry(entry, trust_root, require_proof=proof_required(version), now=now,
+                          evidence=evidence)
     checks.extend(result.checks)
     times: list[datetime] = [result.integrated_time] if result.promise else []
     times.extend(_verify_timestamps(timestamps, signature, trust_root))

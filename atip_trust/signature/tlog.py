@@ -30,7 +30,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,7 +40,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
-from atip_trust._base.jsonio import json_path
+from atip_trust._base.jsonio import canonical_json, json_path
 from atip_trust.errors import BundleError
 from atip_trust.facts.report import Check, CheckFailure
 from atip_trust.signature.trustroot import LogKey, TrustRoot
@@ -535,8 +534,8 @@ def set_payload(entry: LogEntry) -> bytes:
     """RFC 8785 canonical JSON of the SET payload (what Rekor v1 signs; sigstore ``_encode_canonical``).
 
     The shape is fixed: four keys already in RFC 8785 order (UTF-16 code unit order equals ASCII order
-    here), two integers and two ASCII strings (base64 and hex need no escaping), so ``json.dumps`` with
-    no whitespace produces exactly the RFC 8785 form. A test pins this against the ``rfc8785`` package.
+    here), two integers and two ASCII strings (base64 and hex need no escaping), so ``canonical_json``
+    (sorted keys, no whitespace, ASCII) produces exactly the RFC 8785 form. A test pins this against the ``rfc8785`` package.
     """
     if entry.integrated_time is None:
         raise TlogVerificationError(
@@ -551,7 +550,7 @@ def set_payload(entry: LogEntry) -> bytes:
         "logID": entry.log_id.hex(),
         "logIndex": entry.log_index,
     }
-    return json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=True).encode()
+    return canonical_json(payload)
 
 
 def verify_set(entry: LogEntry, trust_root: TrustRoot) -> None:

@@ -8,7 +8,6 @@ command words, or key material.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from typing import Any
 
 import platformdirs
 
+from atip_trust._base.jsonio import canonical_json
 from atip_trust.errors import ArtifactAccessError, NotARegularFileError
 
 try:  # POSIX; elsewhere lines are appended without the truncate-back guard
@@ -177,7 +177,7 @@ def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = N
     failed decision (exit 2), never as success.
     """
     target = Path(path) if path is not None else default_audit_path()
-    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode()
+    line = canonical_json(record, stringify=True) + b"\n"
     fd = _open_log(target)
     try:
         _write_all(fd, line)
