@@ -35,15 +35,12 @@ import hashlib
 import hmac
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import (
     Encoding,
     PublicFormat,
@@ -61,6 +58,7 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Impact
 from atip_trust.limits import LIMITS
+from atip_trust.signature.algorithms import Scheme, hash_name, verify_signature
 from atip_trust.signature.bundle import bundle_version, proof_required
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
@@ -233,45 +231,32 @@ class _Message:
         return _read_fd_capped(self._source.fd, cap)
 
 
-def _try(fn: Callable[[], None]) -> bool:
-    try:
-        fn()
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+def _cosign_schemes(key: PublicKey) -> tuple[Scheme, ...]:
+    """The schemes cosign may have used for this key type, in the order tried (module docstring)."""
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return ("ecdsa-sha384", "ecdsa-sha256") if key.curve.name == "secp384r1" else ("ecdsa-sha256",)
+    if isinstance(key, rsa.RSAPublicKey):
+        return ("rsa-pkcs1v15-sha256", "rsa-pss-sha256")
+    return ("ed25519",)
 
 
-def _ecdsa_ok(
-    key: ec.EllipticCurvePublicKey, signature: bytes, digest: bytes, algo: hashes.HashAlgorithm
-) -> bool:
-    return _try(lambda: key.verify(signature, digest, ec.ECDSA(Prehashed(algo))))
+def _scheme_name(key: PublicKey, scheme: Scheme) -> str:
+    """The scheme as reported: ``ecdsa-p256-sha256`` names the curve; the others as they are."""
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return f"ecdsa-{_CURVES[key.curve.name].lower().replace('-', '')}-{hash_name(key, scheme)}"
+    return scheme
 
 
 def _verify_prehashed(key: PublicKey, signature: bytes, msg: _Message) -> str | None:
     """Try each scheme cosign may have used for this key type; the name of the one that verifies, or None."""
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        ec_key = key
-        order = [("sha384", hashes.SHA384()), ("sha256", hashes.SHA256())] if key.curve.name == "secp384r1" \
-            else [("sha256", hashes.SHA256())]
-        curve = _CURVES[key.curve.name].lower().replace("-", "")
-        for name, algo in order:
-            digest = msg.digest(name)
-            if _ecdsa_ok(ec_key, signature, digest, algo):
-                return f"ecdsa-{curve}-{name}"
-        return None
-    if isinstance(key, rsa.RSAPublicKey):
-        rsa_key = key
-        digest = msg.digest("sha256")
-        if _try(lambda: rsa_key.verify(signature, digest, padding.PKCS1v15(), Prehashed(hashes.SHA256()))):
-            return "rsa-pkcs1v15-sha256"
-        pss = padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.AUTO)
-        if _try(lambda: rsa_key.verify(signature, digest, pss, Prehashed(hashes.SHA256()))):
-            return "rsa-pss-sha256"
-        return None
-    ed_key = key
-    data = msg.data(ED25519_MAX_MESSAGE_BYTES)
-    if _try(lambda: ed_key.verify(signature, data)):
-        return "ed25519"
+    for scheme in _cosign_schemes(key):
+        name = hash_name(key, scheme)
+        if name is None:  # pure Ed25519: the whole message
+            ok = verify_signature(key, signature, msg.data(ED25519_MAX_MESSAGE_BYTES), (scheme,))
+        else:
+            ok = verify_signature(key, signature, msg.digest(name), (scheme,), prehashed=True)
+        if ok is not None:
+            return _scheme_name(key, ok)
     return None
 
 
@@ -624,20 +609,9 @@ def verify_key_bundle(
 def _verify_digest(key: PublicKey, signature: bytes, digest: Digest) -> str | None:
     """Verify over a sha256 digest only (what a key bundle's hashedrekord carries). Ed25519 cannot be
     verified from a digest (pure Ed25519 hashes the message itself; Ed25519ph needs SHA-512)."""
-    if isinstance(key, ed25519.Ed25519PublicKey):
-        return None
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        ec_key = key
-        if _try(lambda: ec_key.verify(signature, digest.value, ec.ECDSA(Prehashed(hashes.SHA256())))):
-            return f"ecdsa-{_CURVES[key.curve.name].lower().replace('-', '')}-sha256"
-        return None
-    rsa_key = key
-    if _try(lambda: rsa_key.verify(signature, digest.value, padding.PKCS1v15(), Prehashed(hashes.SHA256()))):
-        return "rsa-pkcs1v15-sha256"
-    pss = padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.AUTO)
-    if _try(lambda: rsa_key.verify(signature, digest.value, pss, Prehashed(hashes.SHA256()))):
-        return "rsa-pss-sha256"
-    return None
+    schemes: tuple[Scheme, ...] = ("ecdsa-sha256", "rsa-pkcs1v15-sha256", "rsa-pss-sha256")
+    ok = verify_signature(key, signature, digest.value, schemes, prehashed=True)
+    return None if ok is None else _scheme_name(key, ok)
 
 
 __all__ = [

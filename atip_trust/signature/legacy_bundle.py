@@ -40,15 +40,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from cryptography.hazmat.primitives import serialization
 
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, CheckFailure
+from atip_trust.signature.algorithms import LOG_SCHEMES, key_fits, verify_signature
 from atip_trust.signature.bundle import bundle_version, proof_required, route_of
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.fulcio import (
@@ -267,23 +265,12 @@ def _verify_timestamps(tokens: list[bytes], message: bytes, trust_root: TrustRoo
 
 def _verify_dsse_signature(cert: x509.Certificate, payload_type: str, payload: bytes, sig: bytes) -> None:
     key = cert.public_key()
-    data = pae(payload_type, payload)
-    try:
-        if isinstance(key, ec.EllipticCurvePublicKey):
-            # Fulcio issues P-256 (sha256) and P-384 (sha384) keys; the hash follows the curve.
-            h: hashes.HashAlgorithm = hashes.SHA384() if key.curve.key_size == 384 else hashes.SHA256()
-            if key.curve.key_size == 521:
-                h = hashes.SHA512()
-            key.verify(sig, data, ec.ECDSA(h))
-        elif isinstance(key, ed25519.Ed25519PublicKey):
-            key.verify(sig, data)
-        elif isinstance(key, rsa.RSAPublicKey):
-            key.verify(sig, data, padding.PKCS1v15(), hashes.SHA256())
-        else:
-            raise LegacyVerificationError(
-                f"unsupported signing key type {type(key).__name__}", check="dsse.signature"
-            )
-    except (InvalidSignature, UnsupportedAlgorithm, ValueError):
+    # Fulcio issues P-256 (sha256) and P-384 (sha384) keys; the hash follows the curve.
+    if not any(key_fits(key, s) for s in LOG_SCHEMES):
+        raise LegacyVerificationError(
+            f"unsupported signing key type {type(key).__name__}", check="dsse.signature"
+        )
+    if verify_signature(key, sig, pae(payload_type, payload), LOG_SCHEMES) is None:
         raise LegacyVerificationError(
             "the DSSE signature does not verify over PAE(payloadType, payload) with the certificate's key",
             check="dsse.signature", expected="valid", actual="invalid",
@@ -551,12 +538,8 @@ def verify_legacy_message(
             raise LegacyVerificationError(
                 "the bundle signs a different digest than this artifact's", check="digest",
                 expected=str(artifact_sha256), actual=f"{md.get('algorithm')}:{declared.hex()}")
-    key = leaf.public_key()
-    try:
-        if not isinstance(key, ec.EllipticCurvePublicKey):
-            raise InvalidSignature
-        key.verify(signature, artifact_sha256.value, ec.ECDSA(Prehashed(hashes.SHA256())))
-    except InvalidSignature:
+    if verify_signature(leaf.public_key(), signature, artifact_sha256.value, ("ecdsa-sha256",),
+                        prehashed=True) is None:
         raise LegacyVerificationError(
             "signature is invalid for this artifact", check="signature",
             expected=f"a signature by the certificate key over {artifact_sha256}",

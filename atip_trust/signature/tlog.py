@@ -35,14 +35,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-
 from atip_trust._base.jsonio import canonical_json, json_path
 from atip_trust.errors import BundleError
 from atip_trust.facts.report import Check, CheckFailure
+from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
 from atip_trust.signature.trustroot import LogKey, TrustRoot
 
 #: Largest value a protobuf (u)int64 field may carry here; Rekor indices and times are non-negative.
@@ -442,25 +438,10 @@ def parse_checkpoint(text: str) -> Checkpoint:
     )
 
 
-def _verify_log_signature(key: PublicKeyTypes, signature: bytes, data: bytes) -> bool:
+def _verify_log_signature(key: object, signature: bytes, data: bytes) -> bool:
     """A log's signature: ECDSA with the hash matching the curve (Rekor v1 uses P-256/SHA-256), Ed25519
-    (Rekor v2), or RSA PKCS#1 v1.5 with SHA-256, as sigstore's keyring does (``_internal/trust.py``)."""
-    try:
-        if isinstance(key, ec.EllipticCurvePublicKey):
-            algo: hashes.HashAlgorithm = {
-                384: hashes.SHA384(),
-                521: hashes.SHA512(),
-            }.get(key.curve.key_size, hashes.SHA256())
-            key.verify(signature, data, ec.ECDSA(algo))
-        elif isinstance(key, ed25519.Ed25519PublicKey):
-            key.verify(signature, data)
-        elif isinstance(key, rsa.RSAPublicKey):
-            key.verify(signature, data, padding.PKCS1v15(), hashes.SHA256())
-        else:
-            return False
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    (Rekor v2), or RSA PKCS#1 v1.5 with SHA-256 (``algorithms.LOG_SCHEMES``)."""
+    return verify_signature(key, signature, data, LOG_SCHEMES) is not None
 
 
 def find_log_key(entry: LogEntry, trust_root: TrustRoot) -> LogKey:
