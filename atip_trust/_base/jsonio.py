@@ -1,6 +1,7 @@
-"""Reading untrusted files and JSON with caps enforced before parsing (STYLE.md practices 2 and 4).
+"""Reading untrusted JSON with caps enforced before parsing (STYLE.md practices 2 and 4), and writing
+the canonical JSON that atip-trust hashes.
 
-``json``'s and the OS's exceptions are mapped here, once, into the error tree.
+``json``'s exceptions are mapped here, once, into the error tree (the OS's in ``files.py``).
 """
 
 from __future__ import annotations
@@ -9,55 +10,11 @@ import hashlib
 import json
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
-from atip_trust.errors import (
-    ArtifactAccessError,
-    InputTooLargeError,
-    MalformedInputError,
-    NotARegularFileError,
-)
-
-
-def read_capped(path: str | os.PathLike[str], cap: int, *, what: str = "file") -> bytes:
-    """Read a regular file of at most ``cap`` bytes; refuse FIFOs and devices without blocking."""
-    name = os.fspath(path)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError as err:
-        raise ArtifactAccessError(f"{what} not found", path=name) from err
-    except PermissionError as err:
-        raise ArtifactAccessError(f"{what} is not readable (permission denied)", path=name) from err
-    except OSError as err:
-        raise ArtifactAccessError(f"cannot open {what}: {err.strerror}", path=name) from err
-    except ValueError as err:  # embedded NUL, or a lone surrogate the OS cannot encode
-        raise ArtifactAccessError(f"invalid {what} path: {err}", path=name) from err
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFileError(f"{what} is not a regular file", path=name)
-        if st.st_size > cap:
-            raise InputTooLargeError(
-                f"{what} is {st.st_size} bytes, over the cap of {cap} bytes", path=name
-            )
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            # Read at most one byte past the cap: the file may have grown since fstat.
-            block = os.read(fd, min(1 << 20, cap + 1 - total))
-            if not block:
-                break
-            chunks.append(block)
-            total += len(block)
-            if total > cap:
-                raise InputTooLargeError(f"{what} exceeds the cap of {cap} bytes", path=name)
-        return b"".join(chunks)
-    except OSError as err:
-        raise ArtifactAccessError(f"cannot read {what}: {err.strerror}", path=name) from err
-    finally:
-        os.close(fd)
+from atip_trust._base.files import read_capped
+from atip_trust.errors import InputTooLargeError, MalformedInputError
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -175,7 +132,6 @@ def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
 
 
 __all__ = [
-    "read_capped",
     "check_depth",
     "parse_json",
     "load_json_file",

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from cryptography import x509
 
-from atip_trust._base.jsonio import parse_json, read_capped
+from atip_trust._base.files import read_capped
+from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 from atip_trust.limits import LIMITS
 

@@ -47,7 +47,8 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
-from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust._base.files import read_capped, read_fd_capped
+from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust.errors import (
     ArtifactAccessError,
     BundleError,
@@ -187,23 +188,13 @@ def _hash_fd(fd: int, algorithm: str, chunk: int = LIMITS.hash_chunk) -> bytes:
 
 
 def _read_fd_capped(fd: int, cap: int) -> bytes:
-    parts: list[bytes] = []
-    total = 0
     try:
-        while True:
-            block = os.pread(fd, min(LIMITS.hash_chunk, cap + 1 - total), total)
-            if not block:
-                break
-            parts.append(block)
-            total += len(block)
-            if total > cap:
-                raise InputTooLargeError(
-                    f"artifact is over {cap} bytes, the cap for Ed25519 signatures "
-                    "(pure Ed25519 needs the whole message in memory)"
-                )
-    except OSError as err:
-        raise ArtifactAccessError(f"read failed at offset {total}: {err.strerror}") from err
-    return b"".join(parts)
+        return read_fd_capped(fd, cap, what="artifact")
+    except InputTooLargeError as err:
+        raise InputTooLargeError(
+            f"artifact is over {cap} bytes, the cap for Ed25519 signatures "
+            "(pure Ed25519 needs the whole message in memory)"
+        ) from err
 
 
 class _Message:
