@@ -6,12 +6,15 @@ the canonical JSON that atip-trust hashes.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from collections.abc import Collection
+from typing import Any, Literal, TypeVar, overload
 
 from atip_trust._base.files import read_capped
 from atip_trust.errors import InputTooLargeError, MalformedInputError
@@ -89,6 +92,90 @@ def load_json_file(
         raise
 
 
+T = TypeVar("T")
+
+_TYPE_NAMES: dict[type, str] = {
+    dict: "JSON object", list: "list", str: "string", int: "integer", bool: "boolean", float: "number",
+}
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def expect_object(
+    value: Any,
+    path: str,
+    *,
+    allowed: Collection[str] | None = None,
+    error: type[MalformedInputError] = MalformedInputError,
+) -> dict[str, Any]:
+    """``value`` as a JSON object, else ``error`` at ``path``; with ``allowed``, an unknown key is
+    refused too (strict parsers: a field we do not read must not carry meaning someone else reads)."""
+    if not isinstance(value, dict):
+        raise error(f"expected a JSON object, got {_type_name(value)}", path=path)
+    if allowed is not None:
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise error(f"unknown field {unknown[0]!r} (expected one of {sorted(allowed)})", path=path)
+    return value
+
+
+@overload
+def get_field(
+    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[True] = ...,
+    nonempty: bool = ..., error: type[MalformedInputError] = ...,
+) -> T: ...
+@overload
+def get_field(
+    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[False],
+    nonempty: bool = ..., error: type[MalformedInputError] = ...,
+) -> T | None: ...
+@overload
+def get_field(
+    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: bool,
+    nonempty: bool = ..., error: type[MalformedInputError] = ...,
+) -> T | None: ...
+def get_field(
+    obj: dict[str, Any],
+    key: str,
+    type_: type[T],
+    *,
+    path: str,
+    required: bool = True,
+    nonempty: bool = False,
+    error: type[MalformedInputError] = MalformedInputError,
+) -> T | None:
+    """``obj[key]`` of type ``type_``, else ``error`` naming the JSON path ``path`` + key.
+
+    A missing key is an error when ``required``, else None (so is an explicit null). ``bool`` is never
+    an ``int`` here. ``nonempty``: an empty string, list or object is refused too.
+    """
+    where = join_path(path, key)
+    if key not in obj or (obj[key] is None and not required):
+        if required:
+            raise error("required field is missing", path=where)
+        return None
+    value = obj[key]
+    wrong = not isinstance(value, type_) or (isinstance(value, bool) and type_ is int)
+    if wrong or (nonempty and not value):
+        kind = _TYPE_NAMES.get(type_, type_.__name__)
+        shown = f"{value!r:.60}" if isinstance(value, str) else _type_name(value)
+        raise error(f"expected a {'non-empty ' if nonempty else ''}{kind}, got {shown}", path=where)
+    result: T = value
+    return result
+
+
+def b64_bytes(value: Any, path: str, *, error: type[MalformedInputError] = MalformedInputError) -> bytes:
+    """A protobuf-JSON ``bytes`` value: standard base64 with padding (RFC 4648 §4), strictly decoded."""
+    if not isinstance(value, str):
+        raise error(f"expected a base64 string, got {_type_name(value)}", path=path)
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise error(f"not valid standard base64: {err}", path=path) from err
+
+
 def canonical_json(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> bytes:
     """Sorted keys, no whitespace: the one byte form that atip-trust hashes and signs checks against.
 
@@ -131,7 +218,16 @@ def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
     return out
 
 
+def join_path(base: str, *parts: str | int) -> str:
+    """``join_path("$.a", "b", 0)`` is ``$.a.b[0]``: a child's path under an already rendered one."""
+    return base + json_path(parts)[1:]
+
+
 __all__ = [
+    "b64_bytes",
+    "expect_object",
+    "get_field",
+    "join_path",
     "check_depth",
     "parse_json",
     "load_json_file",

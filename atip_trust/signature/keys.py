@@ -48,7 +48,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from atip_trust._base.files import read_capped, read_fd_capped
-from atip_trust._base.jsonio import json_path, parse_json
+from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import (
     ArtifactAccessError,
     BundleError,
@@ -322,35 +322,6 @@ class KeyBundleResult(KeySignatureResult):
     log_index: int | None = None
 
 
-class _B:
-    """Strict accessors into the bundle JSON, raising ``BundleError`` with a JSON path."""
-
-    @staticmethod
-    def obj(v: Any, parts: tuple[str | int, ...], allowed: set[str] | None = None) -> dict[str, Any]:
-        if not isinstance(v, dict):
-            raise BundleError(f"expected a JSON object, got {type(v).__name__}", path=json_path(parts))
-        if allowed is not None:
-            unknown = sorted(set(v) - allowed)
-            if unknown:
-                raise BundleError(f"unknown field {unknown[0]!r}", path=json_path(parts))
-        return v
-
-    @staticmethod
-    def req(d: dict[str, Any], parts: tuple[str | int, ...]) -> Any:
-        if parts[-1] not in d:
-            raise BundleError("required field is missing", path=json_path(parts))
-        return d[parts[-1]]
-
-    @staticmethod
-    def b64(v: Any, parts: tuple[str | int, ...]) -> bytes:
-        if not isinstance(v, str):
-            raise BundleError(f"expected a base64 string, got {type(v).__name__}", path=json_path(parts))
-        try:
-            return base64.b64decode(v, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise BundleError(f"not valid standard base64: {err}", path=json_path(parts)) from err
-
-
 def _fail(name: str, message: str, *, expected: Any, actual: Any, evidence: str | None,
           impact: Impact) -> Check:
     return Check(name, "fail", message, expected=expected, actual=actual, evidence=evidence, impact=impact)
@@ -448,7 +419,8 @@ def verify_key_bundle(
     version = bundle_version(media)
     if version is None:
         raise BundleError(f"unsupported bundle mediaType {media!r:.100}", path="$.mediaType")
-    vm = _B.obj(_B.req(bundle_json, ("verificationMaterial",)), ("verificationMaterial",))
+    bad = BundleError  # every shape error below is a malformed bundle, named by its JSON path
+    vm = get_field(bundle_json, "verificationMaterial", dict, path="$", error=bad)
     if "publicKey" not in vm:
         present = sorted(k for k in vm if k != "tlogEntries" and k != "timestampVerificationData")
         raise BundleError(
@@ -456,26 +428,28 @@ def verify_key_bundle(
             "(keyless bundles are verified against a certificate identity, not --key)",
             path="$.verificationMaterial",
         )
-    pk = _B.obj(vm["publicKey"], ("verificationMaterial", "publicKey"), {"hint"})
+    pk = expect_object(vm["publicKey"], "$.verificationMaterial.publicKey", allowed={"hint"}, error=bad)
     if "messageSignature" not in bundle_json:
         other = "dsseEnvelope" if "dsseEnvelope" in bundle_json else "no content"
         raise BundleError(
             f"key bundle carries {other}; only messageSignature key bundles are supported",
             path="$.messageSignature",
         )
-    ms = _B.obj(bundle_json["messageSignature"], ("messageSignature",), {"messageDigest", "signature"})
-    signature = _B.b64(_B.req(ms, ("messageSignature", "signature")), ("messageSignature", "signature"))
-    md = _B.obj(_B.req(ms, ("messageSignature", "messageDigest")),
-                ("messageSignature", "messageDigest"), {"algorithm", "digest"})
-    md_alg = _B.req(md, ("messageSignature", "messageDigest", "algorithm"))
-    md_value = _B.b64(_B.req(md, ("messageSignature", "messageDigest", "digest")),
-                      ("messageSignature", "messageDigest", "digest"))
+    ms = expect_object(bundle_json["messageSignature"], "$.messageSignature",
+                       allowed={"messageDigest", "signature"}, error=bad)
+    signature = b64_bytes(get_field(ms, "signature", object, path="$.messageSignature", error=bad),
+                          "$.messageSignature.signature", error=bad)
+    md = expect_object(get_field(ms, "messageDigest", object, path="$.messageSignature", error=bad),
+                       "$.messageSignature.messageDigest", allowed={"algorithm", "digest"}, error=bad)
+    md_alg = get_field(md, "algorithm", object, path="$.messageSignature.messageDigest", error=bad)
+    md_value = b64_bytes(get_field(md, "digest", object, path="$.messageSignature.messageDigest", error=bad),
+                         "$.messageSignature.messageDigest.digest", error=bad)
     if md_alg != "SHA2_256" or len(md_value) != 32:
         raise BundleError(
             f"messageDigest is {md_alg!r} with {len(md_value)} bytes; only SHA2_256 (32 bytes) is supported",
             path="$.messageSignature.messageDigest",
         )
-    entries = _B.req(vm, ("verificationMaterial", "tlogEntries"))
+    entries = get_field(vm, "tlogEntries", object, path="$.verificationMaterial", error=bad)
     if not isinstance(entries, list) or len(entries) != 1:
         n = len(entries) if isinstance(entries, list) else type(entries).__name__
         # sigstore-python accepts exactly one log entry; so do we (a second could be chosen by an attacker).

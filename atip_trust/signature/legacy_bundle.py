@@ -42,7 +42,7 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from atip_trust._base.jsonio import parse_json
+from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, CheckFailure
@@ -87,18 +87,11 @@ def _bad(path: str, message: str) -> BundleError:
 
 
 def _obj(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _bad(path, f"expected an object, got {type(value).__name__}")
-    return value
+    return expect_object(value, path, error=BundleError)
 
 
 def _b64(value: Any, path: str) -> bytes:
-    if not isinstance(value, str):
-        raise _bad(path, f"expected a base64 string, got {type(value).__name__}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as err:
-        raise _bad(path, "is not standard base64") from err
+    return b64_bytes(value, path, error=BundleError)
 
 
 def _cert(der: bytes, path: str) -> x509.Certificate:
@@ -168,9 +161,7 @@ def _parse(doc: Any) -> _Parsed:
     d = _obj(doc, "$")
     version = _version(d)
     env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
-    payload_type = env.get("payloadType")
-    if not isinstance(payload_type, str) or not payload_type:
-        raise _bad("$.dsseEnvelope.payloadType", "expected a non-empty string")
+    payload_type = get_field(env, "payloadType", str, path="$.dsseEnvelope", nonempty=True, error=BundleError)
     payload = _b64(env.get("payload"), "$.dsseEnvelope.payload")
     sigs = env.get("signatures")
     # Sigstore DSSE bundles carry exactly one signature (protobuf-specs Bundle: "exactly one").

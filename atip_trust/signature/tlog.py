@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from atip_trust._base.jsonio import canonical_json, json_path
+from atip_trust._base.jsonio import b64_bytes, canonical_json, expect_object, get_field, join_path
 from atip_trust.errors import BundleError
 from atip_trust.facts.report import Check, CheckFailure
 from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
@@ -201,32 +201,21 @@ class _Where:
         self.base = base
 
     def path(self, parts: tuple[str | int, ...]) -> str:
-        return self.base + json_path(parts)[1:]
+        return join_path(self.base, *parts)
 
     def fail(self, parts: tuple[str | int, ...], message: str) -> BundleError:
         return BundleError(message, path=self.path(parts))
 
     def obj(self, value: Any, parts: tuple[str | int, ...], allowed: set[str]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(parts, f"expected a JSON object, got {type(value).__name__}")
-        unknown = sorted(set(value) - allowed)
-        if unknown:
-            raise self.fail(parts, f"unknown field {unknown[0]!r} (expected one of {sorted(allowed)})")
-        return value
+        return expect_object(value, self.path(parts), allowed=allowed, error=BundleError)
 
     def get(self, d: dict[str, Any], parts: tuple[str | int, ...], *, required: bool) -> Any:
-        key = parts[-1]
-        if key not in d:
-            if required:
-                raise self.fail(parts, "required field is missing")
-            return None
-        return d[key]
+        return get_field(d, str(parts[-1]), object, path=self.path(parts[:-1]), required=required,
+                         error=BundleError)
 
     def string(self, d: dict[str, Any], parts: tuple[str | int, ...]) -> str:
-        v = self.get(d, parts, required=True)
-        if not isinstance(v, str) or not v:
-            raise self.fail(parts, f"expected a non-empty string, got {v!r:.60}")
-        return v
+        return get_field(d, str(parts[-1]), str, path=self.path(parts[:-1]), nonempty=True,
+                         error=BundleError)
 
     def uint(self, d: dict[str, Any], parts: tuple[str | int, ...], *, required: bool) -> int | None:
         v = self.get(d, parts, required=required)
@@ -257,13 +246,8 @@ class _Where:
         return self.b64_value(v, parts)
 
     def b64_value(self, v: Any, parts: tuple[str | int, ...]) -> bytes:
-        if not isinstance(v, str):
-            raise self.fail(parts, f"expected a base64 string, got {type(v).__name__}")
-        try:
-            # Standard alphabet with padding, as protobuf JSON writes bytes (SIGSTORE-FACTS.md).
-            return base64.b64decode(v, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise self.fail(parts, f"not valid standard base64: {err}") from err
+        # Standard alphabet with padding, as protobuf JSON writes bytes (SIGSTORE-FACTS.md).
+        return b64_bytes(v, self.path(parts), error=BundleError)
 
     def proof(self, value: Any) -> InclusionProof:
         base: tuple[str | int, ...] = ("inclusionProof",)
