@@ -160,8 +160,9 @@ def get_field(
     wrong = not isinstance(value, type_) or (isinstance(value, bool) and type_ is int)
     if wrong or (nonempty and not value):
         kind = _TYPE_NAMES.get(type_, type_.__name__)
+        kind = f"a non-empty {kind}" if nonempty else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
         shown = f"{value!r:.60}" if isinstance(value, str) else _type_name(value)
-        raise error(f"expected a {'non-empty ' if nonempty else ''}{kind}, got {shown}", path=where)
+        raise error(f"expected {kind}, got {shown}", path=where)
     result: T = value
     return result
 
