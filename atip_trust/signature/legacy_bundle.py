@@ -161,7 +161,8 @@ def _parse(doc: Any) -> _Parsed:
     d = _obj(doc, "$")
     version = _version(d)
     env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
-    payload_type = get_field(env, "payloadType", str, path="$.dsseEnvelope", nonempty=True, error=BundleError)
+    payload_type = get_field(env, "payloadType", str, path="$.dsseEnvelope", nonempty=True,
+                             error=BundleError)
     payload = _b64(env.get("payload"), "$.dsseEnvelope.payload")
     sigs = env.get("signatures")
     # Sigstore DSSE bundles carry exactly one signature (protobuf-specs Bundle: "exactly one").

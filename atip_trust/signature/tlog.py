@@ -500,7 +500,8 @@ def set_payload(entry: LogEntry) -> bytes:
 
     The shape is fixed: four keys already in RFC 8785 order (UTF-16 code unit order equals ASCII order
     here), two integers and two ASCII strings (base64 and hex need no escaping), so ``canonical_json``
-    (sorted keys, no whitespace, ASCII) produces exactly the RFC 8785 form. A test pins this against the ``rfc8785`` package.
+    (sorted keys, no whitespace, ASCII) produces exactly the RFC 8785 form. A test pins this against
+    the ``rfc8785`` package.
     """
     if entry.integrated_time is None:
         raise TlogVerificationError(
