@@ -1,62 +1,23 @@
-"""Reading untrusted files and JSON with caps enforced before parsing (STYLE.md practices 2 and 4).
+"""Reading untrusted JSON with caps enforced before parsing (STYLE.md practices 2 and 4), and writing
+the canonical JSON that atip-trust hashes.
 
-``json``'s and the OS's exceptions are mapped here, once, into the error tree.
+``json``'s exceptions are mapped here, once, into the error tree (the OS's in ``files.py``).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import os
 import re
-import stat
 from pathlib import Path
-from typing import Any
+from collections.abc import Collection
+from typing import Any, Literal, TypeVar, overload
 
-from atip_trust.errors import (
-    ArtifactAccessError,
-    InputTooLargeError,
-    MalformedInputError,
-    NotARegularFileError,
-)
-
-
-def read_capped(path: str | os.PathLike[str], cap: int, *, what: str = "file") -> bytes:
-    """Read a regular file of at most ``cap`` bytes; refuse FIFOs and devices without blocking."""
-    name = os.fspath(path)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError as err:
-        raise ArtifactAccessError(f"{what} not found", path=name) from err
-    except PermissionError as err:
-        raise ArtifactAccessError(f"{what} is not readable (permission denied)", path=name) from err
-    except OSError as err:
-        raise ArtifactAccessError(f"cannot open {what}: {err.strerror}", path=name) from err
-    except ValueError as err:  # embedded NUL, or a lone surrogate the OS cannot encode
-        raise ArtifactAccessError(f"invalid {what} path: {err}", path=name) from err
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFileError(f"{what} is not a regular file", path=name)
-        if st.st_size > cap:
-            raise InputTooLargeError(
-                f"{what} is {st.st_size} bytes, over the cap of {cap} bytes", path=name
-            )
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            # Read at most one byte past the cap: the file may have grown since fstat.
-            block = os.read(fd, min(1 << 20, cap + 1 - total))
-            if not block:
-                break
-            chunks.append(block)
-            total += len(block)
-            if total > cap:
-                raise InputTooLargeError(f"{what} exceeds the cap of {cap} bytes", path=name)
-        return b"".join(chunks)
-    except OSError as err:
-        raise ArtifactAccessError(f"cannot read {what}: {err.strerror}", path=name) from err
-    finally:
-        os.close(fd)
+from atip_trust._base.files import read_capped
+from atip_trust.errors import InputTooLargeError, MalformedInputError
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -131,6 +92,120 @@ def load_json_file(
         raise
 
 
+T = TypeVar("T")
+
+_TYPE_NAMES: dict[type, str] = {
+    dict: "JSON object", list: "list", str: "string", int: "integer", bool: "boolean", float: "number",
+}
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def expect_object(
+    value: Any,
+    path: str,
+    *,
+    allowed: Collection[str] | None = None,
+    error: type[MalformedInputError] = MalformedInputError,
+) -> dict[str, Any]:
+    """``value`` as a JSON object, else ``error`` at ``path``; with ``allowed``, an unknown key is
+    refused too (strict parsers: a field we do not read must not carry meaning someone else reads)."""
+    if not isinstance(value, dict):
+        raise error(f"expected a JSON object, got {_type_name(value)}", path=path)
+    if allowed is not None:
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise error(f"unknown field {unknown[0]!r} (expected one of {sorted(allowed)})", path=path)
+    return value
+
+
+@overload
+def get_field(
+    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[True] = ...,
+    nonempty: bool = ..., error: type[MalformedInputError] = ...,
+) -> T: ...
+@overload
+def get_field(
+    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[False],
+    nonempty: bool = ..., error: type[MalformedInputError] = ...,
+) -> T | None: ...
+@overload
+def get_field(
+    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: bool,
+    nonempty: bool = ..., error: type[MalformedInputError] = ...,
+) -> T | None: ...
+def get_field(
+    obj: dict[str, Any],
+    key: str,
+    type_: type[T],
+    *,
+    path: str,
+    required: bool = True,
+    nonempty: bool = False,
+    error: type[MalformedInputError] = MalformedInputError,
+) -> T | None:
+    """``obj[key]`` of type ``type_``, else ``error`` naming the JSON path ``path`` + key.
+
+    A missing key is an error when ``required``, else None (so is an explicit null). ``bool`` is never
+    an ``int`` here. ``nonempty``: an empty string, list or object is refused too.
+    """
+    where = join_path(path, key)
+    if key not in obj or (obj[key] is None and not required):
+        if required:
+            raise error("required field is missing", path=where)
+        return None
+    value = obj[key]
+    wrong = not isinstance(value, type_) or (isinstance(value, bool) and type_ is int)
+    if wrong or (nonempty and not value):
+        kind = _TYPE_NAMES.get(type_, type_.__name__)
+        kind = f"a non-empty {kind}" if nonempty else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        shown = f"{value!r:.60}" if isinstance(value, str) else _type_name(value)
+        raise error(f"expected {kind}, got {shown}", path=where)
+    result: T = value
+    return result
+
+
+def b64_bytes(value: Any, path: str, *, error: type[MalformedInputError] = MalformedInputError) -> bytes:
+    """A protobuf-JSON ``bytes`` value: standard base64 with padding (RFC 4648 §4), strictly decoded."""
+    if not isinstance(value, str):
+        raise error(f"expected a base64 string, got {_type_name(value)}", path=path)
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise error(f"not valid standard base64: {err}", path=path) from err
+
+
+def canonical_json(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> bytes:
+    """Sorted keys, no whitespace: the one byte form that atip-trust hashes and signs checks against.
+
+    For documents whose keys are ASCII and whose numbers are integers (every caller's), this is the
+    RFC 8785 form; Rekor's SET payload (``tlog.set_payload``) is checked against it byte for byte.
+    The two parameters are where callers genuinely differ:
+
+    * ``ascii_only``: ``\\uXXXX`` escapes for non-ASCII text (True) or raw UTF-8 (False). Policy
+      digests have always hashed UTF-8 (``policy.load.canonical_digest``): changing it would change
+      the digest of every policy with non-ASCII text. Everything else escapes.
+    * ``stringify``: write a value JSON has no type for (a ``datetime``, a ``Path``) as ``str(value)``
+      instead of refusing it. The report digest and the audit line hold such facts; a policy document
+      or a SET payload never does, so for them a stray object is a bug and raises ``TypeError``.
+    """
+    return json.dumps(
+        obj,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=ascii_only,
+        default=str if stringify else None,
+    ).encode("utf-8")
+
+
+def canonical_digest(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> str:
+    """``sha256:<hex>`` of ``canonical_json(obj, ...)`` (same parameters, same reasons)."""
+    raw = canonical_json(obj, ascii_only=ascii_only, stringify=stringify)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
 def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
     """Render a jsonschema-style path as ``$.a.b[0]``."""
     out = "$"
@@ -144,4 +219,20 @@ def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
     return out
 
 
-__all__ = ["read_capped", "check_depth", "parse_json", "load_json_file", "json_path"]
+def join_path(base: str, *parts: str | int) -> str:
+    """``join_path("$.a", "b", 0)`` is ``$.a.b[0]``: a child's path under an already rendered one."""
+    return base + json_path(parts)[1:]
+
+
+__all__ = [
+    "b64_bytes",
+    "expect_object",
+    "get_field",
+    "join_path",
+    "check_depth",
+    "parse_json",
+    "load_json_file",
+    "json_path",
+    "canonical_json",
+    "canonical_digest",
+]

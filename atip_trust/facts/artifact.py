@@ -16,18 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from atip_trust.errors import ArtifactAccessError, NotARegularFileError, UsageError
+from atip_trust._base.files import open_regular
+from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Algorithm, Digest, hash_fd
-
-_KIND_NAMES = {
-    stat.S_IFDIR: "a directory",
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFLNK: "a symbolic link",
-}
-
 
 @dataclass(frozen=True)
 class FileIdentity:
@@ -148,28 +139,7 @@ class Artifact:
     @classmethod
     def open(cls, target: str | os.PathLike[str]) -> Artifact:
         path = resolve(target)
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
-        try:
-            fd = os.open(path, flags)
-        except FileNotFoundError as err:
-            raise ArtifactAccessError("no such file", path=str(path)) from err
-        except PermissionError as err:
-            raise ArtifactAccessError("permission denied", path=str(path)) from err
-        except OSError as err:
-            raise ArtifactAccessError(f"cannot open: {err.strerror}", path=str(path)) from err
-        except ValueError as err:
-            raise ArtifactAccessError(f"invalid path: {err}", path=str(path)) from err
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                kind = _KIND_NAMES.get(stat.S_IFMT(st.st_mode), "not a regular file")
-                raise NotARegularFileError(f"is {kind}, not a regular file", path=str(path))
-        except OSError as err:
-            os.close(fd)
-            raise ArtifactAccessError(f"cannot stat: {err.strerror}", path=str(path)) from err
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, st = open_regular(path, what="file", follow_links=False)
         return cls(path=path, fd=fd, identity=FileIdentity.from_stat(st))
 
     def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:

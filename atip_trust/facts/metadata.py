@@ -48,7 +48,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust._base.files import read_capped
+from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import (
     SchemaError,
     Validator,

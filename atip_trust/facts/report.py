@@ -6,11 +6,11 @@ Verification produces a ``TrustReport``; it never decides. The policy engine tur
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Literal
+
+from atip_trust._base.jsonio import canonical_digest
 
 CheckStatus = Literal["pass", "fail", "skip", "error"]
 #: What a failing check means for the trust level (DESIGN.md principle 2).
@@ -229,8 +229,7 @@ class TrustReport:
         """sha256 of the canonical JSON of the report's facts (without the decision)."""
         body = self.to_json()
         body.pop("decision", None)
-        raw = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()
-        return "sha256:" + hashlib.sha256(raw).hexdigest()
+        return canonical_digest(body, stringify=True)
 
 
 __all__ = [

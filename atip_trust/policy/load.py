@@ -7,10 +7,8 @@ it decides what runs (Gemini CLI ignores such a file silently; we fail closed an
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import stat
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -18,16 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust._base import jsonio
+from atip_trust._base.files import read_capped
+from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import Validator, validator
 from atip_trust._base.shipped import shipped_file
-from atip_trust.errors import (
-    ArtifactAccessError,
-    InputTooLargeError,
-    MalformedInputError,
-    NotARegularFileError,
-    PolicyError,
-)
+from atip_trust.errors import MalformedInputError, PolicyError
 from atip_trust.facts.report import TrustLevel
 from atip_trust.limits import LIMITS
 from atip_trust.policy.model import (
@@ -184,9 +178,9 @@ def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
 
 
 def canonical_digest(doc: Any) -> str:
-    """sha256 of the canonical JSON (sorted keys, no spaces, UTF-8): the policy digest."""
-    raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    """The policy digest: sha256 of the canonical JSON with non-ASCII text as raw UTF-8 (as it has
+    always been computed, so that a published policy digest stays valid)."""
+    return jsonio.canonical_digest(doc, ascii_only=False)
 
 
 def _schema_error(doc: Any) -> PolicyError | None:
@@ -398,48 +392,12 @@ def layer_from_document(
     )
 
 
-def _read_org_file(path: str) -> bytes:
-    """Read a managed policy through one descriptor, refusing unsafe ownership or mode."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except FileNotFoundError as err:
-        raise ArtifactAccessError("org policy not found", path=path) from err
-    except OSError as err:
-        raise PolicyError(
-            f"org policy refused: cannot open it without following links ({err.strerror})", path=path
-        ) from err
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFileError("org policy is not a regular file", path=path)
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise PolicyError(
-                f"org policy refused: writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}, "
-                "expected no group/other write bit)",
-                path=path,
-            )
-        if st.st_uid not in (0, os.getuid()):
-            raise PolicyError(
-                f"org policy refused: owned by uid {st.st_uid}, expected root (0) or the current user "
-                f"({os.getuid()})",
-                path=path,
-            )
-        if st.st_size > LIMITS.policy_bytes:
-            raise InputTooLargeError(
-                f"policy is {st.st_size} bytes, over the cap of {LIMITS.policy_bytes} bytes", path=path
-            )
-        data = os.read(fd, LIMITS.policy_bytes + 1)
-        if len(data) > LIMITS.policy_bytes:
-            raise InputTooLargeError(f"policy exceeds the cap of {LIMITS.policy_bytes} bytes", path=path)
-        return data
-    finally:
-        os.close(fd)
-
-
 def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") -> PolicyLayer:
     name = os.fspath(path)
     if source == "org":
-        data = _read_org_file(name)
+        # Read through one descriptor, refusing a link, an unsafe owner or mode (module docstring).
+        data = read_capped(name, LIMITS.policy_bytes, what="org policy", follow_links=False,
+                           owner_check=PolicyError)
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     try:

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from cryptography import x509
 
-from atip_trust._base.jsonio import parse_json, read_capped
+from atip_trust._base.files import read_capped
+from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 from atip_trust.limits import LIMITS
 
@@ -33,6 +34,19 @@ BUNDLE_MEDIA_TYPES = {
     "application/vnd.dev.sigstore.bundle+json;version=0.3": "0.3",
     "application/vnd.dev.sigstore.bundle.v0.3+json": "0.3",
 }
+
+
+def bundle_version(media: Any) -> str | None:
+    """The bundle format version (``"0.1"`` to ``"0.3"``) a ``mediaType`` value names; None for any
+    other value. Every verifier reads the version through here (``BUNDLE_MEDIA_TYPES`` is the one table)."""
+    return BUNDLE_MEDIA_TYPES.get(media) if isinstance(media, str) else None
+
+
+def proof_required(version: str) -> bool:
+    """From v0.2 on the bundle format requires an inclusion proof (sigstore protobuf-specs ``Bundle``
+    comment; conformance case ``intoto-missing-inclusion-proof``); a v0.1 bundle may carry only an
+    inclusion promise."""
+    return version != "0.1"
 
 
 @dataclass
@@ -98,13 +112,14 @@ class BundleInput:
 def _classify(b: BundleInput) -> BundleInput:
     doc = b.doc
     media = doc.get("mediaType")
-    if media not in BUNDLE_MEDIA_TYPES:
+    version = bundle_version(media)
+    if version is None:
         raise BundleError(
             f"unsupported bundle mediaType {media!r}; expected one of "
             + ", ".join(sorted(BUNDLE_MEDIA_TYPES)),
             path=f"{b.label}: $.mediaType",
         )
-    b.version = BUNDLE_MEDIA_TYPES[str(media)]
+    b.version = version
     if "dsseEnvelope" in doc:
         b.content = "dsse"
     elif "messageSignature" in doc:
@@ -223,4 +238,12 @@ def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
     return found
 
 
-__all__ = ["BundleInput", "load_bundles", "route_of", "BUNDLE_MEDIA_TYPES", "Route"]
+__all__ = [
+    "BundleInput",
+    "load_bundles",
+    "route_of",
+    "BUNDLE_MEDIA_TYPES",
+    "Route",
+    "bundle_version",
+    "proof_required",
+]

@@ -30,9 +30,7 @@ import struct
 from datetime import datetime, timezone
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.certificate_transparency import (
     LogEntryType,
     SignedCertificateTimestamp,
@@ -47,6 +45,7 @@ from cryptography.x509.verification import (
 )
 
 from atip_trust.facts.report import CheckFailure
+from atip_trust.signature.algorithms import SCT_SCHEMES, verify_signature
 from atip_trust.signature.identity import CertificateFacts
 from atip_trust.signature.trustroot import CertificateAuthority, TrustRoot
 
@@ -251,15 +250,7 @@ def verify_sct(leaf: x509.Certificate, chain: list[x509.Certificate], trust_root
         )
     data = sct_signed_data(sct, leaf, _issuing_ca(chain))
     for key in keys:
-        pub = key.public_key
-        try:
-            if isinstance(pub, ec.EllipticCurvePublicKey):
-                pub.verify(sct.signature, data, ec.ECDSA(hashes.SHA256()))
-            elif isinstance(pub, rsa.RSAPublicKey):
-                pub.verify(sct.signature, data, padding.PKCS1v15(), hashes.SHA256())
-            else:
-                continue
-        except (InvalidSignature, UnsupportedAlgorithm, ValueError):
+        if verify_signature(key.public_key, sct.signature, data, SCT_SCHEMES) is None:
             continue
         if not key.valid_at(_utc(sct.timestamp)):
             raise CertificateVerificationError(

@@ -35,22 +35,20 @@ import hashlib
 import hmac
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import (
     Encoding,
     PublicFormat,
     load_pem_public_key,
 )
 
-from atip_trust._base.jsonio import json_path, parse_json, read_capped
+from atip_trust._base.files import read_capped, read_fd_capped
+from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import (
     ArtifactAccessError,
     BundleError,
@@ -61,6 +59,8 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Impact
 from atip_trust.limits import LIMITS
+from atip_trust.signature.algorithms import Scheme, hash_name, verify_signature
+from atip_trust.signature.bundle import bundle_version, proof_required
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
 
@@ -71,13 +71,6 @@ ED25519_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: Smallest RSA modulus accepted (NIST SP 800-131A: 2048 bits since 2014).
 MIN_RSA_BITS = 2048
 _CURVES = {"secp256r1": "P-256", "secp384r1": "P-384"}
-
-_BUNDLE_MEDIA_TYPES = {
-    "application/vnd.dev.sigstore.bundle+json;version=0.1": (0, 1),
-    "application/vnd.dev.sigstore.bundle+json;version=0.2": (0, 2),
-    "application/vnd.dev.sigstore.bundle+json;version=0.3": (0, 3),
-    "application/vnd.dev.sigstore.bundle.v0.3+json": (0, 3),
-}
 
 
 # --- keys ---------------------------------------------------------------------------------------------
@@ -195,23 +188,13 @@ def _hash_fd(fd: int, algorithm: str, chunk: int = LIMITS.hash_chunk) -> bytes:
 
 
 def _read_fd_capped(fd: int, cap: int) -> bytes:
-    parts: list[bytes] = []
-    total = 0
     try:
-        while True:
-            block = os.pread(fd, min(LIMITS.hash_chunk, cap + 1 - total), total)
-            if not block:
-                break
-            parts.append(block)
-            total += len(block)
-            if total > cap:
-                raise InputTooLargeError(
-                    f"artifact is over {cap} bytes, the cap for Ed25519 signatures "
-                    "(pure Ed25519 needs the whole message in memory)"
-                )
-    except OSError as err:
-        raise ArtifactAccessError(f"read failed at offset {total}: {err.strerror}") from err
-    return b"".join(parts)
+        return read_fd_capped(fd, cap, what="artifact")
+    except InputTooLargeError as err:
+        raise InputTooLargeError(
+            f"artifact is over {cap} bytes, the cap for Ed25519 signatures "
+            "(pure Ed25519 needs the whole message in memory)"
+        ) from err
 
 
 class _Message:
@@ -239,45 +222,32 @@ class _Message:
         return _read_fd_capped(self._source.fd, cap)
 
 
-def _try(fn: Callable[[], None]) -> bool:
-    try:
-        fn()
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+def _cosign_schemes(key: PublicKey) -> tuple[Scheme, ...]:
+    """The schemes cosign may have used for this key type, in the order tried (module docstring)."""
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return ("ecdsa-sha384", "ecdsa-sha256") if key.curve.name == "secp384r1" else ("ecdsa-sha256",)
+    if isinstance(key, rsa.RSAPublicKey):
+        return ("rsa-pkcs1v15-sha256", "rsa-pss-sha256")
+    return ("ed25519",)
 
 
-def _ecdsa_ok(
-    key: ec.EllipticCurvePublicKey, signature: bytes, digest: bytes, algo: hashes.HashAlgorithm
-) -> bool:
-    return _try(lambda: key.verify(signature, digest, ec.ECDSA(Prehashed(algo))))
+def _scheme_name(key: PublicKey, scheme: Scheme) -> str:
+    """The scheme as reported: ``ecdsa-p256-sha256`` names the curve; the others as they are."""
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return f"ecdsa-{_CURVES[key.curve.name].lower().replace('-', '')}-{hash_name(key, scheme)}"
+    return scheme
 
 
 def _verify_prehashed(key: PublicKey, signature: bytes, msg: _Message) -> str | None:
     """Try each scheme cosign may have used for this key type; the name of the one that verifies, or None."""
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        ec_key = key
-        order = [("sha384", hashes.SHA384()), ("sha256", hashes.SHA256())] if key.curve.name == "secp384r1" \
-            else [("sha256", hashes.SHA256())]
-        curve = _CURVES[key.curve.name].lower().replace("-", "")
-        for name, algo in order:
-            digest = msg.digest(name)
-            if _ecdsa_ok(ec_key, signature, digest, algo):
-                return f"ecdsa-{curve}-{name}"
-        return None
-    if isinstance(key, rsa.RSAPublicKey):
-        rsa_key = key
-        digest = msg.digest("sha256")
-        if _try(lambda: rsa_key.verify(signature, digest, padding.PKCS1v15(), Prehashed(hashes.SHA256()))):
-            return "rsa-pkcs1v15-sha256"
-        pss = padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.AUTO)
-        if _try(lambda: rsa_key.verify(signature, digest, pss, Prehashed(hashes.SHA256()))):
-            return "rsa-pss-sha256"
-        return None
-    ed_key = key
-    data = msg.data(ED25519_MAX_MESSAGE_BYTES)
-    if _try(lambda: ed_key.verify(signature, data)):
-        return "ed25519"
+    for scheme in _cosign_schemes(key):
+        name = hash_name(key, scheme)
+        if name is None:  # pure Ed25519: the whole message
+            ok = verify_signature(key, signature, msg.data(ED25519_MAX_MESSAGE_BYTES), (scheme,))
+        else:
+            ok = verify_signature(key, signature, msg.digest(name), (scheme,), prehashed=True)
+        if ok is not None:
+            return _scheme_name(key, ok)
     return None
 
 
@@ -350,35 +320,6 @@ class KeyBundleResult(KeySignatureResult):
     integrated_time: datetime | None = None
     log_url: str | None = None
     log_index: int | None = None
-
-
-class _B:
-    """Strict accessors into the bundle JSON, raising ``BundleError`` with a JSON path."""
-
-    @staticmethod
-    def obj(v: Any, parts: tuple[str | int, ...], allowed: set[str] | None = None) -> dict[str, Any]:
-        if not isinstance(v, dict):
-            raise BundleError(f"expected a JSON object, got {type(v).__name__}", path=json_path(parts))
-        if allowed is not None:
-            unknown = sorted(set(v) - allowed)
-            if unknown:
-                raise BundleError(f"unknown field {unknown[0]!r}", path=json_path(parts))
-        return v
-
-    @staticmethod
-    def req(d: dict[str, Any], parts: tuple[str | int, ...]) -> Any:
-        if parts[-1] not in d:
-            raise BundleError("required field is missing", path=json_path(parts))
-        return d[parts[-1]]
-
-    @staticmethod
-    def b64(v: Any, parts: tuple[str | int, ...]) -> bytes:
-        if not isinstance(v, str):
-            raise BundleError(f"expected a base64 string, got {type(v).__name__}", path=json_path(parts))
-        try:
-            return base64.b64decode(v, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise BundleError(f"not valid standard base64: {err}", path=json_path(parts)) from err
 
 
 def _fail(name: str, message: str, *, expected: Any, actual: Any, evidence: str | None,
@@ -475,10 +416,11 @@ def verify_key_bundle(
     if not isinstance(bundle_json, dict):
         raise BundleError("bundle is not a JSON object", path="$")
     media = bundle_json.get("mediaType")
-    version = _BUNDLE_MEDIA_TYPES.get(media) if isinstance(media, str) else None
+    version = bundle_version(media)
     if version is None:
         raise BundleError(f"unsupported bundle mediaType {media!r:.100}", path="$.mediaType")
-    vm = _B.obj(_B.req(bundle_json, ("verificationMaterial",)), ("verificationMaterial",))
+    bad = BundleError  # every shape error below is a malformed bundle, named by its JSON path
+    vm = get_field(bundle_json, "verificationMaterial", dict, path="$", error=bad)
     if "publicKey" not in vm:
         present = sorted(k for k in vm if k != "tlogEntries" and k != "timestampVerificationData")
         raise BundleError(
@@ -486,26 +428,28 @@ def verify_key_bundle(
             "(keyless bundles are verified against a certificate identity, not --key)",
             path="$.verificationMaterial",
         )
-    pk = _B.obj(vm["publicKey"], ("verificationMaterial", "publicKey"), {"hint"})
+    pk = expect_object(vm["publicKey"], "$.verificationMaterial.publicKey", allowed={"hint"}, error=bad)
     if "messageSignature" not in bundle_json:
         other = "dsseEnvelope" if "dsseEnvelope" in bundle_json else "no content"
         raise BundleError(
             f"key bundle carries {other}; only messageSignature key bundles are supported",
             path="$.messageSignature",
         )
-    ms = _B.obj(bundle_json["messageSignature"], ("messageSignature",), {"messageDigest", "signature"})
-    signature = _B.b64(_B.req(ms, ("messageSignature", "signature")), ("messageSignature", "signature"))
-    md = _B.obj(_B.req(ms, ("messageSignature", "messageDigest")),
-                ("messageSignature", "messageDigest"), {"algorithm", "digest"})
-    md_alg = _B.req(md, ("messageSignature", "messageDigest", "algorithm"))
-    md_value = _B.b64(_B.req(md, ("messageSignature", "messageDigest", "digest")),
-                      ("messageSignature", "messageDigest", "digest"))
+    ms = expect_object(bundle_json["messageSignature"], "$.messageSignature",
+                       allowed={"messageDigest", "signature"}, error=bad)
+    signature = b64_bytes(get_field(ms, "signature", object, path="$.messageSignature", error=bad),
+                          "$.messageSignature.signature", error=bad)
+    md = expect_object(get_field(ms, "messageDigest", object, path="$.messageSignature", error=bad),
+                       "$.messageSignature.messageDigest", allowed={"algorithm", "digest"}, error=bad)
+    md_alg = get_field(md, "algorithm", object, path="$.messageSignature.messageDigest", error=bad)
+    md_value = b64_bytes(get_field(md, "digest", object, path="$.messageSignature.messageDigest", error=bad),
+                         "$.messageSignature.messageDigest.digest", error=bad)
     if md_alg != "SHA2_256" or len(md_value) != 32:
         raise BundleError(
             f"messageDigest is {md_alg!r} with {len(md_value)} bytes; only SHA2_256 (32 bytes) is supported",
             path="$.messageSignature.messageDigest",
         )
-    entries = _B.req(vm, ("verificationMaterial", "tlogEntries"))
+    entries = get_field(vm, "tlogEntries", object, path="$.verificationMaterial", error=bad)
     if not isinstance(entries, list) or len(entries) != 1:
         n = len(entries) if isinstance(entries, list) else type(entries).__name__
         # sigstore-python accepts exactly one log entry; so do we (a second could be chosen by an attacker).
@@ -568,7 +512,7 @@ def verify_key_bundle(
     log_index: int | None = None
     tlog_ok = False
     try:
-        er = verify_entry(entry, trust_root, require_proof=version >= (0, 2), now=now, evidence=evidence)
+        er = verify_entry(entry, trust_root, require_proof=proof_required(version), now=now, evidence=evidence)
         checks.extend(er.checks)
         result_time, log_url, log_index = er.integrated_time, er.log_url, er.log_index
         tlog_ok = True
@@ -630,20 +574,9 @@ def verify_key_bundle(
 def _verify_digest(key: PublicKey, signature: bytes, digest: Digest) -> str | None:
     """Verify over a sha256 digest only (what a key bundle's hashedrekord carries). Ed25519 cannot be
     verified from a digest (pure Ed25519 hashes the message itself; Ed25519ph needs SHA-512)."""
-    if isinstance(key, ed25519.Ed25519PublicKey):
-        return None
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        ec_key = key
-        if _try(lambda: ec_key.verify(signature, digest.value, ec.ECDSA(Prehashed(hashes.SHA256())))):
-            return f"ecdsa-{_CURVES[key.curve.name].lower().replace('-', '')}-sha256"
-        return None
-    rsa_key = key
-    if _try(lambda: rsa_key.verify(signature, digest.value, padding.PKCS1v15(), Prehashed(hashes.SHA256()))):
-        return "rsa-pkcs1v15-sha256"
-    pss = padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.AUTO)
-    if _try(lambda: rsa_key.verify(signature, digest.value, pss, Prehashed(hashes.SHA256()))):
-        return "rsa-pss-sha256"
-    return None
+    schemes: tuple[Scheme, ...] = ("ecdsa-sha256", "rsa-pkcs1v15-sha256", "rsa-pss-sha256")
+    ok = verify_signature(key, signature, digest.value, schemes, prehashed=True)
+    return None if ok is None else _scheme_name(key, ok)
 
 
 __all__ = [

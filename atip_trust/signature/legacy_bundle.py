@@ -40,16 +40,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from cryptography.hazmat.primitives import serialization
 
-from atip_trust._base.jsonio import parse_json
+from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, CheckFailure
-from atip_trust.signature.bundle import route_of
+from atip_trust.signature.algorithms import LOG_SCHEMES, key_fits, verify_signature
+from atip_trust.signature.bundle import bundle_version, proof_required, route_of
+from atip_trust.signature.dsse import pae
 from atip_trust.signature.fulcio import (
     CertificateVerificationError,
     verify_signing_certificate,
@@ -57,12 +56,6 @@ from atip_trust.signature.fulcio import (
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
 
-_MEDIA_TYPES = {
-    "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
-    "application/vnd.dev.sigstore.bundle+json;version=0.2": "0.2",
-    "application/vnd.dev.sigstore.bundle+json;version=0.3": "0.3",
-    "application/vnd.dev.sigstore.bundle.v0.3+json": "0.3",
-}
 #: sigstore-python's cap on signed timestamps per bundle (verify/verifier.py MAX_ALLOWED_TIMESTAMP).
 MAX_TIMESTAMPS = 32
 SUPPORTED_KINDS = (("intoto", "0.0.2"), ("dsse", "0.0.1"))
@@ -94,18 +87,11 @@ def _bad(path: str, message: str) -> BundleError:
 
 
 def _obj(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _bad(path, f"expected an object, got {type(value).__name__}")
-    return value
+    return expect_object(value, path, error=BundleError)
 
 
 def _b64(value: Any, path: str) -> bytes:
-    if not isinstance(value, str):
-        raise _bad(path, f"expected a base64 string, got {type(value).__name__}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as err:
-        raise _bad(path, "is not standard base64") from err
+    return b64_bytes(value, path, error=BundleError)
 
 
 def _cert(der: bytes, path: str) -> x509.Certificate:
@@ -164,16 +150,19 @@ def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list
     return certs, entry, timestamps
 
 
+def _version(d: dict[str, Any]) -> str:
+    version = bundle_version(d.get("mediaType"))
+    if version is None:
+        raise _bad("$.mediaType", f"unsupported bundle media type {d.get('mediaType')!r}")
+    return version
+
+
 def _parse(doc: Any) -> _Parsed:
     d = _obj(doc, "$")
-    media = d.get("mediaType")
-    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
-    if version is None:
-        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    version = _version(d)
     env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
-    payload_type = env.get("payloadType")
-    if not isinstance(payload_type, str) or not payload_type:
-        raise _bad("$.dsseEnvelope.payloadType", "expected a non-empty string")
+    payload_type = get_field(env, "payloadType", str, path="$.dsseEnvelope", nonempty=True,
+                             error=BundleError)
     payload = _b64(env.get("payload"), "$.dsseEnvelope.payload")
     sigs = env.get("signatures")
     # Sigstore DSSE bundles carry exactly one signature (protobuf-specs Bundle: "exactly one").
@@ -266,31 +255,14 @@ def _verify_timestamps(tokens: list[bytes], message: bytes, trust_root: TrustRoo
 # -- (7) DSSE signature -------------------------------------------------------------------------------
 
 
-def pae(payload_type: str, payload: bytes) -> bytes:
-    """DSSE v1 pre-authentication encoding: ``DSSEv1 SP LEN(type) SP type SP LEN(body) SP body``."""
-    t = payload_type.encode()
-    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
-
-
 def _verify_dsse_signature(cert: x509.Certificate, payload_type: str, payload: bytes, sig: bytes) -> None:
     key = cert.public_key()
-    data = pae(payload_type, payload)
-    try:
-        if isinstance(key, ec.EllipticCurvePublicKey):
-            # Fulcio issues P-256 (sha256) and P-384 (sha384) keys; the hash follows the curve.
-            h: hashes.HashAlgorithm = hashes.SHA384() if key.curve.key_size == 384 else hashes.SHA256()
-            if key.curve.key_size == 521:
-                h = hashes.SHA512()
-            key.verify(sig, data, ec.ECDSA(h))
-        elif isinstance(key, ed25519.Ed25519PublicKey):
-            key.verify(sig, data)
-        elif isinstance(key, rsa.RSAPublicKey):
-            key.verify(sig, data, padding.PKCS1v15(), hashes.SHA256())
-        else:
-            raise LegacyVerificationError(
-                f"unsupported signing key type {type(key).__name__}", check="dsse.signature"
-            )
-    except (InvalidSignature, UnsupportedAlgorithm, ValueError):
+    # Fulcio issues P-256 (sha256) and P-384 (sha384) keys; the hash follows the curve.
+    if not any(key_fits(key, s) for s in LOG_SCHEMES):
+        raise LegacyVerificationError(
+            f"unsupported signing key type {type(key).__name__}", check="dsse.signature"
+        )
+    if verify_signature(key, sig, pae(payload_type, payload), LOG_SCHEMES) is None:
         raise LegacyVerificationError(
             "the DSSE signature does not verify over PAE(payloadType, payload) with the certificate's key",
             check="dsse.signature", expected="valid", actual="invalid",
@@ -440,7 +412,7 @@ def verify_legacy_dsse_detailed(
 
     # (4)+(5) first: the log entry's own proofs tell us whether integratedTime is signed.
     result = verify_entry(
-        p.entry, trust_root, require_proof=p.version != "0.1", now=now, evidence=evidence
+        p.entry, trust_root, require_proof=proof_required(p.version), now=now, evidence=evidence
     )
     checks.extend(result.checks)
 
@@ -502,7 +474,6 @@ __all__ = [
     "LegacyResult",
     "VERIFICATION_ERRORS",
     "is_legacy",
-    "pae",
     "verify_legacy_dsse",
     "verify_legacy_dsse_detailed",
     "verify_legacy_message",
@@ -530,10 +501,7 @@ def verify_legacy_message(
     Raises ``VERIFICATION_ERRORS`` members or ``BundleError``.
     """
     d = _obj(doc, "$")
-    media = d.get("mediaType")
-    version = _MEDIA_TYPES.get(media) if isinstance(media, str) else None
-    if version is None:
-        raise _bad("$.mediaType", f"unsupported bundle media type {media!r}")
+    version = _version(d)
     ms = _obj(d.get("messageSignature"), "$.messageSignature")
     signature = _b64(ms.get("signature"), "$.messageSignature.signature")
     md = ms.get("messageDigest")
@@ -544,7 +512,8 @@ def verify_legacy_message(
             f"log entry kind {entry.kind}/{entry.version} does not fit a message signature",
             check="tlog.entry", expected="hashedrekord/0.0.1", actual=f"{entry.kind}/{entry.version}")
     checks: list[Check] = []
-    result = verify_entry(entry, trust_root, require_proof=version != "0.1", now=now, evidence=evidence)
+    result = verify_entry(entry, trust_root, require_proof=proof_required(version), now=now,
+                          evidence=evidence)
     checks.extend(result.checks)
     times: list[datetime] = [result.integrated_time] if result.promise else []
     times.extend(_verify_timestamps(timestamps, signature, trust_root))
@@ -561,12 +530,8 @@ def verify_legacy_message(
             raise LegacyVerificationError(
                 "the bundle signs a different digest than this artifact's", check="digest",
                 expected=str(artifact_sha256), actual=f"{md.get('algorithm')}:{declared.hex()}")
-    key = leaf.public_key()
-    try:
-        if not isinstance(key, ec.EllipticCurvePublicKey):
-            raise InvalidSignature
-        key.verify(signature, artifact_sha256.value, ec.ECDSA(Prehashed(hashes.SHA256())))
-    except InvalidSignature:
+    if verify_signature(leaf.public_key(), signature, artifact_sha256.value, ("ecdsa-sha256",),
+                        prehashed=True) is None:
         raise LegacyVerificationError(
             "signature is invalid for this artifact", check="signature",
             expected=f"a signature by the certificate key over {artifact_sha256}",

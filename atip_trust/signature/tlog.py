@@ -30,20 +30,15 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-
-from atip_trust._base.jsonio import json_path
+from atip_trust._base.jsonio import b64_bytes, canonical_json, expect_object, get_field, join_path
 from atip_trust.errors import BundleError
 from atip_trust.facts.report import Check, CheckFailure
+from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
 from atip_trust.signature.trustroot import LogKey, TrustRoot
 
 #: Largest value a protobuf (u)int64 field may carry here; Rekor indices and times are non-negative.
@@ -206,32 +201,21 @@ class _Where:
         self.base = base
 
     def path(self, parts: tuple[str | int, ...]) -> str:
-        return self.base + json_path(parts)[1:]
+        return join_path(self.base, *parts)
 
     def fail(self, parts: tuple[str | int, ...], message: str) -> BundleError:
         return BundleError(message, path=self.path(parts))
 
     def obj(self, value: Any, parts: tuple[str | int, ...], allowed: set[str]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(parts, f"expected a JSON object, got {type(value).__name__}")
-        unknown = sorted(set(value) - allowed)
-        if unknown:
-            raise self.fail(parts, f"unknown field {unknown[0]!r} (expected one of {sorted(allowed)})")
-        return value
+        return expect_object(value, self.path(parts), allowed=allowed, error=BundleError)
 
     def get(self, d: dict[str, Any], parts: tuple[str | int, ...], *, required: bool) -> Any:
-        key = parts[-1]
-        if key not in d:
-            if required:
-                raise self.fail(parts, "required field is missing")
-            return None
-        return d[key]
+        return get_field(d, str(parts[-1]), object, path=self.path(parts[:-1]), required=required,
+                         error=BundleError)
 
     def string(self, d: dict[str, Any], parts: tuple[str | int, ...]) -> str:
-        v = self.get(d, parts, required=True)
-        if not isinstance(v, str) or not v:
-            raise self.fail(parts, f"expected a non-empty string, got {v!r:.60}")
-        return v
+        return get_field(d, str(parts[-1]), str, path=self.path(parts[:-1]), nonempty=True,
+                         error=BundleError)
 
     def uint(self, d: dict[str, Any], parts: tuple[str | int, ...], *, required: bool) -> int | None:
         v = self.get(d, parts, required=required)
@@ -262,13 +246,8 @@ class _Where:
         return self.b64_value(v, parts)
 
     def b64_value(self, v: Any, parts: tuple[str | int, ...]) -> bytes:
-        if not isinstance(v, str):
-            raise self.fail(parts, f"expected a base64 string, got {type(v).__name__}")
-        try:
-            # Standard alphabet with padding, as protobuf JSON writes bytes (SIGSTORE-FACTS.md).
-            return base64.b64decode(v, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise self.fail(parts, f"not valid standard base64: {err}") from err
+        # Standard alphabet with padding, as protobuf JSON writes bytes (SIGSTORE-FACTS.md).
+        return b64_bytes(v, self.path(parts), error=BundleError)
 
     def proof(self, value: Any) -> InclusionProof:
         base: tuple[str | int, ...] = ("inclusionProof",)
@@ -443,25 +422,10 @@ def parse_checkpoint(text: str) -> Checkpoint:
     )
 
 
-def _verify_log_signature(key: PublicKeyTypes, signature: bytes, data: bytes) -> bool:
+def _verify_log_signature(key: object, signature: bytes, data: bytes) -> bool:
     """A log's signature: ECDSA with the hash matching the curve (Rekor v1 uses P-256/SHA-256), Ed25519
-    (Rekor v2), or RSA PKCS#1 v1.5 with SHA-256, as sigstore's keyring does (``_internal/trust.py``)."""
-    try:
-        if isinstance(key, ec.EllipticCurvePublicKey):
-            algo: hashes.HashAlgorithm = {
-                384: hashes.SHA384(),
-                521: hashes.SHA512(),
-            }.get(key.curve.key_size, hashes.SHA256())
-            key.verify(signature, data, ec.ECDSA(algo))
-        elif isinstance(key, ed25519.Ed25519PublicKey):
-            key.verify(signature, data)
-        elif isinstance(key, rsa.RSAPublicKey):
-            key.verify(signature, data, padding.PKCS1v15(), hashes.SHA256())
-        else:
-            return False
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    (Rekor v2), or RSA PKCS#1 v1.5 with SHA-256 (``algorithms.LOG_SCHEMES``)."""
+    return verify_signature(key, signature, data, LOG_SCHEMES) is not None
 
 
 def find_log_key(entry: LogEntry, trust_root: TrustRoot) -> LogKey:
@@ -535,8 +499,9 @@ def set_payload(entry: LogEntry) -> bytes:
     """RFC 8785 canonical JSON of the SET payload (what Rekor v1 signs; sigstore ``_encode_canonical``).
 
     The shape is fixed: four keys already in RFC 8785 order (UTF-16 code unit order equals ASCII order
-    here), two integers and two ASCII strings (base64 and hex need no escaping), so ``json.dumps`` with
-    no whitespace produces exactly the RFC 8785 form. A test pins this against the ``rfc8785`` package.
+    here), two integers and two ASCII strings (base64 and hex need no escaping), so ``canonical_json``
+    (sorted keys, no whitespace, ASCII) produces exactly the RFC 8785 form. A test pins this against
+    the ``rfc8785`` package.
     """
     if entry.integrated_time is None:
         raise TlogVerificationError(
@@ -551,7 +516,7 @@ def set_payload(entry: LogEntry) -> bytes:
         "logID": entry.log_id.hex(),
         "logIndex": entry.log_index,
     }
-    return json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=True).encode()
+    return canonical_json(payload)
 
 
 def verify_set(entry: LogEntry, trust_root: TrustRoot) -> None:

@@ -25,7 +25,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 
-from atip_trust._base.jsonio import parse_json, read_capped
+from atip_trust._base.files import read_capped
+from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.limits import LIMITS
 

@@ -8,16 +8,16 @@ command words, or key material.
 from __future__ import annotations
 
 import errno
-import json
 import os
-import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-from atip_trust.errors import ArtifactAccessError, NotARegularFileError
+from atip_trust._base.files import open_regular
+from atip_trust._base.jsonio import canonical_json
+from atip_trust.errors import ArtifactAccessError
 
 try:  # POSIX; elsewhere lines are appended without the truncate-back guard
     import fcntl
@@ -109,27 +109,11 @@ def _open_log(target: Path) -> int:
     has a reader is refused by the ``fstat`` below, so a FIFO planted at the log path cannot hang
     ``admit``. ``O_NOFOLLOW``: a symlink at the log path is refused rather than followed.
     """
-    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-             | getattr(os, "O_NOCTTY", 0))
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(target, flags, 0o600)
     except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise NotARegularFileError("audit log is a symbolic link, not a regular file",
-                                       path=str(target)) from err
-        if err.errno == errno.ENXIO:
-            raise NotARegularFileError("audit log is a FIFO or socket, not a regular file",
-                                       path=str(target)) from err
         raise ArtifactAccessError(f"cannot open audit log: {err.strerror}", path=str(target)) from err
-    try:
-        st = os.fstat(fd)
-    except OSError as err:
-        os.close(fd)
-        raise ArtifactAccessError(f"cannot stat audit log: {err.strerror}", path=str(target)) from err
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise NotARegularFileError("audit log is not a regular file", path=str(target))
+    fd, _ = open_regular(target, what="audit log", write=True, follow_links=False)
     return fd
 
 
@@ -177,7 +161,7 @@ def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = N
     failed decision (exit 2), never as success.
     """
     target = Path(path) if path is not None else default_audit_path()
-    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode()
+    line = canonical_json(record, stringify=True) + b"\n"
     fd = _open_log(target)
     try:
         _write_all(fd, line)

@@ -1,0 +1,155 @@
+"""Opening input files that someone else may have planted or swapped, and reading them with a cap.
+
+One descriptor per file: opened without blocking (``O_NONBLOCK``: a FIFO returns at once instead of
+waiting for a writer), checked with ``fstat`` on that descriptor (a regular file only; optionally a
+safe owner and mode), then read or hashed from it, never reopened by name (STYLE.md practice 2).
+Every ``OSError`` is mapped here into the error tree, with ``what`` naming the file's role.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from atip_trust.errors import (
+    ArtifactAccessError,
+    AtipTrustError,
+    InputTooLargeError,
+    NotARegularFileError,
+)
+
+_KIND_NAMES = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+}
+#: Linux and macOS say ELOOP when O_NOFOLLOW meets a symlink; FreeBSD says EMLINK.
+_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)
+_READ_BLOCK = 1 << 20
+
+
+def check_owner(st: os.stat_result, *, what: str, path: str, error: type[AtipTrustError]) -> None:
+    """Refuse a file that group or others can write, or that neither root nor the current user owns:
+    whoever can write it decides what it says (managed policy; files found by discovery)."""
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise error(
+            f"{what} refused: writable by group or others (mode {mode:04o}, "
+            "expected no group/other write bit)",
+            path=path,
+        )
+    if st.st_uid not in (0, os.getuid()):
+        raise error(
+            f"{what} refused: owned by uid {st.st_uid}, expected root (0) or the current user "
+            f"({os.getuid()})",
+            path=path,
+        )
+
+
+def open_regular(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "file",
+    write: bool = False,
+    follow_links: bool = True,
+    owner_check: type[AtipTrustError] | None = None,
+) -> tuple[int, os.stat_result]:
+    """Open a regular file and ``fstat`` it; the caller owns (and closes) the descriptor.
+
+    ``write``: open for appending, creating the file 0600. ``follow_links=False``: a symlink at the
+    path is refused, not followed. ``owner_check``: the error class for ``check_owner``'s refusals
+    (a symlink is then refused with it too). Raises ``ArtifactAccessError`` when the file cannot be
+    opened or inspected and ``NotARegularFileError`` for a directory, FIFO, device, socket or link.
+    """
+    name = os.fspath(path)
+    flags = os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    flags |= (os.O_WRONLY | os.O_APPEND | os.O_CREAT) if write else os.O_RDONLY
+    if not follow_links:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(name, flags, 0o600)
+    except FileNotFoundError as err:
+        raise ArtifactAccessError(f"{what} not found", path=name) from err
+    except PermissionError as err:
+        how = "writable" if write else "readable"
+        raise ArtifactAccessError(f"{what} is not {how} (permission denied)", path=name) from err
+    except OSError as err:
+        if not follow_links and err.errno in _LINK_ERRNOS:
+            if owner_check is not None:
+                raise owner_check(
+                    f"{what} refused: cannot open it without following links ({err.strerror})",
+                    path=name,
+                ) from err
+            raise NotARegularFileError(f"{what} is a symbolic link, not a regular file", path=name) from err
+        if err.errno == errno.ENXIO:  # a write-only open of a FIFO or socket nobody reads
+            raise NotARegularFileError(f"{what} is a FIFO or socket, not a regular file", path=name) from err
+        raise ArtifactAccessError(f"cannot open {what}: {err.strerror}", path=name) from err
+    except ValueError as err:  # embedded NUL, or a lone surrogate the OS cannot encode
+        raise ArtifactAccessError(f"invalid {what} path: {err}", path=name) from err
+    try:
+        try:
+            st = os.fstat(fd)
+        except OSError as err:
+            raise ArtifactAccessError(f"cannot stat {what}: {err.strerror}", path=name) from err
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KIND_NAMES.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise NotARegularFileError(f"{what} is {kind}, not a regular file", path=name)
+        if owner_check is not None:
+            check_owner(st, what=what, path=name, error=owner_check)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_fd_capped(fd: int, cap: int, *, what: str = "file", path: str | None = None) -> bytes:
+    """The whole file behind ``fd`` from offset 0, refusing more than ``cap`` bytes.
+
+    Reads with ``pread`` where there is one, so the descriptor's offset stays put (an artifact's
+    descriptor is later hashed again or executed); at most one byte past the cap is ever read, so a
+    file that grows while it is read is refused, not buffered.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    pread = getattr(os, "pread", None)
+    try:
+        while True:
+            want = min(_READ_BLOCK, cap + 1 - total)
+            block = pread(fd, want, total) if pread is not None else os.read(fd, want)
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+            if total > cap:
+                raise InputTooLargeError(f"{what} exceeds the cap of {cap} bytes", path=path)
+    except OSError as err:
+        raise ArtifactAccessError(f"cannot read {what}: {err.strerror}", path=path) from err
+    return b"".join(chunks)
+
+
+def read_capped(
+    path: str | os.PathLike[str],
+    cap: int,
+    *,
+    what: str = "file",
+    follow_links: bool = True,
+    owner_check: type[AtipTrustError] | None = None,
+) -> bytes:
+    """Read a regular file of at most ``cap`` bytes (``open_regular``'s checks, then the cap)."""
+    name = os.fspath(path)
+    fd, st = open_regular(name, what=what, follow_links=follow_links, owner_check=owner_check)
+    try:
+        if st.st_size > cap:
+            raise InputTooLargeError(
+                f"{what} is {st.st_size} bytes, over the cap of {cap} bytes", path=name
+            )
+        return read_fd_capped(fd, cap, what=what, path=name)
+    finally:
+        os.close(fd)
+
+
+__all__ = ["check_owner", "open_regular", "read_capped", "read_fd_capped"]
