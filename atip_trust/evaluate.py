@@ -1,18 +1,18 @@
-"""The evaluation of one artifact, in a fixed order, producing a ``TrustReport`` (STYLE.md practice 1).
+"""The evaluation of one artifact, in a fixed order, producing a ``TrustReport`` (practice 1).
 
 Steps, each guarded so it cannot run out of order and the reference time is fixed once:
 
   (1) digest      hash the opened artifact (sha256 and sha512, one pass).
   (2) claims      read ``--metadata``: a declared checksum or shim ``binary.hash`` that differs from the
                   artifact's digest is tampering (COMPROMISED); a declared signer is a *claim* compared
-                  with the constraint and reported, never used as one (DESIGN.md principle 1).
+                  with the constraint and reported, never used as one (principle 1).
   (3) evidence    verify every bundle and detached signature on its own: keyless (sigstore-python),
                   key-based (keys.py), legacy Rekor entries (legacy_bundle.py). Each yields applies /
                   valid / compromised and the signer's certificate facts; the signer is then matched
                   against the allowed identities (identity.py).
   (4) provenance  for every valid, trusted in-toto attestation that names this artifact: statement and
                   SLSA facts against the provenance requirements (provenance.py).
-  (5) level       the trust level from all of the above (DESIGN.md principle 2):
+  (5) level       the trust level from all of the above (principle 2):
                   any tampering → COMPROMISED; no applicable material → UNSIGNED; nothing both valid
                   and signed by an allowed signer → UNVERIFIED; provenance required but no trusted
                   attestation satisfies it → PROVENANCE_FAIL; else VERIFIED.
@@ -472,7 +472,7 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
     """The piece of evidence that best explains the trust level, for the summary fields.
 
     Only material that applies to this artifact (or is tampering evidence about it) can be the
-    headline: a valid attestation about another file says nothing about this one (DESIGN.md principle
+    headline: a valid attestation about another file says nothing about this one (principle
     2), so with nothing else the headline stays ``absent`` rather than showing another file's signer
     as ``valid``. Policy's signer qualifiers read the headline and the per-evidence entries.
     """

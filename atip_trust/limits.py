@@ -1,4 +1,4 @@
-"""Byte and depth caps for every untrusted input, in one place (STYLE.md practice 2).
+"""Byte and depth caps for every untrusted input, in one place (practice 2).
 
 Caps are enforced while reading, before any parser sees the bytes.
 """

@@ -2,7 +2,7 @@
 
 One descriptor per file: opened without blocking (``O_NONBLOCK``: a FIFO returns at once instead of
 waiting for a writer), checked with ``fstat`` on that descriptor (a regular file only; optionally a
-safe owner and mode), then read or hashed from it, never reopened by name (STYLE.md practice 2).
+safe owner and mode), then read or hashed from it, never reopened by name (practice 2).
 Every ``OSError`` is mapped here into the error tree, with ``what`` naming the file's role.
 """
 

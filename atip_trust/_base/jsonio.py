@@ -1,4 +1,4 @@
-"""Reading untrusted JSON with caps enforced before parsing (STYLE.md practices 2 and 4), and writing
+"""Reading untrusted JSON with caps enforced before parsing (practice 2 and 4), and writing
 the canonical JSON that atip-trust hashes.
 
 ``json``'s exceptions are mapped here, once, into the error tree (the OS's in ``files.py``).

@@ -1,4 +1,4 @@
-"""``atip-trust verify ARTIFACT``: signature and provenance verification of one file (CONTRACT.md).
+"""``atip-trust verify ARTIFACT``: signature and provenance verification of one file (README).
 
 Flag names follow cosign (identity) and slsa-verifier (provenance). Regexps must match the whole
 string. Several ``--certificate-identity``/``-regexp`` values mean any one of them.

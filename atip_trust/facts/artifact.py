@@ -1,4 +1,4 @@
-"""Open an artifact once, inspect it, and hash it from that same descriptor (DESIGN.md principle 6).
+"""Open an artifact once, inspect it, and hash it from that same descriptor (principle 6).
 
 A bare name (no ``/``) is resolved through PATH exactly once, here, and only through PATH's absolute
 entries (never the current directory); afterwards everything works on the descriptor, never on the name

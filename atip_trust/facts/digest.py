@@ -1,6 +1,6 @@
 """The ``Digest`` value type and streaming hashing from a file descriptor.
 
-A digest is an algorithm plus bytes, never a bare hex string (STYLE.md practice 7). Comparison is
+A digest is an algorithm plus bytes, never a bare hex string (practice 7). Comparison is
 constant-time. The text form is ``<algorithm>:<lowercase hex>``, the form ATIP uses for
 ``binary.hash`` and ``trust.integrity.checksum`` (RFC §3.2.2, §4.5).
 """

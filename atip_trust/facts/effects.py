@@ -1,4 +1,4 @@
-"""Effects, trusted only as far as their source (DESIGN.md principle 10; RFC §3.6).
+"""Effects, trusted only as far as their source (principle 10; RFC §3.6).
 
 A declared effect can *relax* capability gating only when the metadata declaring it is verified (a shim
 signed by a registry signer named in policy, or metadata covered by a signature policy trusts). Otherwise a

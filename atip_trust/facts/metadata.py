@@ -11,7 +11,7 @@ Both protocol-version spellings of RFC §3.2.1 are accepted for 0.1 to 0.6: ``"a
 ``"atip": {"version": "0.6"}``. Unknown keys are refused except ``x-`` extensions (RFC §12.2): a typo in
 ``trust`` or ``effects`` must not silently drop a claim.
 
-**Claims, not expectations** (DESIGN.md principle 1). Everything extracted here (source, verified flag,
+**Claims, not expectations** (principle 1). Everything extracted here (source, verified flag,
 checksum, signer identity and issuer, provenance URL, builder and SLSA level, the shim's ``binary``
 section) is what the document *says*. A document can say anything about itself; these values are things
 for verification to check against expectations that come from policy, never the expectation itself.
@@ -37,7 +37,7 @@ Checks made here beyond the schema (each a ``MetadataError`` naming the JSON pat
   is accepted in shims only, and not together with ``trust.shimIntegrity.signature``.
 
 Every dependency error (``json``, ``jsonschema``, ``OSError``, ``UnicodeDecodeError``) is mapped into
-the error tree here or in ``jsonio`` (STYLE.md practice 4).
+the error tree here or in ``jsonio`` (practice 4).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class ProvenanceClaim:
     """A declared SLSA provenance (RFC §3.2.2 ``trust.provenance``).
 
     ``slsa_level`` is only what the document claims; the level atip-trust assigns comes from the
-    trusted-builder map in policy (DESIGN.md principle 3).
+    trusted-builder map in policy (principle 3).
     """
 
     url: str | None = None
@@ -208,7 +208,7 @@ class MetadataDocument:
         objects (``filesystem``, ``interactive``, ``cost``) merged one level down. ``[]`` means the tool
         itself: its root command ``""`` if declared. Returns ``None`` when the words do not name one
         declared command unambiguously (an undeclared word, or an option before the sub-command); the
-        policy engine decides what that means (unknown is risky, DESIGN.md principle 10). The walk is
+        policy engine decides what that means (unknown is risky, principle 10). The walk is
         the policy engine's own (``facts.effects.walk_command``), so both always agree. A copy.
         """
 

@@ -1,7 +1,7 @@
-"""Facts produced by verification: trust levels, checks, and the trust report (DESIGN.md data flow).
+"""Facts produced by verification: trust levels, checks, and the trust report (README "Architecture").
 
 Verification produces a ``TrustReport``; it never decides. The policy engine turns a report into a
-``Decision``. Both serialise to the JSON keys of CONTRACT.md.
+``Decision``. Both serialise to the JSON keys README documents.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Literal
 from atip_trust._base.jsonio import canonical_digest
 
 CheckStatus = Literal["pass", "fail", "skip", "error"]
-#: What a failing check means for the trust level (DESIGN.md principle 2).
+#: What a failing check means for the trust level (principle 2).
 Impact = Literal["compromised", "unsigned", "unverified", "provenance", "none"]
 SignatureStatus = Literal["valid", "invalid", "absent", "unchecked"]
 ProvenanceStatus = Literal["valid", "invalid", "absent", "unchecked", "fail"]
@@ -79,7 +79,7 @@ class CheckFailure(Exception):
     """A verification step failed: raised inside a verifier, turned into a failed ``Check`` at its
     boundary. Not an ``AtipTrustError``: the input was well-formed; it just does not verify.
 
-    ``TAMPER_CHECKS`` names the checks whose failure is evidence of tampering (COMPROMISED, DESIGN.md
+    ``TAMPER_CHECKS`` names the checks whose failure is evidence of tampering (COMPROMISED,
     principle 2); any other failure means "cannot vouch" (UNVERIFIED). Subclasses set their own.
     """
 
@@ -153,7 +153,7 @@ class ProvenanceResult:
 
 @dataclass(frozen=True)
 class Reason:
-    """Why a decision came out as it did (DESIGN.md principle 8)."""
+    """Why a decision came out as it did (principle 8)."""
 
     code: str
     message: str

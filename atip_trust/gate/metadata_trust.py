@@ -1,4 +1,4 @@
-"""How far a tool's metadata (or shim) may be trusted for *this* artifact (DESIGN.md principles 1, 10).
+"""How far a tool's metadata (or shim) may be trusted for *this* artifact (principle 1, 10).
 
 Declared effects may relax gating, and a declared ``trust.source`` may satisfy policy's
 ``requirements.metadataSources``, only when both hold:

@@ -1,7 +1,7 @@
-"""Fetching named material over HTTPS, for ``verify --fetch`` (DESIGN.md principle 5).
+"""Fetching named material over HTTPS, for ``verify --fetch`` (principle 5).
 
 ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``). That URL is a
-*claim* from an untrusted document, so fetching it is opt-in (``--fetch``; CONTRACT.md: no network
+*claim* from an untrusted document, so fetching it is opt-in (``--fetch``; README: no network
 request unless told to fetch something by URL) and every step is bounded:
 
 (1) the URL is checked before any connection: ``https://`` only (plain ``http://`` only for loopback

@@ -1,6 +1,6 @@
 """Composition: org (managed) policy + local policy + CLI flags; the more restrictive answer wins.
 
-Seed 004 ("hosts compose ... the more restrictive answer wins"); Claude Code managed settings and Gemini
+The more restrictive answer wins; Claude Code managed settings and Gemini
 CLI admin policies behave alike. The rules, each chosen so that no layer can widen another:
 
 * command rules: the union of every layer's deny, ask and allow lists, evaluated deny → ask → allow, so an
@@ -12,7 +12,7 @@ CLI admin policies behave alike. The rules, each chosen so that no layer can wid
 * mode: the strictest (enforce > warn > audit), an org layer that states none counting as enforce (so
   that another org or local layer's ``audit`` cannot loosen it); ``defaults.noMatch``: deny over ask;
   ``allowVerifiedReadOnly`` only if every layer that states it allows it;
-* trust anchors (DESIGN.md principle 1: the policy is their only source, and the org's word on them is
+* trust anchors (principle 1: the policy is their only source, and the org's word on them is
   final). The anchor lists are ``trust.signers``, ``publicKeys``, ``trustedRoots``, ``trustedBuilders``
   and ``registries`` (with their signers). An org layer that states ANY of them fixes the whole anchor
   set: each list is the org's, and a list the org is silent on has the value it has when nobody states

@@ -1,4 +1,4 @@
-"""What verification needs from a policy, as ``evaluate.Constraints`` (DESIGN.md principle 1).
+"""What verification needs from a policy, as ``evaluate.Constraints`` (principle 1).
 
 The policy is the only source of trust anchors; this is the one place that hands them to the verifier.
 """
@@ -55,7 +55,7 @@ def choose_trusted_root(
 ) -> TrustRoot:
     """The trusted root to verify with, from ``--trusted-root`` / ``--staging`` and the policy.
 
-    DESIGN.md principle 1: the policy is the only source of trust anchors, and a trusted root is the
+    principle 1: the policy is the only source of trust anchors, and a trusted root is the
     anchor every keyless signer rule stands on (whoever holds a root can mint a certificate for any
     identity). So when the policy pins roots (a layer states ``trust.trustedRoots``, or the org fixes
     the anchor set: then silence means the embedded public-good root, compose.py), a flag may only
@@ -115,7 +115,7 @@ def _listed_digests(rules: tuple[PublicKeyRule, ...] | list[PublicKeyRule]) -> s
 def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
     """The public keys verification may use: the policy's PEM files plus the ``--key`` files it lists.
 
-    DESIGN.md principle 1: the policy is the only source of trust anchors. When any layer states
+    principle 1: the policy is the only source of trust anchors. When any layer states
     ``trust.publicKeys``, a key given on the command line counts only if its digest (sha256 of the DER
     SubjectPublicKeyInfo, the key id Rekor and cosign use; ``keys.key_digest``) is listed in *every*
     layer that states keys (a local list narrows the org's, never widens it); otherwise it is refused

@@ -1,6 +1,6 @@
-"""From a trust report to allow / ask / deny, with reasons (DESIGN.md principles 8, 10, 11).
+"""From a trust report to allow / ask / deny, with reasons (principle 8, 10, 11).
 
-The order is fixed; every step adds verdicts and the strictest verdict wins (seed 004):
+The order is fixed; every step adds verdicts and the strictest verdict wins (the more restrictive answer wins, as hosts compose policies):
 
   (1) COMPROMISED is denied, always: no rule, waiver or mode can allow tampered bytes.
   (2) Signer check: a signature by an identity policy does not name counts as UNVERIFIED (principle 1).
@@ -63,7 +63,7 @@ from atip_trust.provenance.slsa import source_matches
 #: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
 READ_ONLY_CLASSES = ("destructive", "filesystemWrite", "filesystemDelete", "billable", "nonIdempotent")
 
-#: Rule sources as Agent Tool names them (seed 001, "Rule sources").
+#: Rule sources as Agent Tool names them (the Agent Tool permission decision's rule sources).
 AGENT_TOOL_SOURCES: dict[str, str] = {
     "org": "policy_settings",
     "local": "local_settings",
@@ -91,7 +91,7 @@ class _Verdicts:
 
 def _trusted_material(report: TrustReport) -> list[Mapping[str, Any]]:
     """The per-evidence entries that can vouch for *this* artifact: valid, about this artifact
-    (``applies``: an attestation naming another file says nothing about this one, DESIGN.md principle
+    (``applies``: an attestation naming another file says nothing about this one, principle
     2) and signed by a signer verification matched against the policy's anchors (``signer_trusted``).
     The headline ``report.signature`` is a summary for people; it is never what a qualifier counts."""
     out: list[Mapping[str, Any]] = []
@@ -184,7 +184,7 @@ def decide(
             effects_unknown)
     final, reasons, source = _core(policy, *args)
     if len(policy.layers) > 1:
-        # Seed 004: the more restrictive answer wins. The merged rules already make every deny and
+        # The more restrictive answer wins. The merged rules already make every deny and
         # ask rule of every layer count; this also keeps a denial that a layer reaches *on its own*
         # (its noMatch, its signers, its waiver-free requirements) from being widened by another layer.
         for alone in policy.layer_policies.values():
@@ -371,7 +371,7 @@ def _core(
         # Only a source that verification established counts: the ``trust.source`` of metadata whose
         # own signature verified against signers policy names and that is bound to this artifact
         # (metadata_trust.py, passed in as ``metadata_source``). The document's unverified claim is
-        # what it says about itself (DESIGN.md principle 1): reported, never accepted.
+        # what it says about itself (principle 1): reported, never accepted.
         if metadata_source not in req.metadata_sources:
             claimed = report.claims.get("source") if isinstance(report.claims, Mapping) else None
             why = ("metadata source is not one policy allows" if metadata_source is not None else
@@ -599,7 +599,7 @@ def to_agent_tool(
     decided_at: datetime | None = None,
     passthrough_on_no_match: bool = False,
 ) -> dict[str, Any]:
-    """The decision as an Agent Tool ``tool_permission_decision`` (seed 001).
+    """The decision as an Agent Tool ``tool_permission_decision``.
 
     ``passthrough_on_no_match``: when no rule of this policy matched (the answer is only the no-match
     default), say ``passthrough`` so that the host's own permission layer decides; a denial or ask that

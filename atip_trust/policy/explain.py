@@ -1,4 +1,4 @@
-"""``policy explain``: what a policy allows, in plain words (issue 5 item 6)."""
+"""``policy explain``: what a policy allows, in plain words."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The policy model: typed, immutable, built once from a schema-checked document (STYLE.md practice 7).
+"""The policy model: typed, immutable, built once from a schema-checked document (practice 7).
 
-A ``Policy`` is the ONLY source of trust anchors (DESIGN.md principle 1): signers, public keys, trusted
+A ``Policy`` is the ONLY source of trust anchors (principle 1): signers, public keys, trusted
 roots, trusted builders, source repositories and registries are read from here by verification, never from
 a tool's own metadata. It is loaded once and decides many times (``Policy.decide``).
 """
@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 
 RuleBehavior = Literal["allow", "ask", "deny"]
 Mode = Literal["enforce", "warn", "audit"]
-#: Where a rule came from; exported as the Agent Tool rule source (seed 001 "Rule sources").
+#: Where a rule came from; exported as the Agent Tool rule source (the Agent Tool permission decision's rule sources).
 RuleSource = Literal["org", "local", "cli", "default"]
 
-#: Strictness order used everywhere a "more restrictive answer wins" (seed 004).
+#: Strictness order used everywhere a "more restrictive answer wins" (the more restrictive answer wins, as hosts compose policies).
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 MODE_STRICTNESS: dict[str, int] = {"audit": 0, "warn": 1, "enforce": 2}
 
@@ -34,7 +34,7 @@ def stricter(a: RuleBehavior, b: RuleBehavior) -> RuleBehavior:
 
 @dataclass(frozen=True)
 class SignerRule:
-    """An identity rule (cosign names, full-match regexps: DESIGN.md principle 4).
+    """An identity rule (cosign names, full-match regexps: principle 4).
 
     Field names are part of the interface with the identity verifier; keep them exactly.
     """
@@ -97,7 +97,7 @@ class PublicKeyRule:
 
 @dataclass(frozen=True)
 class BuilderRule:
-    """A trusted builder and the SLSA Build level policy grants it (DESIGN.md principle 3).
+    """A trusted builder and the SLSA Build level policy grants it (principle 3).
 
     ``id`` matches exactly, or, when it ends in ``@refs/tags/*``-style glob, by that glob on the ref only.
     """
@@ -259,7 +259,7 @@ class Policy:
     tool_allowlists: list[tuple[RuleSource, tuple[ToolRule, ...]]]
     delegation_allowlists: list[tuple[RuleSource, tuple[str, ...]]]
     effect_restrictions: dict[str, RuleSource]
-    #: deny rules first, then ask, then allow (evaluation order, DESIGN.md principle 11).
+    #: deny rules first, then ask, then allow (evaluation order, principle 11).
     deny_rules: list[CommandRule]
     ask_rules: list[CommandRule]
     allow_rules: list[CommandRule]

@@ -1,4 +1,4 @@
-"""Command rules in the syntax agent users already write (DESIGN.md principle 11).
+"""Command rules in the syntax agent users already write (principle 11).
 
 Two notations, both matched against the command line ``[tool, *command]``:
 

@@ -2,13 +2,13 @@
 
 The DSSE signature has already been verified when this module runs (``keyless.verify_dsse`` or
 ``legacy_bundle.verify_legacy_dsse``); what is checked here is what that signature covers
-(STYLE.md practice 7, after pypi-attestations: payload type, subject digest, predicate type), then the
-SLSA facts against the caller's requirements, slsa-verifier style (DESIGN.md principles 2 and 3).
+(practice 7, after pypi-attestations: payload type, subject digest, predicate type), then the
+SLSA facts against the caller's requirements, slsa-verifier style (principle 2 and 3).
 
 Steps of ``check_provenance``, in order:
 
 1. ``subject``: the artifact's sha256 or sha512 equals one subject's digest. If not, the attestation
-   is about another artifact: it does not *apply* (counts as absent, DESIGN.md principle 2), and the
+   is about another artifact: it does not *apply* (counts as absent, principle 2), and the
    check names both digests.
 2. ``predicate_type``: the ``--predicate-type`` filter (default: any SLSA provenance type).
 3. ``build_type``: SLSA facts are read only from build types this module understands; any other
@@ -472,7 +472,7 @@ _GLOB_TAIL = re.compile(r"^[A-Za-z0-9._+-]+$")
 class BuilderPattern:
     """A builder id: exact, or ``<id>@refs/<kind>/<prefix>*`` (a glob only at the end of the ref).
 
-    DESIGN.md principle 3: never a substring or prefix match on the id itself. The part before ``@`` is
+    principle 3: never a substring or prefix match on the id itself. The part before ``@`` is
     compared exactly; ``*`` stands for one ref-name segment (``[A-Za-z0-9._+-]+``).
     """
 
@@ -743,7 +743,7 @@ class BuilderMap:
 
 @dataclass(frozen=True)
 class ProvenanceRequirements:
-    """slsa-verifier's flags (CONTRACT.md): every field None means "not required"."""
+    """slsa-verifier's flags (README): every field None means "not required"."""
 
     predicate_type: str | None = None
     builder_id: str | None = None
@@ -1019,7 +1019,7 @@ def check_provenance(
 
 
 def missing_provenance_checks(requirements: ProvenanceRequirements) -> list[Check]:
-    """Checks for when no applicable provenance exists: every requirement fails (DESIGN.md principle 2,
+    """Checks for when no applicable provenance exists: every requirement fails (principle 2,
     "a missing provenance never passes a minimum SLSA level")."""
     out: list[Check] = []
     for name, value in (

@@ -2,8 +2,8 @@
 
 Identity and issuer are matched exactly or by a regular expression that must match the *whole* string
 (``re.fullmatch``): cosign's regexps are unanchored and gh's signer-workflow check was a prefix match
-(cli/cli#9507); ours are not (DESIGN.md principle 4). Several allowed identities mean any one of them;
-an empty list allows nobody (STYLE.md practice 6).
+(cli/cli#9507); ours are not (principle 4). Several allowed identities mean any one of them;
+an empty list allows nobody (practice 6).
 
 Fulcio extensions (https://github.com/sigstore/fulcio/blob/main/docs/oid-info.md): 1.3.6.1.4.1.57264.1.1
 to .1.6 hold raw UTF-8 bytes (deprecated v1 form); .1.8 and above hold a DER UTF8String. The issuer is

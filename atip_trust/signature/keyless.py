@@ -7,7 +7,7 @@ consistent with the bundle and the input. Our own additions, in this order:
 
   (A) before sigstore: bind the bundle to *this* artifact with our own math — the message digest and
       the signature over the artifact digest (message signatures), or the DSSE signature over PAE
-      (attestations). A failure here is evidence of tampering: COMPROMISED (DESIGN.md principle 2).
+      (attestations). A failure here is evidence of tampering: COMPROMISED (principle 2).
   (B) sigstore, with a policy object that *records* the certificate it has chain-verified instead of
       rejecting it, so that a signer outside the allowlist still gets the full cryptographic verdict
       (valid signature by the wrong signer → UNVERIFIED, not "invalid").

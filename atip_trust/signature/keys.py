@@ -2,7 +2,7 @@
 
 sigstore-python 4.5.1 refuses bundles whose ``verificationMaterial`` is a ``publicKey`` ("expected
 certificate in bundle") and has no detached-signature API, so this module does both on ``cryptography``
-(never by running ``cosign`` or ``openssl``; DESIGN.md principle 5).
+(never by running ``cosign`` or ``openssl``; principle 5).
 
 Signature schemes, as cosign ``verify-blob --key`` applies them (sigstore/sigstore
 ``signature.LoadDefaultVerifier``; cosign PRs #4050 and #5064 removed cosign's old hard-coded SHA-256):
@@ -24,7 +24,7 @@ ECDSA and RSA verify a *prehashed* digest (``cryptography``'s ``Prehashed``), so
 once, from its descriptor, in bounded memory.
 
 Results are facts, never decisions: each carries ``checks`` (``report.Check``) naming expected and actual
-values, ``valid``, and ``compromised`` (evidence of tampering, DESIGN.md principle 2).
+values, ``valid``, and ``compromised`` (evidence of tampering, principle 2).
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ class KeySignatureResult:
     #: The scheme that verified (``ecdsa-p256-sha256``, ``ed25519``, ``rsa-pss-sha256``), or None.
     scheme: str | None
     checks: list[Check] = field(default_factory=list)
-    #: False when the material is about another artifact (DESIGN.md principle 2: it then counts as absent).
+    #: False when the material is about another artifact (principle 2: it then counts as absent).
     applies: bool = True
 
     def __bool__(self) -> bool:  # pragma: no cover - guard against `if result:`

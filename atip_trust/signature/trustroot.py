@@ -2,7 +2,7 @@
 
 The default root is read from the installed sigstore package's own data files (the copy it embeds to
 seed its TUF cache), never from the user's TUF cache, so a stale or planted cache cannot win and no
-network is used (DESIGN.md principle 5, CONTRACT.md ``--trusted-root``).
+network is used (principle 5, README ``--trusted-root``).
 
 This module gives two views of one file: sigstore-python's ``TrustedRoot`` (for its ``Verifier``) and our
 own parsed keys and CA certificates (for the verification code we own: key bundles, legacy bundles).

@@ -1,4 +1,4 @@
-"""The audit log: one JSON line per decision, appended and fsynced (issue 5 item 7).
+"""The audit log: one JSON line per decision, appended and fsynced.
 
 Written to ``--audit-log FILE`` or ``<platformdirs user_state_dir("atip-trust")>/audit.jsonl``. Lines
 carry digests, the signer identity, the decision and its reasons; never environment, arguments beyond the
