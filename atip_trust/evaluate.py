@@ -37,6 +37,7 @@ from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.facts.report import (
+    EvidenceSummary,
     Check,
     ProvenanceResult,
     SignatureResult,
@@ -166,24 +167,26 @@ class EvidenceResult:
     provenance: ProvenanceResult | None = None
     provenance_passed: bool = False
 
+    def summary(self) -> EvidenceSummary:
+        return EvidenceSummary(
+            evidence=self.label,
+            route=self.route,
+            content=self.content,
+            applies=self.applies,
+            valid=self.valid,
+            compromised=self.compromised,
+            signer_trusted=self.trusted,
+            identity=self.facts.identity if self.facts else None,
+            issuer=self.facts.issuer if self.facts else None,
+            key=self.key_digest,
+            extensions=dict(self.facts.extensions) if self.facts else {},
+            predicate_type=self.provenance.predicate_type if self.provenance else None,
+            provenance=self.provenance,
+            checks=tuple(self.checks),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "evidence": self.label,
-            "route": self.route,
-            "content": self.content,
-            "applies": self.applies,
-            "valid": self.valid,
-            "compromised": self.compromised,
-            "signer_trusted": self.trusted,
-            "identity": self.facts.identity if self.facts else None,
-            "issuer": self.facts.issuer if self.facts else None,
-            "key": self.key_digest,
-            # Fulcio claims of the signing certificate: a policy signer rule may constrain them.
-            "extensions": dict(self.facts.extensions) if self.facts else {},
-            "predicate_type": self.provenance.predicate_type if self.provenance else None,
-            "provenance": self.provenance.to_json() if self.provenance else None,
-            "checks": [c.to_json() for c in self.checks],
-        }
+        return self.summary().to_json()
 
 
 class Evaluation:
@@ -440,7 +443,7 @@ class Evaluation:
         rep.checks = list(self.checks)
         for r in self.results:
             rep.checks.extend(r.checks)
-        rep.attestations = [r.to_json() for r in self.results]
+        rep.attestations = [r.summary() for r in self.results]
         best = _best(self.results)
         if best is not None:
             status = (

@@ -6,11 +6,13 @@ import copy
 import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from atip_trust.facts.report import (
+    EvidenceSummary,
     ProvenanceResult,
     SignatureResult,
     TrustLevel,
@@ -46,12 +48,13 @@ def report(
     claims: dict[str, Any] | None = None,
 ) -> TrustReport:
     sig = SignatureResult(status="absent")
-    attestations: list[dict[str, Any]] = []
+    attestations: list[EvidenceSummary] = []
     if identity is not None and level >= TrustLevel.UNVERIFIED:
         sig = SignatureResult(status="valid", identity=identity, issuer=ISSUER, kind="keyless")
         # As evaluate.py reports it: signer qualifiers count per-evidence entries, not the headline.
-        attestations = [{"valid": True, "applies": True, "signer_trusted": level > TrustLevel.UNVERIFIED,
-                         "identity": identity, "issuer": ISSUER, "key": None, "extensions": {}}]
+        attestations = [EvidenceSummary("bundle", "sigstore", "dsse", valid=True, applies=True,
+                                        signer_trusted=level > TrustLevel.UNVERIFIED,
+                                        identity=identity, issuer=ISSUER)]
     return TrustReport(
         path="/usr/bin/tool", digests={"sha256": digest}, trust_level=level, signature=sig,
         provenance=provenance or ProvenanceResult(), claims=claims, attestations=attestations,
@@ -441,10 +444,11 @@ def test_m_of_n_counts_distinct_trusted_signers_from_the_evidence() -> None:
                                  {"identity": EVIL_ID, "issuer": ISSUER}]},
            "requirements": {"signatures": {"threshold": 2}}, "permissions": {"allow": ["Bash"]}}
     rep = report()
-    entry = {"valid": True, "applies": True, "signer_trusted": True, "issuer": ISSUER}
-    rep.attestations = [{**entry, "identity": ORG_ID}, {**entry, "identity": ORG_ID}]
+    entry = EvidenceSummary("bundle", "sigstore", "dsse", valid=True, applies=True, signer_trusted=True,
+                            issuer=ISSUER)
+    rep.attestations = [replace(entry, identity=ORG_ID), replace(entry, identity=ORG_ID)]
     assert decide(pol(doc), rep).behavior == "deny"  # the same signer twice is one signer
-    rep.attestations.append({**entry, "identity": EVIL_ID, "signer_trusted": False})
+    rep.attestations.append(replace(entry, identity=EVIL_ID, signer_trusted=False))
     assert decide(pol(doc), rep).behavior == "deny"  # an untrusted signer does not count
-    rep.attestations.append({**entry, "identity": EVIL_ID})
+    rep.attestations.append(replace(entry, identity=EVIL_ID))
     assert decide(pol(doc), rep).behavior == "allow"

@@ -6,6 +6,7 @@ Verification produces a ``TrustReport``; it never decides. The policy engine tur
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Literal
@@ -196,6 +197,56 @@ class Decision:
         return {"allow": 0, "deny": 1, "ask": 3}[self.behavior]
 
 
+@dataclass(frozen=True)
+class EvidenceSummary:
+    """What one piece of evidence (a bundle, a detached signature) showed, as a typed fact.
+
+    ``applies``: it names this artifact (an attestation about another file says nothing about this one,
+    principle 2); ``signer_trusted``: its signer matched the anchors verification was given. Decisions
+    read these fields; the report's headline ``signature`` is a summary for people.
+    """
+
+    evidence: str
+    route: str
+    content: str
+    applies: bool = True
+    valid: bool = False
+    compromised: bool = False
+    signer_trusted: bool = False
+    identity: str | None = None
+    issuer: str | None = None
+    #: ``sha256:<hex>`` of the DER public key, for key-based signatures.
+    key: str | None = None
+    #: Fulcio claims of the signing certificate: a policy signer rule may constrain them.
+    extensions: Mapping[str, str] = field(default_factory=dict)
+    predicate_type: str | None = None
+    provenance: ProvenanceResult | None = None
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def vouches(self) -> bool:
+        """Valid, about this artifact, and from a trusted signer: the only material a qualifier counts."""
+        return self.valid and self.applies and self.signer_trusted
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evidence": self.evidence,
+            "route": self.route,
+            "content": self.content,
+            "applies": self.applies,
+            "valid": self.valid,
+            "compromised": self.compromised,
+            "signer_trusted": self.signer_trusted,
+            "identity": self.identity,
+            "issuer": self.issuer,
+            "key": self.key,
+            "extensions": dict(self.extensions),
+            "predicate_type": self.predicate_type,
+            "provenance": self.provenance.to_json() if self.provenance else None,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
 @dataclass
 class TrustReport:
     """Everything verification found about one artifact."""
@@ -208,7 +259,7 @@ class TrustReport:
     provenance: ProvenanceResult = field(default_factory=ProvenanceResult)
     checks: list[Check] = field(default_factory=list)
     #: One entry per piece of evidence examined (bundle, key signature), each with its own checks.
-    attestations: list[dict[str, Any]] = field(default_factory=list)
+    attestations: list[EvidenceSummary] = field(default_factory=list)
     #: Claims made by metadata (RFC §3.2.2), reported, never used as expectations.
     claims: dict[str, Any] | None = None
     decision: Decision | None = None
@@ -220,7 +271,7 @@ class TrustReport:
             "signature": self.signature.to_json(),
             "provenance": self.provenance.to_json(),
             "checks": [c.to_json() for c in self.checks],
-            "attestations": self.attestations,
+            "attestations": [a.to_json() for a in self.attestations],
             "claims": self.claims,
             "decision": self.decision.to_json() if self.decision else None,
         }
@@ -233,6 +284,7 @@ class TrustReport:
 
 
 __all__ = [
+    "EvidenceSummary",
     "TrustLevel",
     "Check",
     "CheckFailure",

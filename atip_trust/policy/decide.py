@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from atip_trust.facts.effects import effective_states
 from atip_trust.facts.report import (
+    EvidenceSummary,
     Decision,
     Reason,
     TrustLevel,
@@ -89,31 +90,21 @@ class _Verdicts:
         return best
 
 
-def _trusted_material(report: TrustReport) -> list[Mapping[str, Any]]:
-    """The per-evidence entries that can vouch for *this* artifact: valid, about this artifact
-    (``applies``: an attestation naming another file says nothing about this one, principle
-    2) and signed by a signer verification matched against the policy's anchors (``signer_trusted``).
-    The headline ``report.signature`` is a summary for people; it is never what a qualifier counts."""
-    out: list[Mapping[str, Any]] = []
-    for att in report.attestations:
-        if not isinstance(att, Mapping):
-            continue
-        if att.get("valid") is True and att.get("applies") is True and att.get("signer_trusted") is True:
-            out.append(att)
-    return out
+def _trusted_material(report: TrustReport) -> list[EvidenceSummary]:
+    """The evidence that can vouch for *this* artifact: valid, about this artifact (an attestation naming
+    another file says nothing about this one, principle 2) and signed by a signer verification matched
+    against the policy's anchors. The headline ``report.signature`` is a summary for people; it is never
+    what a qualifier counts."""
+    return [a for a in report.attestations if a.vouches]
 
 
 def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
     """A rule's ``signer`` qualifier holds when trusted material about this artifact carries it."""
     if rule.signer is None:
         return True
-    for att in _trusted_material(report):
-        ident, iss, ext = att.get("identity"), att.get("issuer"), att.get("extensions")
-        if not (isinstance(ident, str) and isinstance(iss, str)):
-            continue
-        if rule.signer.matches(ident, iss, ext if isinstance(ext, Mapping) else {}):
-            return True
-    return False
+    return any(a.identity is not None and a.issuer is not None
+               and rule.signer.matches(a.identity, a.issuer, a.extensions)
+               for a in _trusted_material(report))
 
 
 def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
@@ -125,13 +116,11 @@ def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str
     """
     seen: set[tuple[str, str]] = set()
     for att in _trusted_material(report):
-        ident, iss, key = att.get("identity"), att.get("issuer"), att.get("key")
-        ext = att.get("extensions")
-        if isinstance(ident, str) and isinstance(iss, str):
-            if any(r.matches(ident, iss, ext if isinstance(ext, Mapping) else {}) for r in policy.signers):
-                seen.add((ident, iss))
-        elif isinstance(key, str):
-            seen.add(("key", key))
+        if att.identity is not None and att.issuer is not None:
+            if any(r.matches(att.identity, att.issuer, att.extensions) for r in policy.signers):
+                seen.add((att.identity, att.issuer))
+        elif att.key is not None:
+            seen.add(("key", att.key))
     return seen
 
 
@@ -284,8 +273,7 @@ def _core(
     # Valid material, but nobody to trust: say which policy left the signer list out, so an admin sees
     # why a signed tool is UNVERIFIED (README "Decision rules").
     if not policy.signers_declared and any(
-        isinstance(a, Mapping) and a.get("valid") is True and a.get("applies", True) is True
-        and a.get("signer_trusted") is not True and a.get("identity") is not None
+        a.valid and a.applies and not a.signer_trusted and a.identity is not None
         for a in report.attestations
     ):
         names = ", ".join(
