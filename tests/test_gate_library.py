@@ -150,3 +150,87 @@ def test_library_verify_without_a_signer_cannot_evaluate(world) -> None:
     with pytest.raises(atip_trust.UsageError):
         atip_trust.verify(world["bin"] / "signed", bundles=[world["bundle"]],
                           trusted_root=world["root"])
+
+
+# -- the exec gate's use: decide for the descriptor it will run ------------------------------------
+
+#: An exec gate in miniature: open the tool, admit those bytes, then (after an attacker swapped what
+#: the path names) execute the descriptor that was decided for. ``dir``: the tool's folder is renamed
+#: away and another folder takes its name (the verified file itself is untouched); ``file``: the file
+#: is replaced (the verified inode loses its last link, which changes its ctime).
+EXEC_GATE = r"""
+import os, sys
+import atip_trust
+tool, policy, bundle, log, impostor, how = sys.argv[1:7]
+art = atip_trust.Artifact.open(tool)
+adm = atip_trust.admit(art, name="signed", policy=atip_trust.load_admission_policy(policy),
+                       command="status", bundles=[bundle], audit_log=log, interactive=False)
+print(adm.behavior, adm.report.digests["sha256"], flush=True)
+if how == "dir":
+    here = os.path.dirname(tool)
+    os.rename(here, here + ".old")
+    os.rename(os.path.dirname(impostor), here)
+else:
+    os.replace(impostor, tool)
+try:
+    fd = art.exec_fd()
+except atip_trust.ArtifactAccessError as err:
+    print("refused", flush=True)
+    sys.exit(9)
+os.execve(fd, [tool, "status"], {"PATH": "/usr/bin:/bin"})
+"""
+
+
+@pytest.mark.parametrize(("how", "outcome"), [("dir", "signed"), ("file", "refused")])
+def test_exec_gate_never_runs_what_was_swapped_in_after_admission(world, tmp_path: Path, how: str,
+                                                                  outcome: str) -> None:
+    tool = tmp_path / "bin" / "signed"
+    impostor = tmp_path / "evil" / "signed"
+    for path, body in ((tool, SIGNED), (impostor, b"#!/bin/sh\necho impostor\n")):
+        path.parent.mkdir()
+        path.write_bytes(body)
+        path.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "ATIP_TRUST_ORG_POLICY"}
+    proc = subprocess.run(
+        [sys.executable, "-c", EXEC_GATE, str(tool), str(world["policy"]), str(world["bundle"]),
+         str(tmp_path / "a.jsonl"), str(impostor), how],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env)
+    decided, ran = proc.stdout.splitlines()
+    assert decided == f"allow {hashlib.sha256(SIGNED).hexdigest()}", proc.stderr
+    assert tool.read_bytes() != SIGNED  # the path names the impostor now
+    assert ran == outcome and proc.returncode == (0 if outcome == "signed" else 9), proc.stderr
+
+
+def test_admitting_an_open_artifact_leaves_it_open_and_a_closed_one_is_refused(world, no_org,
+                                                                              tmp_path: Path) -> None:
+    policy = atip_trust.load_admission_policy(world["policy"])
+    log = tmp_path / "a.jsonl"
+    with atip_trust.Artifact.open(world["bin"] / "signed") as art:
+        adm = atip_trust.admit(art, name="signed", policy=policy, command="status",
+                               bundles=[world["bundle"]], audit_log=log)
+        assert adm.behavior == "allow" and adm.tool == "signed"
+        assert art.fd >= 0 and os.fstat(art.fd)  # still the caller's, still open
+    with pytest.raises(atip_trust.UsageError, match="closed"):
+        atip_trust.admit(art, name="signed", policy=policy, command="status", audit_log=log)
+    allowed, refused = (json.loads(x) for x in log.read_text().splitlines())
+    assert allowed["decision"] == "allow"
+    assert refused["decision"] == "deny" and refused["tool"] == "signed"
+
+
+def test_metadata_given_as_bytes_is_checked_like_a_file(world, no_org, tmp_path: Path) -> None:
+    """A tool's --agent answer, in hand as bytes, declaring another checksum: tampering, COMPROMISED."""
+    agent = json.dumps({
+        "atip": {"version": "0.6"}, "name": "signed", "version": "1.0.0", "description": "a tool",
+        "trust": {"source": "native", "integrity": {"checksum": "sha256:" + "0" * 64}},
+        "commands": {"status": {"description": "Show status"}},
+    }).encode()
+    policy = atip_trust.load_admission_policy(world["policy"])
+    as_file = tmp_path / "agent.json"
+    as_file.write_bytes(agent)
+    seen = [atip_trust.admit(world["bin"] / "signed", policy=policy, command="status",
+                             bundles=[world["bundle"]], metadata=m, audit=False)
+            for m in (agent, as_file)]
+    for adm in seen:
+        assert adm.report.trust_level is TrustLevel.COMPROMISED and adm.behavior == "deny"
+    failed = [[c["name"] for c in a.report.to_json()["checks"] if c["status"] == "fail"] for a in seen]
+    assert failed[0] == failed[1] and failed[0]

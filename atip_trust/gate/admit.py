@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.effects import command_states
-from atip_trust.facts.metadata import MetadataDocument, load_metadata
+from atip_trust.facts.metadata import MetadataDocument, load_metadata, parse_metadata
 from atip_trust.facts.report import Decision, TrustLevel, TrustReport
 from atip_trust.gate.interactive import Interactive, can_ask
 from atip_trust.gate.metadata_trust import verify_metadata
@@ -65,8 +66,10 @@ def load_admission_policy(
     return compose(layers)
 
 
-def tool_name_of(tool: PathLike) -> str:
+def tool_name_of(tool: PathLike | Artifact) -> str:
     """The name rules and the audit log use: a path's last component, a bare name as given."""
+    if isinstance(tool, Artifact):
+        return tool.path.name
     text = os.fspath(tool)
     return Path(text).name if "/" in text else text
 
@@ -182,11 +185,12 @@ def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | 
 
 
 def admit(
-    tool: PathLike,
+    tool: PathLike | Artifact,
     *,
     policy: Policy,
     command: Sequence[str] | str | None = None,
-    metadata: PathLike | None = None,
+    name: str | None = None,
+    metadata: PathLike | bytes | None = None,
     metadata_bundle: PathLike | None = None,
     bundles: Sequence[PathLike] = (),
     keys: Sequence[PathLike] = (),
@@ -201,13 +205,18 @@ def admit(
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
+    ``tool`` may also be an ``Artifact`` the caller opened: it is hashed and decided for through its
+    descriptor and left open, so that an exec gate runs exactly those bytes (``Artifact.exec_fd``)
+    instead of opening the path again; ``name`` then says which name rules match (default: the file's).
+    ``metadata``: a file, or bytes already in hand (a tool's ``--agent`` answer), parsed once.
+
     ``interactive``: whether someone can answer an ``ask`` (without, ask becomes deny): a bool, or
     ``"auto"`` / ``"always"`` / ``"never"`` as :func:`can_ask` reads them. ``audit``: write
     the audit line (to ``audit_log`` or the user state dir); ``defer_audit``: leave the decision's line to
     the caller (:func:`write_audit`), who writes it once its own output is ready. Errors raise
     ``AtipTrustError`` (a denial) after their own audit line.
     """
-    known = _Known(tool=tool_name_of(tool), policy=policy)
+    known = _Known(tool=name or tool_name_of(tool), policy=policy)
     audit_log = audit_target(policy, audit, audit_log)
     try:
         admission = _admit(
@@ -218,7 +227,7 @@ def admit(
         )
     except Exception as err:
         if audit:
-            audit_failure(err, tool=tool, command=known.words, policy=policy, path=known.path,
+            audit_failure(err, tool=known.tool, command=known.words, policy=policy, path=known.path,
                           digest=known.digest, audit_log=audit_log)
         raise
     admission = replace(admission, audit_log=os.fspath(audit_log) if audit_log is not None else None)
@@ -228,12 +237,12 @@ def admit(
 
 
 def _admit(
-    tool: PathLike,
+    tool: PathLike | Artifact,
     known: _Known,
     *,
     policy: Policy,
     command: Sequence[str] | str | None,
-    metadata: PathLike | None,
+    metadata: PathLike | bytes | None,
     metadata_bundle: PathLike | None,
     bundles: Sequence[PathLike],
     keys: Sequence[PathLike],
@@ -249,26 +258,34 @@ def _admit(
     words = list(split_command(command))
     known.words = words
 
-    # (1) Resolve once, open once, hash from the descriptor.
-    path = resolve(os.fspath(tool))
+    # (1) Resolve once, open once, hash from the descriptor (a caller's Artifact: its descriptor).
+    if isinstance(tool, Artifact):
+        if tool.fd < 0:
+            raise UsageError("the artifact is closed: open it again", path=str(tool.path))
+        path = tool.path
+    else:
+        path = resolve(os.fspath(tool))
     known.path = str(path)
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
-    with Artifact.open(path) as art:
+    with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path) as art:
         digests = art.digests(("sha256", "sha512"))
         known.digest = digests["sha256"].hex
 
         # (2) Evidence. The metadata file is read once: its signature is checked over these bytes and
         # its claims and effects are parsed from them.
-        meta_path = Path(metadata) if metadata is not None else None
+        given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
+        meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else Path(metadata)
         meta_bundle = Path(metadata_bundle) if metadata_bundle is not None else None
         from_shim = False
-        if meta_path is None and shim_dir is not None:
+        if metadata is None and shim_dir is not None:
             meta_path, meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
             from_shim = meta_path is not None
         doc: MetadataDocument | None = None
-        if meta_path is not None:
+        if given is not None:
+            doc = parse_metadata(given)
+        elif meta_path is not None:
             # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
             doc = load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
 
