@@ -118,8 +118,8 @@ class Constraints:
     #: Allowed (repository, refs) pairs from policy ``trust.sources``: provenance must come from one
     #: of them. None: no such requirement; an empty tuple allows no source (fail closed).
     sources: tuple[AllowedSource, ...] | None = None
-    #: Trusted-builder map (path to JSON, or None for the default in policies/).
-    builders: Any = None
+    #: Trusted-builder map from policy; None: the shipped map (policies/trusted-builders.json).
+    builders: BuilderMap | None = None
 
     @property
     def wants_provenance(self) -> bool:
@@ -213,6 +213,7 @@ class Evaluation:
         self.results: list[EvidenceResult] = []
         self.claims: dict[str, Any] | None = None
         self.tampered = False
+        self._keys: list[keys.PublicKey] | None = None
 
     def _step(self, name: str) -> None:
         expected = self._ORDER[len(self._done)] if len(self._done) < len(self._ORDER) else None
@@ -297,6 +298,12 @@ class Evaluation:
             elif r.key_digest is not None:
                 r.trusted = True  # verified against a key the caller named as trusted
 
+    def _trusted_keys(self) -> list[keys.PublicKey]:
+        """The trusted keys, read and parsed once per evaluation, not once per bundle."""
+        if self._keys is None:
+            self._keys = [keys.load_public_key(p) for p in self.constraints.keys]
+        return self._keys
+
     def _keyless_verifier(self) -> KeylessVerifier:
         if self._keyless is None:
             self._keyless = KeylessVerifier(self.trust_root)
@@ -328,8 +335,7 @@ class Evaluation:
                                   expected="a trusted public key", actual=None, evidence=b.label,
                                   impact="unverified"))
             return
-        for key_path in self.constraints.keys:
-            key = keys.load_public_key(key_path)
+        for key in self._trusted_keys():
             res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, self.trust_root,
                                          evidence=b.label)
             r.checks.extend(res.checks)
@@ -390,8 +396,7 @@ class Evaluation:
         if not isinstance(self.artifact, Artifact):
             raise UsageError("a detached signature needs the artifact file, not only its digest")
         sig = keys.load_detached_signature(signature)
-        for key_path in self.constraints.keys:
-            key = keys.load_public_key(key_path)
+        for key in self._trusted_keys():
             res = keys.verify_detached(self.artifact, sig, key, evidence=signature.name)
             r.checks.extend(res.checks)
             if res.valid:
@@ -410,7 +415,7 @@ class Evaluation:
             if not (r.valid and r.trusted and r.applies and r.content == "dsse"):
                 continue
             if builders is None:
-                builders = c.builders if isinstance(c.builders, BuilderMap) else BuilderMap.default()
+                builders = c.builders if c.builders is not None else BuilderMap.default()
             r.provenance, r.provenance_passed, checks = _check_provenance(
                 r, self.digests, c, builders
             )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 from atip_trust.errors import PolicyError, UsageError
 from atip_trust.evaluate import Constraints, SignerSet
@@ -18,7 +17,7 @@ from atip_trust.signature.keys import key_digest, load_public_key
 from atip_trust.signature.trustroot import TrustRoot
 
 
-def builder_map(policy: Policy) -> Any:
+def builder_map(policy: Policy) -> BuilderMap | None:
     """The policy's trusted builders as a ``provenance.BuilderMap``; None when policy states none."""
     if not any(layer.trusted_builders is not None for layer in policy.layers):
         return None
@@ -152,7 +151,7 @@ def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
+def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> Constraints:
     """Merge policy anchors into ``evaluate.Constraints`` (flags in ``base`` are kept and tightened).
 
     Signers: the policy's when it states any list (even empty: nobody), else the flags'. When both
@@ -187,7 +186,7 @@ def constraints_from_policy(policy: Policy, base: Any = None) -> Any:
         keys=keys,
         min_slsa_level=min_slsa,
         predicate_type=c.predicate_type or req.predicate_type,
-        require_provenance=bool(getattr(c, "require_provenance", False) or req.provenance_required),
+        require_provenance=c.require_provenance or req.provenance_required,
         sources=sources,
         builders=builders if builders is not None else c.builders,
     )
