@@ -32,7 +32,7 @@ RULE_UNREADABLE = "atip-trust/metadata/unreadable"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("metadata", help="ATIP metadata and shims")
+    p = sub.add_parser("metadata", parents=[common], help="ATIP metadata and shims")
     group = p.add_subparsers(dest="metadata_command", metavar="SUBCOMMAND", required=True)
     c = group.add_parser(
         "check",
