@@ -67,12 +67,13 @@ _MAX_LINE = 3 * 4096 + 256
 _HEX_LEN = {"sha256": 64, "sha512": 128}
 
 
-def _escape(name: str) -> tuple[bytes, bytes]:
+def _escape(name: str, triggers: tuple[bytes, ...] = (b"\\", b"\n", b"\r")) -> tuple[bytes, bytes]:
     """(prefix, escaped name) as coreutils writes them: raw bytes, with ``\\``, ``\n``, ``\r``
-    escaped and a leading backslash on the line when any was. ``os.fsencode`` undoes Python's
-    surrogate escaping of non-UTF-8 names."""
+    escaped and a leading backslash on the line when the name holds one of ``triggers`` (any of
+    the three for a checksum line; a newline only for ``--check``'s ``NAME: OK``, as coreutils 9
+    does). ``os.fsencode`` undoes Python's surrogate escaping of non-UTF-8 names."""
     raw = os.fsencode(name)
-    if any(c in raw for c in (b"\\", b"\n", b"\r")):
+    if any(c in raw for c in triggers):
         return b"\\", raw.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
     return b"", raw
 
@@ -332,7 +333,7 @@ def run_check(args: argparse.Namespace) -> int:
                     identity=(str(expected), str(actual))))
         rows.append(row)
         if args.format == "text":
-            prefix, raw = _escape(name)
+            prefix, raw = _escape(name, triggers=(b"\n",))
             _write_bytes(prefix + raw + b": " + row["status"].encode() + b"\n")
     for number in improper:
         results.append(sarif_result(RULE_IMPROPER, f"line {number} is improperly formatted",
