@@ -69,7 +69,7 @@ def sarif_schema() -> dict[str, Any]:
     return schema
 
 
-def github_problems(log: dict[str, Any], cwd: Path) -> list[str]:
+def github_problems(log: dict[str, Any]) -> list[str]:
     """What GitHub code scanning requires beyond the schema ("SARIF support for code scanning"):
     rules with shortDescription, fullDescription and help text; results with a ruleId, a message, one
     to ten locations with an artifact URI and a region start line, and partialFingerprints."""
@@ -115,7 +115,7 @@ def github_problems(log: dict[str, Any], cwd: Path) -> list[str]:
 def check_sarif(r: subprocess.CompletedProcess[str], cwd: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     log = json.loads(r.stdout)
     jsonschema.Draft4Validator(sarif_schema()).validate(log)
-    assert github_problems(log, cwd) == []
+    assert github_problems(log) == []
     results = log["runs"][0]["results"]
     rules = {rule["id"]: rule for rule in log["runs"][0]["tool"]["driver"]["rules"]}
     return results, rules
@@ -132,7 +132,7 @@ def test_sarif_schema_and_github_checks_catch_a_broken_log(world) -> None:
     bad = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x", "rules": [
         {"id": "r", "shortDescription": {"text": "s"}}]}},
         "results": [{"ruleId": "r", "message": {"text": "m"}}]}]}
-    problems = github_problems(bad, world["dir"])
+    problems = github_problems(bad)
     assert "rule r: help.text is required" in problems
     assert "r: one to ten locations are required" in problems
     assert "r: partialFingerprints are required" in problems
@@ -213,6 +213,14 @@ def test_hash_sarif_validates_and_locates_the_unreadable_file(world) -> None:
     assert located_file(results[0], world["dir"]) == world["dir"] / "nope"
 
 
+def test_metadata_sarif_validates_and_locates_the_document(world) -> None:
+    r = run(world, "metadata", "check", "malformed.json", "--format", "sarif")
+    assert r.returncode == 2
+    results, _ = check_sarif(r, world["dir"])
+    assert [res["ruleId"] for res in results] == ["atip-trust/metadata/invalid"]
+    assert located_file(results[0], world["dir"]) == world["dir"] / "malformed.json"
+
+
 def test_a_file_outside_the_working_directory_is_an_absolute_file_uri(world, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere file"
     r = run(world, "hash", str(outside), "--format", "sarif")
@@ -268,6 +276,17 @@ def test_shell_pipeline_into_head_keeps_the_exit_status(world) -> None:
     out = subprocess.run(["bash", "-c", script], cwd=world["dir"], capture_output=True, text=True, timeout=300)
     assert out.stdout.split() == ["0", "2"], out.stderr
     assert "Traceback" not in out.stderr and "Broken pipe" not in out.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_disk_is_still_an_error_never_an_allow(world) -> None:
+    """Only a reader that left is forgiven: output lost to ENOSPC is exit 2, even for VERIFIED."""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([*CLI, "verify", "tool", "--trusted-root", "trusted_root.json", "--bundle",
+                            "good.json", *IDENTITY], cwd=world["dir"], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert r.returncode == 2
+    assert "No space left" in r.stderr and "Traceback" not in r.stderr
 
 
 # -- --format at every level ---------------------------------------------------------------------------

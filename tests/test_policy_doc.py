@@ -32,8 +32,7 @@ def walk_keys(node: object, path: str = "#") -> list[str]:
     """Every key the schema defines under some ``properties``, as a JSON pointer."""
     found: list[str] = []
     if isinstance(node, dict):
-        for key, sub in node.get("properties", {}).items():
-            found.append(f"{path}/properties/{key}")
+        found += [f"{path}/properties/{key}" for key in node.get("properties", {})]
         for key, sub in node.items():
             found += walk_keys(sub, f"{path}/{key}")
     elif isinstance(node, list):

@@ -244,13 +244,17 @@ def _guarded_stdout() -> Iterator[None]:
     try:
         yield
     finally:
+        sys.stdout = original
         try:
             wrapped.flush()
         except (OSError, ValueError):
-            pass  # main() flushed and reported already; nothing is left to lose here
-        finally:
-            sys.stdout = original
+            # main() reported the failed write; what is still buffered is lost either way, so let it
+            # go to the null device rather than fail again here or at the interpreter's exit.
+            _stdout_to_devnull(fd)
+        try:
             wrapped.detach()
+        except (OSError, ValueError):
+            pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

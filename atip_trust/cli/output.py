@@ -12,7 +12,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from atip_trust.cli.sarif import Rule, check_rule_id, report_results, sarif_log, sarif_result
+from atip_trust.cli.sarif import (
+    Rule,
+    check_rule_id,
+    report_results,
+    sarif_log,
+    sarif_result,
+)
 from atip_trust.facts.report import Check, Reason, TrustReport
 
 FORMATS = ("text", "json", "sarif")
