@@ -42,9 +42,10 @@ def files(tmp_path: Path) -> list[bytes]:
 def test_our_output_passes_sha256sum_check_and_is_byte_identical(tmp_path: Path, files: list[bytes],
                                                                  tag: bool) -> None:
     flags = ["--tag"] if tag else []
-    mine = ours(tmp_path, "hash", *flags, "--", *files)
+    paths = [b"./" + f for f in files]  # a bare name would be looked up on PATH (README)
+    mine = ours(tmp_path, "hash", *flags, "--", *paths)
     assert mine.returncode == 0, mine.stderr
-    assert mine.stdout == coreutils(tmp_path, *flags, "--", *files).stdout
+    assert mine.stdout == coreutils(tmp_path, *flags, "--", *paths).stdout
     listing = tmp_path / "SUMS"
     listing.write_bytes(mine.stdout)
     check = coreutils(tmp_path, "-c", "SUMS")
@@ -124,12 +125,27 @@ def test_dash_is_standard_input_for_files_and_for_the_list(tmp_path: Path, files
     assert mine.returncode == 0 and mine.stdout == coreutils(tmp_path, "-c", "-", stdin=listing).stdout
 
 
-def test_a_bare_name_is_the_file_here_not_a_program_on_path(tmp_path: Path) -> None:
-    """`hash sh` hashes ./sh, as sha256sum does: a PATH lookup would vouch for /bin/sh instead."""
+def test_a_bare_name_is_looked_up_on_path_and_its_line_names_the_file_hashed(tmp_path: Path) -> None:
+    """`hash sh` hashes the sh the shell would run (README) and says which file that is: checking the
+    line with `sha256sum -c` checks those bytes, never a local file that happens to be called sh."""
     (tmp_path / "sh").write_bytes(b"a local file called sh\n")
+    onpath = os.path.realpath(shutil.which("sh") or "/bin/sh")
     mine = ours(tmp_path, "hash", "sh")
     assert mine.returncode == 0, mine.stderr
-    assert mine.stdout == coreutils(tmp_path, "sh").stdout
+    assert mine.stdout == coreutils(tmp_path, onpath).stdout
+    (tmp_path / "SUMS").write_bytes(mine.stdout)
+    assert coreutils(tmp_path, "-c", "SUMS").returncode == 0
+
+
+def test_names_in_a_checksum_list_are_files_never_path_lookups(tmp_path: Path) -> None:
+    """A list line "<hex of /bin/sh>  sh" must not pass because PATH has an sh with those bytes."""
+    onpath = os.path.realpath(shutil.which("sh") or "/bin/sh")
+    line = coreutils(tmp_path, onpath).stdout.split(b"  ", 1)[0] + b"  sh\n"
+    (tmp_path / "SUMS").write_bytes(line)
+    (tmp_path / "sh").write_bytes(b"a local file called sh\n")
+    mine = ours(tmp_path, "hash", "-c", "SUMS")
+    assert mine.returncode == 1 and mine.stdout == b"sh: FAILED\n"
+    assert mine.stdout == coreutils(tmp_path, "-c", "SUMS").stdout
 
 
 def test_mismatch_is_a_sarif_result_at_the_file(tmp_path: Path, files: list[bytes]) -> None:

@@ -1,7 +1,8 @@
 """``atip-trust hash FILE...`` and ``hash --check FILE``: GNU ``sha256sum``/``sha512sum``, line for line.
 
 Output is what coreutils writes, so each side checks the other's: ``<hex>  FILE`` by default,
-``SHA256 (FILE) = <hex>`` with ``--tag``; ``-`` is standard input. ``--format json`` keeps the typed
+``SHA256 (FILE) = <hex>`` with ``--tag``; ``-`` is standard input. A bare name is looked up on PATH
+once (README) and its line names the file found, so the line checks the bytes that were hashed. ``--format json`` keeps the typed
 form (``{"path", "digest": "sha256:<hex>"}``). A file name containing a backslash, newline or carriage
 return is escaped (``\\``, ``\n``, ``\r``) and its line starts with a backslash, as coreutils does, so a
 name like ``"x\n<forged hex>  /usr/bin/gh"`` cannot forge a second line for whoever parses the output.
@@ -112,13 +113,19 @@ def _hash_stdin(algorithm: Algorithm) -> Digest:
     return Digest(algorithm, h.digest())
 
 
-def digest_of(name: str, algorithm: Algorithm) -> Digest:
-    """``-`` is standard input (as in coreutils; ``./-`` names a file called ``-``)."""
+def digest_of(name: str, algorithm: Algorithm, *, path_lookup: bool = False) -> tuple[Digest, str]:
+    """The digest of ``name`` and the name to print for it.
+
+    ``-`` is standard input (as in coreutils; ``./-`` names a file called ``-``). With ``path_lookup``
+    (``hash NAME``, README) a bare name is looked up on PATH once, as the shell would run it, and the
+    line names the file that was hashed, so ``sha256sum -c`` checks those same bytes. Names read from a
+    checksum list are always files: a list line must check the file it names, not one found on PATH.
+    """
     if name == "-":
-        return _hash_stdin(algorithm)
-    # A Path: a bare name is a file in this directory, as for sha256sum, never a PATH lookup.
-    with Artifact.open(Path(name)) as art:
-        return art.digest(algorithm)
+        return _hash_stdin(algorithm), name
+    with Artifact.open(name if path_lookup else Path(name)) as art:
+        shown = str(art.path) if path_lookup and "/" not in name else name
+        return art.digest(algorithm), shown
 
 
 def _write_bytes(data: bytes) -> None:
@@ -138,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     for name in args.files:
         try:
-            d = digest_of(name, args.algorithm)
+            d, shown = digest_of(name, args.algorithm, path_lookup=True)
         except AtipTrustError as err:
             # Keep going through the other files; the run fails as a whole.
             rc = EXIT_ERROR
@@ -147,9 +154,10 @@ def run(args: argparse.Namespace) -> int:
             rid = RULE_NOT_REGULAR if isinstance(err, UntrustedInputError) else RULE_UNREADABLE
             results.append(sarif_result(rid, err.diagnostics(), name, identity=(rid,)))
             continue
-        rows.append({"path": name, "digest": str(d)})
+        rows.append({"path": name, "digest": str(d)} if shown == name
+                    else {"path": name, "file": shown, "digest": str(d)})
         if args.format == "text":
-            _write_bytes(sum_line(d, name, tag=args.tag))
+            _write_bytes(sum_line(d, shown, tag=args.tag))
     if args.format == "json":
         dump_json(rows)
     elif args.format == "sarif":
@@ -312,7 +320,7 @@ def run_check(args: argparse.Namespace) -> int:
         expected = Digest.from_hex(args.algorithm, e.hexdigest)
         row: dict[str, Any] = {"path": name, "expected": str(expected), "actual": None}
         try:
-            actual = digest_of(name, args.algorithm)
+            actual, _ = digest_of(name, args.algorithm)
         except AtipTrustError as err:
             unreadable += 1
             sys.stderr.write(f"atip-trust: {one_line(err.diagnostics())}\n")
