@@ -22,6 +22,7 @@ from atip_trust.cli.output import (
     sarif_log,
     sarif_result,
 )
+from atip_trust.cli.sarif import Rule
 from atip_trust.errors import AtipTrustError, MalformedInputError, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
@@ -29,10 +30,27 @@ from atip_trust.facts.metadata import MetadataDocument, load_metadata
 #: SARIF rule ids (stable: never reuse one for another meaning).
 RULE_INVALID = "atip-trust/metadata/invalid"
 RULE_UNREADABLE = "atip-trust/metadata/unreadable"
+RULE_WARNING = "atip-trust/metadata/warning"
+_RULES = {
+    RULE_INVALID: Rule(
+        "ATIP metadata or shim is malformed",
+        "The document is not valid ATIP metadata or a valid shim (RFC §3, §4): bad JSON, a schema error, "
+        "or a binary.hash that differs from the digest it was looked up by.",
+        "The message names the JSON path of the first error; fix the document or obtain a valid one."),
+    RULE_UNREADABLE: Rule(
+        "ATIP metadata or shim could not be read",
+        "The file could not be opened or read, is too large, or is not a regular file.",
+        "Check the path and its permissions."),
+    RULE_WARNING: Rule(
+        "ATIP metadata is valid but incomplete",
+        "The document validates, with a warning: a missing description, or a field newer than the ATIP "
+        "version it declares. --strict turns warnings into errors.",
+        "Complete the document, or declare the ATIP version whose fields it uses."),
+}
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("metadata", help="ATIP metadata and shims")
+    p = sub.add_parser("metadata", parents=[common], help="ATIP metadata and shims")
     group = p.add_subparsers(dest="metadata_command", metavar="SUBCOMMAND", required=True)
     c = group.add_parser(
         "check",
@@ -91,14 +109,11 @@ def _print_failure(args: argparse.Namespace, err: AtipTrustError) -> None:
         )
     elif args.format == "sarif":
         rid = RULE_INVALID if isinstance(err, MalformedInputError) else RULE_UNREADABLE
-        rules = {
-            RULE_INVALID: "ATIP metadata or shim is malformed",
-            RULE_UNREADABLE: "ATIP metadata or shim could not be read",
-        }
         dump_json(
             sarif_log(
-                [sarif_result(rid, message, args.file, props={"location": err.path})],
-                {rid: rules[rid]},
+                [sarif_result(rid, message, args.file, props={"location": err.path},
+                              identity=(err.path,))],
+                {rid: _RULES[rid]},
                 version=__version__,
             )
         )
@@ -161,10 +176,10 @@ def _print_success(args: argparse.Namespace, doc: MetadataDocument) -> None:
     if args.format == "sarif":
         # Valid: no failed checks, so no results; warnings are notes.
         results = [
-            sarif_result("atip-trust/metadata/warning", w, args.file, level="note")
+            sarif_result(RULE_WARNING, w, args.file, level="note", identity=(w,))
             for w in doc.warnings
         ]
-        rules = {"atip-trust/metadata/warning": "ATIP metadata is valid but incomplete"}
+        rules = {RULE_WARNING: _RULES[RULE_WARNING]}
         dump_json(sarif_log(results, rules if results else {}, version=__version__))
         return
     head = f"{args.file}: valid ATIP {doc.version} {doc.kind} for {doc.name or '?'}"

@@ -1,6 +1,7 @@
 """``atip-trust policy check FILE`` and ``policy explain FILE``.
 
-``check`` validates against schema/policy.schema.json and the semantic checks (regexps compile, rules
+``--format`` (text, json, sarif) is honoured before or after the action. ``check`` validates against
+schema/policy.schema.json and the semantic checks (regexps compile, rules
 parse, dates parse) and explains the rules; any error is exit 2 naming the JSON path. ``explain`` prints
 what the policy allows in plain words.
 """
@@ -12,8 +13,10 @@ import sys
 from typing import Any
 
 from atip_trust._base.jsonio import load_json_file
+from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
+from atip_trust.cli.sarif import sarif_log
 from atip_trust.limits import LIMITS
 from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
@@ -47,6 +50,13 @@ def _builder_map(path: str) -> list[str] | None:
 
 def run(args: argparse.Namespace) -> int:
     lines_bm = None if args.org else _builder_map(args.file)
+    if args.format == "sarif":
+        # A policy that loads has nothing to report; one that does not is an exit-2 error, which the
+        # catch point (cli/main.py) reports as a located SARIF result.
+        if lines_bm is None:
+            load_layer(args.file, source="org" if args.org else "local")
+        dump_json(sarif_log([], {}, version=__version__))
+        return EXIT_OK
     if lines_bm is not None:
         if args.format == "json":
             dump_json({"path": args.file, "valid": True, "kind": "trusted-builders", "explain": lines_bm})

@@ -15,8 +15,7 @@ from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import (
     dump_json,
-    one_line,
-    print_report_text,
+    render_verify_text,
     reports_to_sarif,
 )
 from atip_trust.errors import UsageError
@@ -56,6 +55,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tr.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     tr.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
+    p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")
     p.set_defaults(func=run)
 
 
@@ -96,7 +96,5 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         dump_json(reports_to_sarif([result.report], version=__version__))
     else:
-        print_report_text(result.report, sys.stdout)
-        for f in result.fetched:
-            sys.stdout.write(one_line(f"  fetched {f['url']} ({f['bytes']} bytes, {f['sha256']})") + "\n")
+        render_verify_text(result.to_json(), sys.stdout, quiet=args.quiet)
     return EXIT_OK if result.exit_code == 0 else EXIT_FAIL

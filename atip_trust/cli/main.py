@@ -2,16 +2,27 @@
 
 Exit codes: 0 verified/allowed, 1 failed/denied, 2 could not evaluate (also a denial), 3 ask.
 No error path returns 0; a traceback is printed only with ``-v``.
+
+A reader that leaves early (``atip-trust verify ... | grep -q VERIFIED``, ``| head -1``) is not an
+error of ours: the first write that meets a closed pipe points standard output at the null device, and
+the command runs to its verdict, whose exit code is the one returned. This is handled here, once, for
+every subcommand; a full disk or another write error is still an error (exit 2).
+
+``--format`` and ``-v`` are accepted at every level of the command line (``policy --format json check
+F`` and ``policy check F --format sarif``): the shared options default to "not given" in each
+sub-parser, so a level that does not repeat them keeps what an outer level parsed.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from atip_trust._version import __version__
@@ -19,10 +30,19 @@ from atip_trust.cli.output import (
     FORMATS,
     dump_json,
     one_line,
-    sarif_log,
-    sarif_result,
 )
-from atip_trust.errors import AtipTrustError, UsageError, error_code
+from atip_trust.cli.sarif import error_rule, error_rule_id, sarif_log, sarif_result
+from atip_trust.errors import (
+    AtipTrustError,
+    error_code,
+    BundleError,
+    EnvironmentFailure,
+    MetadataError,
+    PolicyError,
+    TrustRootError,
+    UntrustedInputError,
+    UsageError,
+)
 from atip_trust.gate.interactive import can_ask
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
@@ -36,26 +56,38 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+#: Defaults of the shared options, set once on the top-level parser (see the module docstring).
+COMMON_DEFAULTS = {"format": "text", "verbose": False}
+
+
 def common_options() -> argparse.ArgumentParser:
+    """``--format`` and ``-v`` for every level of the command line. Their defaults are SUPPRESS, so a
+    sub-parser that does not see the option leaves the value an outer level parsed (argparse copies
+    every attribute a sub-parser sets over the outer namespace, defaults included)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+        "--format", choices=FORMATS, default=argparse.SUPPRESS, help="output format (default: text)"
     )
     common.add_argument(
-        "-v", "--verbose", action="store_true", help="print a traceback on errors"
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+        help="print a traceback on errors"
     )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
+    common = common_options()
     parser = _Parser(
         prog="atip-trust",
         description="Verify what a command-line tool is, who signed it and how it was built, "
         "and decide whether an agent may run it.",
+        # Its own copy: set_defaults changes the default of the very action objects it holds, and the
+        # sub-parsers' copies must keep SUPPRESS.
+        parents=[common_options()],
     )
+    parser.set_defaults(**COMMON_DEFAULTS)
     parser.add_argument("--version", action="version", version=f"atip-trust {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    common = common_options()
     for name in COMMANDS:
         try:
             mod = importlib.import_module(f"atip_trust.cli.cmd_{name}")
@@ -76,8 +108,50 @@ def is_interactive(args: argparse.Namespace | None = None) -> bool:
     return can_ask(getattr(args, "interactive", None) or "auto")
 
 
-def report_error(err: BaseException, fmt: str, command: str | None) -> None:
-    """Print an error in the requested format: JSON and SARIF on stdout, text on stderr (one line)."""
+#: Which argument names the file an error of each kind is about (the first one given wins).
+_ERROR_INPUTS: tuple[tuple[type[AtipTrustError], tuple[str, ...]], ...] = (
+    (PolicyError, ("policy", "org_policy", "file")),
+    (TrustRootError, ("trusted_root",)),
+    (BundleError, ("bundle", "signature", "key")),
+    (MetadataError, ("metadata", "file")),
+)
+_PRIMARY_INPUTS = ("artifact", "file", "tool", "files", "check")
+
+
+def _first(value: Any) -> str | None:
+    if isinstance(value, list | tuple):
+        value = value[0] if value else None
+    return value if isinstance(value, str) and value else None
+
+
+def error_location(err: BaseException, args: argparse.Namespace | None) -> str | None:
+    """The file an exit-2 error is about, for SARIF: the error's own path when it names a file (not a
+    JSON path), else the input of that kind on the command line, else the command's main input."""
+    where = err.path if isinstance(err, AtipTrustError) else None
+    if where and not where.startswith("$") and where != "<stdout>":
+        return where
+    if args is None:
+        return None
+    names: tuple[str, ...] = ()
+    for kind, attrs in _ERROR_INPUTS:
+        if isinstance(err, kind):
+            names = attrs
+            break
+    for name in (*names, *_PRIMARY_INPUTS):
+        found = _first(getattr(args, name, None))
+        if found:
+            return found
+    return None
+
+
+def report_error(
+    err: BaseException, fmt: str, command: str | None, location: str | None = None
+) -> None:
+    """Print an error in the requested format: JSON and SARIF on stdout, text on stderr (one line).
+
+    In SARIF the error is a result like any denial, located at ``location`` (the working directory
+    when no file is known), so a CI job that uploads the log sees why its gate failed.
+    """
     if isinstance(err, AtipTrustError):
         message = err.diagnostics()
         where = err.path
@@ -95,15 +169,90 @@ def report_error(err: BaseException, fmt: str, command: str | None) -> None:
             }
         )
     elif fmt == "sarif":
-        rid = f"atip-trust/error/{code.lower()}"
-        dump_json(
-            sarif_log([sarif_result(rid, message, None)], {rid: code}, version=__version__)
-        )
+        rid = error_rule_id(code)
+        result = sarif_result(rid, message, location, props={"command": command, "path": where},
+                              identity=(command, where))
+        dump_json(sarif_log([result], {rid: error_rule(code)}, version=__version__))
     sys.stderr.write(f"atip-trust: error: {one_line(message)}\n")
 
 
+class _PipeGuard(io.FileIO):
+    """Standard output's file descriptor, for which a reader that went away ends the output, not the
+    command: on EPIPE the descriptor is pointed at the null device (so later writes, and the
+    interpreter's final flush, succeed) and the write reports success."""
+
+    reader_gone = False
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data) or 0
+        except BrokenPipeError:
+            self.reader_gone = True
+            _stdout_to_devnull(self.fileno())
+            return len(memoryview(data).cast("B"))
+
+
+def _stdout_to_devnull(fd: int) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+    except OSError:
+        pass
+
+
+@contextmanager
+def _guarded_stdout() -> Iterator[None]:
+    """Route the process's real standard output through ``_PipeGuard`` while a command runs.
+
+    Only the interpreter's own stdout is wrapped (tests that capture output into a buffer are left
+    alone); encoding, error handler and line buffering stay as they were.
+    """
+    original = sys.stdout
+    try:
+        fd = original.fileno() if original is sys.__stdout__ and original is not None else -1
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        fd = -1
+    if fd < 0:
+        yield
+        return
+    original.flush()
+    raw = _PipeGuard(fd, "w", closefd=False)
+    wrapped = io.TextIOWrapper(
+        io.BufferedWriter(raw), encoding=original.encoding, errors=original.errors,
+        line_buffering=bool(getattr(original, "line_buffering", False)),
+    )
+    sys.stdout = wrapped
+    try:
+        yield
+    finally:
+        sys.stdout = original
+        try:
+            wrapped.flush()
+        except (OSError, ValueError):
+            # main() reported the failed write; what is still buffered is lost either way, so let it
+            # go to the null device rather than fail again here or at the interpreter's exit.
+            _stdout_to_devnull(fd)
+        try:
+            wrapped.detach()
+        except (OSError, ValueError):
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    with _guarded_stdout():
+        rc = _main(list(sys.argv[1:] if argv is None else argv))
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError) as err:  # a full disk, say: the output the verdict needs is lost
+            sys.stderr.write(f"atip-trust: error: cannot write to standard output: {one_line(str(err))}\n")
+            return EXIT_ERROR
+        return rc
+
+
+def _main(argv: list[str]) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     fmt = "text"
     for i, a in enumerate(argv):  # known before parsing, so parse errors honour --format too
@@ -112,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif a.startswith("--format=") and a.split("=", 1)[1] in FORMATS:
             fmt = a.split("=", 1)[1]
     command: str | None = None
+    args: argparse.Namespace | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -128,11 +278,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("atip-trust: interrupted\n")
         return EXIT_ERROR
+    except BrokenPipeError:
+        # Standard output was not the process's own (no guard): the reader left before the verdict
+        # could be known, which is not a verdict; stay quiet and fail closed.
+        _stdout_to_devnull(sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+        return EXIT_ERROR
     except BaseException as err:  # noqa: BLE001 - the one catch point: nothing escapes as exit 0
         if verbose:
             traceback.print_exc()
-        report_error(err, fmt, command)
+        report_error(err, fmt, command, error_location(err, args))
         return EXIT_ERROR
 
 
-__all__ = ["main", "build_parser", "is_interactive", "common_options", "report_error"]
+__all__ = ["main", "build_parser", "is_interactive", "common_options", "report_error", "error_location"]

@@ -1,20 +1,27 @@
 """Rendering results as text (rich on a terminal, plain on a pipe), JSON, or SARIF 2.1.0.
 
-JSON keys follow CONTRACT.md. SARIF has one result per failed check; rule ids are ``atip-trust/<check>``
-and never change meaning once published.
+JSON keys follow CONTRACT.md. Text output never shows a Python repr: values go through ``show`` and
+every line through ``one_line``. SARIF is built in cli/sarif.py: one result per failed check and per
+reason of a denial, each with a location.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from atip_trust.cli.sarif import (
+    Rule,
+    check_rule_id,
+    report_results,
+    sarif_log,
+    sarif_result,
+)
 from atip_trust.facts.report import Check, Reason, TrustReport
 
 FORMATS = ("text", "json", "sarif")
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-TOOL_URI = "https://github.com/atip-trust/atip-trust"
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -53,128 +60,176 @@ def dump_json(obj: Any, stream: TextIO | None = None) -> None:
     out.write(json_text(obj))
 
 
-def rule_id(check_name: str) -> str:
-    return f"atip-trust/{check_name}"
+def show(value: object) -> str:
+    """A value for text output, never a Python repr: strings as they are, ``true``/``false``, ``(none)``,
+    and anything structured as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def sarif_log(
-    results: list[dict[str, Any]], rules: dict[str, str], *, version: str
-) -> dict[str, Any]:
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "atip-trust",
-                        "version": version,
-                        "informationUri": TOOL_URI,
-                        "rules": [
-                            {"id": rid, "shortDescription": {"text": text}}
-                            for rid, text in sorted(rules.items())
-                        ],
-                    }
-                },
-                "results": results,
-            }
-        ],
-    }
+def expected_actual(expected: object, actual: object) -> str:
+    """`` (expected X, actual Y)``, or ``""`` when neither applies; one side alone is shown alone."""
+    if expected is None and actual is None:
+        return ""
+    if expected is None:
+        return f" (actual {show(actual)})"
+    return f" (expected {show(expected)}, actual {show(actual)})"
 
 
-def sarif_result(
-    rid: str, message: str, uri: str | None, *, level: str = "error", props: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    res: dict[str, Any] = {"ruleId": rid, "level": level, "message": {"text": message}}
-    if uri:
-        res["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": uri}}}]
-    if props:
-        res["properties"] = props
-    return res
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
 
-def check_line(c: Check) -> str:
-    line = f"{c.status.upper():5} {c.name}"
-    if c.message:
-        line += f": {c.message}"
-    if c.expected is not None or c.actual is not None:
-        line += f" (expected {c.expected!r}, actual {c.actual!r})"
-    if c.evidence:
-        line += f" [{c.evidence}]"
+def check_line(c: Check | Mapping[str, Any]) -> str:
+    """One check (a ``Check`` or its JSON) as one escaped line: ``FAIL  name: message (expected …)``."""
+    line = f"{str(_get(c, 'status')).upper():5} {_get(c, 'name')}"
+    if _get(c, "message"):
+        line += f": {_get(c, 'message')}"
+    line += expected_actual(_get(c, "expected"), _get(c, "actual"))
+    if _get(c, "evidence"):
+        line += f" [{_get(c, 'evidence')}]"
     return one_line(line)
 
 
-def reports_to_sarif(reports: list[TrustReport], *, version: str) -> dict[str, Any]:
+def reason_line(r: Reason | Mapping[str, Any], behavior: str | None = None) -> str:
+    """One decision reason as one escaped line: ``  [behavior: ]CODE: message (expected …, actual …) [rule]``."""
+    line = f"  {behavior}: " if behavior else "  "
+    line += f"{_get(r, 'code')}: {_get(r, 'message')}"
+    line += expected_actual(_get(r, "expected"), _get(r, "actual"))
+    if _get(r, "rule"):
+        line += f" [{_get(r, 'rule')}]"
+    return one_line(line)
+
+
+def digest_text(digests: Mapping[str, str] | None) -> str:
+    """``sha256:<hex>`` (or the one digest known), never a bare hex or a library's algorithm name."""
+    digests = digests or {}
+    for alg in ("sha256", "sha512", *sorted(digests)):
+        if digests.get(alg):
+            return f"{alg}:{digests[alg]}"
+    return "no digest"
+
+
+def reports_to_sarif(reports: Sequence[TrustReport | Mapping[str, Any]], *, version: str) -> dict[str, Any]:
+    """SARIF for trust reports (objects or their JSON): every failed check and every denial reason."""
     results: list[dict[str, Any]] = []
-    rules: dict[str, str] = {}
+    rules: dict[str, Rule] = {}
     for rep in reports:
-        for c in rep.checks:
-            if not c.failed:
-                continue
-            rid = rule_id(c.name)
-            rules.setdefault(rid, f"atip-trust check '{c.name}'")
-            results.append(
-                sarif_result(
-                    rid,
-                    check_line(c),
-                    rep.path,
-                    props={
-                        "expected": c.expected,
-                        "actual": c.actual,
-                        "trust_level": rep.trust_level.name,
-                        "evidence": c.evidence,
-                    },
-                )
-            )
+        out = rep.to_json() if isinstance(rep, TrustReport) else rep
+        res, used = report_results(out, check_line)
+        results.extend(res)
+        rules.update(used)
     return sarif_log(results, rules, version=version)
 
 
-def print_report_text(rep: TrustReport, stream: TextIO) -> None:
-    dec = rep.decision
-    head = f"{rep.path}: {rep.trust_level.name}"
-    if dec is not None:
-        head += f" -> {dec.behavior}"
+# verify's text output (all from the report's JSON, as --format json prints it) ----------------------
+
+
+def verdict_line(out: Mapping[str, Any]) -> str:
+    """``PATH: LEVEL -> behavior  sha256:<hex>``: the one line ``verify -q`` prints."""
+    art = out.get("artifact") or {}
+    head = f"{art.get('path')}: {out.get('trust_level')}"
+    behavior = (out.get("decision") or {}).get("behavior")
+    if behavior:
+        head += f" -> {behavior}"
+    return one_line(f"{head}  {digest_text(art.get('digest'))}")
+
+
+def attestation_verified(att: Mapping[str, Any]) -> bool:
+    """A piece of evidence counts as verified when it applies to these bytes, verifies, and its
+    signer is one the flags or the policy trust."""
+    return bool(att.get("applies", True) and att.get("valid") and att.get("signer_trusted"))
+
+
+def bundles_line(out: Mapping[str, Any]) -> str | None:
+    """``N bundles: k verified, m failed`` when more than one piece of evidence was examined."""
+    atts = [a for a in out.get("attestations") or [] if isinstance(a, Mapping)]
+    if len(atts) < 2:
+        return None
+    ok = sum(1 for a in atts if attestation_verified(a))
+    return f"{len(atts)} bundles: {ok} verified, {len(atts) - ok} failed"
+
+
+def summary_line(out: Mapping[str, Any]) -> str:
+    """What was verified, in one line: signer, issuer, builder, SLSA level (only what is known)."""
+    sig = out.get("signature") or {}
+    prov = out.get("provenance") or {}
+    parts: list[str] = []
+    if sig.get("identity"):
+        parts.append(f"signer {sig['identity']}")
+    elif sig.get("kind") == "key" and sig.get("evidence"):
+        parts.append(f"signer key {sig['evidence']}")
+    else:
+        parts.append("no signer")
+    if sig.get("issuer"):
+        parts.append(f"issuer {sig['issuer']}")
+    if prov.get("builder_id"):
+        parts.append(f"builder {prov['builder_id']}")
+        if prov.get("slsa_level") is not None:
+            parts.append(f"SLSA level {prov['slsa_level']}")
+    else:
+        parts.append("no provenance")
+    return one_line("verified: " + ", ".join(parts))
+
+
+def render_verify_text(out: Mapping[str, Any], stream: TextIO, *, quiet: bool = False) -> None:
+    """``verify``'s text output from the report JSON: the verdict line, then (unless ``quiet``) the
+    checks, the decision's reasons, what was fetched, an ``N bundles`` line and, on success, what was
+    verified. Rich on a terminal, plain lines on a pipe; every value escaped to one line."""
+    if quiet:
+        stream.write(verdict_line(out) + "\n")
+        return
+    dec = out.get("decision") or {}
+    behavior = dec.get("behavior")
+    tail: list[str] = [reason_line(r, behavior) for r in dec.get("reasons") or []]
+    tail += [one_line(f"  fetched {f.get('url')} ({f.get('bytes')} bytes, {f.get('sha256')})")
+             for f in out.get("fetched") or []]
+    count = bundles_line(out)
+    if count:
+        tail.append(count)
+    if behavior == "allow":
+        tail.append(summary_line(out))
+    checks = out.get("checks") or []
     if is_terminal(stream):
         from rich.console import Console
         from rich.table import Table
 
         console = Console(file=stream)
-        console.print(f"[bold]{rich_text(head)}[/bold]  sha256:{rich_text(rep.digests.get('sha256', '?'))}",
-                      highlight=False)
+        console.print(f"[bold]{rich_text(verdict_line(out))}[/bold]", highlight=False)
         table = Table(show_header=True, header_style="bold")
         for col in ("status", "check", "detail", "expected", "actual"):
             table.add_column(col, overflow="fold")
-        for c in rep.checks:
-            style = {"pass": "green", "fail": "red", "error": "red", "skip": "dim"}[c.status]
+        for c in checks:
+            style = {"pass": "green", "fail": "red", "error": "red"}.get(c.get("status"), "dim")
+            ev = c.get("evidence")
             table.add_row(
-                f"[{style}]{c.status}[/{style}]",
-                rich_text(c.name),
-                rich_text(c.message + (f" [{c.evidence}]" if c.evidence else "")),
-                "" if c.expected is None else rich_text(c.expected),
-                "" if c.actual is None else rich_text(c.actual),
+                f"[{style}]{c.get('status')}[/{style}]",
+                rich_text(c.get("name")),
+                rich_text((c.get("message") or "") + (f" [{ev}]" if ev else "")),
+                "" if c.get("expected") is None else rich_text(show(c.get("expected"))),
+                "" if c.get("actual") is None else rich_text(show(c.get("actual"))),
             )
         console.print(table)
-        if dec is not None:
-            for r in dec.reasons:
-                console.print(rich_text(reason_line(r, dec.behavior)), highlight=False)
+        for line in tail:
+            console.print(rich_text(line), highlight=False)
         return
-    stream.write(one_line(head + f"  sha256:{rep.digests.get('sha256', '?')}") + "\n")
-    for c in rep.checks:
-        stream.write("  " + check_line(c) + "\n")
-    if dec is not None:
-        for r in dec.reasons:
-            stream.write(reason_line(r, dec.behavior) + "\n")
+    stream.write(verdict_line(out) + "\n")
+    stream.write("".join(f"  {check_line(c)}\n" for c in checks))
+    stream.write("".join(line + "\n" for line in tail))
 
 
-def reason_line(r: Reason, behavior: str | None = None) -> str:
-    """One decision reason as one escaped line: ``  [behavior: ]CODE: message (expected …, actual …) [rule]``."""
-    line = f"  {behavior}: " if behavior else "  "
-    line += f"{r.code}: {r.message}"
-    if r.expected is not None or r.actual is not None:
-        line += f" (expected {r.expected!r}, actual {r.actual!r})"
-    if r.rule:
-        line += f" [{r.rule}]"
-    return one_line(line)
+def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False) -> None:
+    render_verify_text(rep.to_json(), stream, quiet=quiet)
+
+
+rule_id = check_rule_id
 
 
 __all__ = [
@@ -189,6 +244,13 @@ __all__ = [
     "sarif_log",
     "sarif_result",
     "check_line",
+    "show",
+    "expected_actual",
+    "digest_text",
     "reports_to_sarif",
     "print_report_text",
+    "render_verify_text",
+    "verdict_line",
+    "bundles_line",
+    "summary_line",
 ]
