@@ -182,3 +182,48 @@ def test_malformed_bundle_among_several_is_that_bundles_failure_not_exit_2(tmp_p
     assert failed["status"] == "fail"
     alone = cli_subprocess(*base, "--bundle", str(bad), env=env())
     assert alone.code == 2  # the only evidence unreadable: could not evaluate
+
+
+def test_abbreviated_flags_are_refused_not_guessed() -> None:
+    # "--certificate-ident" would have matched --certificate-identity under argparse's default.
+    r = cli_subprocess("verify", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
+                       "--certificate-ident", GENERATOR, "--certificate-oidc-issuer", ISSUER, env=env())
+    assert r.code == 2 and "unrecognized arguments: --certificate-ident" in r.err
+
+
+@pytest.mark.parametrize(("flag", "hint"), [
+    ("--insecure-ignore-tlog", "transparency-log proof"),
+    ("--cert", "--bundle"),
+    ("--source-digest", "--certificate-source-repository-digest"),
+])
+def test_another_tools_flag_gets_a_hint_naming_ours(flag: str, hint: str) -> None:
+    r = cli_subprocess("verify", str(TOOL), "--bundle", str(BUNDLE), flag, "x", env=env())
+    assert r.code == 2 and hint in r.err, r.err
+
+
+def test_slsa_verifier_and_gh_spellings_of_bundle_and_root_are_accepted() -> None:
+    r = cli_subprocess("verify", str(TOOL), "--provenance-path", str(BUNDLE), "--custom-trusted-root",
+                       str(ROOT), "--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER,
+                       "--builder-id", GENERATOR.rsplit("@", 1)[0] + "@refs/tags/v*", env=env())
+    assert r.code == 0, r.out + r.err
+
+
+def test_every_flag_of_every_subcommand_has_help_text() -> None:
+    import argparse
+
+    from atip_trust.cli.main import build_parser
+
+    missing: list[str] = []
+
+    def walk(p: argparse.ArgumentParser, path: str) -> None:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sp in a.choices.items():
+                    walk(sp, f"{path} {name}")
+            elif a.option_strings and not a.help and a.help != argparse.SUPPRESS:
+                missing.append(f"{path} {a.option_strings[0]}")
+            elif not a.option_strings and not a.help:
+                missing.append(f"{path} {a.dest}")
+
+    walk(build_parser(), "atip-trust")
+    assert not missing, missing

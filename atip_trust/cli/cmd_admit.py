@@ -62,7 +62,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
     add_identity_flags(p)
-    p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
+    p.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     p.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--min-trust-level", metavar="LEVEL",
                    choices=[lvl.name for lvl in TrustLevel], help="tighten: require at least LEVEL")

@@ -94,8 +94,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--tag prints 'SHA256 (FILE) = <hex>'; --format json gives 'sha256:<hex>'. With --check, read "
         "such lines and report NAME: OK / FAILED.",
     )
-    p.add_argument("files", nargs="*", metavar="FILE")
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="sha256")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="files to hash (a bare name is looked up on PATH once; - is standard input)")
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="sha256", help="digest algorithm (default: sha256)")
     p.add_argument("--tag", action="store_true", help="BSD-style lines: SHA256 (FILE) = <hex>")
     p.add_argument("-c", "--check", metavar="FILE",
                    help="read checksums from FILE ('-' for standard input) and check them")

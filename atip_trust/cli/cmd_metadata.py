@@ -59,7 +59,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Validate an ATIP --agent document or shim (ATIP 0.1 to 0.6) against atip-trust's "
         "schema and print the trust claims it makes. Claims are not verified here.",
     )
-    c.add_argument("file", metavar="FILE")
+    c.add_argument("file", metavar="FILE", help="ATIP metadata (--agent output) or shim, JSON")
     c.add_argument(
         "--strict",
         action="store_true",

@@ -31,7 +31,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     for name, help_text in (("check", "validate a policy against its schema and explain it"),
                             ("explain", "say what a policy allows, in plain words")):
         q = psub.add_parser(name, parents=[common], help=help_text)
-        q.add_argument("file", metavar="FILE")
+        q.add_argument("file", metavar="FILE", help="policy file (JSON, schema/policy.schema.json)")
         q.add_argument("--org", action="store_true",
                        help="treat FILE as an org (managed) policy: refuse unsafe ownership or mode")
         q.set_defaults(func=run)

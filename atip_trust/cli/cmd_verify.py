@@ -34,7 +34,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("artifact", metavar="ARTIFACT",
                    help="file to verify, or sha256:<hex> to verify attestations by subject digest")
     ev = p.add_argument_group("evidence")
-    ev.add_argument("--bundle", action="append", default=[], metavar="FILE",
+    ev.add_argument("--bundle", "--provenance-path", action="append", default=[], metavar="FILE",
                     help="Sigstore bundle (.json, .sigstore.json) or .jsonl of bundles; repeatable")
     ev.add_argument("--key", action="append", default=[], metavar="FILE",
                     help="trusted PEM public key (key-based signatures and public-key bundles)")
@@ -52,7 +52,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pv.add_argument("--min-slsa-level", type=int, metavar="N",
                     help="minimum SLSA Build level (0-3), from the trusted-builder map only")
     tr = p.add_argument_group("trust root")
-    tr.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
+    tr.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     tr.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
     p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")

@@ -51,8 +51,37 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 COMMANDS = ("hash", "metadata", "verify", "admit", "policy")
 
 
+#: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an
+#: unknown flag among them gets a hint naming ours instead of only "unrecognized arguments".
+FOREIGN_FLAGS = {
+    "--certificate-chain": "atip-trust reads the chain from the bundle and the trusted root (--trusted-root)",
+    "--cert": "detached certificates are not supported: give a Sigstore bundle with --bundle",
+    "--insecure-ignore-tlog": "not supported: every signature needs its transparency-log proof",
+    "--insecure-ignore-sct": "not supported: every certificate needs its SCT",
+    "--offline": "atip-trust is always offline unless --fetch is given",
+    "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
+    "--source-digest": "use --certificate-source-repository-digest",
+    "--builder-id-regexp": "use --builder-id with a glob on the ref (…@refs/tags/v*)",
+    "--digest-alg": "sha256 and sha512 are both computed",
+    "--bundle-path": "use --bundle",
+    "--cert-identity-regexp": "use --certificate-identity-regexp (or gh's --cert-identity-regex)",
+    "--signer-repo": "use --certificate-identity-regexp on the signer workflow, or --repo",
+    "--no-public-good": "use --trusted-root FILE",
+}
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No prefix matching: "--cert" must not silently mean "--certificate-identity".
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:  # argparse's usage errors: exit 2, no traceback
+        if message.startswith("unrecognized arguments:"):
+            hints = [f"{flag}: {hint}" for flag, hint in FOREIGN_FLAGS.items()
+                     if any(w == flag or w.startswith(flag + "=") for w in message.split()[2:])]
+            if hints:
+                message = f"{message} ({'; '.join(hints)})"
         raise UsageError(message)
 
 
