@@ -227,3 +227,17 @@ def test_every_flag_of_every_subcommand_has_help_text() -> None:
 
     walk(build_parser(), "atip-trust")
     assert not missing, missing
+
+
+@pytest.mark.parametrize("bundle", ["hello-tool.v0.3.sigstore.json", "hello-tool.v0.1.sigstore.json"])
+def test_digests_in_output_are_always_sha256_hex(tmp_path: Path, bundle: str) -> None:
+    """One vocabulary: a bundle's declared digest is reported as sha256:<hex>, never SHA2_256:<hex>."""
+    other = tmp_path / "hello-tool"
+    other.write_bytes(TOOL.read_bytes() + b"\n# changed\n")
+    r = cli_subprocess("verify", str(other), "--bundle", str(FX / "good" / bundle), "--trusted-root",
+                       str(ROOT), "--certificate-identity-regexp", ".*",
+                       "--certificate-oidc-issuer-regexp", ".*", "--format", "json", env=env())
+    assert r.code == 1, r.out + r.err
+    assert "SHA2_256" not in r.out
+    (digest,) = [c for c in json.loads(r.out)["checks"] if c["name"] == "digest"]
+    assert str(digest["actual"]).startswith("sha256:") and str(digest["expected"]).startswith("sha256:")

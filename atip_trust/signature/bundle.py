@@ -238,7 +238,21 @@ def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
     return found
 
 
+
+
+#: Sigstore's (protobuf-specs) names for hash algorithms, in the vocabulary of our output.
+_DIGEST_NAMES = {"SHA2_256": "sha256", "SHA2_384": "sha384", "SHA2_512": "sha512"}
+
+
+def digest_text(algorithm: object, hex_value: str) -> str:
+    """A digest a bundle declares, written as every digest in our output is: ``sha256:<hex>``."""
+    name = _DIGEST_NAMES.get(algorithm, str(algorithm).lower()) if isinstance(algorithm, str) else (
+        "sha256" if algorithm is None else str(algorithm))
+    return f"{name}:{hex_value}"
+
+
 __all__ = [
+    "digest_text",
     "BundleInput",
     "load_bundles",
     "route_of",

@@ -35,7 +35,7 @@ from atip_trust.errors import TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
 from atip_trust.signature.algorithms import Scheme, key_fits, verify_signature
-from atip_trust.signature.bundle import BundleInput
+from atip_trust.signature.bundle import BundleInput, digest_text
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.identity import CertificateFacts
 from atip_trust.signature.tlog import (
@@ -257,7 +257,7 @@ class KeylessVerifier:
                     out.compromised = True
                     out.checks.append(Check(
                         "digest", "fail", "the bundle signs a different digest than this artifact's",
-                        expected=str(sha256), actual=f"{md.get('algorithm')}:{declared_hex}",
+                        expected=str(sha256), actual=digest_text(md.get("algorithm"), declared_hex),
                         evidence=ev, impact="compromised"))
                     return
             sig = bundle.signature

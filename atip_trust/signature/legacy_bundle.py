@@ -47,7 +47,7 @@ from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, CheckFailure
 from atip_trust.signature.algorithms import LOG_SCHEMES, key_fits, verify_signature
-from atip_trust.signature.bundle import bundle_version, proof_required, route_of
+from atip_trust.signature.bundle import bundle_version, digest_text, proof_required, route_of
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.fulcio import (
     CertificateVerificationError,
@@ -529,7 +529,7 @@ def verify_legacy_message(
         if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
             raise LegacyVerificationError(
                 "the bundle signs a different digest than this artifact's", check="digest",
-                expected=str(artifact_sha256), actual=f"{md.get('algorithm')}:{declared.hex()}")
+                expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
     if verify_signature(leaf.public_key(), signature, artifact_sha256.value, ("ecdsa-sha256",),
                         prehashed=True) is None:
         raise LegacyVerificationError(
