@@ -28,7 +28,7 @@ from atip_trust.gate.interactive import can_ask
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
 #: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
-COMMANDS = ("hash", "metadata", "verify", "admit", "policy")
+COMMANDS = ("hash", "metadata", "verify", "admit", "policy", "cache")
 
 
 class _Parser(argparse.ArgumentParser):
