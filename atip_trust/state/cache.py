@@ -22,6 +22,7 @@ Location: ``ATIP_CACHE_DIR``, else ``<platformdirs user_cache_dir("atip-trust")>
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import tempfile
@@ -34,7 +35,7 @@ from typing import Any
 import platformdirs
 
 from atip_trust._base.files import open_regular, read_fd_capped
-from atip_trust._base.jsonio import canonical_digest, canonical_json, parse_json
+from atip_trust._base.jsonio import canonical_digest, parse_json
 from atip_trust.errors import AtipTrustError
 
 #: Entry layout version; an entry of another version is ignored.
@@ -145,11 +146,12 @@ class VerdictCache:
         if not self._usable(create=True):
             return
         body = {**body, "created": time.time()}
-        # Through JSON once, so the integrity hash is over exactly what a reader will parse.
-        data = canonical_json({"format": FORMAT, "body": body, "integrity": ""}, stringify=True)
-        parsed = parse_json(data, what="cache entry")
-        parsed["integrity"] = canonical_digest(parsed["body"], stringify=True)
-        data = canonical_json(parsed)
+        # Through JSON once, so the integrity hash is over exactly what a reader will parse. Keys keep
+        # their order (not canonical JSON): a report read back prints exactly as it did when computed;
+        # the integrity hash is over the canonical form, so order does not matter to it.
+        parsed = parse_json(json.dumps(body, default=str).encode("utf-8"), what="cache entry")
+        doc = {"format": FORMAT, "body": parsed, "integrity": canonical_digest(parsed)}
+        data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
         if len(data) > ENTRY_BYTES:
             return
         tmp: str | None = None
