@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,3 +25,10 @@ def interop_dir() -> Path:
     if not (INTEROP / "index.json").is_file():
         pytest.skip(f"interop fixtures not found at {INTEROP} (they live in ../shared/fixtures/interop)")
     return INTEROP
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_verdict_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test run gets its own verdict cache (state/cache.py), never the user's; subprocesses
+    inherit it through the environment."""
+    os.environ["ATIP_CACHE_DIR"] = str(tmp_path_factory.mktemp("verdict-cache"))

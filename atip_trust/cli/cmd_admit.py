@@ -74,6 +74,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help=f"audit log (default: {default_audit_path()}; an org policy's audit.log "
                    "takes precedence and cannot be changed)")
     p.add_argument("--no-audit", action="store_true", help="do not write an audit line")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "
+                   "\"Verdict cache\"): verify everything again")
     p.set_defaults(func=run)
 
 
@@ -96,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
         staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
         audit_log=args.audit_log, defer_audit=True,
+        cache=not args.no_cache,
     )
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.

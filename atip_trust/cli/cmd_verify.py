@@ -56,6 +56,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tr.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
     p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "
+                   "\"Verdict cache\"): verify everything again")
     p.set_defaults(func=run)
 
 
@@ -90,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         trusted_root=args.trusted_root,
         staging=args.staging,
         fetch=args.fetch,
+        cache=not args.no_cache,
     )
     if args.format == "json":
         dump_json(result.to_json())

@@ -151,6 +151,12 @@ class Artifact:
     def digest(self, algorithm: Algorithm = "sha256") -> Digest:
         return self.digests((algorithm,))[algorithm]
 
+    def adopt_digests(self, known: dict[Algorithm, Digest]) -> None:
+        """Take digests computed earlier for this very file instead of hashing it again: only for a
+        caller that has checked the file's identity (``FileIdentity``) is the one they were computed
+        for (the verdict cache's stat fast path, gate/cached.py)."""
+        self._digests.update(known)
+
     @property
     def sha256(self) -> Digest:
         return self.digest("sha256")

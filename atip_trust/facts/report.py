@@ -64,7 +64,9 @@ class Check:
     def failed(self) -> bool:
         return self.status in ("fail", "error")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, full: bool = False) -> dict[str, Any]:
+        """The JSON README documents; ``full`` adds ``impact`` (kept by the verdict cache, so that a
+        report read back is the report that was written)."""
         out: dict[str, Any] = {"name": self.name, "status": self.status}
         if self.message:
             out["message"] = self.message
@@ -73,7 +75,15 @@ class Check:
             out["actual"] = self.actual
         if self.evidence is not None:
             out["evidence"] = self.evidence
+        if full:
+            out["impact"] = self.impact
         return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Check:
+        return cls(name=doc["name"], status=doc["status"], message=doc.get("message", ""),
+                   expected=doc.get("expected"), actual=doc.get("actual"),
+                   evidence=doc.get("evidence"), impact=doc.get("impact", "none"))
 
 
 class CheckFailure(Exception):
@@ -128,6 +138,12 @@ class SignatureResult:
             out["extensions"] = dict(self.extensions)
         return out
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> SignatureResult:
+        return cls(status=doc["status"], identity=doc.get("identity"), issuer=doc.get("issuer"),
+                   kind=doc.get("kind"), evidence=doc.get("evidence"),
+                   extensions=dict(doc.get("extensions") or {}))
+
 
 @dataclass
 class ProvenanceResult:
@@ -150,6 +166,13 @@ class ProvenanceResult:
             "source": self.source,
             "evidence": self.evidence,
         }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ProvenanceResult:
+        return cls(status=doc["status"], predicate_type=doc.get("predicate_type"),
+                   builder_id=doc.get("builder_id"), build_type=doc.get("build_type"),
+                   slsa_level=doc.get("slsa_level"), source=doc.get("source"),
+                   evidence=doc.get("evidence"))
 
 
 @dataclass(frozen=True)
@@ -228,7 +251,7 @@ class EvidenceSummary:
         """Valid, about this artifact, and from a trusted signer: the only material a qualifier counts."""
         return self.valid and self.applies and self.signer_trusted
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, full: bool = False) -> dict[str, Any]:
         return {
             "evidence": self.evidence,
             "route": self.route,
@@ -243,8 +266,22 @@ class EvidenceSummary:
             "extensions": dict(self.extensions),
             "predicate_type": self.predicate_type,
             "provenance": self.provenance.to_json() if self.provenance else None,
-            "checks": [c.to_json() for c in self.checks],
+            "checks": [c.to_json(full=full) for c in self.checks],
         }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> EvidenceSummary:
+        prov = doc.get("provenance")
+        return cls(
+            evidence=doc["evidence"], route=doc["route"], content=doc["content"],
+            applies=bool(doc["applies"]), valid=bool(doc["valid"]),
+            compromised=bool(doc["compromised"]), signer_trusted=bool(doc["signer_trusted"]),
+            identity=doc.get("identity"), issuer=doc.get("issuer"), key=doc.get("key"),
+            extensions=dict(doc.get("extensions") or {}),
+            predicate_type=doc.get("predicate_type"),
+            provenance=ProvenanceResult.from_json(prov) if prov is not None else None,
+            checks=tuple(Check.from_json(c) for c in doc.get("checks") or ()),
+        )
 
 
 @dataclass
@@ -264,17 +301,36 @@ class TrustReport:
     claims: dict[str, Any] | None = None
     decision: Decision | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, full: bool = False) -> dict[str, Any]:
+        """The JSON README documents; ``full`` adds each check's ``impact`` (see ``from_json``)."""
         return {
             "artifact": {"path": self.path, "digest": dict(self.digests), "size": self.size},
             "trust_level": self.trust_level.name,
             "signature": self.signature.to_json(),
             "provenance": self.provenance.to_json(),
-            "checks": [c.to_json() for c in self.checks],
-            "attestations": [a.to_json() for a in self.attestations],
+            "checks": [c.to_json(full=full) for c in self.checks],
+            "attestations": [a.to_json(full=full) for a in self.attestations],
             "claims": self.claims,
             "decision": self.decision.to_json() if self.decision else None,
         }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> TrustReport:
+        """The facts of ``to_json(full=True)`` read back (the verdict cache, state/cache.py); the
+        decision is never read back: it is made fresh on every call. Raises ``KeyError``,
+        ``TypeError`` or ``ValueError`` on a document of another shape."""
+        art = doc["artifact"]
+        return cls(
+            path=art["path"],
+            digests={str(k): str(v) for k, v in dict(art["digest"]).items()},
+            size=art.get("size"),
+            trust_level=TrustLevel[doc["trust_level"]],
+            signature=SignatureResult.from_json(doc["signature"]),
+            provenance=ProvenanceResult.from_json(doc["provenance"]),
+            checks=[Check.from_json(c) for c in doc.get("checks") or ()],
+            attestations=[EvidenceSummary.from_json(a) for a in doc.get("attestations") or ()],
+            claims=doc.get("claims"),
+        )
 
     def digest(self) -> str:
         """sha256 of the canonical JSON of the report's facts (without the decision)."""

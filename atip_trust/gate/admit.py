@@ -19,7 +19,7 @@ naming the error, so a tool that makes evaluation fail leaves the same trace as 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,9 +28,11 @@ from typing import Any
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.facts.digest import Algorithm, Digest
 from atip_trust.facts.effects import command_states
 from atip_trust.facts.metadata import MetadataDocument, load_metadata, parse_metadata
 from atip_trust.facts.report import Decision, TrustLevel, TrustReport
+from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
 from atip_trust.gate.interactive import Interactive, can_ask
 from atip_trust.gate.metadata_trust import verify_metadata
 from atip_trust.policy.compose import cli_layer, compose
@@ -40,6 +42,7 @@ from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer
 from atip_trust.policy.rules import split_command
 from atip_trust.state.audit import append_audit, audit_error_record, audit_record
+from atip_trust.state.cache import VerdictCache
 
 PathLike = str | os.PathLike[str]
 
@@ -91,6 +94,9 @@ class Admission:
     audit_record: dict[str, Any] = field(repr=False)
     #: Where the line goes (None: the user state dir), after the policy's ``audit`` settings.
     audit_log: str | None = None
+    #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
+    #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
+    cache: str = "off"
 
     @property
     def behavior(self) -> str:
@@ -107,6 +113,7 @@ class Admission:
         out["effects_verified"] = self.effects_verified
         out["metadata_source"] = self.metadata_source
         out["agent_tool_decision"] = to_agent_tool(self.decision)
+        out["cache"] = self.cache
         return out
 
 
@@ -202,6 +209,7 @@ def admit(
     audit: bool = True,
     audit_log: PathLike | None = None,
     defer_audit: bool = False,
+    cache: bool = True,
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
@@ -215,6 +223,10 @@ def admit(
     the audit line (to ``audit_log`` or the user state dir); ``defer_audit``: leave the decision's line to
     the caller (:func:`write_audit`), who writes it once its own output is ready. Errors raise
     ``AtipTrustError`` (a denial) after their own audit line.
+
+    ``cache``: reuse the trust report (and the metadata's verification) computed for the same bytes,
+    evidence, policy, trusted root and constraints (state/cache.py); the decision is always made
+    anew. ``False`` neither reads nor writes the cache.
     """
     known = _Known(tool=name or tool_name_of(tool), policy=policy)
     audit_log = audit_target(policy, audit, audit_log)
@@ -223,7 +235,7 @@ def admit(
             tool, known, policy=policy, command=command, metadata=metadata,
             metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            interactive=can_ask(interactive),
+            interactive=can_ask(interactive), cache=open_cache(cache),
         )
     except Exception as err:
         if audit:
@@ -251,6 +263,7 @@ def _admit(
     trusted_root: PathLike | None,
     staging: bool,
     interactive: bool,
+    cache: VerdictCache | None,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins.
     trust_root = choose_trusted_root(
@@ -270,7 +283,7 @@ def _admit(
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
     with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path) as art:
-        digests = art.digests(("sha256", "sha512"))
+        digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
 
         # (2) Evidence. The metadata file is read once: its signature is checked over these bytes and
@@ -289,15 +302,22 @@ def _admit(
             # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
             doc = load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
 
-        # (3) Verify the tool with the policy's anchors.
+        # (3) Verify the tool with the policy's anchors, unless the same bytes were verified with
+        # the same evidence, policy, root and constraints before (the verdict cache).
         constraints = constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
-        evidence = Evidence(
-            bundles=tuple(Path(b) for b in bundles),
-            signature=Path(signature) if signature is not None else None,
-            metadata=doc,
-        )
-        # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
-        report = evaluate(art, evidence, constraints, trust_root, require_anchor=False)
+        key = _cache_key(cache, art, digests, tool_name=tool_name, policy=policy,
+                         root_digest=trust_root.digest, constraints=constraints, bundles=bundles,
+                         keys=keys, signature=signature, doc=doc, meta_path=meta_path,
+                         meta_bundle=meta_bundle, from_shim=from_shim)
+        hit = cached(cache, key)
+        if hit is None:
+            evidence = Evidence(
+                bundles=tuple(Path(b) for b in bundles),
+                signature=Path(signature) if signature is not None else None,
+                metadata=doc,
+            )
+            # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
+            report = evaluate(art, evidence, constraints, trust_root, require_anchor=False)
 
     # (4) The metadata's own signature and its binding to this tool.
     effects_verified = False
@@ -306,13 +326,22 @@ def _admit(
     effects_unknown: str | None = None
     if doc is not None:
         states, effects_unknown = command_states(doc.doc, words)
-        signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
-                   else list(policy.signers))
-        trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
-                                tool_name=tool_name, signer_kind="registry" if from_shim else "policy")
-        report.checks.extend(trust.checks)
-        effects_verified = trust.verified
-        metadata_source = trust.source
+    if hit is not None:
+        report, payload = hit
+        effects_verified = payload.get("effects_verified") is True
+        source = payload.get("metadata_source")
+        metadata_source = source if isinstance(source, str) else None
+    else:
+        if doc is not None:
+            signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
+                       else list(policy.signers))
+            trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
+                                    tool_name=tool_name,
+                                    signer_kind="registry" if from_shim else "policy")
+            report.checks.extend(trust.checks)
+            effects_verified = trust.verified
+            metadata_source = trust.source
+        store(cache, key, report, effects_verified=effects_verified, metadata_source=metadata_source)
 
     # (5) Decide.
     decision = decide(
@@ -336,7 +365,47 @@ def _admit(
         effects_verified=effects_verified,
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
+        cache="off" if key is None else "hit" if hit is not None else "miss",
     )
+
+
+def _cache_key(
+    cache: VerdictCache | None,
+    art: Artifact,
+    digests: Mapping[Algorithm, Digest],
+    *,
+    tool_name: str,
+    policy: Policy,
+    root_digest: str,
+    constraints: Constraints,
+    bundles: Sequence[PathLike],
+    keys: Sequence[PathLike],
+    signature: PathLike | None,
+    doc: MetadataDocument | None,
+    meta_path: Path | None,
+    meta_bundle: Path | None,
+    from_shim: bool,
+) -> str | None:
+    """Everything steps (3) and (4) read, as the verdict cache's key (gate/cached.py); None when
+    the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again)."""
+    if cache is None:
+        return None
+    files = {role: evidence_digests(paths) for role, paths in (
+        ("bundles", list(bundles)), ("keys", list(keys)), ("signature", [signature]),
+        ("metadata_bundle", [meta_bundle]))}
+    if any(v is None for v in files.values()):
+        return None
+    return report_key("admit", {
+        "artifact": {"path": str(art.path), **{a: str(d) for a, d in digests.items()}},
+        "tool": tool_name,
+        "evidence": files,
+        "metadata": {"path": None if meta_path is None else str(meta_path), "from_shim": from_shim,
+                     "sha256": None if doc is None else str(doc.sha256),
+                     "source_name": None if doc is None else doc.source_name},
+        "policy": policy.digest,
+        "trusted_root": root_digest,
+        "constraints": repr(constraints),
+    })
 
 
 __all__ = ["Admission", "admit", "audit_failure", "load_admission_policy", "tool_name_of", "write_audit"]

@@ -27,6 +27,7 @@ from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
+from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
 from atip_trust.net.fetch import fetched_provenance
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
@@ -34,6 +35,7 @@ from atip_trust.policy.decide import decide
 from atip_trust.policy.load import load_layer, org_layers
 from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
+from atip_trust.state.cache import VerdictCache
 
 PathLike = str | os.PathLike[str]
 
@@ -50,6 +52,8 @@ class Verification:
     #: With ``fetch``: what was fetched (url, final_url, sha256, bytes, file).
     fetched: tuple[dict[str, Any], ...] = field(default=())
     fetch: bool = False
+    #: The verdict cache: ``hit``, ``miss``, or ``off`` (``cache=False``, ``fetch``, unreadable evidence).
+    cache: str = "off"
 
     @property
     def exit_code(self) -> int:
@@ -58,6 +62,7 @@ class Verification:
     def to_json(self) -> dict[str, Any]:
         out = self.report.to_json()
         out["trusted_root"] = {"name": self.trusted_root.name, "digest": self.trusted_root.digest}
+        out["cache"] = self.cache
         if self.fetch:
             out["fetched"] = list(self.fetched)
         return out
@@ -120,12 +125,17 @@ def verify(
     trusted_root: PathLike | None = None,
     staging: bool = False,
     fetch: bool = False,
+    cache: bool = True,
 ) -> Verification:
     """Verify ``artifact`` against its evidence with ``constraints`` (flags) and/or ``policy``.
 
     ``policy`` may be a loaded ``Policy`` (used as given) or a path (composed under the org layers).
     Raises ``AtipTrustError`` when it cannot evaluate (no signer to verify against, malformed input,
     missing trust root, failed fetch): a denial.
+
+    ``cache``: reuse the trust report computed for the same bytes, evidence, policy, trusted root and
+    constraints (state/cache.py; never with ``fetch``: fetched material is new each time); the
+    decision is always made anew. ``False`` neither reads nor writes the cache.
     """
     c = constraints if constraints is not None else Constraints()
     applied: Policy | None = None
@@ -141,6 +151,9 @@ def verify(
         metadata=Path(metadata) if metadata is not None else None,
     )
     fetched: list[dict[str, Any]] = []
+    store_in = open_cache(cache and not fetch)
+    key: str | None = None
+    hit: tuple[TrustReport, dict[str, Any]] | None = None
     subject = subject_of(artifact)
     with subject, ExitStack() as stack:
         if fetch and metadata is not None:
@@ -150,10 +163,42 @@ def verify(
             material = stack.enter_context(fetched_provenance(metadata))
             fetched = [m.to_json() for m in material]
             evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
-        report = evaluate(subject, evidence, c, root)
+        if store_in is not None:
+            key = _cache_key(subject, store_in, c, evidence, applied, root)
+            hit = cached(store_in, key)
+        if hit is not None:
+            report = hit[0]
+        else:
+            report = evaluate(subject, evidence, c, root)
+            store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
     report.decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
-    return Verification(report, report.decision, root, tuple(fetched), fetch)
+    return Verification(report, report.decision, root, tuple(fetched), fetch,
+                        cache="off" if key is None else "hit" if hit is not None else "miss")
+
+
+def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints,
+               evidence: Evidence, policy: Policy | None, root: TrustRoot) -> str | None:
+    """Everything ``evaluate`` reads, as the verdict cache's key (gate/cached.py); None when a piece
+    of evidence cannot be read (that is evaluated, and reported, again)."""
+    digests: dict[str, str]
+    if isinstance(subject, Artifact):
+        digests = {a: str(d) for a, d in hash_artifact(subject, cache).items()}
+    else:
+        digests = {"known": str(subject.known)}
+    meta = evidence.metadata if isinstance(evidence.metadata, Path) else None
+    files = {role: evidence_digests(paths) for role, paths in (
+        ("bundles", list(evidence.bundles)), ("keys", list(c.keys)),
+        ("signature", [evidence.signature]), ("metadata", [meta]))}
+    if any(v is None for v in files.values()):
+        return None
+    return report_key("verify", {
+        "artifact": {"path": str(subject.path), **digests},
+        "evidence": files,
+        "policy": policy.digest if policy is not None else None,
+        "trusted_root": root.digest,
+        "constraints": repr(c),
+    })
 
 
 __all__ = ["Verification", "decide_verify", "load_verify_policy", "subject_of", "verdict", "verify"]

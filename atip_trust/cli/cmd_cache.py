@@ -1,0 +1,40 @@
+"""``atip-trust cache stats`` and ``cache clear``: the verdict cache (state/cache.py, README
+"Verdict cache"): how many trust reports it holds and where, or empty it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.output import dump_json, one_line
+from atip_trust.state.cache import VerdictCache
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("cache", parents=[common], help="inspect or empty the verdict cache",
+                       description="The verdict cache keeps trust reports by content (ATIP_CACHE_DIR, "
+                       "else the user cache dir). Decisions are never cached.")
+    csub = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True,
+                            parser_class=type(p))
+    for name, help_text in (("stats", "entries, bytes and the cache's path"),
+                            ("clear", "remove every entry")):
+        q = csub.add_parser(name, parents=[common], help=help_text)
+        q.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cache = VerdictCache()
+    removed = cache.clear() if args.cache_command == "clear" else None
+    stats = cache.stats()
+    if args.format == "json":
+        out = stats.to_json()
+        if removed is not None:
+            out["removed"] = removed
+        dump_json(out)
+    elif removed is not None:
+        sys.stdout.write(one_line(f"removed {removed} entries from {stats.path}") + "\n")
+    else:
+        sys.stdout.write(one_line(f"{stats.entries} entries, {stats.bytes} bytes in {stats.path}") + "\n")
+    return EXIT_OK

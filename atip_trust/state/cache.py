@@ -1,0 +1,254 @@
+"""The verdict cache: trust reports by content, so that an unchanged tool is not verified again.
+
+An admission check runs before every tool call an agent makes; with nothing changed, the signatures,
+the transparency-log proofs and the provenance say what they said last time. This cache keeps the
+*trust report* (the facts), keyed by a sha256 over everything the report depends on: the artifact's
+digests, the digest of every piece of evidence, the composed policy's digest, the trusted root's
+digest, atip-trust's version and the constraints (README "Verdict cache"). It never keeps a
+decision: rules, waivers with an expiry, interactivity and the command are decided on every call.
+
+The cache is as trustworthy as the user's own files, and no more: an entry is read only if it is a
+regular file (never through a link), owned by the current user, not writable by group or others,
+parses, carries the sha256 of its own body, and is younger than ``MAX_AGE``. Anything else is ignored
+and rebuilt. The integrity hash catches corruption and careless edits, not the user: whoever can
+write files as this user can also recompute it (and could equally replace the tool or the policy).
+
+Files are written atomically (a temporary file in the same directory, fsync, ``os.replace``), 0600 in
+a 0700 directory. A failure to read or write the cache is never an error: the report is computed.
+
+Location: ``ATIP_CACHE_DIR``, else ``<platformdirs user_cache_dir("atip-trust")>/verdicts``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from atip_trust._base.files import open_regular, read_fd_capped
+from atip_trust._base.jsonio import canonical_digest, parse_json
+from atip_trust.errors import AtipTrustError
+
+#: Entry layout version; an entry of another version is ignored.
+FORMAT = 1
+#: Bounds: past either, the oldest entries (by mtime) are removed.
+MAX_ENTRIES = 2000
+MAX_BYTES = 64 * 1024 * 1024
+#: One entry's cap (a report with many attestations stays far below).
+ENTRY_BYTES = 4 * 1024 * 1024
+#: An entry older than this is ignored: a bound on how long a report is reused without re-verifying.
+MAX_AGE = 7 * 24 * 3600
+#: A file whose ctime is this close to "now" may still change within the same timestamp tick
+#: (coarse file-system clocks); its stat is not remembered, so its next use hashes it again.
+RACY_NS = 2_000_000_000
+
+_REPORT_PREFIX = "r-"
+_STAT_PREFIX = "s-"
+_SUFFIX = ".json"
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("ATIP_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_cache_dir("atip-trust")) / "verdicts"
+
+
+def cache_key(parts: Mapping[str, Any]) -> str:
+    """The hex sha256 of the canonical JSON of ``parts``: everything a cached report depends on."""
+    return canonical_digest(dict(parts), stringify=True).removeprefix("sha256:")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    path: str
+    entries: int
+    bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "entries": self.entries, "bytes": self.bytes}
+
+
+class VerdictCache:
+    """Read and write cached trust reports (and artifact stats) in one directory."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+
+    # -- the directory -------------------------------------------------------------------------------
+    def _usable(self, *, create: bool) -> bool:
+        """The directory exists (made 0700 if ``create``), is a real directory owned by this user and
+        not writable by group or others; otherwise the cache is not used at all."""
+        try:
+            if create:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(self.directory)
+        except OSError:
+            return False
+        return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+                and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH))
+
+    def _entries(self) -> list[tuple[Path, os.stat_result]]:
+        out: list[tuple[Path, os.stat_result]] = []
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return out
+        for name in names:
+            if not name.endswith(_SUFFIX) or not name.startswith((_REPORT_PREFIX, _STAT_PREFIX)):
+                continue
+            p = self.directory / name
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((p, st))
+        return out
+
+    # -- one entry -----------------------------------------------------------------------------------
+    def _read(self, name: str) -> dict[str, Any] | None:
+        """The body of entry ``name``, or None when it is absent or not to be trusted."""
+        if not self._usable(create=False):
+            return None
+        try:
+            fd, st = open_regular(self.directory / name, what="cache entry", follow_links=False)
+        except AtipTrustError:
+            return None
+        try:
+            if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH):
+                return None
+            doc = parse_json(read_fd_capped(fd, ENTRY_BYTES, what="cache entry"), what="cache entry")
+        except AtipTrustError:
+            return None
+        finally:
+            os.close(fd)
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            return None
+        body = doc.get("body")
+        if not isinstance(body, dict) or doc.get("integrity") != canonical_digest(body, stringify=True):
+            return None
+        created = body.get("created")
+        if not isinstance(created, (int, float)) or not 0 <= time.time() - created <= MAX_AGE:
+            return None
+        return body
+
+    def _write(self, name: str, body: dict[str, Any]) -> None:
+        if not self._usable(create=True):
+            return
+        body = {**body, "created": time.time()}
+        # Through JSON once, so the integrity hash is over exactly what a reader will parse. Keys keep
+        # their order (not canonical JSON): a report read back prints exactly as it did when computed;
+        # the integrity hash is over the canonical form, so order does not matter to it.
+        parsed = parse_json(json.dumps(body, default=str).encode("utf-8"), what="cache entry")
+        doc = {"format": FORMAT, "body": parsed, "integrity": canonical_digest(parsed)}
+        data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        if len(data) > ENTRY_BYTES:
+            return
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=self.directory)  # 0600
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.directory / name)
+            tmp = None
+        except OSError:
+            return
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        self._evict()
+
+    def _evict(self) -> None:
+        entries = self._entries()
+        total = sum(st.st_size for _, st in entries)
+        if len(entries) <= MAX_ENTRIES and total <= MAX_BYTES:
+            return
+        entries.sort(key=lambda e: e[1].st_mtime_ns)
+        for p, st in entries:
+            if len(entries) <= MAX_ENTRIES and total <= MAX_BYTES:
+                break
+            try:
+                p.unlink()
+            except OSError:
+                continue
+            entries = entries[1:]
+            total -= st.st_size
+
+    # -- reports -------------------------------------------------------------------------------------
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The payload stored under ``key`` (from ``cache_key``), or None."""
+        body = self._read(f"{_REPORT_PREFIX}{key}{_SUFFIX}")
+        if body is None or body.get("key") != key or not isinstance(body.get("payload"), dict):
+            return None
+        payload: dict[str, Any] = body["payload"]
+        return payload
+
+    def put(self, key: str, payload: Mapping[str, Any]) -> None:
+        self._write(f"{_REPORT_PREFIX}{key}{_SUFFIX}", {"key": key, "payload": dict(payload)})
+
+    # -- the stat fast path --------------------------------------------------------------------------
+    @staticmethod
+    def _stat_name(path: str) -> str:
+        return f"{_STAT_PREFIX}{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()}{_SUFFIX}"
+
+    def known_digests(self, path: str, ident: Sequence[int]) -> dict[str, str] | None:
+        """The digests remembered for ``path`` if its ``ident`` (dev, inode, size, mtime_ns,
+        ctime_ns: a file with the same five is taken to hold the same bytes) is unchanged since,
+        else None (hash it)."""
+        body = self._read(self._stat_name(path))
+        if body is None or body.get("path") != path or body.get("stat") != list(ident):
+            return None
+        digests = body.get("digests")
+        if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+            return None
+        return {str(k): v for k, v in digests.items()}
+
+    def remember_digests(self, path: str, ident: Sequence[int], digests: Mapping[str, str]) -> None:
+        if len(ident) != 5 or time.time_ns() - max(ident[3], ident[4]) < RACY_NS:
+            return  # may still change within the same timestamp: hash it next time
+        self._write(self._stat_name(path), {"path": path, "stat": list(ident),
+                                            "digests": dict(digests)})
+
+    # -- management ----------------------------------------------------------------------------------
+    def stats(self) -> CacheStats:
+        entries = self._entries() if self.directory.is_dir() else []
+        return CacheStats(str(self.directory), len(entries), sum(st.st_size for _, st in entries))
+
+    def clear(self) -> int:
+        """Remove every entry (and stray temporary files); the number of entries removed."""
+        removed = 0
+        for p, _ in self._entries():
+            try:
+                p.unlink()
+                removed += 1
+            except OSError:
+                pass
+        try:
+            for name in os.listdir(self.directory):
+                if name.startswith(".tmp-") and name.endswith(".part"):
+                    try:
+                        os.unlink(self.directory / name)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        return removed
+
+
+__all__ = ["CacheStats", "VerdictCache", "cache_key", "default_cache_dir"]
