@@ -366,7 +366,7 @@ class Evaluation:
             r.compromised = check.impact == "compromised"
             r.checks.append(Check(check.name, check.status,
                                   f"{check.message} (trusted root {self.trust_root.name})"
-                                  f"{b.instance_hint()}", check.expected, check.actual,
+                                  f"{b.instance_hint(check.message)}", check.expected, check.actual,
                                   check.evidence, check.impact))
             return
         except BundleError as err:

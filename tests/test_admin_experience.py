@@ -241,3 +241,18 @@ def test_digests_in_output_are_always_sha256_hex(tmp_path: Path, bundle: str) ->
     assert "SHA2_256" not in r.out
     (digest,) = [c for c in json.loads(r.out)["checks"] if c["name"] == "digest"]
     assert str(digest["actual"]).startswith("sha256:") and str(digest["expected"]).startswith("sha256:")
+
+
+@pytest.mark.parametrize("bundle", ["hello-tool.v0.3.sigstore.json", "hello-tool.dsse.sigstore.json",
+                                    "hello-tool.intoto.sigstore.json"])
+def test_bundle_from_another_sigstore_instance_says_so_and_names_the_flags(bundle: str) -> None:
+    """Signed on the project's test instance, checked against the embedded production root (as a
+    staging-signed bundle would be): the failure says the material may come from another instance and
+    names --staging / --trusted-root."""
+    r = cli_subprocess("verify", str(TOOL), "--bundle", str(FX / "good" / bundle),
+                       "--certificate-identity-regexp", ".*", "--certificate-oidc-issuer-regexp", ".*",
+                       "--no-cache", "--format", "json", env=env())
+    assert r.code == 1, r.out + r.err
+    failed = [c for c in json.loads(r.out)["checks"] if c["status"] != "pass"]
+    assert any("another Sigstore instance" in c["message"] and "--staging" in c["message"]
+               and "--trusted-root" in c["message"] for c in failed), failed

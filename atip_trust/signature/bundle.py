@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -78,8 +79,11 @@ class BundleInput:
         except (binascii.Error, ValueError, TypeError):
             return None
 
-    def instance_hint(self) -> str:
-        """A hint naming the Sigstore instance when it is one whose root we do not embed.
+    def instance_hint(self, message: str = "") -> str:
+        """A hint naming the Sigstore instance when it is one whose root we do not embed, or, when
+        ``message`` says the certificate or timestamp did not chain to the trusted root, that it may
+        come from another instance (staging and production intermediates share their names, so the
+        chain failure is the only sign) and which flag selects that instance's root.
 
         GitHub runs its own Fulcio (issuer ``O=GitHub, Inc.``) with its own TSA and no Rekor entries;
         its trusted root is distributed from tuf-repo.github.com and is not in sigstore-python.
@@ -96,6 +100,10 @@ class BundleInput:
                 f"; the certificate was issued by GitHub's Sigstore instance ({issuer}): GitHub's "
                 "trusted root (tuf-repo.github.com) is missing, pass it with --trusted-root"
             )
+        if _CHAIN_FAILURE.search(message):
+            return ("; the certificate or timestamp does not chain to this trusted root: it may come "
+                    "from another Sigstore instance (staging: --staging; GitHub's or a private one: "
+                    "--trusted-root FILE)")
         return ""
 
     def dsse_payload(self) -> tuple[str, bytes] | None:
@@ -238,6 +246,13 @@ def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
     return found
 
 
+
+
+#: How sigstore-python and cryptography word a chain that does not reach the trusted root.
+_CHAIN_FAILURE = re.compile(
+    r"certificate chain|candidates exhausted|unable to get local issuer|chain to a trusted root|"
+    r"not signed by a trusted|invalid signing cert|no valid certificate path|"
+    r"is not a transparency log of the trusted root", re.IGNORECASE)
 
 
 #: Sigstore's (protobuf-specs) names for hash algorithms, in the vocabulary of our output.

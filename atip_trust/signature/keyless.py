@@ -313,7 +313,7 @@ class KeylessVerifier:
             out.compromised = tampered
             out.checks.append(Check(
                 "tlog.body" if inconsistent else _stage(msg), "fail",
-                f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint()}",
+                f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint(msg)}",
                 evidence=ev, impact="compromised" if tampered else "unverified"))
             return
         if recorder.certificate is None:  # sigstore returned without running the policy: fail closed
