@@ -104,7 +104,21 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand an argument list names: the first word that is one (global options before it
+    take no value that could be a command name), or None."""
+    for word in argv:
+        if word in COMMANDS:
+            return word
+        if word == "--":
+            return None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with ``only``, just that subcommand's parser: each subcommand
+    module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not pay for
+    ``verify``'s (README "Verdict cache": start-up is most of a warm admission)."""
     common = common_options()
     parser = _Parser(
         prog="atip-trust",
@@ -117,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(**COMMON_DEFAULTS)
     parser.add_argument("--version", action="version", version=f"atip-trust {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         try:
             mod = importlib.import_module(f"atip_trust.cli.cmd_{name}")
         except ModuleNotFoundError as err:
@@ -292,7 +306,10 @@ def _main(argv: list[str]) -> int:
     command: str | None = None
     args: argparse.Namespace | None = None
     try:
-        parser = build_parser()
+        if argv and argv[0] == "--version":  # nothing else to import
+            sys.stdout.write(f"atip-trust {__version__}\n")
+            return EXIT_OK
+        parser = build_parser(command_of(argv))
         args = parser.parse_args(argv)
         command = args.command
         if command is None:
