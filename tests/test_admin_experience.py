@@ -256,3 +256,20 @@ def test_bundle_from_another_sigstore_instance_says_so_and_names_the_flags(bundl
     failed = [c for c in json.loads(r.out)["checks"] if c["status"] != "pass"]
     assert any("another Sigstore instance" in c["message"] and "--staging" in c["message"]
                and "--trusted-root" in c["message"] for c in failed), failed
+
+
+def test_the_same_concept_has_the_same_check_name_on_every_route() -> None:
+    """certificate chain, SCT, log and signature checks are named alike whether sigstore-python
+    (message, DSSE) or the project's own verifier (intoto/0.0.2, v0.1) handled the bundle."""
+    names: dict[str, set[str]] = {}
+    for bundle in ("hello-tool.v0.3.sigstore.json", "hello-tool.dsse.sigstore.json",
+                   "hello-tool.intoto.sigstore.json", "hello-tool.v0.1.sigstore.json"):
+        r = cli_subprocess("verify", str(TOOL), "--bundle", str(FX / "good" / bundle), "--trusted-root",
+                           str(ROOT), "--certificate-identity-regexp", ".*",
+                           "--certificate-oidc-issuer-regexp", ".*", "--no-cache", "--format", "json",
+                           env=env())
+        assert r.code == 0, r.out + r.err
+        names[bundle] = {c["name"] for c in json.loads(r.out)["checks"]}
+    for bundle, got in names.items():
+        assert "certificate.chain" in got and "signature" in got, (bundle, sorted(got))
+        assert not got & {"certificate_chain", "dsse.signature", "sct", "chain"}, (bundle, sorted(got))

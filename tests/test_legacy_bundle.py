@@ -100,7 +100,7 @@ def test_proof_without_promise_has_no_verified_time(ts: testsigstore.TestSigstor
 # -- one mutation each ---------------------------------------------------------------------------------
 
 EXPECTED_FAILURE = {
-    "signature": (LegacyVerificationError, "dsse.signature"),
+    "signature": (LegacyVerificationError, "signature"),
     "certificate": (CertificateVerificationError, "certificate.chain"),
     "sct": (CertificateVerificationError, "certificate.sct"),
     "proof_hash": (TlogVerificationError, "tlog.inclusion_proof"),
@@ -155,7 +155,7 @@ def test_swapped_envelope_payload_fails(ts: testsigstore.TestSigstore, root: Tru
     bad = copy.deepcopy(doc)
     bad["dsseEnvelope"]["payload"] = evil["dsseEnvelope"]["payload"]
     err = _fails(bad, root)
-    assert isinstance(err, LegacyVerificationError) and err.check == "dsse.signature"
+    assert isinstance(err, LegacyVerificationError) and err.check == "signature"
     assert other  # a second good bundle from the same log still verifies independently
     verify_legacy_dsse(other, root)
 
@@ -223,7 +223,7 @@ def test_interop_intoto_bundles_agree_with_their_declared_outcome(interop_dir: P
 
 def test_interop_intoto_failures_fail_for_their_stated_reason(interop_dir: Path) -> None:
     want = {
-        "cli-sigstoreBundle-invalid-signature": "dsse.signature",
+        "cli-sigstoreBundle-invalid-signature": "signature",
         "cli-sigstoreBundle-invalid-mismatched-signatures": "tlog.body",
         "conformance-intoto-log-entry-mismatch_fail": "tlog.body",
         "conformance-intoto-missing-inclusion-proof_fail": "tlog.inclusion_proof",

@@ -94,13 +94,14 @@ _INCONSISTENT_ENTRY = (
 
 
 def _stage(message: str) -> str:
-    """Name the sigstore step a ``VerificationError`` came from, for the check list."""
+    """Name the sigstore step a ``VerificationError`` came from, for the check list, in the names every
+    route uses (legacy_bundle.py, fulcio.py, tlog.py): ``certificate.chain``, ``certificate.sct``, ``tlog``..."""
     m = message.lower()
     for needle, name in (
-        ("sct", "sct"),
+        ("sct", "certificate.sct"),
         ("time", "time"),
         ("expired", "time"),
-        ("chain", "certificate_chain"),
+        ("chain", "certificate.chain"),
         ("certificate", "certificate"),
         ("usage", "certificate"),
         ("log entry", "tlog"),
@@ -320,7 +321,7 @@ class KeylessVerifier:
             out.checks.append(Check("certificate", "error", "certificate policy was never evaluated",
                                     evidence=ev, impact="unverified"))
             return
-        out.checks.append(Check("certificate_chain", "pass",
+        out.checks.append(Check("certificate.chain", "pass",
                                 f"chains to trusted root {self.trust_root.name}; SCT valid", evidence=ev))
         out.checks.append(Check("tlog", "pass", "log entry, inclusion proof/promise verified",
                                 evidence=ev))

@@ -62,9 +62,9 @@ SUPPORTED_KINDS = (("intoto", "0.0.2"), ("dsse", "0.0.1"))
 
 
 class LegacyVerificationError(CheckFailure):
-    """A legacy bundle failed a check (``dsse.signature``, ``tlog.body``, ``timestamp``, ``tlog.entry``)."""
+    """A legacy bundle failed a check (``signature``, ``tlog.body``, ``timestamp``, ``tlog.entry``)."""
 
-    TAMPER_CHECKS = frozenset({"dsse.signature", "tlog.body", "signature", "digest"})
+    TAMPER_CHECKS = frozenset({"signature", "tlog.body", "digest"})
 
 @dataclass(frozen=True)
 class LegacyResult:
@@ -260,12 +260,12 @@ def _verify_dsse_signature(cert: x509.Certificate, payload_type: str, payload: b
     # Fulcio issues P-256 (sha256) and P-384 (sha384) keys; the hash follows the curve.
     if not any(key_fits(key, s) for s in LOG_SCHEMES):
         raise LegacyVerificationError(
-            f"unsupported signing key type {type(key).__name__}", check="dsse.signature"
+            f"unsupported signing key type {type(key).__name__}", check="signature"
         )
     if verify_signature(key, sig, pae(payload_type, payload), LOG_SCHEMES) is None:
         raise LegacyVerificationError(
             "the DSSE signature does not verify over PAE(payloadType, payload) with the certificate's key",
-            check="dsse.signature", expected="valid", actual="invalid",
+            check="signature", expected="valid", actual="invalid",
         ) from None
 
 
@@ -436,7 +436,7 @@ def verify_legacy_dsse_detailed(
 
     # (7)
     _verify_dsse_signature(p.leaf, p.payload_type, p.payload, p.signature)
-    checks.append(Check("dsse.signature", "pass", "DSSE signature over PAE", evidence=evidence))
+    checks.append(Check("signature", "pass", "DSSE signature over PAE", evidence=evidence))
 
     # (8)
     _check_body(p)
