@@ -273,3 +273,39 @@ def test_the_same_concept_has_the_same_check_name_on_every_route() -> None:
     for bundle, got in names.items():
         assert "certificate.chain" in got and "signature" in got, (bundle, sorted(got))
         assert not got & {"certificate_chain", "dsse.signature", "sct", "chain"}, (bundle, sorted(got))
+
+
+def test_identity_flag_cannot_widen_a_local_policy_that_names_its_signers(tmp_path: Path) -> None:
+    """Attack: the local policy trusts only the org's release workflow; the caller passes the identity
+    that really signed the tool (the generator) as --cert-identity, hoping the flag adds a signer and a
+    VERIFIED-only allow rule lets the command run."""
+    pol = tmp_path / "local.json"
+    pol.write_text(json.dumps({"version": 1, "trust": {
+        "signers": [{"identity": "https://github.com/example-org/x/.github/workflows/r.yml@refs/tags/v1",
+                     "issuer": ISSUER}], "trustedRoots": [{"path": str(ROOT)}]},
+        "permissions": {"allow": [{"rule": "hello-tool *", "minTrustLevel": "VERIFIED"}]},
+        "defaults": {"noMatch": "deny"}}))
+    r = admit("--policy", str(pol), "--command", "run", "--cert-identity", GENERATOR,
+              "--cert-oidc-issuer", ISSUER)
+    out = json.loads(r.out)
+    assert r.code == 1, r.out + r.err
+    assert out["decision"]["behavior"] == "deny"
+    assert any(x["code"] == "SIGNER_NOT_IN_POLICY" for x in out["decision"]["reasons"])
+
+
+def test_interactive_always_never_turns_a_denial_into_ask_or_allow(tmp_path: Path) -> None:
+    """Attack: a hook passes --interactive always hoping an unsigned tool's deny becomes a question."""
+    pol = tmp_path / "p.json"
+    pol.write_text(json.dumps({"version": 1, "tools": {"deny": [{"name": "hello-tool"}]}}))
+    r = admit("--policy", str(pol), "--interactive", "always")
+    assert r.code == 1 and json.loads(r.out)["decision"]["behavior"] == "deny"
+
+
+def test_local_policy_cannot_point_the_audit_log_at_a_device(tmp_path: Path) -> None:
+    """Attack: a local policy sends the audit trail to /dev/null; the device is refused, never an allow."""
+    pol = tmp_path / "p.json"
+    pol.write_text(json.dumps({"version": 1, "audit": {"log": "/dev/null"},
+                               "permissions": {"allow": ["Bash(hello-tool *)"]}}))
+    r = cli_subprocess("admit", str(TOOL), "--policy", str(pol), "--command", "run", "--format", "json",
+                       env=env())
+    assert r.code == 2, r.out + r.err
