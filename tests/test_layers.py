@@ -33,9 +33,9 @@ LAYERS: tuple[tuple[str, int, str], ...] = (
     ("atip_trust.registry", 3, "registry"),
     ("atip_trust.policy", 4, "policy"),
     ("atip_trust.gate", 5, "gate"),
-    ("atip_trust.bridge", 5, "bridge"),
-    ("atip_trust.cli", 6, "cli"),
-    ("atip_trust.__main__", 6, "cli"),
+    ("atip_trust.bridge", 6, "bridge"),  # above gate: the loop runs calls through admission and exec
+    ("atip_trust.cli", 7, "cli"),
+    ("atip_trust.__main__", 7, "cli"),
 )
 
 #: Third-party top-level package -> the module prefixes allowed to import it.
