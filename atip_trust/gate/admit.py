@@ -29,15 +29,15 @@ from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Algorithm, Digest
-from atip_trust.facts.effects import command_states
 from atip_trust.facts.metadata import MetadataDocument, load_metadata, parse_metadata
 from atip_trust.facts.report import Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
+from atip_trust.gate.command_decision import decide_command
 from atip_trust.gate.interactive import Interactive, can_ask
 from atip_trust.gate.metadata_trust import verify_metadata
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
-from atip_trust.policy.decide import decide, to_agent_tool
+from atip_trust.policy.decide import to_agent_tool
 from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer
 from atip_trust.policy.rules import split_command
@@ -322,10 +322,6 @@ def _admit(
     # (4) The metadata's own signature and its binding to this tool.
     effects_verified = False
     metadata_source: str | None = None
-    states = None
-    effects_unknown: str | None = None
-    if doc is not None:
-        states, effects_unknown = command_states(doc.doc, words)
     if hit is not None:
         report, payload = hit
         effects_verified = payload.get("effects_verified") is True
@@ -344,16 +340,10 @@ def _admit(
         store(cache, key, report, effects_verified=effects_verified, metadata_source=metadata_source)
 
     # (5) Decide.
-    decision = decide(
-        policy,
-        report,
-        tool_name=tool_name,
-        command=words,
-        effects=states,
-        effects_verified=effects_verified,
+    decision = decide_command(
+        policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
+        command=words, effects_verified=effects_verified, metadata_source=metadata_source,
         interactive=interactive,
-        metadata_source=metadata_source,
-        effects_unknown=effects_unknown,
     )
     report.decision = decision
     return Admission(

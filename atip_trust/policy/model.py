@@ -307,6 +307,21 @@ class Policy:
                    and layer.document["audit"].get("required") is True for layer in self.layers)
 
     @property
+    def bridge_ask_as(self) -> Literal["confirm", "block"]:
+        """``bridge.askAs``: ``block`` when any layer says so (the stricter answer wins), else ``confirm``."""
+        for layer in self.layers:
+            bridge = layer.document.get("bridge")
+            if isinstance(bridge, dict) and bridge.get("askAs") == "block":
+                return "block"
+        return "confirm"
+
+    @property
+    def bridge_state_trust_level(self) -> bool:
+        """``bridge.stateTrustLevel``: true when any layer says true."""
+        return any(isinstance(layer.document.get("bridge"), dict)
+                   and layer.document["bridge"].get("stateTrustLevel") is True for layer in self.layers)
+
+    @property
     def signers_declared(self) -> bool:
         """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted), or
         the org fixes the anchor set (a signer list it does not state is empty)."""

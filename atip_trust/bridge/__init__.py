@@ -1,0 +1,38 @@
+"""Layer 6: the bridge: ATIP metadata compiled to OpenAI, Gemini and Anthropic tools (only what policy
+admits, bridge/surface.py), tool calls parsed, results filtered and returned (RFC §8)."""
+
+from atip_trust.bridge.compile import (
+    OPENAI_DESCRIPTION_MAX_LENGTH,
+    SAFETY_FLAGS,
+    compile_tools,
+    to_anthropic,
+    to_gemini,
+    to_openai,
+)
+from atip_trust.bridge.lifecycle import ToolCall, ToolCallParseError, handle_tool_result, parse_tool_call
+from atip_trust.bridge.safety import (
+    DEFAULT_REDACT_PATTERNS,
+    ResultFilter,
+    create_result_filter,
+    generate_safety_prompt,
+)
+from atip_trust.bridge.surface import SurfaceTool, compile_surface
+
+__all__ = [
+    "DEFAULT_REDACT_PATTERNS",
+    "OPENAI_DESCRIPTION_MAX_LENGTH",
+    "SAFETY_FLAGS",
+    "ResultFilter",
+    "SurfaceTool",
+    "ToolCall",
+    "ToolCallParseError",
+    "compile_surface",
+    "compile_tools",
+    "create_result_filter",
+    "generate_safety_prompt",
+    "handle_tool_result",
+    "parse_tool_call",
+    "to_anthropic",
+    "to_gemini",
+    "to_openai",
+]

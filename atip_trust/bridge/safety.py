@@ -1,0 +1,153 @@
+"""What the model is told about risk, and what it is shown of a tool's output.
+
+``generate_safety_prompt`` is the reference's system-prompt section, from the same merged effects the
+compiled descriptions carry (tool and group levels apply to each command, risk winning, RFC §3.6).
+
+``create_result_filter`` redacts secrets, then truncates (RFC §8.2: results go back to a model that
+must not see credentials). Beyond the reference (README "Bridge"):
+
+* redaction runs over the whole output *before* the cut, so a secret straddling the limit is redacted
+  whole, and the cut moves back to the start of a ``[REDACTED]`` marker it would split; the limit counts
+  characters (code points), so no character is cut in two;
+* the marker is ``\\n[TRUNCATED]`` as the API specification says (the reference code appends
+  ``[TRUNCATED]`` with no newline);
+* every built-in pattern runs in linear time: each starts with a literal or a one-character class and has
+  one unbounded repetition of a class disjoint from what follows it, so nothing backtracks more than a
+  constant per position (bench/bridge.py measures 10 MB of near misses). JavaScript's variable-width
+  lookbehind ``(?<=api[_-]?key[=:\\s])`` is written as a captured prefix kept in the output;
+* ``password: value`` (a colon or ``=`` followed by spaces, the YAML and log form) is redacted too; the
+  reference's lookbehind requires the value right after one separator character and leaves it visible.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from atip_trust.bridge.compile import command_effects, tool_document
+from atip_trust.facts.flatten import flatten_commands
+from atip_trust.facts.metadata import MetadataDocument
+
+REDACTED = "[REDACTED]"
+TRUNCATED = "\n[TRUNCATED]"
+DEFAULT_MAX_RESULT_LENGTH = 100_000
+
+_KEYWORD_VALUE = r"(?:[=:][ \t]*|\s)"
+
+#: Built-in secret patterns: (pattern, keep group 1). The reference's list, in its order.
+DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
+    (re.compile(r"Bearer\s+[A-Za-z0-9\-._~+/]+=*"), False),
+    (re.compile(r"Basic\s+[A-Za-z0-9+/]+=*"), False),
+    (re.compile(r"ghp_[A-Za-z0-9]+"), False),
+    (re.compile(r"gho_[A-Za-z0-9]+"), False),
+    (re.compile(r"ghs_[A-Za-z0-9]+"), False),
+    (re.compile(r"ghu_[A-Za-z0-9]+"), False),
+    (re.compile(r"ghr_[A-Za-z0-9]+"), False),
+    (re.compile(r"AKIA[A-Z0-9]{16}"), False),
+    (re.compile(rf"(password{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
+    (re.compile(rf"(secret{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
+    (re.compile(rf"(token{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
+    (re.compile(rf"(api[_-]?key{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
+)
+
+
+@dataclass(frozen=True)
+class ResultFilter:
+    """Redact, then truncate (see the module docstring)."""
+
+    max_length: int
+    patterns: tuple[tuple[re.Pattern[str], bool], ...]
+
+    def filter(self, result: str | bytes, tool_name: str = "") -> str:
+        """``result`` made safe to show a model (bytes are read as UTF-8, bad bytes replaced)."""
+        text = result.decode("utf-8", "replace") if isinstance(result, bytes) else str(result)
+        for pattern, keep_prefix in self.patterns:
+            text = pattern.sub(_keep_prefix if keep_prefix else REDACTED, text)
+        if len(text) <= self.max_length:
+            return text
+        cut = self.max_length
+        # A cut inside a marker would show a fragment that reads like output; cut before it instead.
+        start = text.rfind(REDACTED, max(0, cut - len(REDACTED) + 1), cut + len(REDACTED) - 1)
+        if start != -1 and start < cut < start + len(REDACTED):
+            cut = start
+        return text[:cut] + TRUNCATED
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED
+
+
+def create_result_filter(
+    tools: Sequence[Mapping[str, Any] | MetadataDocument] = (),
+    max_length: int = DEFAULT_MAX_RESULT_LENGTH,
+    redact_secrets: bool = True,
+    redact_patterns: Sequence[str | re.Pattern[str]] = (),
+) -> ResultFilter:
+    """A filter with the built-in secret patterns (``redact_secrets``) and then ``redact_patterns``
+    (whole matches replaced). ``tools`` is reserved for tool-specific rules, as in the reference.
+
+    Caller patterns run with Python's backtracking engine: a pattern with nested unbounded repetition
+    can take exponential time on hostile output; keep them to one unbounded class per pattern."""
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0:
+        raise ValueError(f"max_length must be a non-negative integer, got {max_length!r}")
+    patterns = list(DEFAULT_REDACT_PATTERNS) if redact_secrets else []
+    patterns.extend((p if isinstance(p, re.Pattern) else re.compile(p), False) for p in redact_patterns)
+    return ResultFilter(max_length, tuple(patterns))
+
+
+_SECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("destructive", "Destructive Operations",
+     "The following commands permanently destroy data. Always confirm with the user before executing:"),
+    ("nonReversible", "Non-Reversible Operations", "The following commands cannot be undone:"),
+    ("nonIdempotent", "Non-Idempotent Operations",
+     "The following commands have different effects on repeated execution:"),
+    ("billable", "Billable Operations", "The following commands may incur costs:"),
+    ("network", "Network Operations", "The following commands require network access:"),
+    ("interactive", "Interactive Operations", "The following commands require user input:"),
+)
+
+
+def _categories(effects: Mapping[str, Any]) -> list[str]:
+    cost = effects.get("cost")
+    inter = effects.get("interactive")
+    found = {
+        "destructive": effects.get("destructive") is True,
+        "nonReversible": effects.get("reversible") is False,
+        "nonIdempotent": effects.get("idempotent") is False,
+        "billable": isinstance(cost, Mapping) and cost.get("billable") is True,
+        "network": effects.get("network") is True,
+        "interactive": isinstance(inter, Mapping)
+        and (inter.get("stdin") == "required" or inter.get("prompts") is True),
+    }
+    return [k for k, v in found.items() if v]
+
+
+def generate_safety_prompt(tools: Sequence[Mapping[str, Any] | MetadataDocument]) -> str:
+    """A markdown "Tool Safety Summary" listing the commands in each risk category ("" for no tools)."""
+    if not tools:
+        return ""
+    lines: dict[str, list[str]] = {key: [] for key, _, _ in _SECTIONS}
+    for tool in tools:
+        for fc in flatten_commands(tool_document(tool)):
+            desc = fc.command.get("description")
+            entry = f"- `{fc.name}`: {desc if isinstance(desc, str) else ''}"
+            for key in _categories(command_effects(fc)):
+                lines[key].append(entry)
+    out = ["## Tool Safety Summary"]
+    for key, title, lead in _SECTIONS:
+        if lines[key]:
+            out += ["", f"### {title}", lead, *lines[key]]
+    return "\n".join(out)
+
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_LENGTH",
+    "DEFAULT_REDACT_PATTERNS",
+    "REDACTED",
+    "TRUNCATED",
+    "ResultFilter",
+    "create_result_filter",
+    "generate_safety_prompt",
+]
