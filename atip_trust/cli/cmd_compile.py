@@ -1,0 +1,94 @@
+"""``atip-trust compile --provider P [--strict] [--policy FILE | --all] METADATA...``: provider tools.
+
+JSON ``{"provider", "tools", "blocked", "trust"}`` on standard output. Without ``--all`` each metadata
+file's tool is admitted as ``admit`` admits it (its name looked up on PATH once, the bytes verified with
+the policy's anchors, the metadata file's signature ``FILE.bundle`` checked when present), then every
+command is decided and only what policy allows (or asks about, as ``bridge.askAs`` says) is compiled
+(bridge/surface.py); ``trust`` lists what was verified. ``--all`` compiles every command without a trust
+decision, as the reference atip-bridge does, and says so: ``"trust": "not evaluated (--all)"``.
+
+Exit 0 when the surface was compiled, 1 when policy blocked every command, 2 when something could not
+be evaluated (a tool not found, invalid metadata, a bad policy): never a partial surface.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from atip_trust.bridge.compile import PROVIDERS, compile_tools
+from atip_trust.bridge.surface import SurfaceTool, compile_surface
+from atip_trust.cli.output import dump_json
+from atip_trust.errors import UsageError
+from atip_trust.facts.metadata import MetadataDocument, load_metadata
+from atip_trust.gate.admit import admit, load_admission_policy
+
+NOT_EVALUATED = "not evaluated (--all)"
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "compile",
+        parents=[common],
+        help="compile ATIP metadata into OpenAI / Gemini / Anthropic tool definitions, only the "
+        "commands policy admits",
+        description="Provider tool definitions (one per leaf command, named tool_sub_command) for the "
+        "commands the policy admits; denied ones are listed under 'blocked' with their reasons. Each "
+        "tool is found on PATH by its metadata's name and verified as 'admit' verifies it. Output is "
+        "JSON. Exit 0 compiled, 1 every command blocked, 2 cannot evaluate.",
+    )
+    p.add_argument("metadata", nargs="+", metavar="METADATA", help="ATIP metadata file (a tool's --agent output)")
+    p.add_argument("--provider", required=True, choices=PROVIDERS, help="the provider's tool format")
+    p.add_argument("--strict", action="store_true", help="OpenAI strict mode (ignored for other providers)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--policy", metavar="FILE", help="local policy (default: the embedded default.json)")
+    which.add_argument("--all", action="store_true",
+                       help="compile every command with no trust decision (the reference atip-bridge's behaviour)")
+    p.add_argument("--org-policy", metavar="FILE", help="an additional managed policy layer")
+    p.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
+    p.add_argument("--staging", action="store_true", help="use the embedded staging root")
+    p.add_argument("--audit-log", metavar="FILE", help="audit log for the tools' admissions")
+    p.add_argument("--no-audit", action="store_true", help="do not write the admissions' audit lines")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the verdict cache")
+    p.set_defaults(func=run)
+
+
+def _bundle_for(path: str) -> str | None:
+    bundle = Path(path + ".bundle")
+    return str(bundle) if bundle.is_file() else None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.format == "sarif":
+        raise UsageError("compile prints provider tool definitions as JSON: --format sarif is not available")
+    docs: list[MetadataDocument] = [load_metadata(path) for path in args.metadata]
+    if args.all:
+        if args.org_policy is not None:
+            raise UsageError("--all makes no trust decision: --org-policy cannot apply to it")
+        out = compile_tools(docs, args.provider, args.strict)
+        dump_json({**out, "blocked": [], "trust": NOT_EVALUATED})
+        return 0
+    policy = load_admission_policy(args.policy, org_policy=args.org_policy)
+    tools: list[SurfaceTool] = []
+    trust: list[dict[str, Any]] = []
+    for path, doc in zip(args.metadata, docs, strict=True):
+        if doc.name is None:
+            raise UsageError("the metadata names no tool to look up on PATH", path=path)
+        admission = admit(
+            doc.name, policy=policy, metadata=path, metadata_bundle=_bundle_for(path),
+            trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
+            audit_log=args.audit_log, cache=not args.no_cache,
+        )
+        tools.append(SurfaceTool.from_admission(admission, doc))
+        trust.append({
+            "tool": admission.tool,
+            "metadata": path,
+            "path": admission.path,
+            "sha256": admission.report.digests.get("sha256"),
+            "trust_level": admission.report.trust_level.name,
+            "effects_verified": admission.effects_verified,
+        })
+    surface = compile_surface(tools, policy, args.provider, args.strict)
+    dump_json({**surface, "trust": trust})
+    return 1 if surface["blocked"] and not surface["tools"] else 0
