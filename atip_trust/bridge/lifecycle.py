@@ -125,7 +125,10 @@ def parse_tool_call(provider: str, response: Any) -> list[ToolCall]:
 
 def _stringify(result: Any) -> str:
     # JSON.stringify: compact, non-ASCII kept as is.
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise MalformedInputError(f"a tool result must be JSON data: {err}") from err
 
 
 def handle_tool_result(provider: str, id: str, result: Any) -> dict[str, Any]:
