@@ -7,7 +7,9 @@ Steps, each guarded so it cannot run out of order and the reference time is fixe
                   artifact's digest is tampering (COMPROMISED); a declared signer is a *claim* compared
                   with the constraint and reported, never used as one (principle 1).
   (3) evidence    verify every bundle and detached signature on its own: keyless (sigstore-python),
-                  key-based (keys.py), legacy Rekor entries (legacy_bundle.py). Each yields applies /
+                  key-based (keys.py), legacy Rekor entries (legacy_bundle.py), a certificate with
+                  its detached signature (certificate_pair.py: checked, but with no log entry it
+                  never verifies; a bundle given with it must carry it). Each yields applies /
                   valid / compromised and the signer's certificate facts; the signer is then matched
                   against the allowed identities (identity.py).
   (4) provenance  for every valid, trusted in-toto attestation that names this artifact: statement and

@@ -198,3 +198,37 @@ def test_admit_names_the_flags_it_takes_instead_of_cert(world: Path) -> None:
     p = subprocess.run([*CLI, "admit", "tool", "--cert", "tool.pem"], capture_output=True, text=True,
                        timeout=120, cwd=world, stdin=subprocess.DEVNULL, env={**os.environ, "CI": "true"})
     assert p.returncode == 2 and "only verify takes --cert" in p.stderr and "--bundle" in p.stderr, p.stderr
+
+
+def test_a_cosign_bundle_whose_log_entry_is_for_another_signature_fails(world: Path) -> None:
+    # GHSA-8gw7-4j42-w388: cosign accepted any rekorBundle next to a good signature and certificate.
+    doc = json.loads((world / "tool.cosign.bundle").read_text())
+    doc["base64Signature"] = (world / "again.sig").read_text().strip()
+    doc["cert"] = base64.b64encode((world / "again.pem").read_bytes()).decode()
+    (world / "spliced.bundle").write_text(json.dumps(doc))
+    p = verify(world, "tool", "--bundle", "spliced.bundle", *IDENTITY)
+    assert p.returncode == 1 and "tlog.body" in failed(p), p.stdout + p.stderr
+
+
+def test_a_malformed_cosign_bundle_is_a_clear_error(world: Path) -> None:
+    doc = json.loads((world / "tool.cosign.bundle").read_text())
+    doc["rekorBundle"]["Payload"]["logID"] = "not hex"
+    (world / "badlogid.bundle").write_text(json.dumps(doc))
+    p = verify(world, "tool", "--bundle", "badlogid.bundle", *IDENTITY)
+    assert p.returncode == 2 and "logID" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_the_verdict_cache_does_not_serve_another_certificates_verdict(world: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "CI": "true", "ATIP_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "c.pem").write_bytes((world / "tool.pem").read_bytes())
+
+    def run() -> int:
+        return subprocess.run([*CLI, "verify", str(world / "tool"), "--cert", str(tmp_path / "c.pem"),
+                               "--signature", str(world / "tool.sig"), "--bundle",
+                               str(world / "tool.cosign.bundle"), "--trusted-root",
+                               str(world / "trusted_root.json"), *IDENTITY], capture_output=True,
+                              timeout=120, stdin=subprocess.DEVNULL, env=env).returncode
+
+    assert run() == 0
+    (tmp_path / "c.pem").write_bytes((world / "again.pem").read_bytes())
+    assert run() == 1
