@@ -7,7 +7,9 @@ Steps, each guarded so it cannot run out of order and the reference time is fixe
                   artifact's digest is tampering (COMPROMISED); a declared signer is a *claim* compared
                   with the constraint and reported, never used as one (principle 1).
   (3) evidence    verify every bundle and detached signature on its own: keyless (sigstore-python),
-                  key-based (keys.py), legacy Rekor entries (legacy_bundle.py). Each yields applies /
+                  key-based (keys.py), legacy Rekor entries (legacy_bundle.py), a certificate with
+                  its detached signature (certificate_pair.py: checked, but with no log entry it
+                  never verifies; a bundle given with it must carry it). Each yields applies /
                   valid / compromised and the signer's certificate facts; the signer is then matched
                   against the allowed identities (identity.py).
   (4) provenance  for every valid, trusted in-toto attestation that names this artifact: statement and
@@ -53,7 +55,7 @@ from atip_trust.provenance.slsa import (
     check_provenance,
     parse_statement,
 )
-from atip_trust.signature import keys
+from atip_trust.signature import certificate_pair, keys
 from atip_trust.signature.bundle import BundleInput, load_bundles
 from atip_trust.signature.identity import (
     CertificateFacts,
@@ -81,8 +83,11 @@ class Evidence:
     """Untrusted material offered about the artifact."""
 
     bundles: tuple[Path, ...] = ()
-    #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``.
+    #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``, or with
+    #: ``certificate`` against that certificate (signature/certificate_pair.py).
     signature: Path | None = None
+    #: The signing certificate of ``signature`` (cosign ``--cert``): a pair that carries no log entry.
+    certificate: Path | None = None
     #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
     #: or a document already read, so that a caller that also verifies the document's own signature
     #: (metadata_trust.py) checks claims from the very bytes it verified.
@@ -275,6 +280,7 @@ class Evaluation:
         bundles: Sequence[BundleInput],
         signature: Path | None,
         unreadable: Sequence[tuple[Path, AtipTrustError]] = (),
+        certificate: Path | None = None,
     ) -> None:
         self._step("evidence")
         for path, err in unreadable:
@@ -284,9 +290,13 @@ class Evaluation:
                 label=path.name, route="unreadable", content="unknown", applies=True,
                 checks=[Check("bundle", "fail", err.diagnostics(), expected="a readable Sigstore bundle",
                               actual=type(err).__name__, evidence=path.name, impact="unverified")]))
-        for b in bundles:
-            self.results.append(self._verify_bundle(b))
-        if signature is not None:
+        verified = [(b, self._verify_bundle(b)) for b in bundles]
+        self.results.extend(r for _, r in verified)
+        if certificate is not None and signature is not None:
+            pair = self._verify_pair(certificate_pair.load_pair(certificate, signature), verified)
+            if pair is not None:
+                self.results.append(pair)
+        elif signature is not None:
             self.results.append(self._verify_detached(signature))
         for r in self.results:
             if not r.valid or not r.applies:
@@ -404,6 +414,40 @@ class Evaluation:
                 r.key_digest = str(res.key_digest)
                 return r
             r.compromised = r.compromised or res.compromised
+        return r
+
+    def _verify_pair(
+        self, pair: certificate_pair.CertificatePair,
+        verified: Sequence[tuple[BundleInput, EvidenceResult]],
+    ) -> EvidenceResult | None:
+        """``--cert`` with ``--signature`` (certificate_pair.py). With message-signature bundles
+        alongside, each must carry this very certificate and signature (one that does not is not
+        counted) and a matching bundle's verification stands for the pair: None. Alone, the pair's
+        certificate, signature and signer are checked and reported, and it fails ``tlog``: it has no
+        log entry and no verified signing time (fail closed)."""
+        matched = False
+        for b, r in verified:
+            if b.content != "message_signature":
+                continue
+            check = certificate_pair.match_bundle(pair, b)
+            r.checks.append(check)
+            if check.failed:
+                r.valid = False
+            else:
+                matched = True
+        if matched:
+            return None
+        r = EvidenceResult(label=pair.label, route="certificate", content="message_signature")
+        try:
+            r.checks.extend(certificate_pair.verify_pair(pair, self.digests["sha256"], self.trust_root))
+        except LEGACY_ERRORS as err:
+            check = err.to_check(evidence=pair.label)
+            r.compromised = check.impact == "compromised"
+            r.checks.append(check)
+            return r
+        r.facts = CertificateFacts.from_certificate(pair.certificate)
+        r.checks.extend(self.constraints.match_signer(r.facts, evidence=pair.label)[1])
+        r.checks.append(certificate_pair.no_log_entry(pair))
         return r
 
     # (4)
@@ -606,7 +650,7 @@ def evaluate(
     ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
     ev.digest(sha512=evidence.metadata is not None or any(b.content == "dsse" for b in bundles))
     ev.claims_from(evidence.metadata)
-    ev.evidence(bundles, evidence.signature, unreadable)
+    ev.evidence(bundles, evidence.signature, unreadable, evidence.certificate)
     ev.provenance()
     level = ev.level()
     return ev.report(level)

@@ -193,7 +193,7 @@ def test_abbreviated_flags_are_refused_not_guessed() -> None:
 
 @pytest.mark.parametrize(("flag", "hint"), [
     ("--insecure-ignore-tlog", "transparency-log proof"),
-    ("--cert", "--bundle"),
+    ("--certificate-chain", "--trusted-root"),
     ("--source-digest", "--certificate-source-repository-digest"),
 ])
 def test_another_tools_flag_gets_a_hint_naming_ours(flag: str, hint: str) -> None:

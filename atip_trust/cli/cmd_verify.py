@@ -38,7 +38,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="Sigstore bundle (.json, .sigstore.json) or .jsonl of bundles; repeatable")
     ev.add_argument("--key", action="append", default=[], metavar="FILE",
                     help="trusted PEM public key (key-based signatures and public-key bundles)")
-    ev.add_argument("--signature", metavar="FILE", help="detached signature (base64 or raw)")
+    ev.add_argument("--signature", metavar="FILE",
+                    help="detached signature: with --key (base64 or raw), or with --cert (base64, as "
+                    "cosign sign-blob --output-signature writes it)")
+    ev.add_argument("--cert", "--certificate", metavar="FILE",
+                    help="signing certificate of --signature (PEM or cosign's base64 of PEM; cosign "
+                    "sign-blob --output-certificate). Checked, but a certificate and signature carry "
+                    "no log entry: alone they fail 'tlog'; give the bundle with them (--bundle)")
     ev.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim making trust claims")
     ev.add_argument("--fetch", action="store_true",
                     help="fetch trust.provenance.url from --metadata over HTTPS (otherwise no network)")
@@ -79,8 +85,14 @@ def build_constraints(args: argparse.Namespace) -> Constraints:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.signature and not args.key:
-        raise UsageError("--signature needs --key: the public key to verify it with")
+    if args.cert and args.key:
+        raise UsageError("give --cert (keyless: a certificate) or --key (a public key) with "
+                         "--signature, not both")
+    if args.cert and not args.signature:
+        raise UsageError("--cert needs --signature: the detached signature its key made")
+    if args.signature and not (args.key or args.cert):
+        raise UsageError("--signature needs --key (the public key to verify it with) or --cert (the "
+                         "signing certificate)")
     if args.fetch and not args.metadata:
         raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url to fetch")
     result = verify(
@@ -88,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         constraints=build_constraints(args),
         bundles=args.bundle,
         signature=args.signature,
+        certificate=args.cert,
         metadata=args.metadata,
         policy=args.policy,
         trusted_root=args.trusted_root,

@@ -55,7 +55,8 @@ COMMANDS = ("hash", "metadata", "verify", "admit", "policy", "cache", "compile")
 #: unknown flag among them gets a hint naming ours instead of only "unrecognized arguments".
 FOREIGN_FLAGS = {
     "--certificate-chain": "atip-trust reads the chain from the bundle and the trusted root (--trusted-root)",
-    "--cert": "detached certificates are not supported: give a Sigstore bundle with --bundle",
+    # verify takes --cert with --signature; this hint is for the subcommands that do not (admit).
+    "--cert": "only verify takes --cert with --signature; give a Sigstore bundle with --bundle",
     "--insecure-ignore-tlog": "not supported: every signature needs its transparency-log proof",
     "--insecure-ignore-sct": "not supported: every certificate needs its SCT",
     "--offline": "atip-trust is always offline unless --fetch is given",
@@ -155,7 +156,7 @@ def is_interactive(args: argparse.Namespace | None = None) -> bool:
 _ERROR_INPUTS: tuple[tuple[type[AtipTrustError], tuple[str, ...]], ...] = (
     (PolicyError, ("policy", "org_policy", "file")),
     (TrustRootError, ("trusted_root",)),
-    (BundleError, ("bundle", "signature", "key")),
+    (BundleError, ("bundle", "cert", "signature", "key")),
     (MetadataError, ("metadata", "file")),
 )
 _PRIMARY_INPUTS = ("artifact", "file", "tool", "files", "check")

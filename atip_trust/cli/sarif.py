@@ -87,6 +87,12 @@ CHECK_RULES: dict[str, Rule] = {
         "against the trusted root, or the logged body does not match the bundle.",
         "Re-fetch the bundle from the publisher; a bundle whose log proof fails cannot be trusted."
         + _HELP_TAIL),
+    "detached": Rule(
+        "Detached certificate and signature are not the bundle's",
+        "--cert and --signature were given with a bundle that carries another certificate or "
+        "signature; that bundle is not counted for them (cosign checks the same).",
+        "Give the bundle written by the same signing as the certificate and signature, or the bundle "
+        "alone." + _HELP_TAIL),
     "time": Rule(
         "Signing time is outside the certificate's validity",
         "No trusted time (log integration time or RFC 3161 timestamp) falls within the short-lived "

@@ -120,6 +120,7 @@ def verify(
     constraints: Constraints | None = None,
     bundles: Sequence[PathLike] = (),
     signature: PathLike | None = None,
+    certificate: PathLike | None = None,
     metadata: PathLike | None = None,
     policy: Policy | PathLike | None = None,
     trusted_root: PathLike | None = None,
@@ -128,6 +129,10 @@ def verify(
     cache: bool = True,
 ) -> Verification:
     """Verify ``artifact`` against its evidence with ``constraints`` (flags) and/or ``policy``.
+
+    ``certificate`` with ``signature``: cosign's detached certificate and signature
+    (signature/certificate_pair.py): checked and reported, but without a log entry they never verify
+    on their own; with a bundle that carries them, the bundle's verification counts.
 
     ``policy`` may be a loaded ``Policy`` (used as given) or a path (composed under the org layers).
     Raises ``AtipTrustError`` when it cannot evaluate (no signer to verify against, malformed input,
@@ -148,6 +153,7 @@ def verify(
     evidence = Evidence(
         bundles=tuple(Path(b) for b in bundles),
         signature=Path(signature) if signature is not None else None,
+        certificate=Path(certificate) if certificate is not None else None,
         metadata=Path(metadata) if metadata is not None else None,
     )
     fetched: list[dict[str, Any]] = []
@@ -189,7 +195,8 @@ def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constr
     meta = evidence.metadata if isinstance(evidence.metadata, Path) else None
     files = {role: evidence_digests(paths) for role, paths in (
         ("bundles", list(evidence.bundles)), ("keys", list(c.keys)),
-        ("signature", [evidence.signature]), ("metadata", [meta]))}
+        ("signature", [evidence.signature]), ("certificate", [evidence.certificate]),
+        ("metadata", [meta]))}
     if any(v is None for v in files.values()):
         return None
     return report_key("verify", {

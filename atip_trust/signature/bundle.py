@@ -6,7 +6,9 @@ by the verifier that owns that shape:
 * certificate + ``hashedrekord``/``dsse`` 0.0.1 entry with an inclusion proof → sigstore-python
   (``keyless.py``);
 * public-key verification material (cosign "managed key" bundles) → ``keys.py``;
-* ``intoto/0.0.2`` entries, or v0.1/v0.2 bundles with only an inclusion promise → ``legacy_bundle.py``.
+* ``intoto/0.0.2`` entries, or v0.1/v0.2 bundles with only an inclusion promise → ``legacy_bundle.py``;
+* cosign's own ``--bundle`` file (``base64Signature``/``cert``/``rekorBundle``) is read as the v0.1
+  bundle that says the same (``cosign_bundle_as_v01``) and so goes the legacy way too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import parse_json
@@ -220,8 +223,65 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
                     f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=str(p)
                 )
             continue
+        if "rekorBundle" in doc and "mediaType" not in doc:
+            doc = cosign_bundle_as_v01(doc, label)
+            data = json.dumps(doc, separators=(",", ":")).encode()
         out.append(_classify(BundleInput(label=label, raw=data, doc=doc)))
     return out
+
+
+def cosign_bundle_as_v01(doc: dict[str, Any], label: str) -> dict[str, Any]:
+    """cosign's own ``sign-blob --bundle`` file (cosign 1.x-2.x without ``--new-bundle-format``:
+    ``{"base64Signature", "cert", "rekorBundle": {"SignedEntryTimestamp", "Payload": {"body",
+    "integratedTime", "logIndex", "logID"}}}``) as the v0.1 Sigstore bundle that says the same.
+
+    The two carry the same facts: the SET signs exactly ``Payload`` (tlog.py rebuilds it from the
+    entry), and ``body`` is the logged entry. A v0.1 bundle with a promise and no proof is routed to
+    legacy_bundle.verify_legacy_message, which checks the SET, the certificate at the integrated time,
+    the signature over the artifact, and that the logged body names this artifact, signature and
+    certificate: the checks cosign skipped in GHSA-8gw7-4j42-w388. Only the shape is checked here.
+    """
+    def bad(where: str, message: str) -> BundleError:
+        return BundleError(message, path=f"{label}: $.{where}")
+
+    sig, cert, rb = doc.get("base64Signature"), doc.get("cert"), doc.get("rekorBundle")
+    if not isinstance(sig, str) or not sig:
+        raise bad("base64Signature", "cosign bundle without a base64Signature string")
+    if not isinstance(rb, dict) or not isinstance(rb.get("Payload"), dict):
+        raise bad("rekorBundle", "cosign bundle without a rekorBundle.Payload object")
+    payload = rb["Payload"]
+    set_b64, body_b64 = rb.get("SignedEntryTimestamp"), payload.get("body")
+    log_id, index, itime = payload.get("logID"), payload.get("logIndex"), payload.get("integratedTime")
+    if not isinstance(set_b64, str) or not isinstance(body_b64, str):
+        raise bad("rekorBundle", "SignedEntryTimestamp and Payload.body must be base64 strings")
+    if not isinstance(log_id, str) or not re.fullmatch(r"[0-9a-f]{64}", log_id):
+        raise bad("rekorBundle.Payload.logID", "must be the log's key id in hex")
+    if type(index) is not int or type(itime) is not int or index < 0 or itime < 0:
+        raise bad("rekorBundle.Payload", "logIndex and integratedTime must be non-negative integers")
+    try:
+        der = x509.load_pem_x509_certificate(base64.b64decode(str(cert), validate=True)).public_bytes(
+            serialization.Encoding.DER)
+        body = parse_json(base64.b64decode(body_b64, validate=True), what="log entry body")
+    except (binascii.Error, ValueError, MalformedInputError) as err:
+        raise bad("cert", f"cert must be base64 of a PEM certificate and Payload.body base64 of "
+                  f"the logged JSON ({err})") from err
+    kind = body.get("kind") if isinstance(body, dict) else None
+    version = body.get("apiVersion") if isinstance(body, dict) else None
+    return {
+        "mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.1",
+        "verificationMaterial": {
+            "x509CertificateChain": {"certificates": [{"rawBytes": base64.b64encode(der).decode()}]},
+            "tlogEntries": [{
+                "logIndex": str(index),
+                "logId": {"keyId": base64.b64encode(bytes.fromhex(log_id)).decode()},
+                "kindVersion": {"kind": str(kind), "version": str(version)},
+                "integratedTime": str(itime),
+                "inclusionPromise": {"signedEntryTimestamp": set_b64},
+                "canonicalizedBody": body_b64,
+            }],
+        },
+        "messageSignature": {"signature": sig},
+    }
 
 
 def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
@@ -267,6 +327,7 @@ def digest_text(algorithm: object, hex_value: str) -> str:
 
 
 __all__ = [
+    "cosign_bundle_as_v01",
     "digest_text",
     "BundleInput",
     "load_bundles",

@@ -477,6 +477,7 @@ __all__ = [
     "verify_legacy_dsse",
     "verify_legacy_dsse_detailed",
     "verify_legacy_message",
+    "verify_message_signature",
 ]
 
 
@@ -530,13 +531,7 @@ def verify_legacy_message(
             raise LegacyVerificationError(
                 "the bundle signs a different digest than this artifact's", check="digest",
                 expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
-    if verify_signature(leaf.public_key(), signature, artifact_sha256.value, ("ecdsa-sha256",),
-                        prehashed=True) is None:
-        raise LegacyVerificationError(
-            "signature is invalid for this artifact", check="signature",
-            expected=f"a signature by the certificate key over {artifact_sha256}",
-            actual="invalid signature") from None
-    checks.append(Check("signature", "pass", "signature verified", evidence=evidence))
+    checks.append(verify_message_signature(leaf, signature, artifact_sha256, evidence=evidence))
     try:
         body = parse_json(entry.canonicalized_body, what="log entry body")
         spec = body["spec"]
@@ -554,3 +549,18 @@ def verify_legacy_message(
     checks.append(Check("tlog.body", "pass", "hashedrekord/0.0.1 entry matches the bundle",
                         evidence=evidence))
     return leaf, result.integrated_time, tuple(checks)
+
+
+def verify_message_signature(
+    leaf: x509.Certificate, signature: bytes, artifact_sha256: Digest, *, evidence: str | None = None
+) -> Check:
+    """Step (7) for a message signature: ``signature`` by the certificate's key over the artifact's
+    sha256, as cosign ``sign-blob`` makes it (ECDSA P-256 over the prehashed digest). Raises
+    ``LegacyVerificationError`` (check ``signature``, a tampering failure) when it does not verify."""
+    if verify_signature(leaf.public_key(), signature, artifact_sha256.value, ("ecdsa-sha256",),
+                        prehashed=True) is None:
+        raise LegacyVerificationError(
+            "signature is invalid for this artifact", check="signature",
+            expected=f"a signature by the certificate key over {artifact_sha256}",
+            actual="invalid signature") from None
+    return Check("signature", "pass", "signature verified", evidence=evidence)
