@@ -72,7 +72,7 @@ class ExecRefused(Exception):
 
 
 @dataclass
-class _Opened:
+class Opened:
     """One file about to run: the path it was found at, its open descriptor, its admission."""
 
     found: Path
@@ -86,12 +86,12 @@ class ExecPlan:
 
     argv: list[str]
     env: dict[str, str]
-    tool: _Opened
-    interpreter: _Opened | None = None
+    tool: Opened
+    interpreter: Opened | None = None
     audit_record: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def exec_target(self) -> _Opened:
+    def exec_target(self) -> Opened:
         return self.interpreter if self.interpreter is not None else self.tool
 
 
@@ -131,7 +131,7 @@ def admit_file(
     bundle_dir: PathLike | None = None,
     cache: bool = True,
     **admit_args: Any,
-) -> _Opened:
+) -> Opened:
     """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
     added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller."""
     art = Artifact.open(found)
@@ -144,7 +144,7 @@ def admit_file(
     except BaseException:
         art.close()
         raise
-    return _Opened(found=found, art=art, admission=admission)
+    return Opened(found=found, art=art, admission=admission)
 
 
 def read_shebang(art: Artifact) -> tuple[str, str | None] | None:
@@ -186,6 +186,43 @@ def _interpreter_path(interp: str, arg: str | None, env: Mapping[str, str]) -> t
     return Path(interp), [interp, *([arg] if arg is not None else [])]
 
 
+def admit_interpreter(
+    script: Opened,
+    shebang: tuple[str, str | None],
+    *,
+    policy: Policy,
+    env: Mapping[str, str],
+    **admit_args: Any,
+) -> tuple[Opened, list[str]]:
+    """Open and admit the interpreter of a ``#!`` script (``exec.scripts: verify-interpreter``), with
+    no command words (the rules see its name); returns it and the argv words before the script."""
+    path, words = _interpreter_path(*shebang, env)
+    return admit_file(path, policy=policy, name=path.name, command=(), **admit_args), words
+
+
+def interpreter_refusal(script: Opened, interp: Opened) -> ExecRefused | None:
+    """Why a script may not run on this interpreter, or None when it may."""
+    verdict = interp.admission
+    if verdict.behavior != "allow":
+        return ExecRefused(verdict.behavior, [Reason(
+            "SCRIPT_INTERPRETER_NOT_ADMITTED",
+            f"the interpreter {interp.found} of #! script {script.found} is not admitted "
+            f"({verdict.report.trust_level.name}, {verdict.behavior}): "
+            + "; ".join(r.message for r in verdict.decision.reasons),
+            rule="exec.scripts", expected="allow", actual=verdict.behavior)], script.admission)
+    if read_shebang(interp.art) is not None:
+        return ExecRefused("deny", [Reason(
+            "SCRIPT_INTERPRETER_UNKNOWN", f"the interpreter {interp.found} is itself a #! script",
+            expected="a binary interpreter", actual="a #! script")], script.admission)
+    return None
+
+
+def script_denied(script: Opened, shebang: tuple[str, str | None]) -> ExecRefused:
+    return ExecRefused("deny", [Reason(
+        "SCRIPT_DENIED", f"{script.found} is a #! script and policy exec.scripts is deny",
+        rule="exec.scripts", expected="a binary", actual=f"#!{shebang[0]}")], script.admission)
+
+
 def _identity_now(path: Path) -> FileIdentity | None:
     try:
         return FileIdentity.from_stat(os.stat(path))
@@ -193,7 +230,7 @@ def _identity_now(path: Path) -> FileIdentity | None:
         return None
 
 
-def check_unchanged(opened: _Opened) -> list[Reason]:
+def check_unchanged(opened: Opened) -> list[Reason]:
     """Right before exec: the descriptor's identity, the path it was found at, the digest again."""
     art, admitted = opened.art, opened.admission.report.digests.get("sha256")
     what = f"{opened.found}"
@@ -259,7 +296,7 @@ def exec_verified(
     env = exec_environment(policy, environ)
     target_log = audit_target(policy, audit, audit_log)
     log = os.fspath(target_log) if target_log is not None else None
-    opened: list[_Opened] = []
+    opened: list[Opened] = []
     #: The line for this exec so far (the admission's plus what runs); None until admission.
     record: dict[str, Any] | None = None
     written = False
@@ -278,33 +315,21 @@ def exec_verified(
         shebang = read_shebang(main.art)
         if shebang is not None:
             if settings.scripts == "deny":
-                raise ExecRefused("deny", [Reason(
-                    "SCRIPT_DENIED", f"{found} is a #! script and policy exec.scripts is deny",
-                    rule="exec.scripts", expected="a binary", actual=f"#!{shebang[0]}")], main.admission)
-            interp_path, words = _interpreter_path(*shebang, env)
-            interp = admit_file(interp_path, policy=policy, name=interp_path.name, command=(),
-                                bundle_dir=bundle_dir, cache=cache, interactive=interactive,
-                                audit=audit, audit_log=target_log,
-                                shim_dir=admit_args.get("shim_dir"),
-                                trusted_root=admit_args.get("trusted_root"),
-                                staging=admit_args.get("staging", False))
+                raise script_denied(main, shebang)
+            interp, words = admit_interpreter(
+                main, shebang, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache,
+                interactive=interactive, audit=audit, audit_log=target_log,
+                shim_dir=admit_args.get("shim_dir"), trusted_root=admit_args.get("trusted_root"),
+                staging=admit_args.get("staging", False))
             opened.append(interp)
             verdict = interp.admission
             record["interpreter"] = {"path": verdict.path,
                                      "digest": _sha(verdict.report.digests.get("sha256", "?")),
                                      "trust_level": verdict.report.trust_level.name,
                                      "decision": verdict.behavior}
-            if verdict.behavior != "allow":
-                raise ExecRefused(verdict.behavior, [Reason(
-                    "SCRIPT_INTERPRETER_NOT_ADMITTED",
-                    f"the interpreter {interp_path} of #! script {found} is not admitted "
-                    f"({verdict.report.trust_level.name}, {verdict.behavior}): "
-                    + "; ".join(r.message for r in verdict.decision.reasons),
-                    rule="exec.scripts", expected="allow", actual=verdict.behavior)], main.admission)
-            if read_shebang(interp.art) is not None:
-                raise ExecRefused("deny", [Reason(
-                    "SCRIPT_INTERPRETER_UNKNOWN", f"the interpreter {interp_path} is itself a #! script",
-                    expected="a binary interpreter", actual="a #! script")], main.admission)
+            refusal = interpreter_refusal(main, interp)
+            if refusal is not None:
+                raise refusal
             plan.interpreter = interp
             plan.argv = [*words, f"/dev/fd/{main.art.fd}", *args]
         record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
@@ -366,5 +391,6 @@ def _execute(plan: ExecPlan) -> None:
         raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
 
 
-__all__ = ["ExecPlan", "ExecRefused", "admit_file", "check_unchanged", "exec_verified", "find_bundles",
+__all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_refusal",
+           "script_denied", "check_unchanged", "exec_verified", "find_bundles",
            "locate", "read_shebang"]
