@@ -234,18 +234,22 @@ def check_unchanged(opened: Opened) -> list[Reason]:
     """Right before exec: the descriptor's identity, the path it was found at, the digest again."""
     art, admitted = opened.art, opened.admission.report.digests.get("sha256")
     what = f"{opened.found}"
-    try:
-        art.exec_fd()
-    except ArtifactAccessError as err:
-        return [Reason("CHANGED_SINCE_VERIFIED", f"{what} was modified in place after it was verified: "
-                       f"{err.message}", expected=art.identity.describe(), actual="modified")]
     now = _identity_now(opened.found)
-    if now != art.identity or not art.unchanged():
+    moved = now is None or (now.dev, now.inode) != (art.identity.dev, art.identity.inode)
+    if moved or not art.unchanged() and _identity_now(art.path) is None:
         return [Reason(
             "REPLACED_SINCE_VERIFIED",
             f"{what} now names a different file than the one verified (replaced, renamed over, or a "
             "symlink changed): refused rather than run either", expected=art.identity.describe(),
             actual=now.describe() if now is not None else "missing")]
+    try:
+        art.exec_fd()
+    except ArtifactAccessError as err:
+        return [Reason("CHANGED_SINCE_VERIFIED", f"{what} was modified in place after it was verified: "
+                       f"{err.message}", expected=art.identity.describe(), actual="modified")]
+    if not art.unchanged():
+        return [Reason("REPLACED_SINCE_VERIFIED", f"{what} (resolved to {art.path}) now names a different "
+                       "file than the one verified", expected=art.identity.describe(), actual="another file")]
     again = hash_fd(art.fd, ("sha256",))["sha256"]
     if admitted is None or str(again) != _sha(admitted):
         return [Reason("CHANGED_SINCE_VERIFIED",
