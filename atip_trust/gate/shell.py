@@ -370,8 +370,11 @@ def unwrap(argv: tuple[str, ...], depth: int = 0) -> list[SimpleCommand]:
     rest = argv[i:]
     if not rest:
         return []
-    if rest[0] in OPAQUE_WORDS or rest[0] in INERT_BUILTINS:
+    if name in SHELL_OWN_WRAPPERS and rest[0] in INERT_BUILTINS:
+        return [SimpleCommand(rest, tuple(assignments), builtin=True, via=name)]
+    if rest[0] in OPAQUE_WORDS:
         raise Unsplittable(f"{name} runs {rest[0]!r}, a shell word, not a program")
+    # Any other wrapper runs its command with execvp(3): even 'xargs echo' runs the program echo.
     inner = SimpleCommand(rest, tuple(assignments), via=name)
     return [inner, *unwrap(rest, depth)]
 
