@@ -165,3 +165,10 @@ def test_shell_lines_split_into_every_command_they_run(line: str, argvs: list[li
 def test_lines_that_cannot_be_split_safely_are_refused_by_the_splitter(line: str) -> None:
     with pytest.raises(Unsplittable):
         split_commands(line)
+
+
+def test_no_answer_in_time_is_a_denial(world: World) -> None:
+    r = world.run("hook", "claude-code", "--policy", str(world.policy), "--timeout", "0.001",
+                  "--no-audit", env=world.env(), stdin=hook_input("claude-code", "gh pr list", str(world.dir)))
+    behavior, reason = decision("claude-code", r.stdout)
+    assert (r.returncode, behavior) == (2, "deny") and "no answer within" in reason

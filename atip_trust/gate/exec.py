@@ -236,7 +236,7 @@ def check_unchanged(opened: Opened) -> list[Reason]:
     what = f"{opened.found}"
     now = _identity_now(opened.found)
     moved = now is None or (now.dev, now.inode) != (art.identity.dev, art.identity.inode)
-    if moved or not art.unchanged() and _identity_now(art.path) is None:
+    if moved:
         return [Reason(
             "REPLACED_SINCE_VERIFIED",
             f"{what} now names a different file than the one verified (replaced, renamed over, or a "
