@@ -42,6 +42,7 @@ STRING_EXAMPLES = {
     "path": "keys/release.pub",
     "predicateType": "https://slsa.dev/provenance/v1",
     "rule": "Bash(gh pr view *)",
+    "exec.env.allow": "LC_*",
     "prefix": "gh",
     "deniedCommands": "gh repo delete *",
     "allowedTools": "gh",

@@ -48,10 +48,31 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
     p.add_argument("--command", dest="command_words", metavar="WORDS", help='the command to decide for, e.g. "pr merge"')
+    add_policy_flags(p)
+    add_evidence_flags(p)
+    p.add_argument("--interactive", choices=("auto", "always", "never"), default="auto",
+                   help="who can answer an ask: auto (a terminal on stdin and CI unset), always (the "
+                   "caller asks its user: a hook or agent runtime; exit 3), never (ask becomes deny)")
+    p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
+    add_audit_flags(p)
+    p.set_defaults(func=run)
+
+
+def add_policy_flags(p: argparse.ArgumentParser) -> None:
+    """The policy and its trust anchors, as ``admit``, ``exec`` and ``hook`` take them."""
     p.add_argument("--policy", metavar="FILE", help="local policy (default: the embedded default.json)")
     p.add_argument("--org-policy", metavar="FILE",
                    help="an additional managed policy layer (the standard org policy still applies); "
                    "refused if group/other-writable or not owned by root or you")
+    add_identity_flags(p)
+    p.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
+    p.add_argument("--staging", action="store_true", help="use the embedded staging root")
+    p.add_argument("--min-trust-level", metavar="LEVEL",
+                   choices=[lvl.name for lvl in TrustLevel], help="tighten: require at least LEVEL")
+
+
+def add_evidence_flags(p: argparse.ArgumentParser) -> None:
+    """Evidence for the one tool decided for."""
     p.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim for the tool")
     p.add_argument("--metadata-bundle", metavar="FILE",
                    help="Sigstore bundle over the metadata file, checked against the policy's signers")
@@ -61,15 +82,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
     p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
-    add_identity_flags(p)
-    p.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
-    p.add_argument("--staging", action="store_true", help="use the embedded staging root")
-    p.add_argument("--min-trust-level", metavar="LEVEL",
-                   choices=[lvl.name for lvl in TrustLevel], help="tighten: require at least LEVEL")
-    p.add_argument("--interactive", choices=("auto", "always", "never"), default="auto",
-                   help="who can answer an ask: auto (a terminal on stdin and CI unset), always (the "
-                   "caller asks its user: a hook or agent runtime; exit 3), never (ask becomes deny)")
-    p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
+
+
+def add_audit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--audit-log", metavar="FILE",
                    help=f"audit log (default: {default_audit_path()}; an org policy's audit.log "
                    "takes precedence and cannot be changed)")
@@ -77,7 +92,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "
                    "\"Verdict cache\"): verify everything again")
-    p.set_defaults(func=run)
+
+
+def policy_from_args(args: argparse.Namespace) -> Policy:
+    """The composed admission policy the flags name (gate/admit.py ``load_admission_policy``)."""
+    return load_admission_policy(args.policy, org_policy=args.org_policy,
+                                 min_trust_level=args.min_trust_level,
+                                 signers=signer_entries(identity_rules(args)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,9 +107,7 @@ def run(args: argparse.Namespace) -> int:
         # (1) Policies. A policy that fails to load is a decision too (a denial, exit 2): it is
         # audited like any other, to --audit-log or the default log, so that breaking the policy file
         # cannot make admissions leave no trace.
-        policy = load_admission_policy(args.policy, org_policy=args.org_policy,
-                                       min_trust_level=args.min_trust_level,
-                                       signers=signer_entries(identity_rules(args)))
+        policy = policy_from_args(args)
     except Exception as err:
         _audit_failure(args, err, policy)
         raise  # exit 2 from the one catch point (cli/main.py)

@@ -239,6 +239,28 @@ class PolicyLayer:
     waivers: tuple[Waiver, ...]
 
 
+EnvMode = Literal["pass", "scrub", "allowlist"]
+
+
+@dataclass(frozen=True)
+class EnvRule:
+    """One layer's ``exec.env``: a filter the environment passes through (gate/env.py)."""
+
+    mode: EnvMode = "pass"
+    allow: tuple[str, ...] = ()
+    source: RuleSource = "local"
+
+
+@dataclass(frozen=True)
+class ExecSettings:
+    """The ``exec`` section of every layer, composed: ``scripts`` is the strictest stated (deny over
+    verify-interpreter), and the environment passes through each layer's ``env`` filter in turn, so
+    a variable survives only where every layer that speaks keeps it."""
+
+    scripts: Literal["deny", "verify-interpreter"] = "verify-interpreter"
+    env: tuple[EnvRule, ...] = ()
+
+
 @dataclass
 class Policy:
     """A composed, immutable-by-convention policy: load once, decide many times."""
@@ -322,6 +344,27 @@ class Policy:
                    and layer.document["bridge"].get("stateTrustLevel") is True for layer in self.layers)
 
     @property
+    def exec_settings(self) -> ExecSettings:
+        """The composed ``exec`` section (README "exec"): read from the layers' documents, which the
+        schema has checked."""
+        scripts: Literal["deny", "verify-interpreter"] = "verify-interpreter"
+        env: list[EnvRule] = []
+        for layer in self.layers:
+            section = layer.document.get("exec")
+            if not isinstance(section, dict):
+                continue
+            if section.get("scripts") == "deny":
+                scripts = "deny"
+            rule = section.get("env")
+            if isinstance(rule, dict):
+                mode = rule.get("mode", "pass")
+                allow = rule.get("allow", [])
+                env.append(EnvRule(mode=mode if mode in ("pass", "scrub", "allowlist") else "allowlist",
+                                   allow=tuple(a for a in allow if isinstance(a, str)),
+                                   source=layer.source))
+        return ExecSettings(scripts=scripts, env=tuple(env))
+
+    @property
     def signers_declared(self) -> bool:
         """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted), or
         the org fixes the anchor set (a signer list it does not state is empty)."""
@@ -341,6 +384,8 @@ class Policy:
 
 __all__ = [
     "BuilderRule",
+    "EnvRule",
+    "ExecSettings",
     "Gate",
     "Policy",
     "PolicyLayer",

@@ -1,8 +1,9 @@
 """The audit log: one JSON line per decision, appended and fsynced.
 
 Written to ``--audit-log FILE`` or ``<platformdirs user_state_dir("atip-trust")>/audit.jsonl``. Lines
-carry digests, the signer identity, the decision and its reasons; never environment, arguments beyond the
-command words, or key material.
+carry digests, the signer identity, the decision and its reasons; never environment or key material.
+Arguments appear as the command words an admission decided for, and ``exec`` adds the ``argv`` it ran
+(README "exec": the line records what ran).
 """
 
 from __future__ import annotations

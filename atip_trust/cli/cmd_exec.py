@@ -1,0 +1,75 @@
+"""``atip-trust exec [--policy FILE] [flags] -- TOOL [ARGS...]``: admit, then become exactly the verified bytes.
+
+Flags -> ``gate.exec.exec_verified`` (its steps are documented there). On success this process IS the
+tool after ``execve``: the tool's exit status and signals are what the caller sees. A refusal prints
+the reasons on stderr and exits 1 (deny) or 3 (ask); an error exits 2. Either leaves an audit line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from atip_trust.cli.cmd_admit import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
+from atip_trust.cli.main import is_interactive
+from atip_trust.cli.output import one_line, reason_line
+from atip_trust.errors import UsageError
+from atip_trust.gate.admit import audit_failure
+from atip_trust.gate.exec import ExecRefused, exec_verified
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "exec",
+        parents=[common],
+        help="admit a tool, then run exactly the bytes that were verified",
+        description="Admit TOOL for ARGS as 'admit' does, then replace this process with the verified "
+        "file descriptor (never the name again). The tool's exit status and signals pass through; a "
+        "refusal exits 1 (deny) or 3 (ask) with reasons on stderr, an error 2. Policy 'exec.scripts' "
+        "and 'exec.env' say how #! scripts and the environment are handled.",
+    )
+    add_policy_flags(p)
+    add_evidence_flags(p)
+    p.add_argument("--bundle-dir", metavar="DIR",
+                   help="Sigstore bundles by digest (DIR/sha256/<hex>.sigstore.json) for the tool and a "
+                   "script's interpreter")
+    p.add_argument("--interactive", choices=("auto", "always", "never"), default="auto",
+                   help="who can answer an ask (as for admit); exec never runs a tool on ask: exit 3")
+    p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
+    add_audit_flags(p)
+    p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the tool's arguments")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    tool_args = list(args.args)
+    if tool_args[:1] == ["--"]:
+        tool_args = tool_args[1:]
+    if args.tool.startswith("-"):
+        raise UsageError(f"expected the tool after '--', actual option {args.tool!r}")
+    try:
+        policy = policy_from_args(args)
+    except Exception as err:
+        if not args.no_audit:
+            audit_failure(err, tool=args.tool, command=tool_args, audit_log=args.audit_log)
+        raise
+    try:
+        exec_verified(
+            args.tool, tool_args, policy=policy, bundles=args.bundle, bundle_dir=args.bundle_dir,
+            metadata=args.metadata, metadata_bundle=args.metadata_bundle, keys=args.key,
+            signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
+            staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
+            audit_log=args.audit_log, cache=not args.no_cache,
+        )
+    except ExecRefused as refused:
+        line = " ".join([args.tool, *tool_args])
+        sys.stderr.write(one_line(f"atip-trust: exec refused ({refused.behavior}): {line}") + "\n")
+        for r in refused.reasons:
+            sys.stderr.write(reason_line(r) + "\n")
+        return refused.exit_code
+    raise UsageError("exec returned without running the tool")  # unreachable: execve replaces us
+
+
+__all__ = ["register", "run"]

@@ -1,0 +1,86 @@
+"""``atip-trust hook claude-code|codex|gemini|copilot``: an agent's pre-tool hook JSON on stdin, its
+allow / ask / deny answer on stdout (gate/hooks.py has the formats and the rules).
+
+Everything is answered in the agent's format, errors included: a policy that does not load, input
+that is not what the agent sends, a timeout (``--timeout``, below the agents' own hook timeouts) or
+anything else is a deny, with the exit status the agent treats as blocking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
+from atip_trust.errors import AtipTrustError
+from atip_trust.gate.hooks import AGENTS, STDIN_CAP, HookAnswer, answer, render_error
+
+DEFAULT_TIMEOUT = 25  # seconds: under Copilot CLI's 30 s default, Claude Code's and Gemini's 60 s
+
+
+class _Timeout(Exception):
+    pass
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "hook",
+        parents=[common],
+        help="answer an agent's pre-tool hook: verify the programs a shell command runs",
+        description="Read the agent's pre-tool hook JSON on stdin, split the shell command into the "
+        "programs it runs (no shell), resolve each through PATH, admit it with its words, and print "
+        "the agent's allow / ask / deny answer. Tools other than the shell get no opinion. Any error "
+        "is a deny.",
+    )
+    p.add_argument("agent", choices=AGENTS, help="the agent whose hook format is read and written")
+    add_policy_flags(p)
+    p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
+    p.add_argument("--bundle-dir", metavar="DIR",
+                   help="Sigstore bundles by digest (DIR/sha256/<hex>.sigstore.json), for every program")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"deny when no answer is ready in time (default {DEFAULT_TIMEOUT})")
+    add_audit_flags(p)
+    p.set_defaults(func=run)
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise _Timeout()
+
+
+def run(args: argparse.Namespace) -> int:
+    previous = None
+    try:
+        if args.timeout > 0 and hasattr(signal, "SIGALRM"):
+            previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, args.timeout)
+        result = _answer(args)
+    except _Timeout:
+        result = render_error(args.agent, f"no answer within {args.timeout:g} s (--timeout)")
+    except AtipTrustError as err:
+        result = render_error(args.agent, err.diagnostics())
+    except Exception as err:  # noqa: BLE001 - a hook fails closed, in the agent's format
+        result = render_error(args.agent, f"internal error: {type(err).__name__}")
+    finally:
+        if previous is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    sys.stdout.write(result.stdout)
+    if result.stderr:
+        sys.stderr.write(result.stderr)
+    return result.exit_code
+
+
+def _answer(args: argparse.Namespace) -> HookAnswer:
+    data = sys.stdin.buffer.read(STDIN_CAP + 1) if sys.stdin is not None else b""
+    if len(data) > STDIN_CAP:
+        return render_error(args.agent, f"the hook input is larger than {STDIN_CAP} bytes")
+    policy = policy_from_args(args)
+    return answer(args.agent, data, policy=policy, bundle_dir=args.bundle_dir, shim_dir=args.shim_dir,
+                  trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
+                  audit_log=args.audit_log, cache=not args.no_cache)
+
+
+__all__ = ["register", "run"]

@@ -1,0 +1,400 @@
+"""Run exactly the bytes that were verified: admission, then ``execve`` of the verified descriptor.
+
+``exec_verified`` is ``atip-trust exec``'s pipeline (README "exec"; architecture.md principle 6):
+
+(1) resolve the tool once (a bare name through PATH only, ``facts.artifact.which``) and open it once;
+(2) admit that open ``Artifact`` with the same library admission as ``admit`` (gate/admit.py), the
+    tool's arguments as the command words, so capability gates see ``repo delete``;
+(3) a ``#!`` script: policy ``exec.scripts`` refuses it (``deny``) or resolves, opens and admits its
+    interpreter too (``verify-interpreter``, the default: it is never weaker than ``deny``, since the
+    interpreter must pass the same policy as any tool). ``#!/usr/bin/env NAME`` looks NAME up on the
+    tool's PATH once and runs that verified interpreter directly: env's own bytes never run, so only
+    the interpreter is admitted. The verified interpreter descriptor is executed on ``/dev/fd/N``,
+    the verified script's descriptor, left open for it: what the kernel does for ``fexecve`` of a
+    script, without it opening the interpreter's path again;
+(4) the environment by policy ``exec.env`` (gate/env.py);
+(5) the audit line (the admission's, plus ``argv`` and what is about to run), written before exec;
+(6) right before exec, for each descriptor: its identity (``Artifact.exec_fd``), the path it was
+    found at still naming that file (a rename over it or a symlink swapped in its directory is
+    refused, though the descriptor would still run the old bytes), and its digest again from the
+    descriptor (an in-place rewrite keeps the inode: only the bytes tell);
+(7) ``os.execve`` on the descriptor (``fexecve``; on Linux ``execveat(fd, "", AT_EMPTY_PATH)``), or,
+    where the platform has none, on the resolved path after the same checks. Never through PATH again.
+
+A refusal raises :class:`ExecRefused` (exit 1 deny, 3 ask) after its audit line; an error raises
+``AtipTrustError`` (exit 2). On success this function does not return: the process is the tool, its
+exit status and signals are the caller's.
+
+What no check here can close: a writer who changes the file in place between the last hash and the
+``execve`` (microseconds; Linux refuses the exec with ETXTBSY while the file is open for writing).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.facts.artifact import Artifact, FileIdentity, which
+from atip_trust.facts.digest import hash_fd
+from atip_trust.facts.report import Reason
+from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
+from atip_trust.gate.cached import hash_artifact, open_cache
+from atip_trust.gate.env import exec_environment
+from atip_trust.gate.interactive import Interactive
+from atip_trust.policy.model import Policy
+from atip_trust.state.audit import append_audit
+
+PathLike = str | os.PathLike[str]
+
+#: The longest ``#!`` line the kernel reads (Linux BINPRM_BUF_SIZE since 5.1).
+SHEBANG_MAX = 256
+EXIT_DENY, EXIT_ASK = 1, 3
+
+
+class ExecRefused(Exception):
+    """The tool was not run: a denial (exit 1) or a question (exit 3), with its reasons."""
+
+    def __init__(self, behavior: str, reasons: Sequence[Reason], admission: Admission | None = None):
+        self.behavior = behavior
+        self.reasons = list(reasons)
+        self.admission = admission
+        super().__init__("; ".join(r.message for r in self.reasons) or behavior)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_ASK if self.behavior == "ask" else EXIT_DENY
+
+
+@dataclass
+class Opened:
+    """One file about to run: the path it was found at, its open descriptor, its admission."""
+
+    found: Path
+    art: Artifact
+    admission: Admission
+
+
+@dataclass
+class ExecPlan:
+    """What is about to be executed: shown to ``before_exec`` (a test's or runtime's hook point)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    tool: Opened
+    interpreter: Opened | None = None
+    audit_record: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def exec_target(self) -> Opened:
+        return self.interpreter if self.interpreter is not None else self.tool
+
+
+def find_bundles(bundle_dir: PathLike | None, hexdigest: str) -> list[Path]:
+    """A tool's Sigstore bundles kept by digest: ``DIR/sha256/<hex>.sigstore.json`` (or ``.jsonl``),
+    or the same names directly in ``DIR``: how exec and agent hooks find evidence for any tool."""
+    if bundle_dir is None:
+        return []
+    base = Path(bundle_dir)
+    found: list[Path] = []
+    for folder in (base / "sha256", base):
+        for suffix in (".sigstore.json", ".sigstore.jsonl"):
+            cand = folder / f"{hexdigest}{suffix}"
+            if cand.is_file():
+                found.append(cand)
+    return found
+
+
+def locate(tool: PathLike, path_env: str | None = None) -> Path:
+    """Where ``tool`` is: a bare name through PATH once (never the current directory), else the path
+    as given. Not resolved further: the checks before exec look at this very path again."""
+    text = os.fspath(tool)
+    if not text:
+        raise UsageError("empty tool name")
+    if isinstance(tool, str) and "/" not in text:
+        return which(text, path_env)
+    return Path(text)
+
+
+def admit_file(
+    found: Path,
+    *,
+    policy: Policy,
+    name: str,
+    command: Sequence[str],
+    bundles: Sequence[PathLike] = (),
+    bundle_dir: PathLike | None = None,
+    cache: bool = True,
+    **admit_args: Any,
+) -> Opened:
+    """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
+    added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller."""
+    art = Artifact.open(found)
+    try:
+        more: list[PathLike] = []
+        if bundle_dir is not None:
+            more = list(find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex))
+        admission = admit(art, policy=policy, name=name, command=list(command),
+                          bundles=[*bundles, *more], cache=cache, defer_audit=True, **admit_args)
+    except BaseException:
+        art.close()
+        raise
+    return Opened(found=found, art=art, admission=admission)
+
+
+def read_shebang(art: Artifact) -> tuple[str, str | None] | None:
+    """The interpreter and its one optional argument from a ``#!`` line, as the kernel splits it
+    (execve(2): everything after the interpreter up to the newline is one argument), or None."""
+    head = os.pread(art.fd, SHEBANG_MAX, 0)
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0]
+    if b"\n" not in head[2:] and len(head) == SHEBANG_MAX:
+        raise ExecRefused("deny", [Reason("SCRIPT_SHEBANG_TOO_LONG",
+                                          f"the #! line is longer than {SHEBANG_MAX} bytes",
+                                          expected=f"<= {SHEBANG_MAX} bytes", actual="longer")])
+    try:
+        text = line.decode("utf-8").strip(" \t")
+    except UnicodeDecodeError:
+        raise ExecRefused("deny", [Reason("SCRIPT_INTERPRETER_UNKNOWN",
+                                          "the #! line is not UTF-8 text")]) from None
+    parts = text.split(None, 1)
+    if not parts:
+        raise ExecRefused("deny", [Reason("SCRIPT_INTERPRETER_UNKNOWN", "the #! line names no interpreter")])
+    return parts[0], (parts[1].strip(" \t") if len(parts) > 1 else None)
+
+
+def _interpreter_path(interp: str, arg: str | None, env: Mapping[str, str]) -> tuple[Path, list[str]]:
+    """The interpreter file to open and the argv words before the script: ``#!/abs/path [arg]``, or
+    ``#!/usr/bin/env NAME`` with NAME looked up once on the tool's PATH (env itself is not run)."""
+    if not os.path.isabs(interp):
+        raise ExecRefused("deny", [Reason(
+            "SCRIPT_INTERPRETER_UNKNOWN", f"the #! interpreter {interp!r} is not an absolute path",
+            expected="an absolute path or /usr/bin/env NAME", actual=interp)])
+    if os.path.basename(interp) == "env":
+        if arg is None or any(c.isspace() for c in arg) or arg.startswith("-") or "=" in arg or "/" in arg:
+            raise ExecRefused("deny", [Reason(
+                "SCRIPT_INTERPRETER_UNKNOWN",
+                f"'#!{interp} {arg or ''}' is not the form '#!/usr/bin/env NAME': refused rather than "
+                "guess what env would run", expected="#!/usr/bin/env NAME", actual=f"{interp} {arg or ''}")])
+        return which(arg, env.get("PATH", os.defpath)), [arg]
+    return Path(interp), [interp, *([arg] if arg is not None else [])]
+
+
+def admit_interpreter(
+    script: Opened,
+    shebang: tuple[str, str | None],
+    *,
+    policy: Policy,
+    env: Mapping[str, str],
+    **admit_args: Any,
+) -> tuple[Opened, list[str]]:
+    """Open and admit the interpreter of a ``#!`` script (``exec.scripts: verify-interpreter``), with
+    no command words (the rules see its name); returns it and the argv words before the script."""
+    path, words = _interpreter_path(*shebang, env)
+    return admit_file(path, policy=policy, name=path.name, command=(), **admit_args), words
+
+
+def interpreter_refusal(script: Opened, interp: Opened) -> ExecRefused | None:
+    """Why a script may not run on this interpreter, or None when it may."""
+    verdict = interp.admission
+    if verdict.behavior != "allow":
+        return ExecRefused(verdict.behavior, [Reason(
+            "SCRIPT_INTERPRETER_NOT_ADMITTED",
+            f"the interpreter {interp.found} of #! script {script.found} is not admitted "
+            f"({verdict.report.trust_level.name}, {verdict.behavior}): "
+            + "; ".join(r.message for r in verdict.decision.reasons),
+            rule="exec.scripts", expected="allow", actual=verdict.behavior)], script.admission)
+    if read_shebang(interp.art) is not None:
+        return ExecRefused("deny", [Reason(
+            "SCRIPT_INTERPRETER_UNKNOWN", f"the interpreter {interp.found} is itself a #! script",
+            expected="a binary interpreter", actual="a #! script")], script.admission)
+    return None
+
+
+def script_denied(script: Opened, shebang: tuple[str, str | None]) -> ExecRefused:
+    return ExecRefused("deny", [Reason(
+        "SCRIPT_DENIED", f"{script.found} is a #! script and policy exec.scripts is deny",
+        rule="exec.scripts", expected="a binary", actual=f"#!{shebang[0]}")], script.admission)
+
+
+def _identity_now(path: Path) -> FileIdentity | None:
+    try:
+        return FileIdentity.from_stat(os.stat(path))
+    except OSError:
+        return None
+
+
+def check_unchanged(opened: Opened) -> list[Reason]:
+    """Right before exec: the descriptor's identity, the path it was found at, the digest again."""
+    art, admitted = opened.art, opened.admission.report.digests.get("sha256")
+    what = f"{opened.found}"
+    now = _identity_now(opened.found)
+    moved = now is None or (now.dev, now.inode) != (art.identity.dev, art.identity.inode)
+    if moved:
+        return [Reason(
+            "REPLACED_SINCE_VERIFIED",
+            f"{what} now names a different file than the one verified (replaced, renamed over, or a "
+            "symlink changed): refused rather than run either", expected=art.identity.describe(),
+            actual=now.describe() if now is not None else "missing")]
+    try:
+        art.exec_fd()
+    except ArtifactAccessError as err:
+        return [Reason("CHANGED_SINCE_VERIFIED", f"{what} was modified in place after it was verified: "
+                       f"{err.message}", expected=art.identity.describe(), actual="modified")]
+    if not art.unchanged():
+        return [Reason("REPLACED_SINCE_VERIFIED", f"{what} (resolved to {art.path}) now names a different "
+                       "file than the one verified", expected=art.identity.describe(), actual="another file")]
+    again = hash_fd(art.fd, ("sha256",))["sha256"]
+    if admitted is None or str(again) != _sha(admitted):
+        return [Reason("CHANGED_SINCE_VERIFIED",
+                       f"{what}'s bytes differ from the bytes verified", expected=_sha(admitted or "?"),
+                       actual=str(again))]
+    return []
+
+
+def _sha(value: str) -> str:
+    return value if value.startswith("sha256:") else f"sha256:{value}"
+
+
+def _refusal_record(base: dict[str, Any], reasons: Sequence[Reason], behavior: str) -> dict[str, Any]:
+    record = dict(base)
+    record["decision"] = behavior
+    record["reasons"] = [*record.get("reasons", []), *(r.to_json() for r in reasons)]
+    return record
+
+
+def exec_verified(
+    tool: PathLike,
+    args: Sequence[str] = (),
+    *,
+    policy: Policy,
+    environ: Mapping[str, str] | None = None,
+    bundles: Sequence[PathLike] = (),
+    bundle_dir: PathLike | None = None,
+    interactive: bool | Interactive = False,
+    audit: bool = True,
+    audit_log: PathLike | None = None,
+    cache: bool = True,
+    before_exec: Callable[[ExecPlan], None] | None = None,
+    **admit_args: Any,
+) -> None:
+    """Admit ``tool`` for ``args`` (its arguments, ``argv[1:]``) and replace this process with exactly
+    the verified bytes (module docstring). Never returns normally.
+
+    ``environ``: the environment to filter through policy ``exec.env`` (default: this process's).
+    ``bundles`` and ``admit_args`` (``metadata``, ``keys``, ``shim_dir``, ``trusted_root``, ...) are
+    the tool's evidence as for :func:`gate.admit.admit`; ``bundle_dir`` finds bundles by digest for
+    the tool and for a script's interpreter. ``before_exec`` is called with the plan after the audit
+    line and before the last checks (a runtime's, or a test's, hook point).
+    """
+    args = [str(a) for a in args]
+    name = tool_name_of(tool)
+    argv0 = os.fspath(tool)
+    settings = policy.exec_settings
+    env = exec_environment(policy, environ)
+    target_log = audit_target(policy, audit, audit_log)
+    log = os.fspath(target_log) if target_log is not None else None
+    opened: list[Opened] = []
+    #: The line for this exec so far (the admission's plus what runs); None until admission.
+    record: dict[str, Any] | None = None
+    written = False
+    try:
+        found = locate(tool, (os.environ if environ is None else environ).get("PATH", os.defpath))
+        main = admit_file(found, policy=policy, name=name, command=args, bundles=bundles,
+                          bundle_dir=bundle_dir, cache=cache, interactive=interactive,
+                          audit=audit, audit_log=target_log, **admit_args)
+        opened.append(main)
+        record = dict(main.admission.audit_record, argv=[argv0, *args])
+        if main.admission.behavior != "allow":
+            # The admission's own line says why (its reasons): nothing to add.
+            raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
+
+        plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
+        shebang = read_shebang(main.art)
+        if shebang is not None:
+            if settings.scripts == "deny":
+                raise script_denied(main, shebang)
+            interp, words = admit_interpreter(
+                main, shebang, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache,
+                interactive=interactive, audit=audit, audit_log=target_log,
+                shim_dir=admit_args.get("shim_dir"), trusted_root=admit_args.get("trusted_root"),
+                staging=admit_args.get("staging", False))
+            opened.append(interp)
+            verdict = interp.admission
+            record["interpreter"] = {"path": verdict.path,
+                                     "digest": _sha(verdict.report.digests.get("sha256", "?")),
+                                     "trust_level": verdict.report.trust_level.name,
+                                     "decision": verdict.behavior}
+            refusal = interpreter_refusal(main, interp)
+            if refusal is not None:
+                raise refusal
+            plan.interpreter = interp
+            plan.argv = [*words, f"/dev/fd/{main.art.fd}", *args]
+        record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
+        plan.audit_record = record
+        if audit:
+            append_audit(record, log)
+            written = True
+        if before_exec is not None:
+            before_exec(plan)
+        problems = [p for o in opened for p in check_unchanged(o)]
+        if problems:
+            raise ExecRefused("deny", problems, main.admission)
+        _execute(plan)
+    except ExecRefused as refused:
+        if audit:
+            if record is None:
+                record = {"tool": name, "argv": [argv0, *args], "decision": refused.behavior,
+                          "reasons": []}
+            own = refused.admission is not None and not written and \
+                refused.reasons == refused.admission.decision.reasons
+            append_audit(record if own else _refusal_record(record, refused.reasons, refused.behavior), log)
+        raise
+    except Exception as err:
+        if audit:
+            audit_failure(err, tool=name, command=args, policy=policy,
+                          path=opened[0].admission.path if opened else None,
+                          digest=opened[0].admission.report.digests.get("sha256") if opened else None,
+                          audit_log=target_log)
+        raise
+    finally:
+        for o in opened:
+            o.art.close()
+
+
+def _execute(plan: ExecPlan) -> None:
+    """Replace the process. The script descriptor stays open for its interpreter (``/dev/fd/N``);
+    a binary's own descriptor is closed by the exec. Python ignores SIGPIPE and SIGXFSZ, and ignored
+    signals survive execve(2): the tool gets the default dispositions a shell would give it."""
+    target = plan.exec_target
+    fd = target.art.fd
+    if plan.interpreter is not None:
+        os.set_inheritable(plan.tool.art.fd, True)  # the interpreter reads the script at /dev/fd/N
+    os.set_inheritable(fd, False)  # a binary needs no descriptor of its own after exec
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_DFL)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    try:
+        if os.execve in os.supports_fd:
+            os.execve(fd, plan.argv, plan.env)
+        else:  # no fexecve: the path, right after check_unchanged found it naming the verified file
+            os.execve(target.art.path, plan.argv, plan.env)
+    except OSError as err:
+        raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
+
+
+__all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_refusal",
+           "script_denied", "check_unchanged", "exec_verified", "find_bundles",
+           "locate", "read_shebang"]
