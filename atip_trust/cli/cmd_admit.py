@@ -61,6 +61,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
     p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
+    p.add_argument("--fetch", action="store_true",
+                   help="ask the policy's remote shim registries (trust.registries) for a shim by the "
+                   "tool's digest; without it only cached verified shims and folder registries are "
+                   "read (ATIP_OFFLINE forbids the network whatever is given)")
     add_identity_flags(p)
     p.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     p.add_argument("--staging", action="store_true", help="use the embedded staging root")
@@ -99,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
         staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
         audit_log=args.audit_log, defer_audit=True,
-        cache=not args.no_cache,
+        cache=not args.no_cache, fetch=args.fetch,
     )
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.
