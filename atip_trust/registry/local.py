@@ -4,7 +4,8 @@ An index, not evidence: what it records is what this user saw last, and a lookup
 the file now. ``get`` re-hashes the file when its identity (dev, inode, size, mtime_ns, ctime_ns;
 ``facts.artifact.FileIdentity``) differs from the one recorded with the digest, so an updated or
 replaced binary is noticed without hashing every unchanged one on every lookup (the same stat fast
-path as the verdict cache, state/cache.py).
+path as the verdict cache, state/cache.py: a file hashed within ``RACY_NS`` of its last change gets no
+recorded identity and is hashed on every lookup).
 
 Writes take an exclusive ``fcntl.flock`` on a sibling lock file (``registry.json.lock``) around the
 read-modify-write, so two processes adding tools at once do not lose either update, and replace the
@@ -39,6 +40,10 @@ from atip_trust.facts.digest import Digest
 FORMAT_VERSION = "2"
 #: An index of thousands of tools stays far below this.
 INDEX_BYTES = 16 * 1024 * 1024
+#: A file changed this close to when it was hashed may change again within the same timestamp tick
+#: (coarse file-system clocks) without its identity changing: its identity is not recorded, so every
+#: lookup hashes it until it is re-added (the verdict cache's rule, state/cache.py).
+RACY_NS = 2_000_000_000
 
 
 def _stat_key(ident: FileIdentity) -> list[int]:
@@ -187,8 +192,9 @@ class LocalRegistry:
             digest = art.sha256
             ident = art.identity
             where = str(art.path)
+        racy = time.time_ns() - max(ident.mtime_ns, ident.ctime_ns) < RACY_NS
         record: dict[str, Any] = {"path": where, "hash": str(digest), "source": source,
-                                  "lastChecked": _now(), "stat": _stat_key(ident)}
+                                  "lastChecked": _now(), "stat": None if racy else _stat_key(ident)}
         if shim_registry is not None:
             record["shimRegistry"] = shim_registry
         with self._locked() as doc:
