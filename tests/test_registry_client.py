@@ -89,23 +89,6 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache" / "registry"
 
 
-@pytest.fixture(scope="module")
-def _other_origin() -> Iterator[HTTPServer]:
-    server = HTTPServer(host="127.0.0.1", port=0)
-    server.start()
-    yield server
-    server.clear()
-    server.stop()
-
-
-@pytest.fixture
-def other_origin(_other_origin: HTTPServer) -> Iterator[HTTPServer]:
-    """Another origin: 127.0.0.1 on its own port (the default server listens as ``localhost``)."""
-    _other_origin.clear()
-    yield _other_origin
-    _other_origin.clear()
-
-
 def registry_policy(world: dict[str, Any], tmp_path: Path, *regs: dict[str, Any]) -> Path:
     doc = {
         "version": 1,
@@ -283,16 +266,16 @@ def test_server_error_fails_closed(world, tmp_path, cache_dir, httpserver: HTTPS
 
 
 def test_stalled_registry_fails_closed_within_the_timeout(
-        world, tmp_path, cache_dir, other_origin: HTTPServer) -> None:
+        world, tmp_path, cache_dir, second_server: HTTPServer) -> None:
     release = threading.Event()
 
     def stall(_: Request) -> Response:
         release.wait(10)
         return Response("{}")
 
-    serve(other_origin, {})
-    other_origin.expect_request(f"/shims/sha256/{world['hex']}.json").respond_with_handler(stall)
-    client = client_for(world, tmp_path, {"url": base(other_origin)})
+    serve(second_server, {})
+    second_server.expect_request(f"/shims/sha256/{world['hex']}.json").respond_with_handler(stall)
+    client = client_for(world, tmp_path, {"url": base(second_server)})
     client.timeout = 0.5
     started = time.monotonic()
     try:
@@ -326,8 +309,8 @@ def test_100_mb_shim_stops_at_the_byte_cap(world, tmp_path, cache_dir, httpserve
     assert not list(cache_dir.rglob("*.json"))
 
 
-def test_redirect_to_another_origin_is_refused_and_the_token_never_reaches_it(
-        world, tmp_path, cache_dir, httpserver: HTTPServer, other_origin: HTTPServer,
+def test_redirect_to_ansecond_server_is_refused_and_the_token_never_reaches_it(
+        world, tmp_path, cache_dir, httpserver: HTTPServer, second_server: HTTPServer,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REGISTRY_TOKEN", TOKEN)
     auth: list[str | None] = []
@@ -337,26 +320,26 @@ def test_redirect_to_another_origin_is_refused_and_the_token_never_reaches_it(
         return Response(json.dumps({"atip": {"version": "0.6"}}), content_type="application/json")
 
     httpserver.expect_request("/.well-known/atip-registry.json").respond_with_handler(manifest)
-    elsewhere = other_origin.url_for(f"/shims/sha256/{world['hex']}.json")
+    elsewhere = second_server.url_for(f"/shims/sha256/{world['hex']}.json")
     httpserver.expect_request(f"/shims/sha256/{world['hex']}.json").respond_with_data(
         "", status=302, headers={"Location": elsewhere})
-    serve(other_origin, {world["hex"]: world["good"]})
+    serve(second_server, {world["hex"]: world["good"]})
     result = client_for(world, tmp_path, {"url": base(httpserver), "tokenEnv": "REGISTRY_TOKEN"}
                         ).lookup(world["digest"])
     assert not result.found
     assert "refusing redirect" in reasons(result) and "another host (127.0.0.1" in reasons(result)
     assert auth == [f"Bearer {TOKEN}"]  # the token is used where policy says ...
-    assert other_origin.log == []        # ... and the other origin saw nothing at all
+    assert second_server.log == []        # ... and the other origin saw nothing at all
     assert TOKEN not in reasons(result)
 
 
-def test_manifest_cannot_point_shims_at_another_origin(
-        world, tmp_path, cache_dir, httpserver: HTTPServer, other_origin: HTTPServer) -> None:
+def test_manifest_cannot_point_shims_at_ansecond_server(
+        world, tmp_path, cache_dir, httpserver: HTTPServer, second_server: HTTPServer) -> None:
     serve(httpserver, {}, manifest={"atip": {"version": "0.6"}, "endpoints": {
-        "shims": other_origin.url_for("/shims/sha256/{hash}.json")}})
+        "shims": second_server.url_for("/shims/sha256/{hash}.json")}})
     result = client_for(world, tmp_path, {"url": base(httpserver)}).lookup(world["digest"])
     assert not result.found and "on the registry's own origin" in reasons(result)
-    assert other_origin.log == []
+    assert second_server.log == []
 
 
 # ------------------------------------------------------------------------------------------------
@@ -364,33 +347,33 @@ def test_manifest_cannot_point_shims_at_another_origin(
 
 
 def test_registries_are_asked_by_priority_and_allowlist_does_not_fall_through(
-        world, tmp_path, cache_dir, httpserver: HTTPServer, other_origin: HTTPServer) -> None:
+        world, tmp_path, cache_dir, httpserver: HTTPServer, second_server: HTTPServer) -> None:
     serve(httpserver, {})                                    # lists nothing
-    serve(other_origin, {world["hex"]: world["good"]})       # has the shim
-    first, second = base(httpserver), base(other_origin)
+    serve(second_server, {world["hex"]: world["good"]})       # has the shim
+    first, second = base(httpserver), base(second_server)
     fall = client_for(world, tmp_path, {"url": second, "priority": 50},
                       {"url": first, "priority": 10}).lookup(world["digest"])
     assert fall.found and fall.registry is not None and fall.registry.url == second
     assert [a.outcome for a in fall.attempts] == ["not-found", "found"]
 
-    other_origin.clear()
-    serve(other_origin, {world["hex"]: world["good"]})
+    second_server.clear()
+    serve(second_server, {world["hex"]: world["good"]})
     stop = client_for(world, tmp_path, {"url": second, "priority": 50},
                       {"url": first, "priority": 10, "mode": "allowlist"}).lookup(world["digest"])
     assert not stop.found
     assert "allowlist registry: no other registry is asked" in reasons(stop)
-    assert other_origin.log == []
+    assert second_server.log == []
 
 
 def test_atip_registries_selects_among_policy_registries_but_cannot_add_one(
-        world, tmp_path, cache_dir, httpserver: HTTPServer, other_origin: HTTPServer,
+        world, tmp_path, cache_dir, httpserver: HTTPServer, second_server: HTTPServer,
         monkeypatch: pytest.MonkeyPatch) -> None:
     serve(httpserver, {world["hex"]: world["good"]})
-    serve(other_origin, {world["hex"]: world["good"]})
-    regs = ({"url": base(httpserver), "priority": 1}, {"url": base(other_origin), "priority": 2})
-    monkeypatch.setenv("ATIP_REGISTRIES", base(other_origin) + "/")
+    serve(second_server, {world["hex"]: world["good"]})
+    regs = ({"url": base(httpserver), "priority": 1}, {"url": base(second_server), "priority": 2})
+    monkeypatch.setenv("ATIP_REGISTRIES", base(second_server) + "/")
     result = client_for(world, tmp_path, *regs).lookup(world["digest"])
-    assert result.registry is not None and result.registry.url == base(other_origin)
+    assert result.registry is not None and result.registry.url == base(second_server)
     assert httpserver.log == []
     monkeypatch.setenv("ATIP_REGISTRIES", "https://shims.attacker.example")
     with pytest.raises(UsageError, match="which policy does not name"):

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from atip_trust._base.files import open_regular, read_fd_capped
+from atip_trust._base.files import open_regular, private_dir, read_fd_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.facts.digest import Digest
@@ -198,18 +198,6 @@ def _check_endpoint(value: Any, where: str) -> str:
     return value
 
 
-def _private_dir(path: Path) -> bool:
-    """Create ``path`` 0700 if needed; usable only if it is a real directory of ours nobody else can
-    write (the cache is as trustworthy as the user's own files, state/cache.py)."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-            and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH))
-
-
 def _read_private(path: Path, cap: int) -> bytes | None:
     """A cache file's bytes, or None when absent or not to be trusted (a link, another owner, a
     group- or other-writable mode)."""
@@ -271,7 +259,7 @@ class _ShimCache:
         return (raw, bundle, info) if isinstance(info, dict) else None
 
     def usable(self) -> bool:
-        return _private_dir(self.root) and _private_dir(self.dir)
+        return private_dir(self.root, create=True) and private_dir(self.dir, create=True)
 
     def drop(self, hexdigest: str) -> None:
         _unlink(*self.paths(hexdigest))
