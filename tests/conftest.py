@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pytest_httpserver import HTTPServer
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -32,3 +34,21 @@ def _private_verdict_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Every test run gets its own verdict cache (state/cache.py), never the user's; subprocesses
     inherit it through the environment."""
     os.environ["ATIP_CACHE_DIR"] = str(tmp_path_factory.mktemp("verdict-cache"))
+
+
+@pytest.fixture(scope="session")
+def _second_server_session() -> Iterator[HTTPServer]:
+    server = HTTPServer(host="127.0.0.1", port=0)
+    server.start()
+    yield server
+    server.clear()
+    server.stop()
+
+
+@pytest.fixture
+def second_server(_second_server_session: HTTPServer) -> Iterator[HTTPServer]:
+    """Another origin for redirect and credential tests: 127.0.0.1 on its own port (pytest-httpserver's
+    default server listens as ``localhost``)."""
+    _second_server_session.clear()
+    yield _second_server_session
+    _second_server_session.clear()

@@ -75,23 +75,6 @@ def verify(meta: Path, *extra: str, subprocess: bool = False) -> Run:
     return cli_subprocess(*argv) if subprocess else cli(*argv)
 
 
-@pytest.fixture(scope="session")
-def _second_server_session() -> Iterator[HTTPServer]:
-    server = HTTPServer(host="127.0.0.1", port=0)
-    server.start()
-    yield server
-    server.clear()
-    server.stop()
-
-
-@pytest.fixture
-def second_server(_second_server_session: HTTPServer) -> Iterator[HTTPServer]:
-    """Another origin: 127.0.0.1 on its own port (the default server listens as ``localhost``)."""
-    _second_server_session.clear()
-    yield _second_server_session
-    _second_server_session.clear()
-
-
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

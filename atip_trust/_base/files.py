@@ -152,4 +152,18 @@ def read_capped(
         os.close(fd)
 
 
-__all__ = ["check_owner", "open_regular", "read_capped", "read_fd_capped"]
+def private_dir(path: str | os.PathLike[str], *, create: bool) -> bool:
+    """A per-user state folder is usable: it exists (made 0700 with its parents if ``create``), is a
+    real directory (not a link) owned by this user, and neither group nor others can write it. A
+    cache kept anywhere else could be filled by someone else; the caller then keeps nothing."""
+    try:
+        if create:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+__all__ = ["check_owner", "open_regular", "private_dir", "read_capped", "read_fd_capped"]

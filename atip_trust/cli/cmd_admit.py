@@ -50,6 +50,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--command", dest="command_words", metavar="WORDS", help='the command to decide for, e.g. "pr merge"')
     add_policy_flags(p)
     add_evidence_flags(p)
+    p.add_argument("--fetch", action="store_true",
+                   help="ask the policy's remote shim registries (trust.registries) for a shim by the "
+                   "tool's digest; without it only cached verified shims and folder registries are "
+                   "read (ATIP_OFFLINE forbids the network whatever is given)")
     p.add_argument("--interactive", choices=("auto", "always", "never"), default="auto",
                    help="who can answer an ask: auto (a terminal on stdin and CI unset), always (the "
                    "caller asks its user: a hook or agent runtime; exit 3), never (ask becomes deny)")
@@ -118,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
         staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
         audit_log=args.audit_log, defer_audit=True,
-        cache=not args.no_cache,
+        cache=not args.no_cache, fetch=args.fetch,
     )
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.

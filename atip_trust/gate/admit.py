@@ -5,7 +5,10 @@ loads a policy once (:func:`load_admission_policy`) and calls :func:`admit` per 
 
 Steps: (1) resolve the tool once (a bare name through PATH only, never the current directory) and open
 it once, hashing from that descriptor; (2) find the evidence: the given metadata, or a shim by digest in
-``shim_dir`` (``sha256/<hex>.json`` with ``.json.bundle``, RFC §4.3, §4.9), read once; (3) verify the
+``shim_dir`` (``sha256/<hex>.json`` with ``.json.bundle``, RFC §4.3, §4.9), else in the registries
+policy names (registry/client.py, RFC §4.4-4.7: cached verified shims and local folders always, the
+network only with ``fetch``; a shim found there is checked against *that* registry's signers), read
+once; (3) verify the
 tool with the policy's trust anchors (evaluate.py); (4) verify the metadata's own signature over the
 bytes that were read and its binding to this tool's digest and name (gate/metadata_trust.py): a shim
 against the registry signers policy names, a metadata bundle against the policy's signers. Only
@@ -30,11 +33,12 @@ from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Algorithm, Digest
 from atip_trust.facts.metadata import MetadataDocument, load_metadata, parse_metadata
-from atip_trust.facts.report import Decision, TrustLevel, TrustReport
+from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
 from atip_trust.gate.command_decision import decide_command
 from atip_trust.gate.interactive import Interactive, can_ask
 from atip_trust.gate.metadata_trust import verify_metadata
+from atip_trust.gate.shims import registry_client
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import to_agent_tool
@@ -210,6 +214,7 @@ def admit(
     audit_log: PathLike | None = None,
     defer_audit: bool = False,
     cache: bool = True,
+    fetch: bool = False,
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
@@ -227,6 +232,10 @@ def admit(
     ``cache``: reuse the trust report (and the metadata's verification) computed for the same bytes,
     evidence, policy, trusted root and constraints (state/cache.py); the decision is always made
     anew. ``False`` neither reads nor writes the cache.
+
+    ``fetch``: ask policy's remote shim registries over the network when no shim was found locally
+    (``ATIP_OFFLINE`` still forbids it); without it only cached verified shims and folder registries
+    are read, so an admission makes no request unless told to (README: no network unless asked).
     """
     known = _Known(tool=name or tool_name_of(tool), policy=policy)
     audit_log = audit_target(policy, audit, audit_log)
@@ -235,7 +244,7 @@ def admit(
             tool, known, policy=policy, command=command, metadata=metadata,
             metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            interactive=can_ask(interactive), cache=open_cache(cache),
+            interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch,
         )
     except Exception as err:
         if audit:
@@ -264,6 +273,7 @@ def _admit(
     staging: bool,
     interactive: bool,
     cache: VerdictCache | None,
+    fetch: bool = False,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins.
     trust_root = choose_trusted_root(
@@ -296,9 +306,27 @@ def _admit(
             meta_path, meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
             from_shim = meta_path is not None
         doc: MetadataDocument | None = None
+        shim_signers = [s for reg in policy.registries for s in reg.signers]
+        lookup_note: Check | None = None
+        if metadata is None and not from_shim and policy.registries:
+            found = registry_client(policy, trust_root=trust_root,
+                                    offline=None if fetch else True).lookup(digests["sha256"])
+            if found.document is not None and found.registry is not None:
+                # Verified by the client; verified again below with the same check as any shim,
+                # against the signers of the registry it came from only.
+                doc, meta_path, meta_bundle = found.document, found.shim_path, found.bundle_path
+                from_shim = True
+                shim_signers = list(found.registry.signers)
+            else:
+                lookup_note = Check("metadata.registry", "skip",
+                                    "no verified shim for this digest in policy's registries"
+                                    + ("" if fetch else " (cached and local only: --fetch asks "
+                                       "remote registries)"),
+                                    expected=f"a shim for {digests['sha256']} signed by a registry "
+                                    "signer policy names", actual=found.reasons)
         if given is not None:
             doc = parse_metadata(given)
-        elif meta_path is not None:
+        elif doc is None and meta_path is not None:
             # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
             doc = load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
 
@@ -329,8 +357,7 @@ def _admit(
         metadata_source = source if isinstance(source, str) else None
     else:
         if doc is not None:
-            signers = ([s for reg in policy.registries for s in reg.signers] if from_shim
-                       else list(policy.signers))
+            signers = shim_signers if from_shim else list(policy.signers)
             trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
                                     tool_name=tool_name,
                                     signer_kind="registry" if from_shim else "policy")
@@ -338,6 +365,9 @@ def _admit(
             effects_verified = trust.verified
             metadata_source = trust.source
         store(cache, key, report, effects_verified=effects_verified, metadata_source=metadata_source)
+
+    if lookup_note is not None:
+        report.checks.append(lookup_note)
 
     # (5) Decide.
     decision = decide_command(

@@ -28,7 +28,7 @@ from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import DigestSubject
 from atip_trust.facts.digest import Algorithm, Digest, hash_bytes
 from atip_trust.facts.metadata import MetadataDocument
-from atip_trust.facts.report import Check, TrustLevel
+from atip_trust.facts.report import Check, TrustLevel, TrustReport
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
@@ -44,6 +44,17 @@ class MetadataTrust:
     #: ``trust.source`` of a verified document (RFC §3.2.2 source values); None unless ``verified``.
     source: str | None = None
     checks: list[Check] = field(default_factory=list)
+
+
+def verify_signed_bytes(
+    raw: bytes, bundle: Path, rules: Sequence[IdentityRule], trust_root: TrustRoot
+) -> tuple[bool, Digest, TrustReport]:
+    """Does ``bundle`` sign exactly ``raw``, by one of ``rules``? The bytes in hand are hashed (never
+    a file read again), and the bundle is verified over that digest as any artifact's would be."""
+    signed = hash_bytes(raw, "sha256")
+    rep = evaluate(DigestSubject(signed), Evidence(bundles=(bundle,)), Constraints(signers=tuple(rules)),
+                   trust_root)
+    return rep.trust_level is TrustLevel.VERIFIED, signed, rep
 
 
 def _signature_check(
@@ -63,9 +74,7 @@ def _signature_check(
         return False, None, Check("metadata.signature", "fail",
                                   f"policy names no {who}: nobody can vouch for this {doc.kind}",
                                   expected=f"{who} in policy", actual=None, evidence=name)
-    signed = hash_bytes(doc.raw, "sha256")  # the parsed bytes, not the file again
-    rep = evaluate(DigestSubject(signed), Evidence(bundles=(bundle,)), Constraints(signers=rules), trust_root)
-    ok = rep.trust_level is TrustLevel.VERIFIED
+    ok, signed, rep = verify_signed_bytes(doc.raw, bundle, rules, trust_root)  # the parsed bytes
     return ok, signed, Check(
         "metadata.signature", "pass" if ok else "fail",
         f"{doc.kind} bytes are signed by {who}" if ok else
@@ -126,4 +135,4 @@ def verify_metadata(
     )
 
 
-__all__ = ["MetadataTrust", "verify_metadata"]
+__all__ = ["MetadataTrust", "verify_metadata", "verify_signed_bytes"]

@@ -37,7 +37,7 @@ import ipaddress
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,8 +240,20 @@ def _read_capped(resp: httpx.Response, url: str, max_bytes: int, deadline: float
     return b"".join(chunks)
 
 
-def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tuple[bytes, str]:
-    """Steps (1)-(5). Returns the body and the final URL (after same-origin redirects)."""
+def _request(
+    url: str,
+    *,
+    timeout: float,
+    max_bytes: int,
+    max_redirects: int,
+    headers: Mapping[str, str] | None = None,
+    answers: frozenset[int] = frozenset({200}),
+) -> tuple[int, bytes, str, dict[str, str]]:
+    """Steps (1)-(5). Returns the status (one of ``answers``), the body (read only for 200), the final
+    URL (after same-origin redirects) and the response's ``ETag`` / ``Last-Modified`` headers.
+
+    ``headers`` go with every hop; every hop is on the first URL's origin (step 3), so a credential
+    among them never reaches another host."""
     import httpx
 
     current = check_url(url)
@@ -252,17 +264,23 @@ def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tup
         if remaining <= 0:
             raise NetworkError(f"fetching {shown} timed out: not complete after {timeout} s")
         try:
-            with _client(current, remaining) as client, client.stream("GET", current) as resp:
+            with _client(current, remaining) as client, \
+                    client.stream("GET", current, headers=dict(headers or {})) as resp:
                 if resp.status_code in _REDIRECTS:
                     current = redirect_target(current, resp.headers.get("location"),
                                               resp.status_code)
                     continue
-                if resp.status_code != 200:
+                if resp.status_code not in answers:
+                    want = " or ".join(str(a) for a in sorted(answers))
                     raise NetworkError(
-                        f"fetching {shown} failed: expected status 200, got {resp.status_code} "
+                        f"fetching {shown} failed: expected status {want}, got {resp.status_code} "
                         f"{resp.reason_phrase}".rstrip()
                     )
-                return _read_capped(resp, shown, max_bytes, deadline, timeout), shown
+                kept = {k: v for k in ("etag", "last-modified")
+                        if (v := resp.headers.get(k)) is not None}
+                body = (_read_capped(resp, shown, max_bytes, deadline, timeout)
+                        if resp.status_code == 200 else b"")
+                return resp.status_code, body, shown, kept
         except httpx.TimeoutException as err:
             raise NetworkError(f"fetching {shown} timed out after {timeout} s "
                                f"({type(err).__name__})") from err
@@ -276,6 +294,51 @@ def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tup
         except httpx.InvalidURL as err:
             raise NetworkError(f"refusing to fetch {shown}: {err}") from err
     raise NetworkError(f"fetching {_printable(url)}: more than {max_redirects} redirects")
+
+
+def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tuple[bytes, str]:
+    """Steps (1)-(5), status 200 only. Returns the body and the final URL."""
+    _status, body, final, _headers = _request(url, timeout=timeout, max_bytes=max_bytes,
+                                              max_redirects=max_redirects)
+    return body, final
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    """One conditional GET's answer (``fetch_conditional``)."""
+
+    url: str
+    final_url: str
+    #: 200 (``body`` holds the bytes), 304 (not modified since the ``If-None-Match`` ETag) or 404.
+    status: int
+    body: bytes
+    etag: str | None
+    last_modified: str | None
+
+
+def fetch_conditional(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = LIMITS.fetch_timeout,
+    max_bytes: int = LIMITS.fetch_bytes,
+    max_redirects: int = MAX_REDIRECTS,
+) -> HttpAnswer:
+    """GET ``url`` under the rules of this module's docstring, for a caller that keeps a cache (the
+    shim registry client, RFC §4.7): ``headers`` (``If-None-Match``, ``Authorization``) are sent to
+    ``url``'s origin only (redirects to any other origin are refused before a connection is made);
+    200, 304 and 404 are answers, any other status is a ``NetworkError``."""
+    for key, value in (headers or {}).items():
+        if not value.isprintable() or not key.replace("-", "").isalnum():
+            # A CR/LF in a header (an ETag echoed from a cache file, a token from the environment)
+            # would split the request; name the header only, never its value (it may be a secret).
+            raise NetworkError(f"refusing to fetch {_printable(url)}: header {key!r} holds a control "
+                               "character")
+    status, body, final, kept = _request(url, timeout=timeout, max_bytes=max_bytes,
+                                         max_redirects=max_redirects, headers=headers,
+                                         answers=frozenset({200, 304, 404}))
+    return HttpAnswer(url=url, final_url=final, status=status, body=body, etag=kept.get("etag"),
+                      last_modified=kept.get("last-modified"))
 
 
 def fetch_bytes(
@@ -385,8 +448,10 @@ def fetched_provenance(
 # provenance_url are importable for tests and callers who want the same rules, but not re-exported.
 __all__ = [
     "FetchedMaterial",
+    "HttpAnswer",
     "check_url",
     "fetch_bytes",
+    "fetch_conditional",
     "fetch_provenance",
     "fetched_provenance",
 ]

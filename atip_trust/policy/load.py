@@ -290,6 +290,7 @@ def layer_from_document(
                 priority=r.get("priority", 100),
                 mode=r.get("mode", "fallthrough"),
                 name=r.get("name"),
+                token_env=r.get("tokenEnv"),
             )
             for i, r in enumerate(trust["registries"])
         )

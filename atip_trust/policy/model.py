@@ -145,6 +145,8 @@ class RegistryRule:
     priority: int = 100
     mode: Literal["allowlist", "fallthrough"] = "fallthrough"
     name: str | None = None
+    #: The environment variable holding a bearer token for this registry (RFC §4.6 ``tokenEnvVar``).
+    token_env: str | None = None
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import platformdirs
 
-from atip_trust._base.files import open_regular, read_fd_capped
+from atip_trust._base.files import open_regular, private_dir, read_fd_capped
 from atip_trust._base.jsonio import canonical_digest, parse_json
 from atip_trust.errors import AtipTrustError
 
@@ -88,14 +88,7 @@ class VerdictCache:
     def _usable(self, *, create: bool) -> bool:
         """The directory exists (made 0700 if ``create``), is a real directory owned by this user and
         not writable by group or others; otherwise the cache is not used at all."""
-        try:
-            if create:
-                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            st = os.lstat(self.directory)
-        except OSError:
-            return False
-        return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-                and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH))
+        return private_dir(self.directory, create=create)
 
     def _entries(self) -> list[tuple[Path, os.stat_result]]:
         out: list[tuple[Path, os.stat_result]] = []

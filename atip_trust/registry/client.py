@@ -1,0 +1,520 @@
+"""The shim registry client (RFC §4.4-4.7): a shim for a binary, found by its sha256, trusted only as
+far as policy says.
+
+A registry is a static file host: ``<url>/.well-known/atip-registry.json`` (the manifest, §4.4.2) and
+``<url>/shims/sha256/<hex>.json`` with ``<hex>.json.bundle`` beside it (§4.4.1, §4.9). A ``file://``
+URL or an absolute path is a local folder laid out the same way (``shims/sha256/`` or ``sha256/``).
+
+What makes a shim count (README "Decision rules"; docs/architecture.md, registries):
+
+* **Policy names the registry and its signers.** ``RegistrySpec`` values come from policy
+  (``trust.registries``); the manifest's own ``trust.signers`` are never read as anchors, and
+  ``ATIP_REGISTRIES`` can only select among the registries policy names (an environment variable
+  adds no trust).
+* **Signed over the exact bytes.** The ``ShimVerifier`` the caller passes checks the bundle over the
+  bytes that were received, against that registry's signers; the same bytes are then parsed.
+* **Bound to the digest looked up.** ``binary.hash`` must equal it (§4.5): a validly signed shim for
+  another binary is rejected.
+
+Order (§4.6): by ``priority`` (lower first, then policy order). A registry in ``allowlist`` mode
+(§4.8) ends the search whatever it answers: a tool it does not list (or a shim it serves that fails
+verification, or an error) is not looked up elsewhere. A ``fallthrough`` registry's miss, rejection or
+error moves on to the next; each leaves an ``Attempt`` naming why.
+
+Network (net/fetch.py, the one HTTP client): https only (plain http for loopback hosts), same-origin
+redirects, a timeout and a byte cap on every request, no credentials except the bearer token read from
+the environment variable policy names (``tokenEnv``), which therefore never reaches another origin.
+A failed request fails closed: no shim from that registry, never a stale or unverified one.
+
+Cache (§4.7): per registry, ``<cache_dir>/<sha256(url)[:16]>/shims/sha256/<hex>.json`` and
+``.json.bundle``, byte-for-byte as signed, written only after they verified (into a private temporary
+file, then ``os.replace``), 0600 in 0700 directories; ``<hex>.meta.json`` keeps the ETag and when it
+was checked. A cached shim is verified again on every use (policy's signers may have changed since).
+Within the TTL (default 24 h) it is used as is; after it, a conditional request (``If-None-Match``)
+revalidates it (304: reused), a 404 removes it. ``ATIP_OFFLINE`` (or ``offline=True``): no request at
+all, the cached verified shims only, whatever their age. ``ATIP_REFRESH=1``: the TTL is zero.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from atip_trust._base.files import open_regular, private_dir, read_fd_capped
+from atip_trust._base.jsonio import parse_json
+from atip_trust.errors import AtipTrustError, UsageError
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.metadata import MetadataDocument, parse_metadata
+from atip_trust.limits import LIMITS
+from atip_trust.net.fetch import fetch_conditional
+
+#: RFC §4.7: re-check a cached shim after this many seconds.
+DEFAULT_TTL = 24 * 3600.0
+#: The manifest is small; a registry that sends more is refused.
+MANIFEST_BYTES = 1024 * 1024
+#: §4.4.2 default endpoints, relative to the registry URL.
+DEFAULT_SHIMS = "/shims/sha256/{hash}.json"
+MANIFEST_PATH = "/.well-known/atip-registry.json"
+
+Outcome = Literal["found", "not-found", "rejected", "error", "offline"]
+
+
+@dataclass(frozen=True)
+class RegistrySpec:
+    """One registry as *policy* names it (``trust.registries`` entry)."""
+
+    url: str
+    #: The policy's signer rules for this registry; opaque here, handed to the ``ShimVerifier``.
+    signers: tuple[Any, ...]
+    priority: int = 100
+    mode: Literal["allowlist", "fallthrough"] = "fallthrough"
+    name: str | None = None
+    #: The environment variable holding a bearer token for this registry (never the token itself).
+    token_env: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.url
+
+    @property
+    def is_local(self) -> bool:
+        return self.url.startswith(("file://", "/"))
+
+
+@dataclass(frozen=True)
+class SignatureVerdict:
+    """The ``ShimVerifier``'s answer about one shim's bytes and bundle."""
+
+    ok: bool
+    identity: str | None = None
+    issuer: str | None = None
+    #: Why not (expected and actual), or what passed.
+    reason: str = ""
+
+
+#: ``(shim_bytes, bundle_path, spec) -> SignatureVerdict``: the bundle verified over exactly these bytes
+#: against ``spec.signers`` (gate/shims.py supplies the project's verifier).
+ShimVerifier = Callable[[bytes, Path, RegistrySpec], SignatureVerdict]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one registry answered for one lookup."""
+
+    registry: str
+    outcome: Outcome
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"registry": self.registry, "outcome": self.outcome, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ShimResult:
+    """A lookup's answer: a verified shim, or none and why."""
+
+    digest: Digest
+    document: MetadataDocument | None = None
+    #: The verified bytes (what the signature covers and ``document`` was parsed from).
+    raw: bytes | None = None
+    registry: RegistrySpec | None = None
+    signer: str | None = None
+    issuer: str | None = None
+    #: The shim and its bundle on disk (the cache, or a local registry's folder).
+    shim_path: Path | None = None
+    bundle_path: Path | None = None
+    from_cache: bool = False
+    attempts: tuple[Attempt, ...] = field(default_factory=tuple)
+
+    @property
+    def found(self) -> bool:
+        return self.document is not None
+
+    @property
+    def reasons(self) -> list[str]:
+        if not self.attempts:
+            return ["policy names no shim registry (trust.registries)"]
+        return [f"{a.registry}: {a.reason}" for a in self.attempts if a.outcome != "found"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "digest": str(self.digest),
+            "found": self.found,
+            "registry": self.registry.url if self.registry else None,
+            "signer": self.signer,
+            "issuer": self.issuer,
+            "from_cache": self.from_cache,
+            "attempts": [a.to_json() for a in self.attempts],
+        }
+
+
+class _Rejected(Exception):
+    """A shim (or bundle) that was received but does not count; the message says why."""
+
+
+def env_flag(name: str) -> bool:
+    """An on/off environment variable: unset, empty, ``0``, ``false``, ``no``, ``off`` are off; any
+    other value is on (``ATIP_OFFLINE=maybe`` means no network: the safe reading)."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _norm(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+def select_registries(specs: Sequence[RegistrySpec], env: str | None) -> tuple[RegistrySpec, ...]:
+    """``ATIP_REGISTRIES`` (comma-separated URLs, RFC §4.6) narrows policy's registries to those it
+    lists; it cannot add one (policy names each registry's signers). A URL policy does not name is a
+    ``UsageError``: the user asked for a registry that cannot be trusted."""
+    if env is None or not env.strip():
+        return tuple(specs)
+    wanted = [_norm(u) for u in env.split(",") if u.strip()]
+    known = {_norm(s.url): s for s in specs}
+    unknown = [u for u in wanted if u not in known]
+    if unknown:
+        raise UsageError(
+            f"ATIP_REGISTRIES names {', '.join(unknown)}, which policy does not name "
+            f"(trust.registries: {', '.join(known) or 'none'}); a registry needs its signers in "
+            "policy, so the environment can only choose among policy's registries")
+    return tuple(s for s in specs if _norm(s.url) in wanted)
+
+
+def _check_endpoint(value: Any, where: str) -> str:
+    """A manifest endpoint is an absolute path on the registry's own origin with one ``{hash}``."""
+    if not isinstance(value, str) or not value.startswith("/") or value.startswith("//") \
+            or value.count("{hash}") != 1 or ".." in value or "?" in value or "#" in value \
+            or not value.isprintable() or "\\" in value:
+        raise _Rejected(f"manifest {where} must be a path like {DEFAULT_SHIMS!r} on the registry's "
+                        f"own origin, got {value!r}")
+    return value
+
+
+def _read_private(path: Path, cap: int) -> bytes | None:
+    """A cache file's bytes, or None when absent or not to be trusted (a link, another owner, a
+    group- or other-writable mode)."""
+    try:
+        fd, st = open_regular(path, what="cached shim", follow_links=False)
+    except AtipTrustError:
+        return None
+    try:
+        if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        return read_fd_capped(fd, cap, what="cached shim")
+    except AtipTrustError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: Path, data: bytes) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)  # 0600
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return Path(tmp)
+
+
+def _unlink(*paths: Path | None) -> None:
+    for p in paths:
+        if p is not None:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
+class _ShimCache:
+    """One registry's cached shims (module docstring, "Cache")."""
+
+    def __init__(self, root: Path, spec: RegistrySpec) -> None:
+        key = hashlib.sha256(_norm(spec.url).encode("utf-8")).hexdigest()[:16]
+        self.dir = root / key / "shims" / "sha256"
+        self.root = root / key
+
+    def paths(self, hexdigest: str) -> tuple[Path, Path, Path]:
+        base = self.dir / f"{hexdigest}.json"
+        return base, Path(f"{base}.bundle"), self.dir / f"{hexdigest}.meta.json"
+
+    def read(self, hexdigest: str) -> tuple[bytes, Path, dict[str, Any]] | None:
+        shim, bundle, meta = self.paths(hexdigest)
+        raw = _read_private(shim, LIMITS.metadata_bytes)
+        meta_raw = _read_private(meta, MANIFEST_BYTES)
+        if raw is None or meta_raw is None or not bundle.is_file():
+            return None
+        try:
+            info = parse_json(meta_raw, what="cached shim metadata")
+        except AtipTrustError:
+            return None
+        return (raw, bundle, info) if isinstance(info, dict) else None
+
+    def usable(self) -> bool:
+        return private_dir(self.root, create=True) and private_dir(self.dir, create=True)
+
+    def drop(self, hexdigest: str) -> None:
+        _unlink(*self.paths(hexdigest))
+
+    def touch(self, hexdigest: str, info: dict[str, Any]) -> None:
+        """Rewrite the meta file (a 304: checked again now)."""
+        _, _, meta = self.paths(hexdigest)
+        tmp: Path | None = None
+        try:
+            tmp = _write_temp(self.dir, json.dumps(info).encode("utf-8"))
+            os.replace(tmp, meta)
+            tmp = None
+        except OSError:
+            pass
+        finally:
+            _unlink(tmp)
+
+
+class RegistryClient:
+    """Look shims up by digest in policy's registries (module docstring)."""
+
+    def __init__(
+        self,
+        registries: Sequence[RegistrySpec],
+        verify: ShimVerifier,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        offline: bool | None = None,
+        ttl: float | None = None,
+        timeout: float = LIMITS.fetch_timeout,
+        max_bytes: int = LIMITS.metadata_bytes,
+    ) -> None:
+        """``cache_dir``: where verified shims are kept (None: no cache; offline then finds nothing
+        remote). ``offline``: no network (None: ``ATIP_OFFLINE``). ``ttl``: seconds a cached shim is
+        used without asking (None: 24 h, 0 with ``ATIP_REFRESH=1``). ``timeout`` and ``max_bytes``:
+        per request (connect, each read and the whole request; bytes of one body)."""
+        chosen = select_registries(registries, os.environ.get("ATIP_REGISTRIES"))
+        # Stable: equal priorities keep policy's order.
+        self.registries: tuple[RegistrySpec, ...] = tuple(sorted(chosen, key=lambda s: s.priority))
+        self.verify = verify
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.offline = env_flag("ATIP_OFFLINE") if offline is None else offline
+        self.ttl = (0.0 if env_flag("ATIP_REFRESH") else DEFAULT_TTL) if ttl is None else ttl
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self._manifests: dict[str, str | _Rejected] = {}
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    # -- the lookup -------------------------------------------------------------------------------
+    def lookup(self, digest: Digest) -> ShimResult:
+        """The first verified shim for ``digest`` (a sha256 ``Digest``) in priority order; an
+        allowlist registry ends the search whatever it answers. Never raises for what a registry
+        does: its failures are ``Attempt`` values."""
+        if digest.algorithm != "sha256":
+            raise UsageError(f"shims are looked up by sha256 (RFC §4.1), got {digest.algorithm}")
+        attempts: list[Attempt] = []
+        for spec in self.registries:
+            result, attempt = self._one(spec, digest)
+            if attempt.outcome != "found" and spec.mode == "allowlist":
+                attempt = Attempt(attempt.registry, attempt.outcome,
+                                  f"{attempt.reason}; allowlist registry: no other registry is asked")
+            attempts.append(attempt)
+            if result is not None:
+                return replace(result, attempts=tuple(attempts))
+            if spec.mode == "allowlist":
+                break
+        return ShimResult(digest=digest, attempts=tuple(attempts))
+
+    def _one(self, spec: RegistrySpec, digest: Digest) -> tuple[ShimResult | None, Attempt]:
+        try:
+            if spec.is_local:
+                return self._local(spec, digest)
+            return self._remote(spec, digest)
+        except _Rejected as why:
+            return None, Attempt(spec.label, "rejected", str(why))
+        except AtipTrustError as err:
+            return None, Attempt(spec.label, "error", err.diagnostics())
+
+    def _accept(self, spec: RegistrySpec, digest: Digest, raw: bytes, bundle: Path | None,
+                where: str) -> tuple[MetadataDocument, SignatureVerdict]:
+        """Bound to the digest (§4.5), then signed by a registry signer policy names; or ``_Rejected``."""
+        try:
+            doc = parse_metadata(raw, source_name=where, lookup_digest=digest)
+        except AtipTrustError as err:
+            raise _Rejected(f"shim at {where} refused: {err.diagnostics()}") from err
+        if bundle is None:
+            raise _Rejected(f"shim at {where} is unsigned (no .bundle): expected a bundle signed by "
+                            f"a signer policy names for {spec.label}")
+        if not spec.signers:
+            raise _Rejected(f"policy names no signers for {spec.label}: nobody can vouch for its shims")
+        verdict = self.verify(raw, bundle, spec)
+        if not verdict.ok:
+            raise _Rejected(f"shim at {where} refused: {verdict.reason}")
+        return doc, verdict
+
+    # -- a local folder -----------------------------------------------------------------------------
+    def _local(self, spec: RegistrySpec, digest: Digest) -> tuple[ShimResult | None, Attempt]:
+        base = Path(unquote(urlsplit(spec.url).path)) if spec.url.startswith("file://") else Path(spec.url)
+        for shim in (base / "shims" / "sha256" / f"{digest.hex}.json",
+                     base / "sha256" / f"{digest.hex}.json"):
+            if not shim.is_file():
+                continue
+            raw = _read_private(shim, LIMITS.metadata_bytes)
+            if raw is None:
+                raise _Rejected(f"{shim} is not a regular file this user or root owns and only "
+                                "they can write")
+            bundle = Path(f"{shim}.bundle")
+            doc, verdict = self._accept(spec, digest, raw, bundle if bundle.is_file() else None,
+                                        str(shim))
+            return self._found(spec, digest, doc, raw, verdict, shim, bundle, cached=False)
+        return None, Attempt(spec.label, "not-found", f"no shim for {digest} in {base}")
+
+    # -- a remote registry --------------------------------------------------------------------------
+    def _headers(self, spec: RegistrySpec) -> dict[str, str]:
+        token = os.environ.get(spec.token_env, "") if spec.token_env else ""
+        return {"Authorization": f"Bearer {token.strip()}"} if token.strip() else {}
+
+    def _shim_url(self, spec: RegistrySpec, digest: Digest) -> str:
+        """The shim's URL by the manifest's ``endpoints.shims`` (checked, same origin), fetched once
+        per client; a registry without a readable manifest is not asked further."""
+        base = _norm(spec.url)
+        got = self._manifests.get(base)
+        if got is None:
+            try:
+                got = self._manifest(spec)
+            except _Rejected as why:
+                got = why
+            self._manifests[base] = got
+        if isinstance(got, _Rejected):
+            raise got
+        return base + got.replace("{hash}", digest.hex)
+
+    def _manifest(self, spec: RegistrySpec) -> str:
+        url = _norm(spec.url) + MANIFEST_PATH
+        answer = fetch_conditional(url, headers=self._headers(spec), timeout=self.timeout,
+                                   max_bytes=min(self.max_bytes, MANIFEST_BYTES))
+        if answer.status != 200:
+            raise _Rejected(f"{url} answered {answer.status}: not an ATIP registry (RFC §4.4.2 "
+                            "manifest expected)")
+        try:
+            doc = parse_json(answer.body, what="registry manifest", max_depth=LIMITS.json_depth)
+        except AtipTrustError as err:
+            raise _Rejected(f"{url}: {err.diagnostics()}") from err
+        if not isinstance(doc, dict) or not isinstance(doc.get("atip"), dict):
+            raise _Rejected(f"{url} is not an ATIP registry manifest (expected an object with "
+                            "\"atip\")")
+        endpoints = doc.get("endpoints", {})
+        if not isinstance(endpoints, dict):
+            raise _Rejected(f"{url}: endpoints must be an object")
+        shims = _check_endpoint(endpoints.get("shims", DEFAULT_SHIMS), "endpoints.shims")
+        # The bundle sits beside the shim (§4.4.1, §4.9); a manifest cannot move it elsewhere.
+        if endpoints.get("signatures", shims + ".bundle") != shims + ".bundle":
+            raise _Rejected(f"{url}: endpoints.signatures must be endpoints.shims + \".bundle\", got "
+                            f"{endpoints.get('signatures')!r}")
+        return shims
+
+    def _remote(self, spec: RegistrySpec, digest: Digest) -> tuple[ShimResult | None, Attempt]:
+        cache = _ShimCache(self.cache_dir, spec) if self.cache_dir is not None else None
+        cached = cache.read(digest.hex) if cache is not None else None
+        hit: tuple[ShimResult, Attempt] | None = None
+        info: dict[str, Any] = {}
+        if cached is not None and cache is not None:
+            raw, bundle, info = cached
+            try:
+                doc, verdict = self._accept(spec, digest, raw, bundle, f"cache {cache.dir}")
+            except _Rejected:
+                cache.drop(digest.hex)  # not what was verified when stored: never used, fetched anew
+                info = {}
+            else:
+                shim_path, _, _ = cache.paths(digest.hex)
+                hit = self._found(spec, digest, doc, raw, verdict, shim_path, bundle, cached=True)
+        if self.offline:
+            if hit is not None:
+                return hit
+            return None, Attempt(spec.label, "offline",
+                                 f"offline (ATIP_OFFLINE): no cached verified shim for {digest}")
+        checked = info.get("checked")
+        if hit is not None and isinstance(checked, (int, float)) and 0 <= time.time() - checked < self.ttl:
+            return hit
+
+        url = self._shim_url(spec, digest)
+        headers = self._headers(spec)
+        etag = info.get("etag") if hit is not None else None
+        if isinstance(etag, str):
+            headers["If-None-Match"] = etag
+        answer = fetch_conditional(url, headers=headers, timeout=self.timeout, max_bytes=self.max_bytes)
+        if answer.status == 304:
+            if hit is None or cache is None:
+                raise _Rejected(f"{url} answered 304 Not Modified to a request that was not "
+                                "conditional")
+            cache.touch(digest.hex, {**info, "checked": time.time()})
+            return hit
+        if answer.status == 404:
+            if cache is not None:
+                cache.drop(digest.hex)  # withdrawn by the registry: the cached copy goes too
+            return None, Attempt(spec.label, "not-found", f"{url}: 404, no shim for {digest}")
+        bundle_answer = fetch_conditional(url + ".bundle", headers=self._headers(spec),
+                                          timeout=self.timeout, max_bytes=self.max_bytes)
+        if bundle_answer.status != 200:
+            raise _Rejected(f"shim at {url} is unsigned: {url}.bundle answered {bundle_answer.status}; "
+                            f"expected a bundle signed by a signer policy names for {spec.label}")
+        return self._store(spec, digest, cache, url, answer.body, bundle_answer.body,
+                           etag=answer.etag)
+
+    def _scratch(self) -> Path:
+        """Without a usable cache: one private temporary folder for this client's shims (removed
+        with the client), so that a result's ``bundle_path`` stays readable while it is in use."""
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="atip-trust-shims-")
+        return Path(self._tmp.name)
+
+    def _store(self, spec: RegistrySpec, digest: Digest, cache: _ShimCache | None, url: str,
+               raw: bytes, bundle_bytes: bytes, *, etag: str | None) -> tuple[ShimResult, Attempt]:
+        """Verify the received pair from private temporary files, then move them into place: only
+        verified bytes are ever stored under a shim's name."""
+        usable = cache is not None and cache.usable()
+        where = cache.dir if cache is not None and usable else self._scratch()
+        tmp_shim: Path | None = _write_temp(where, raw)
+        tmp_bundle: Path | None = _write_temp(where, bundle_bytes)
+        try:
+            assert tmp_shim is not None and tmp_bundle is not None
+            doc, verdict = self._accept(spec, digest, raw, tmp_bundle, url)
+            if cache is not None and usable:
+                shim_path, bundle_path, _ = cache.paths(digest.hex)
+            else:
+                shim_path = where / f"{digest.hex}.json"
+                bundle_path = where / f"{digest.hex}.json.bundle"
+            os.replace(tmp_bundle, bundle_path)
+            tmp_bundle = None
+            os.replace(tmp_shim, shim_path)
+            tmp_shim = None
+            if cache is not None and usable:
+                cache.touch(digest.hex, {"url": url, "etag": etag, "checked": time.time()})
+            return self._found(spec, digest, doc, raw, verdict, shim_path, bundle_path, cached=False)
+        finally:
+            _unlink(tmp_shim, tmp_bundle)
+
+    @staticmethod
+    def _found(spec: RegistrySpec, digest: Digest, doc: MetadataDocument, raw: bytes,
+               verdict: SignatureVerdict, shim: Path, bundle: Path, *,
+               cached: bool) -> tuple[ShimResult, Attempt]:
+        how = "cached copy, verified again" if cached else "verified"
+        return (ShimResult(digest=digest, document=doc, raw=raw, registry=spec, signer=verdict.identity,
+                           issuer=verdict.issuer, shim_path=shim, bundle_path=bundle, from_cache=cached),
+                Attempt(spec.label, "found", f"shim for {digest} signed by {verdict.identity} ({how})"))
+
+
+__all__ = [
+    "Attempt",
+    "DEFAULT_TTL",
+    "RegistryClient",
+    "RegistrySpec",
+    "ShimResult",
+    "ShimVerifier",
+    "SignatureVerdict",
+    "env_flag",
+    "select_registries",
+]
