@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
 from typing import Any, Literal
 
-from atip_trust.errors import AtipTrustError
+from atip_trust.errors import UsageError
 from atip_trust.facts.aip14 import ToolContract, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
 from atip_trust.facts.effects import State, classify, merge_states, walk_command
@@ -123,7 +123,6 @@ class CallDecision:
     #: The policy's decision for this command line and these effects (the capability gates are its).
     decision: Decision
     effects_verified: bool = False
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def valid(self) -> bool:
@@ -174,13 +173,24 @@ def resolve_words(
     return best, rest[len(best.argv_prefix):], None
 
 
-def _cost_estimate(levels: Sequence[Mapping[str, Any]], verified: bool) -> tuple[str | None, str | None]:
-    """(highest declared estimate, the estimate that counts): unverified or absent counts as ``high``,
-    a declared estimate above that is still counted (a risky claim needs no verification)."""
-    declared = [c.get("estimate") for lv in levels if isinstance(c := lv.get("cost"), Mapping)]
-    ranks = [COST_ORDER.index(e) for e in declared if e in COST_ORDER]
-    top = COST_ORDER[max(ranks)] if ranks else None
-    return top, top if (verified and top is not None) else "high"
+def _cost_estimate(
+    sources: Sequence[tuple[Sequence[Mapping[str, Any]], bool]],
+) -> tuple[str | None, str]:
+    """(highest declared estimate, the estimate that counts) over (effects levels, verified) sources:
+    the highest estimate a verified source declares, ``high`` when none does, and never below what an
+    unverified source declares (a risky claim needs no verification)."""
+    trusted: list[int] = []
+    claimed: list[int] = []
+    for levels, verified in sources:
+        for lv in levels:
+            cost = lv.get("cost")
+            est = cost.get("estimate") if isinstance(cost, Mapping) else None
+            if est in COST_ORDER:
+                (trusted if verified else claimed).append(COST_ORDER.index(est))
+    counted = max(trusted) if trusted else len(COST_ORDER) - 1
+    counted = max([counted, *claimed])
+    declared = max(trusted + claimed) if trusted or claimed else None
+    return (COST_ORDER[declared] if declared is not None else None), COST_ORDER[counted]
 
 
 def validate_call(
@@ -208,7 +218,6 @@ def validate_call(
     tool = tool_name or (str(meta.get("name")) if meta is not None and meta.get("name") else None) or (
         PurePath(name[0]).name if not isinstance(name, str) and name else str(name))
     extra: list[tuple[Violation, RuleBehavior, Reason]] = []
-    notes: list[str] = []
 
     def add(code: str, message: str, behavior: RuleBehavior, *, rule: str, expected: Any = None,
             actual: Any = None, path: tuple[str, ...] | None = None) -> None:
@@ -300,9 +309,9 @@ def validate_call(
     # (6) Cost (policy ``calls``) and the contracts' approval class.
     limits = effective.call_limits
     if cmd is not None and limits.max_cost_estimate is not None:
-        levels = [*cmd.effect_levels, *(c.effects for c in contracts)]
-        declared, counted = _cost_estimate(levels, effects_verified and (contracts_verified or not contracts))
-        if counted is not None and COST_ORDER.index(counted) > COST_ORDER.index(limits.max_cost_estimate):
+        declared, counted = _cost_estimate([(cmd.effect_levels, effects_verified),
+                                            ([c.effects for c in contracts], contracts_verified)])
+        if COST_ORDER.index(counted) > COST_ORDER.index(limits.max_cost_estimate):
             add("COST_EXCEEDS_LIMIT",
                 f"cost estimate {counted} is above the limit {limits.max_cost_estimate}"
                 + ("" if declared == counted else
@@ -331,8 +340,7 @@ def validate_call(
                                      rule="builtin:non-interactive", expected="interactive session",
                                      actual="non-interactive"))
     return CallDecision(behavior=behavior, violations=tuple(violations), reasons=tuple(reasons), tool=tool,
-                        command=cmd, argv=argv, decision=decision, effects_verified=effects_verified,
-                        notes=tuple(notes))
+                        command=cmd, argv=argv, decision=decision, effects_verified=effects_verified)
 
 
 def check_call(
@@ -367,7 +375,7 @@ def check_call(
                              delegation=delegation, contracts=contracts, contracts_verified=contracts_verified,
                              interactive=interactive, now=now)
     if not isinstance(admission_or_report, TrustReport):
-        raise AtipTrustError(f"check_call needs an Admission or a TrustReport, got "
+        raise UsageError(f"check_call needs an Admission or a TrustReport, got "
                              f"{type(admission_or_report).__name__}")
     return validate_call(metadata, name, arguments, policy=policy, report=admission_or_report,
                          effects_verified=False, delegation=delegation, contracts=contracts,
