@@ -42,6 +42,11 @@ class Limits:
     #: Places where the sub-command may start after leading options of unknown arity (``git -C . push``):
     #: deny and ask rules are tried at each; above the cap the command is denied as ambiguous.
     command_start_candidates: int = 64
+    #: An AIP-14 ``TOOL.md`` (a contract is a few KiB of frontmatter and prose).
+    tool_md_bytes: int = 256 * 1024
+    #: YAML events (scalars, collection starts and ends) in one frontmatter: a bound on the parsed tree
+    #: that does not depend on how the text is spelled.
+    yaml_events: int = 20_000
 
 
 LIMITS = Limits()

@@ -51,6 +51,7 @@ BOUNDARIES: dict[str, tuple[str, ...]] = {
     "google": ("atip_trust.provenance",),
     "platformdirs": ("atip_trust.state",),
     "rich": ("atip_trust.cli",),
+    "yaml": ("atip_trust._base.yamlio",),
 }
 
 

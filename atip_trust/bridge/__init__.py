@@ -1,6 +1,7 @@
 """Layer 6: the bridge: ATIP metadata compiled to OpenAI, Gemini and Anthropic tools (only what policy
 admits, bridge/surface.py), tool calls parsed, results filtered and returned (RFC §8)."""
 
+from atip_trust.bridge.argv import tool_call_to_argv
 from atip_trust.bridge.compile import (
     OPENAI_DESCRIPTION_MAX_LENGTH,
     SAFETY_FLAGS,
@@ -35,4 +36,5 @@ __all__ = [
     "to_anthropic",
     "to_gemini",
     "to_openai",
+    "tool_call_to_argv",
 ]

@@ -101,6 +101,9 @@ class Admission:
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
     #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
     cache: str = "off"
+    #: sha256 of the metadata bytes this admission read (None without metadata): a call validated later
+    #: counts the effects as verified only for these exact bytes (gate/validate.py).
+    metadata_sha256: str | None = None
 
     @property
     def behavior(self) -> str:
@@ -386,6 +389,7 @@ def _admit(
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
         cache="off" if key is None else "hit" if hit is not None else "miss",
+        metadata_sha256=str(doc.sha256) if doc is not None else None,
     )
 
 

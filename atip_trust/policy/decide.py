@@ -531,6 +531,19 @@ def _gate(v: _Verdicts, info: list[Reason], waiver: Waiver | None, level: TrustL
         v.add(below, r, source)
 
 
+def effect_classes_of(reason: Reason) -> tuple[str, ...]:
+    """The effect classes a gating reason is about: ``CAPABILITY_GATED`` (step 7, rule
+    ``capabilities.<class>[|<class>...]``) and ``EFFECT_RESTRICTED`` (step 6, rule
+    ``delegation.effectRestrictions.<class>``). The call validator (gate/validate.py) reads its
+    violations from these reasons, so that a call's violations and the policy's gating are one decision."""
+    rule = reason.rule or ""
+    if reason.code == "CAPABILITY_GATED" and rule.startswith("capabilities."):
+        return tuple(rule[len("capabilities."):].split("|"))
+    if reason.code == "EFFECT_RESTRICTED" and rule.startswith("delegation.effectRestrictions."):
+        return (rule[len("delegation.effectRestrictions."):],)
+    return ()
+
+
 def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     best = v.strictest()
     final, source = best if best is not None else ("deny", "default")
@@ -635,4 +648,4 @@ def to_agent_tool(
 
 
 
-__all__ = ["to_agent_tool"]
+__all__ = ["effect_classes_of", "to_agent_tool"]

@@ -213,6 +213,18 @@ class Defaults:
     read_only_min_trust_level: TrustLevel = TrustLevel.VERIFIED
 
 
+#: RFC §3.6 ``cost.estimate`` values, cheapest first.
+COST_ORDER: tuple[str, ...] = ("free", "low", "medium", "high")
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """The ``calls`` section composed over every layer: the lowest cost limit, deny over ask."""
+
+    max_cost_estimate: str | None = None
+    over_cost: Literal["ask", "deny"] = "ask"
+
+
 @dataclass(frozen=True)
 class PolicyLayer:
     """One policy document (org, local or CLI flags), parsed; composition combines layers."""
@@ -325,6 +337,22 @@ class Policy:
                    and "log" in layer.document["audit"] for layer in self.layers)
 
     @property
+    def call_limits(self) -> CallLimits:
+        """The ``calls`` section of every layer, the strictest value winning (a layer only tightens)."""
+        limit: str | None = None
+        over: Literal["ask", "deny"] = "ask"
+        for layer in self.layers:
+            calls = layer.document.get("calls")
+            if not isinstance(calls, dict):
+                continue
+            cost = calls.get("maxCostEstimate")
+            if cost in COST_ORDER and (limit is None or COST_ORDER.index(cost) < COST_ORDER.index(limit)):
+                limit = cost
+            if calls.get("overCost") == "deny":
+                over = "deny"
+        return CallLimits(max_cost_estimate=limit, over_cost=over)
+
+    @property
     def audit_required(self) -> bool:
         """True when any layer says ``audit.required``: auditing cannot be turned off."""
         return any(isinstance(layer.document.get("audit"), dict)
@@ -386,6 +414,7 @@ class Policy:
 
 __all__ = [
     "BuilderRule",
+    "CallLimits",
     "EnvRule",
     "ExecSettings",
     "Gate",

@@ -1,0 +1,385 @@
+"""The call validator: may this tool call run, given its command's effects, the tool's verified trust
+level and the policy? (RFC §11.2 pre-execution validation; the reference ``createValidator``.)
+
+A call is a provider's flat tool name (``gh_pr_create``, resolved only through ``facts/flatten.py``) and
+its arguments, or the tool's argv words (``["gh", "pr", "create", "--title", "x"]``). The answer is a
+``CallDecision``: allow / ask / deny, *every* violation (code, severity, message), and the reasons.
+
+One decision, not two that can disagree: the validator does not gate effects itself. It asks
+``policy.decide`` about the call's exact command line with the command's effects, and reads its
+capability violations (``DESTRUCTIVE_OPERATION`` ...) and ``TRUST_BELOW_THRESHOLD`` off the reasons that
+decision gives (``decide.effect_classes_of``). What it adds is what only a call has: the command must
+be one the metadata declares (``UNKNOWN_COMMAND``), the arguments must fit their declarations
+(``ARGUMENT_INVALID``, facts/arguments.py), the cost limit of the policy's ``calls`` section
+(``COST_EXCEEDS_LIMIT``), a lead agent's RFC §10.2 delegation for a sub-agent (composed into the
+policy as one more layer, so it can only tighten) and an AIP-14 contract's approval class.
+
+Beyond the reference (README "Call validator"):
+
+* tool-level effects merge with the command's, the value adding risk winning (``effects.merge_states``),
+  so a tool-level ``destructive: true`` applies to every command;
+* a command that declares no effects is *unknown*, and unknown is risky (the reference lets it pass);
+* the trust threshold is the verified ``TrustLevel`` of a ``TrustReport`` (policy
+  ``requirements.minTrustLevel``), never the tool's self-declared ``trust.source``;
+* declared effects relax gating only when the metadata is verified and is the very bytes the admission
+  verified (``Admission.metadata_sha256``); an AIP-14 ``TOOL.md`` that is not verified can only tighten;
+* violations carry the reference's severities (destructive, non-reversible, billable, cost, trust,
+  unknown command, invalid arguments: ``error``; network and filesystem: ``warning``); whether a call
+  is asked or denied is the policy's ``below`` for that gate, not the severity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any, Literal
+
+from atip_trust.errors import UsageError
+from atip_trust.facts.aip14 import ToolContract, contract_states
+from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
+from atip_trust.facts.effects import State, classify, merge_states, walk_command
+from atip_trust.facts.flatten import FlatCommand, flatten_commands
+from atip_trust.facts.metadata import MetadataDocument, parse_metadata
+from atip_trust.facts.report import Decision, Reason, TrustReport
+from atip_trust.gate.admit import Admission
+from atip_trust.policy.compose import compose
+from atip_trust.policy.decide import decide, effect_classes_of
+from atip_trust.policy.load import layer_from_document
+from atip_trust.policy.model import COST_ORDER, STRICTNESS, Policy, RuleBehavior
+
+Severity = Literal["error", "warning"]
+
+#: Every violation code and its severity (the reference's, for the codes it has).
+VIOLATION_SEVERITY: dict[str, Severity] = {
+    "DESTRUCTIVE_OPERATION": "error",
+    "NON_REVERSIBLE_OPERATION": "error",
+    "BILLABLE_OPERATION": "error",
+    "NETWORK_OPERATION": "warning",
+    "FILESYSTEM_WRITE": "warning",
+    "FILESYSTEM_DELETE": "warning",
+    "COST_EXCEEDS_LIMIT": "error",
+    "TRUST_BELOW_THRESHOLD": "error",
+    "UNKNOWN_COMMAND": "error",
+    "ARGUMENT_INVALID": "error",
+    # Gated classes the reference has no code for; a gate the policy states is a violation too.
+    "NON_IDEMPOTENT_OPERATION": "warning",
+    "INTERACTIVE_OPERATION": "warning",
+    "SUBPROCESS_OPERATION": "warning",
+    # RFC §10.2 delegation and the AIP-14 approval class.
+    "DELEGATION_TOOL_NOT_ALLOWED": "error",
+    "DELEGATION_COMMAND_DENIED": "error",
+    "APPROVAL_REQUIRED": "warning",
+}
+
+#: Effect class (effects.EFFECT_CLASSES, and ``subprocess`` for delegation) -> violation code.
+CLASS_CODES: dict[str, str] = {
+    "destructive": "DESTRUCTIVE_OPERATION",
+    "nonReversible": "NON_REVERSIBLE_OPERATION",
+    "billable": "BILLABLE_OPERATION",
+    "network": "NETWORK_OPERATION",
+    "filesystemWrite": "FILESYSTEM_WRITE",
+    "filesystemDelete": "FILESYSTEM_DELETE",
+    "nonIdempotent": "NON_IDEMPOTENT_OPERATION",
+    "interactive": "INTERACTIVE_OPERATION",
+    "subprocess": "SUBPROCESS_OPERATION",
+}
+
+#: Decision reason codes that are the trust threshold.
+_TRUST_CODES = frozenset({"TRUST_BELOW_MINIMUM", "TRUST_COMPROMISED"})
+
+
+@dataclass(frozen=True)
+class Violation:
+    code: str
+    severity: Severity
+    message: str
+    tool: str
+    #: The declared command's path words (``("pr", "create")``), None when no command was found.
+    command_path: tuple[str, ...] | None = None
+    #: The policy rule behind it (``capabilities.destructive``), when a rule is.
+    rule: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "tool": self.tool,
+                "commandPath": list(self.command_path) if self.command_path is not None else None,
+                "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class CallDecision:
+    """The answer for one call: ``behavior`` is what a runtime does; ``violations`` say why in the
+    validator's codes; ``reasons`` are the policy decision's reasons and one per added violation."""
+
+    behavior: RuleBehavior
+    violations: tuple[Violation, ...]
+    reasons: tuple[Reason, ...]
+    tool: str
+    command: FlatCommand | None
+    #: The argv the call runs (``["gh", "pr", "create", "--title", "x"]``); None when it cannot be built.
+    argv: tuple[str, ...] | None
+    #: The policy's decision for this command line and these effects (the capability gates are its).
+    decision: Decision
+    effects_verified: bool = False
+
+    @property
+    def valid(self) -> bool:
+        """The reference's ``valid``: no violation at all."""
+        return not self.violations
+
+    @property
+    def exit_code(self) -> int:
+        return {"allow": 0, "deny": 1, "ask": 3}[self.behavior]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "behavior": self.behavior, "valid": self.valid, "tool": self.tool,
+            "command": self.command.name if self.command is not None else None,
+            "argv": list(self.argv) if self.argv is not None else None,
+            "effects_verified": self.effects_verified,
+            "violations": [v.to_json() for v in self.violations],
+            "reasons": [r.to_json() for r in self.reasons],
+        }
+
+
+def _metadata_dict(metadata: MetadataDocument | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if isinstance(metadata, MetadataDocument):
+        return metadata.doc
+    return metadata
+
+
+def resolve_words(
+    metadata: Mapping[str, Any], words: Sequence[str]
+) -> tuple[FlatCommand | None, tuple[str, ...], str | None]:
+    """``(tool, *argv)`` -> the leaf command its words name, the words after the command's path, or why
+    none: the RFC §3.3 walk (``effects.walk_command``) decides, so the validator and admission agree on
+    which words name a declared command."""
+    rest = tuple(words[1:])
+    _, why = walk_command(metadata, rest)
+    if why is not None:
+        return None, rest, why
+    leaves = flatten_commands(metadata)
+    best = max((c for c in leaves if c.argv_prefix and rest[:len(c.argv_prefix)] == c.argv_prefix),
+               key=lambda c: len(c.argv_prefix), default=None)
+    top = metadata.get("commands")
+    if best is None:
+        root = next((c for c in leaves if not c.argv_prefix), None)
+        if root is not None and not (rest and isinstance(top, Mapping) and rest[0] in top):
+            best = root
+    if best is None:
+        return None, rest, f"{' '.join(rest)!r} names a group of commands, not one command"
+    return best, rest[len(best.argv_prefix):], None
+
+
+def _cost_estimate(
+    sources: Sequence[tuple[Sequence[Mapping[str, Any]], bool]],
+) -> tuple[str | None, str]:
+    """(highest declared estimate, the estimate that counts) over (effects levels, verified) sources:
+    the highest estimate a verified source declares, ``high`` when none does, and never below what an
+    unverified source declares (a risky claim needs no verification)."""
+    trusted: list[int] = []
+    claimed: list[int] = []
+    for levels, verified in sources:
+        for lv in levels:
+            cost = lv.get("cost")
+            est = cost.get("estimate") if isinstance(cost, Mapping) else None
+            if est in COST_ORDER:
+                (trusted if verified else claimed).append(COST_ORDER.index(est))
+    counted = max(trusted) if trusted else len(COST_ORDER) - 1
+    counted = max([counted, *claimed])
+    declared = max(trusted + claimed) if trusted or claimed else None
+    return (COST_ORDER[declared] if declared is not None else None), COST_ORDER[counted]
+
+
+def validate_call(
+    metadata: MetadataDocument | Mapping[str, Any] | None,
+    name: str | Sequence[str],
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    policy: Policy,
+    report: TrustReport,
+    tool_name: str | None = None,
+    effects_verified: bool = False,
+    metadata_source: str | None = None,
+    delegation: Mapping[str, Any] | None = None,
+    contracts: Sequence[ToolContract] = (),
+    contracts_verified: bool = False,
+    interactive: bool = True,
+    now: datetime | None = None,
+) -> CallDecision:
+    """Validate one call. ``report`` is the tool's verified trust report; ``effects_verified`` says
+    whether ``metadata`` is verified for it (``check_call`` works that out from an ``Admission``).
+    ``delegation``: an RFC §10.2 object (``allowedTools``, ``deniedCommands``, ``effectRestrictions``)
+    a lead agent sets for a sub-agent. ``contracts``: AIP-14 ``TOOL.md`` contracts for the tool, verified
+    or not (``contracts_verified``). ``interactive``: someone can answer ``ask`` (else ask is deny)."""
+    meta = _metadata_dict(metadata)
+    tool = tool_name or (str(meta.get("name")) if meta is not None and meta.get("name") else None) or (
+        PurePath(name[0]).name if not isinstance(name, str) and name else str(name))
+    extra: list[tuple[Violation, RuleBehavior, Reason]] = []
+
+    def add(code: str, message: str, behavior: RuleBehavior, *, rule: str, expected: Any = None,
+            actual: Any = None, path: tuple[str, ...] | None = None) -> None:
+        v = Violation(code, VIOLATION_SEVERITY[code], message, tool, path, rule)
+        extra.append((v, behavior, Reason(code, message, rule=rule, expected=expected, actual=actual)))
+
+    # (1) Which declared command, and the command line the policy decides about.
+    cmd: FlatCommand | None = None
+    why: str | None = None
+    tail: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    argv: tuple[str, ...] | None = None
+    if meta is None:
+        why = "no metadata declares the tool's commands"
+    elif meta.get("name") != tool:
+        why = f"the metadata describes tool {meta.get('name')!r}, the call is for {tool!r}"
+    elif isinstance(name, str):
+        cmd = next((c for c in flatten_commands(meta) if c.name == name), None)
+        if cmd is None:
+            why = f"{name!r} is not a command the metadata of {tool!r} declares"
+    else:
+        given = list(name)
+        if not given or PurePath(given[0]).name != tool:
+            why = f"the argv {given[:1]!r} does not start with the tool {tool!r}"
+        else:
+            cmd, tail, why = resolve_words(meta, given)
+            words = tuple(given[1:])
+            argv = tuple(given)
+    if cmd is None:
+        add("UNKNOWN_COMMAND", f"unknown command: {why}", "deny", rule="builtin:call-validator",
+            expected="a command the metadata declares", actual=name if isinstance(name, str) else list(name))
+
+    # (2) Arguments against their declarations.
+    if cmd is not None:
+        problems: list[str]
+        if tail and arguments:
+            problems = ["give the arguments as argv words or as an object, not both"]
+        elif tail or not isinstance(name, str):
+            arguments, problems = parse_argv(cmd, tail)
+            problems = problems or argument_problems(cmd, arguments)
+        else:
+            problems = argument_problems(cmd, arguments)
+            if not problems:
+                argv = tuple(command_argv(tool, cmd, arguments))
+                words = argv[1:]
+        for problem in problems:
+            add("ARGUMENT_INVALID", f"invalid argument: {problem}", "deny", rule="builtin:call-validator",
+                path=cmd.path)
+        if problems:
+            argv = None
+            words = words or cmd.argv_prefix
+
+    # (3) Effects: every level on the command's path (tool first) and the AIP-14 contracts; the value
+    # adding risk wins; an unverified contract's "safe" claims are dropped (it can only tighten).
+    states: dict[str, State] | None = None
+    if cmd is not None:
+        layers = [classify(e) for e in cmd.effect_levels]
+        layers += [contract_states(c, verified=contracts_verified) for c in contracts]
+        states = merge_states(*layers)
+
+    # (4) The policy's decision, with the delegation as one more (tightening) layer.
+    effective = policy
+    if delegation is not None:
+        layer = layer_from_document(json.loads(json.dumps({"version": 1, "delegation": delegation})),
+                                    source="cli", path="<delegation>")
+        effective = compose([*policy.layers, layer])
+    decision = decide(effective, report, tool_name=tool, command=list(words), effects=states,
+                      effects_verified=effects_verified, interactive=interactive,
+                      metadata_source=metadata_source, now=now,
+                      effects_unknown=why if cmd is None else None)
+
+    # (5) The capability, trust and delegation violations are the decision's own reasons.
+    denied_by_delegation = {text for layer in effective.layers
+                            for text in (layer.document.get("delegation") or {}).get("deniedCommands", ())}
+    found: list[Violation] = []
+    path = cmd.path if cmd is not None else None
+    for r in decision.reasons:
+        for cls in effect_classes_of(r):
+            code = CLASS_CODES.get(cls)
+            if code is not None:
+                found.append(Violation(code, VIOLATION_SEVERITY[code], r.message, tool, path, r.rule))
+        if r.code in _TRUST_CODES:
+            found.append(Violation("TRUST_BELOW_THRESHOLD", "error", r.message, tool, path, r.rule))
+        elif r.code == "DELEGATION_TOOL_NOT_ALLOWED":
+            found.append(Violation(r.code, "error", r.message, tool, path, r.rule))
+        elif r.code == "COMMAND_DENIED" and r.rule in denied_by_delegation:
+            found.append(Violation("DELEGATION_COMMAND_DENIED", "error", r.message, tool, path, r.rule))
+
+    # (6) Cost (policy ``calls``) and the contracts' approval class.
+    limits = effective.call_limits
+    if cmd is not None and limits.max_cost_estimate is not None:
+        declared, counted = _cost_estimate([(cmd.effect_levels, effects_verified),
+                                            ([c.effects for c in contracts], contracts_verified)])
+        if COST_ORDER.index(counted) > COST_ORDER.index(limits.max_cost_estimate):
+            add("COST_EXCEEDS_LIMIT",
+                f"cost estimate {counted} is above the limit {limits.max_cost_estimate}"
+                + ("" if declared == counted else
+                   f" (declared: {declared or 'nothing'}; an undeclared or unverified estimate counts as high)"),
+                limits.over_cost, rule="calls.maxCostEstimate",
+                expected=f"<= {limits.max_cost_estimate}", actual=counted, path=cmd.path)
+    for c in contracts:
+        if c.approval == "ask":
+            add("APPROVAL_REQUIRED", f"the AIP-14 contract {c.id!r} asks for approval "
+                f"(approval: {c.approval_declared})", "ask", rule=f"aip14:{c.id}.approval",
+                expected="approval: auto", actual=c.approval_declared, path=path)
+
+    violations: list[Violation] = []
+    for v in [*found, *(v for v, _, _ in extra)]:
+        if all((v.code, v.message) != (w.code, w.message) for w in violations):
+            violations.append(v)
+    behavior: RuleBehavior = decision.behavior
+    for _, b, _ in extra:
+        if STRICTNESS[b] > STRICTNESS[behavior]:
+            behavior = b
+    reasons = [r for _, _, r in extra] + list(decision.reasons)
+    if behavior == "ask" and not interactive:
+        behavior = "deny"
+        if not any(r.code == "ASK_WITHOUT_USER" for r in reasons):
+            reasons.insert(0, Reason("ASK_WITHOUT_USER", "the call needs confirmation but no one can answer",
+                                     rule="builtin:non-interactive", expected="interactive session",
+                                     actual="non-interactive"))
+    return CallDecision(behavior=behavior, violations=tuple(violations), reasons=tuple(reasons), tool=tool,
+                        command=cmd, argv=argv, decision=decision, effects_verified=effects_verified)
+
+
+def check_call(
+    admission_or_report: Admission | TrustReport,
+    metadata: MetadataDocument | bytes | Mapping[str, Any] | None,
+    name: str | Sequence[str],
+    arguments: Mapping[str, Any] | None,
+    policy: Policy,
+    delegation: Mapping[str, Any] | None = None,
+    *,
+    contracts: Sequence[ToolContract] = (),
+    contracts_verified: bool = False,
+    interactive: bool = True,
+    now: datetime | None = None,
+) -> CallDecision:
+    """The call-time gate a runtime asks before it runs a call (exit-code semantics as ``admit``).
+
+    With an ``Admission``: the tool's verified report, and the metadata's effects count as verified
+    only when the admission verified them *and* ``metadata`` is the same bytes (a ``MetadataDocument``
+    or the raw bytes; a parsed mapping cannot prove that and counts as unverified). With a bare
+    ``TrustReport``: the effects count as unverified (they can only tighten). Errors in the input (a
+    malformed metadata document, a bad delegation object) raise ``AtipTrustError``: a denial."""
+    if isinstance(metadata, (bytes, bytearray)):
+        metadata = parse_metadata(bytes(metadata))
+    if isinstance(admission_or_report, Admission):
+        adm = admission_or_report
+        same = (isinstance(metadata, MetadataDocument) and adm.metadata_sha256 is not None
+                and str(metadata.sha256) == adm.metadata_sha256)
+        verified = adm.effects_verified and same
+        return validate_call(metadata, name, arguments, policy=policy, report=adm.report, tool_name=adm.tool,
+                             effects_verified=verified, metadata_source=adm.metadata_source if verified else None,
+                             delegation=delegation, contracts=contracts, contracts_verified=contracts_verified,
+                             interactive=interactive, now=now)
+    if not isinstance(admission_or_report, TrustReport):
+        raise UsageError(f"check_call needs an Admission or a TrustReport, got "
+                             f"{type(admission_or_report).__name__}")
+    return validate_call(metadata, name, arguments, policy=policy, report=admission_or_report,
+                         effects_verified=False, delegation=delegation, contracts=contracts,
+                         contracts_verified=contracts_verified, interactive=interactive, now=now)
+
+
+__all__ = ["CallDecision", "Violation", "VIOLATION_SEVERITY", "check_call", "resolve_words", "validate_call"]
