@@ -32,22 +32,26 @@ _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)
 _READ_BLOCK = 1 << 20
 
 
+def owner_problem(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
+    """Why a file or directory is unsafe to trust (None: it is safe): writable by group or others, or
+    owned by neither root nor the current user; whoever can write it decides what it says.
+    ``sticky_ok``: a group/other-writable *directory* with the sticky bit (``/tmp``) is accepted, for
+    a directory's ancestors only: others can add names to it but cannot rename or remove ours."""
+    mode = stat.S_IMODE(st.st_mode)
+    sticky = sticky_ok and stat.S_ISDIR(st.st_mode) and mode & stat.S_ISVTX
+    if mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
+        return f"writable by group or others (mode {mode:04o}, expected no group/other write bit)"
+    if st.st_uid not in (0, os.getuid()):
+        return f"owned by uid {st.st_uid}, expected root (0) or the current user ({os.getuid()})"
+    return None
+
+
 def check_owner(st: os.stat_result, *, what: str, path: str, error: type[AtipTrustError]) -> None:
     """Refuse a file that group or others can write, or that neither root nor the current user owns:
     whoever can write it decides what it says (managed policy; files found by discovery)."""
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise error(
-            f"{what} refused: writable by group or others (mode {mode:04o}, "
-            "expected no group/other write bit)",
-            path=path,
-        )
-    if st.st_uid not in (0, os.getuid()):
-        raise error(
-            f"{what} refused: owned by uid {st.st_uid}, expected root (0) or the current user "
-            f"({os.getuid()})",
-            path=path,
-        )
+    problem = owner_problem(st)
+    if problem is not None:
+        raise error(f"{what} refused: {problem}", path=path)
 
 
 def open_regular(
@@ -152,4 +156,4 @@ def read_capped(
         os.close(fd)
 
 
-__all__ = ["check_owner", "open_regular", "read_capped", "read_fd_capped"]
+__all__ = ["check_owner", "owner_problem", "open_regular", "read_capped", "read_fd_capped"]

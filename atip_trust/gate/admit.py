@@ -97,6 +97,8 @@ class Admission:
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
     #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
     cache: str = "off"
+    #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
+    metadata: MetadataDocument | None = field(default=None, repr=False, compare=False)
 
     @property
     def behavior(self) -> str:
@@ -366,6 +368,7 @@ def _admit(
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
         cache="off" if key is None else "hit" if hit is not None else "miss",
+        metadata=doc,
     )
 
 
