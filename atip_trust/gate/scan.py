@@ -3,7 +3,8 @@
 Directories come from PATH (in order) or from the caller. Skipped, each with a machine-readable reason:
 
 * PATH entries that a shell reads as the current directory: empty, ``.``, any relative entry (the same
-  rule as ``facts.artifact.which``: ``path_entries``);
+  rule as ``facts.artifact.which``: ``path_entries``); a directory the caller names explicitly is
+  made absolute instead;
 * a directory writable by group or others, or owned by neither root nor the current user: whoever can
   write it chooses which programs it holds. The sticky bit does not make such a directory safe
   (``/tmp``: others still add names to it); it is accepted only on an *ancestor*, where it stops
@@ -134,7 +135,10 @@ def scan_directories(
     if dirs is None:
         entries = path_entries(path_env)
     else:
-        entries = [(os.fspath(d), bool(os.fspath(d)) and os.path.isabs(os.fspath(d))) for d in dirs]
+        # Directories the caller names are meant as given: a relative one is taken from the current
+        # directory, once, here (only PATH's relative entries are the shell's trap).
+        entries = [(os.path.abspath(os.fspath(d)) if os.fspath(d) else "", bool(os.fspath(d)))
+                   for d in dirs]
     seen_dirs: set[str] = set()
     seen_names: dict[str, str] = {}
     for entry, usable in entries:
