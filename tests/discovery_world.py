@@ -64,11 +64,14 @@ class World:
         path = directory / name
         path.write_bytes(data)
         path.chmod(0o755)
+        sidecar = Path(str(path) + ".sigstore.json")
+        if identity is None and sidecar.exists():
+            sidecar.unlink()  # an unsigned update: no stale bundle about the old bytes
         if identity is not None:
             bundle = self.ts.sign_artifact(
                 signed_data if signed_data is not None else data, identity=identity, issuer=ISSUER,
                 extensions={"source_repository_uri": repo, "source_repository_ref": ref})
-            Path(str(path) + ".sigstore.json").write_text(json.dumps(bundle))
+            sidecar.write_text(json.dumps(bundle))
         return path
 
     def signed_shim(self, shim_dir: Path, data: bytes, name: str, *, destructive: bool = False) -> Path:

@@ -149,11 +149,12 @@ def _sidecars(resolved: str, digest_hex: str, bundle_dir: PathLike | None) -> li
 
 
 def effects_summary(doc: MetadataDocument | None) -> list[str] | None:
-    """Effect classes that some declared command (or the tool itself) does not declare safe."""
+    """Effect classes that some declared command does not declare safe (a tool without commands: the
+    tool itself). Tool-level effects reach every command (RFC §3.6), through the one walker."""
     if doc is None:
         return None
     risky: set[str] = set()
-    for path in [(), *doc.commands()]:
+    for path in doc.commands() or [()]:
         states, _ = command_states(doc.doc, list(path))
         risky.update(c for c, s in states.items() if s != "safe")
     return [c for c in EFFECT_CLASSES if c in risky]
