@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,21 @@ def agent_script(metadata: str, tag: str = "") -> bytes:
     quoted = metadata.replace("'", "'\\''")
     return (f"#!/bin/sh\n# {tag}\n"
             f"if [ \"$1\" = --agent ]; then printf '%s' '{quoted}'; exit 0; fi\necho status\n").encode()
+
+
+def process_alive(pid: int, within: float = 3.0) -> bool:
+    """True if ``pid`` is still running after ``within`` seconds (a zombie awaiting its new parent
+    counts as gone: it runs nothing)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.05)
+    return True
 
 
 class World:

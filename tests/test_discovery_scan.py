@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from discovery_world import ORG_ID, World, agent_json, agent_script, sentinel_script
+from discovery_world import ORG_ID, process_alive, World, agent_json, agent_script, sentinel_script
 from verify_helpers import cli, cli_subprocess
 
 from atip_trust.gate.scan import scan_directories
@@ -23,20 +23,6 @@ def _env(tmp: Path) -> dict[str, str]:
     env["XDG_STATE_HOME"] = str(tmp / "xdg-state")
     env.pop("ATIP_TRUST_ORG_POLICY", None)
     return env
-
-
-def _gone(pid: int, within: float = 3.0) -> bool:
-    """True once the process no longer exists (or is only a zombie awaiting its new parent)."""
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +102,7 @@ def test_scan_gives_each_tool_its_honest_row_in_bounded_time_and_leaves_nothing_
     assert never_ran == [], never_ran
     for pidfile in world["pidfiles"]:
         pid = int(pidfile.read_text())
-        assert _gone(pid), f"lingering child {pid} of {pidfile.name} is still running"
+        assert not process_alive(pid), f"lingering child {pid} of {pidfile.name} is still running"
 
 
 def test_unverified_tool_advertising_agent_and_tool_in_world_writable_dir_are_never_executed(

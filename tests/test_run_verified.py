@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from discovery_world import process_alive
 
 from atip_trust.errors import ArtifactAccessError, EnvironmentFailure
 from atip_trust.facts.artifact import Artifact
@@ -19,19 +20,6 @@ def _script(path: Path, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body + "\n")
     path.chmod(0o755)
     return path
-
-
-def _alive(pid: int, within: float = 3.0) -> bool:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, IndexError):
-            return False
-        if state in ("Z", "X"):
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_repointing_the_name_after_verification_runs_the_verified_bytes_not_the_new_ones(
@@ -90,7 +78,7 @@ def test_timeout_kills_the_process_group_including_a_lingering_child(tmp_path: P
     with Artifact.open(tool) as art:
         res = run_verified(art, [], timeout=0.5, max_output=4096)
     assert res.timed_out and res.exit_code is None and time.monotonic() - start < 5
-    assert not _alive(int(pidfile.read_text()))
+    assert not process_alive(int(pidfile.read_text()))
 
 
 def test_output_past_the_cap_is_cut_and_the_group_killed(tmp_path: Path) -> None:
@@ -108,7 +96,7 @@ def test_a_child_left_behind_by_a_tool_that_exits_is_killed_and_does_not_stall_t
         res = run_verified(art, [], timeout=20, max_output=4096)
     assert res.exit_code == 0 and res.stdout == b"done\n"
     assert time.monotonic() - start < 5  # not the child's 300 s, nor the 20 s deadline
-    assert not _alive(int(pidfile.read_text()))
+    assert not process_alive(int(pidfile.read_text()))
 
 
 def test_without_proc_self_fd_the_run_is_refused_never_done_by_path(tmp_path: Path,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 
 from atip_trust.errors import (
     ArtifactAccessError,
@@ -156,4 +157,29 @@ def read_capped(
         os.close(fd)
 
 
-__all__ = ["check_owner", "owner_problem", "open_regular", "read_capped", "read_fd_capped"]
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600, durable: bool = False,
+                 prefix: str = ".tmp-", suffix: str = ".part") -> None:
+    """Replace ``path`` with ``data`` all at once: a temporary file in the same directory (created
+    0600, then given ``mode``), renamed over it, so a reader sees the old bytes or the new, never a
+    part. ``durable``: fsync before the rename (a file someone commits; caches that check their own
+    integrity skip it). Raises ``OSError``; the temporary file never stays behind."""
+    target = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=os.path.dirname(os.path.abspath(target)))
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            if mode != 0o600:
+                os.fchmod(out.fileno(), mode)
+            if durable:
+                os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = ["check_owner", "write_atomic", "owner_problem", "open_regular", "read_capped", "read_fd_capped"]

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from atip_trust._base.files import read_capped
+from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust.facts.effects import EFFECT_CLASSES
@@ -207,26 +206,11 @@ def read_lock(path: str | os.PathLike[str]) -> dict[str, LockEntry]:
 def write_lock(path: str | os.PathLike[str], entries: Mapping[str, LockEntry], *, generator: str) -> None:
     """Replace the lock file atomically (a temporary file beside it, fsync, rename)."""
     target = os.fspath(path)
-    data = lock_text(entries, generator=generator).encode("utf-8")
-    tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".atip-trust.lock.", dir=os.path.dirname(os.path.abspath(target)))
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fchmod(out.fileno(), 0o644)
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-        tmp = None
+        write_atomic(target, lock_text(entries, generator=generator).encode("utf-8"), mode=0o644,
+                     durable=True, prefix=".atip-trust.lock.")
     except OSError as err:
         raise ArtifactAccessError(f"cannot write the lock file: {err.strerror or err}", path=target) from err
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
 
 __all__ = ["Change", "GATED_EFFECTS", "LOCK_FILE", "LockEntry", "compare", "compare_entry",
            "entries_of", "lock_text", "read_lock", "write_lock"]

@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 
 import platformdirs
 
-from atip_trust._base.files import open_regular, read_fd_capped
+from atip_trust._base.files import open_regular, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
 from atip_trust.errors import AtipTrustError
 
@@ -160,25 +159,12 @@ class VerdictCache:
         data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
         if len(data) > ENTRY_BYTES:
             return
-        tmp: str | None = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=self.directory)  # 0600
-            try:
-                # No fsync: an entry torn by a crash fails its integrity hash and is recomputed, and
-                # a scan writes one or two per tool (fsync made a /usr/bin scan disk-bound).
-                os.write(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.directory / name)
-            tmp = None
+            # Not durable (no fsync): an entry torn by a crash fails its integrity hash and is
+            # recomputed, and a scan writes one or two per tool (fsync made it disk-bound).
+            write_atomic(self.directory / name, data)
         except OSError:
             return
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
         # The bounds are checked on the first write and every EVICT_EVERY writes after it, not on
         # each one: listing the directory per write made a scan of N tools cost N^2 stat calls.
         VerdictCache._writes += 1
