@@ -162,10 +162,11 @@ def render_text(surface: ToolSurface, changes: list[Change] | None) -> None:
         from rich.table import Table
 
         console = _console(sys.stdout)
-        table = Table("tool", "trust", "probe", "decision", "surface", "path", "why")
+        # The reason codes fit a terminal; the messages and paths are in --format json and on a pipe.
+        table = Table("tool", "trust", "probe", "decision", "surface")
         colours = {"verified": "green", "unverified": "yellow", "failed": "red"}
         for r in surface.rows:
-            cells = [rich_text(x) for x in _row_cells(r)]
+            cells = [rich_text(x) for x in _row_cells(r)[:5]]
             cells[1] = f"[{colours[r.trust]}]{cells[1]}[/]"
             table.add_row(*cells)
         console.print(table)
