@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 
 from atip_trust.errors import (
     ArtifactAccessError,
@@ -32,22 +33,26 @@ _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)
 _READ_BLOCK = 1 << 20
 
 
+def owner_problem(st: os.stat_result, *, sticky_ok: bool = False) -> str | None:
+    """Why a file or directory is unsafe to trust (None: it is safe): writable by group or others, or
+    owned by neither root nor the current user; whoever can write it decides what it says.
+    ``sticky_ok``: a group/other-writable *directory* with the sticky bit (``/tmp``) is accepted, for
+    a directory's ancestors only: others can add names to it but cannot rename or remove ours."""
+    mode = stat.S_IMODE(st.st_mode)
+    sticky = sticky_ok and stat.S_ISDIR(st.st_mode) and mode & stat.S_ISVTX
+    if mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
+        return f"writable by group or others (mode {mode:04o}, expected no group/other write bit)"
+    if st.st_uid not in (0, os.getuid()):
+        return f"owned by uid {st.st_uid}, expected root (0) or the current user ({os.getuid()})"
+    return None
+
+
 def check_owner(st: os.stat_result, *, what: str, path: str, error: type[AtipTrustError]) -> None:
     """Refuse a file that group or others can write, or that neither root nor the current user owns:
     whoever can write it decides what it says (managed policy; files found by discovery)."""
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise error(
-            f"{what} refused: writable by group or others (mode {mode:04o}, "
-            "expected no group/other write bit)",
-            path=path,
-        )
-    if st.st_uid not in (0, os.getuid()):
-        raise error(
-            f"{what} refused: owned by uid {st.st_uid}, expected root (0) or the current user "
-            f"({os.getuid()})",
-            path=path,
-        )
+    problem = owner_problem(st)
+    if problem is not None:
+        raise error(f"{what} refused: {problem}", path=path)
 
 
 def open_regular(
@@ -166,4 +171,29 @@ def private_dir(path: str | os.PathLike[str], *, create: bool) -> bool:
             and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH))
 
 
-__all__ = ["check_owner", "open_regular", "private_dir", "read_capped", "read_fd_capped"]
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600, durable: bool = False,
+                 prefix: str = ".tmp-", suffix: str = ".part") -> None:
+    """Replace ``path`` with ``data`` all at once: a temporary file in the same directory (created
+    0600, then given ``mode``), renamed over it, so a reader sees the old bytes or the new, never a
+    part. ``durable``: fsync before the rename (a file someone commits; caches that check their own
+    integrity skip it). Raises ``OSError``; the temporary file never stays behind."""
+    target = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=os.path.dirname(os.path.abspath(target)))
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            if mode != 0o600:
+                os.fchmod(out.fileno(), mode)
+            if durable:
+                os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = ["check_owner", "open_regular", "owner_problem", "private_dir", "read_capped", "read_fd_capped", "write_atomic"]

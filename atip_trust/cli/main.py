@@ -48,7 +48,7 @@ from atip_trust.gate.interactive import can_ask
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
 #: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
-COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile")
+COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile", "scan", "lock")
 
 
 #: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -392,7 +392,64 @@ def report_results(
     return results, rules
 
 
+#: ``scan``: what each finding means (README "CLI reference", ``atip-trust scan``).
+SCAN_RULES: dict[str, Rule] = {
+    "blocked": Rule("Tool blocked from the agent's surface",
+                    "Discovery refused this tool: tampered bytes, a policy denial, a failed probe or an "
+                    "error.", "See the row's surface reason and decision reasons." + _HELP_TAIL),
+    "not-verified": Rule("Tool not verified, never probed",
+                         "No digest pin, signed shim or trusted signature vouches for this tool, so it "
+                         "was listed without being run.",
+                         "Sign the tool, pin its digest in tools.allow, or publish a signed shim."
+                         + _HELP_TAIL),
+    "unsafe-location": Rule("Unsafe directory or file skipped",
+                            "A directory, ancestor or file that group or others can write, or another "
+                            "user owns, decides which programs run; the scan skipped it.",
+                            "Remove the entry from PATH or fix its owner and mode." + _HELP_TAIL),
+    "lock-drift": Rule("Tool changed since the lock file",
+                       "The tool's signer, source or effects changed, it is new, or unsigned bytes "
+                       "replaced it: approval is needed.",
+                       "Review the diff; run atip-trust lock --accept-change TOOL to approve it."
+                       + _HELP_TAIL),
+}
+
+
+def surface_to_sarif(surface: Mapping[str, Any], changes: Sequence[Mapping[str, Any]], *,
+                     lock_file: str, version: str) -> dict[str, Any]:
+    """SARIF for ``scan``: one result per blocked or unverified tool, per unsafe place skipped, and per
+    lock change that needs approval."""
+    results: list[dict[str, Any]] = []
+    for row in surface.get("tools", []):
+        placement = row["surface"]["placement"]
+        if placement == "blocked":
+            rid, level = "atip-trust/scan/blocked", "error"
+        elif row["trust"] != "verified":
+            rid, level = "atip-trust/scan/not-verified", "warning"
+        else:
+            continue
+        msg = (f"{row['name']}: {row['trust']}, {placement} ({row['surface']['reason']}), decision "
+               f"{row['decision']['behavior']}" + (f": {row['error']}" if row.get("error") else ""))
+        results.append(sarif_result(rid, msg, row["resolved"], level=level,
+                                    props={"digest": row["digest"], "surface": row["surface"]},
+                                    identity=(row["digest"], row["surface"]["reason"])))
+    for s in surface.get("skipped", []):
+        if s["reason"].startswith(("directory_writable", "directory_foreign", "ancestor_", "symlink_into",
+                                   "file_writable", "file_foreign")):
+            results.append(sarif_result("atip-trust/scan/unsafe-location", f"{s['path']}: {s['message']}",
+                                        s["path"], props={"reason": s["reason"]}, identity=(s["reason"],)))
+    for c in changes:
+        if c["needs_approval"] and not c["accepted"]:
+            diff = "; ".join(f"{k}: {v['old']} -> {v['new']}" for k, v in c["fields"].items())
+            results.append(sarif_result("atip-trust/scan/lock-drift",
+                                        f"{c['tool']}: {', '.join(c['needs_approval'])}: {diff}", lock_file,
+                                        props=dict(c), identity=(c["tool"], tuple(c["needs_approval"]))))
+    used = {r["ruleId"] for r in results}
+    rules = {f"atip-trust/scan/{k}": v for k, v in SCAN_RULES.items()}
+    return sarif_log(results, {k: v for k, v in rules.items() if k in used}, version=version)
+
+
 __all__ = [
+    "surface_to_sarif",
     "Rule",
     "SARIF_SCHEMA",
     "SRCROOT",

@@ -55,6 +55,14 @@ def _is_bare_name(text: str) -> bool:
     return os.sep not in text and (os.altsep is None or os.altsep not in text)
 
 
+def path_entries(path_env: str | None = None) -> list[tuple[str, bool]]:
+    """PATH's entries in order, each with whether it may be used: an empty entry, ``.`` or any other
+    relative entry means "the current directory" to a shell, and is never used here (``which``, the
+    discovery scan). ``path_env`` defaults to the environment's PATH (``os.defpath`` when unset)."""
+    env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
+    return [(entry, bool(entry) and os.path.isabs(entry)) for entry in env.split(os.pathsep)]
+
+
 def which(name: str, path_env: str | None = None) -> Path:
     """Look a bare command name up in PATH as a POSIX shell does, minus the current directory.
 
@@ -66,10 +74,9 @@ def which(name: str, path_env: str | None = None) -> Path:
     would run that file instead: refused (fail closed), naming both. ``name`` itself is never tried in
     the current directory (``./name`` is what a caller writes for that).
     """
-    env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
     skipped: list[str] = []
-    for entry in env.split(os.pathsep):
-        if not entry or not os.path.isabs(entry):
+    for entry, usable in path_entries(path_env):
+        if not usable:
             skipped.append(entry)
             continue
         cand = os.path.join(entry, name)
@@ -247,4 +254,4 @@ class DigestSubject:
 
     def __exit__(self, *exc: object) -> None:
         pass
-__all__ = ["Artifact", "DigestSubject", "FileIdentity", "resolve"]
+__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "resolve", "which"]

@@ -101,9 +101,14 @@ class Admission:
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
     #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
     cache: str = "off"
-    #: sha256 of the metadata bytes this admission read (None without metadata): a call validated later
-    #: counts the effects as verified only for these exact bytes (gate/validate.py).
-    metadata_sha256: str | None = None
+    #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
+    metadata: MetadataDocument | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def metadata_sha256(self) -> str | None:
+        """sha256 of the metadata bytes this admission read (None without metadata): a call validated
+        later counts the effects as verified only for these exact bytes (gate/validate.py)."""
+        return str(self.metadata.sha256) if self.metadata is not None else None
 
     @property
     def behavior(self) -> str:
@@ -389,7 +394,7 @@ def _admit(
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
         cache="off" if key is None else "hit" if hit is not None else "miss",
-        metadata_sha256=str(doc.sha256) if doc is not None else None,
+        metadata=doc,
     )
 
 

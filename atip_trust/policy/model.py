@@ -275,6 +275,18 @@ class ExecSettings:
     env: tuple[EnvRule, ...] = ()
 
 
+@dataclass(frozen=True)
+class DiscoverySettings:
+    """The policy's ``discovery`` section, composed: which tools may be probed with ``--agent`` and the
+    bounds of one probe (the strictest layer wins: ``never`` over ``verified``, the smaller numbers)."""
+
+    probe: Literal["verified", "never"] = "verified"
+    #: RFC §5.2 runs ``--agent`` with a 2 s timeout.
+    probe_timeout_ms: int = 2000
+    #: Each of stdout and stderr; the metadata cap (limits.py) is the largest allowed.
+    max_output_bytes: int = 4 * 1024 * 1024
+
+
 @dataclass
 class Policy:
     """A composed, immutable-by-convention policy: load once, decide many times."""
@@ -395,6 +407,25 @@ class Policy:
         return ExecSettings(scripts=scripts, env=tuple(env))
 
     @property
+    def discovery(self) -> DiscoverySettings:
+        """``discovery`` of every layer, composed: any ``never`` wins, the smallest bounds apply."""
+        out = DiscoverySettings()
+        for layer in self.layers:
+            sect = layer.document.get("discovery")
+            if not isinstance(sect, dict):
+                continue
+            never = sect.get("probe") == "never" or out.probe == "never"
+            probe: Literal["verified", "never"] = "never" if never else "verified"
+            timeout, cap = sect.get("probeTimeoutMs"), sect.get("maxOutputBytes")
+            out = DiscoverySettings(
+                probe=probe,
+                probe_timeout_ms=min(out.probe_timeout_ms, timeout) if isinstance(timeout, int)
+                else out.probe_timeout_ms,
+                max_output_bytes=min(out.max_output_bytes, cap) if isinstance(cap, int)
+                else out.max_output_bytes)
+        return out
+
+    @property
     def signers_declared(self) -> bool:
         """True when some layer states ``trust.signers`` (even as an empty list: nobody is trusted), or
         the org fixes the anchor set (a signer list it does not state is empty)."""
@@ -417,6 +448,7 @@ __all__ = [
     "CallLimits",
     "EnvRule",
     "ExecSettings",
+    "DiscoverySettings",
     "Gate",
     "Policy",
     "PolicyLayer",

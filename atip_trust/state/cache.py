@@ -13,7 +13,7 @@ parses, carries the sha256 of its own body, and is younger than ``MAX_AGE``. Any
 and rebuilt. The integrity hash catches corruption and careless edits, not the user: whoever can
 write files as this user can also recompute it (and could equally replace the tool or the policy).
 
-Files are written atomically (a temporary file in the same directory, fsync, ``os.replace``), 0600 in
+Files are written atomically (a temporary file in the same directory, then ``os.replace``), 0600 in
 a 0700 directory. A failure to read or write the cache is never an error: the report is computed.
 
 Location: ``ATIP_CACHE_DIR``, else ``<platformdirs user_cache_dir("atip-trust")>/verdicts``.
@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,15 +33,18 @@ from typing import Any
 
 import platformdirs
 
-from atip_trust._base.files import open_regular, private_dir, read_fd_capped
+from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
 from atip_trust.errors import AtipTrustError
 
 #: Entry layout version; an entry of another version is ignored.
 FORMAT = 1
 #: Bounds: past either, the oldest entries (by mtime) are removed.
-MAX_ENTRIES = 2000
+MAX_ENTRIES = 10_000  # a scan of a large PATH keeps two entries per tool
 MAX_BYTES = 64 * 1024 * 1024
+#: How many writes in one process may pass between two checks of the bounds (so a directory may
+#: briefly hold up to this many entries more than MAX_ENTRIES).
+EVICT_EVERY = 64
 #: One entry's cap (a report with many attestations stays far below).
 ENTRY_BYTES = 4 * 1024 * 1024
 #: An entry older than this is ignored: a bound on how long a report is reused without re-verifying.
@@ -80,6 +82,9 @@ class CacheStats:
 
 class VerdictCache:
     """Read and write cached trust reports (and artifact stats) in one directory."""
+
+    #: Writes in this process (every admission opens its own instance; the count spans them).
+    _writes = 0
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
@@ -147,25 +152,17 @@ class VerdictCache:
         data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
         if len(data) > ENTRY_BYTES:
             return
-        tmp: str | None = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=self.directory)  # 0600
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.directory / name)
-            tmp = None
+            # Not durable (no fsync): an entry torn by a crash fails its integrity hash and is
+            # recomputed, and a scan writes one or two per tool (fsync made it disk-bound).
+            write_atomic(self.directory / name, data)
         except OSError:
             return
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-        self._evict()
+        # The bounds are checked on the first write and every EVICT_EVERY writes after it, not on
+        # each one: listing the directory per write made a scan of N tools cost N^2 stat calls.
+        VerdictCache._writes += 1
+        if VerdictCache._writes % EVICT_EVERY == 1:
+            self._evict()
 
     def _evict(self) -> None:
         entries = self._entries()

@@ -1,0 +1,187 @@
+"""``atip-trust scan [DIR...] [--policy FILE] [--fail-on deny|ask] [--locked]``: the tool surface.
+
+Flags -> ``gate.discover.discover`` (safe scan, open once, admit, verify before probe) -> render.
+One row per tool with three honest answers: trust verified / unverified / failed, probe probed / not
+probed / failed (each with its reason), and the decision; then what the safe scan skipped and why.
+A rich progress bar and table on a terminal, plain lines on a pipe, ``--format json|sarif`` for CI.
+
+Exit codes: 0, unless ``--fail-on deny`` finds a denied or blocked tool or an unsafe directory (1),
+``--fail-on ask`` also turns an ask into 3, or ``--locked`` finds drift that needs approval (1); 2
+when the scan cannot be evaluated (a policy that does not load, a lock file that does not parse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from atip_trust._version import __version__
+from atip_trust.cli.main import EXIT_ASK, EXIT_FAIL, EXIT_OK
+from atip_trust.cli.output import is_terminal, json_text, one_line, rich_text
+from atip_trust.cli.sarif import surface_to_sarif
+from atip_trust.gate.admit import load_admission_policy
+from atip_trust.gate.discover import ToolRow, ToolSurface, discover
+from atip_trust.gate.lock import LOCK_FILE, Change, compare, entries_of, read_lock
+
+#: Skip reasons that are findings (a place someone else can write), not bookkeeping.
+UNSAFE_SKIPS = frozenset({"directory_writable", "directory_foreign_owner", "ancestor_writable",
+                          "ancestor_foreign_owner", "symlink_into_unsafe_directory", "file_writable",
+                          "file_foreign_owner"})
+
+
+def add_discovery_flags(p: argparse.ArgumentParser) -> None:
+    """The flags ``scan`` and ``lock`` share: where to look and what to trust."""
+    p.add_argument("dirs", nargs="*", metavar="DIR",
+                   help="directories to scan (default: PATH's absolute entries, in order)")
+    p.add_argument("--policy", metavar="FILE", help="local policy (default: the embedded default.json)")
+    p.add_argument("--org-policy", metavar="FILE", help="an additional managed policy layer")
+    p.add_argument("--shim-dir", metavar="DIR",
+                   help="signed shims by digest (sha256/<hex>.json + .json.bundle), checked against the "
+                   "policy's registry signers")
+    p.add_argument("--bundle-dir", metavar="DIR",
+                   help="Sigstore bundles by digest (sha256/<hex>.sigstore.json); a bundle beside a tool "
+                   "(TOOL.sigstore.json) is always used")
+    p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json the policy allows")
+    p.add_argument("--lock", dest="lock_file", metavar="FILE", default=LOCK_FILE,
+                   help=f"the lock file (default: ./{LOCK_FILE})")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the verdict and probe cache")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="tools handled at once (default: the number of CPUs)")
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "scan", parents=[common],
+        help="list the tools an agent may see: verify before probing, decide for each",
+        description="Scan PATH (or DIRs) safely: skip relative entries and directories others can "
+        "write; verify each tool with the policy's anchors before it is ever run; run TOOL --agent "
+        "only for tools the policy vouches for (discovery.probe), bounded in time and output. "
+        "Exit 0; with --fail-on deny: 1 when a tool is denied or blocked or a directory is unsafe; "
+        "--fail-on ask: also 3 for an ask; --locked: 1 when the surface drifted from the lock file.",
+    )
+    add_discovery_flags(p)
+    p.add_argument("--fail-on", choices=("deny", "ask"), default=None,
+                   help="exit non-zero (1 deny, 3 ask) when a tool gets this decision or a stricter one")
+    p.add_argument("--locked", action="store_true",
+                   help="compare with the lock file: a change that needs approval fails (exit 1)")
+    p.set_defaults(func=run)
+
+
+def run_discovery(args: argparse.Namespace) -> ToolSurface:
+    policy = load_admission_policy(args.policy, org_policy=args.org_policy)
+    dirs = args.dirs or None
+    if is_terminal(sys.stderr) and args.format == "text":
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.description}"), transient=True,
+                      console=_console(sys.stderr)) as bar:
+            task = bar.add_task("", total=None)
+
+            def tick(done: int, total: int, row: ToolRow) -> None:
+                bar.update(task, completed=done, total=total, description=rich_text(row.name))
+
+            return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
+                            trusted_root=args.trusted_root, cache=not args.no_cache,
+                            workers=args.workers, progress=tick)
+    return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
+                    trusted_root=args.trusted_root, cache=not args.no_cache, workers=args.workers)
+
+
+def _console(stream: Any) -> Any:
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False)
+
+
+def exit_code(surface: ToolSurface, fail_on: str | None, changes: list[Change] | None) -> int:
+    rc = EXIT_OK
+    if fail_on is not None:
+        denied = any(r.decision == "deny" or r.placement == "blocked" for r in surface.rows) or \
+            any(s.reason in UNSAFE_SKIPS for s in surface.skipped)
+        if denied:
+            rc = EXIT_FAIL
+        elif fail_on == "ask" and any(r.decision == "ask" for r in surface.rows):
+            rc = EXIT_ASK
+    if changes is not None and any(c.blocking for c in changes):
+        rc = EXIT_FAIL
+    return rc
+
+
+def summary(surface: ToolSurface) -> dict[str, int]:
+    return {"tools": len(surface.rows), "loaded": len(surface.loaded),
+            "not_probed": len(surface.not_probed), "without_metadata": len(surface.without_metadata),
+            "blocked": len(surface.blocked), "skipped": len(surface.skipped),
+            "verified": sum(r.trust == "verified" for r in surface.rows),
+            "unverified": sum(r.trust == "unverified" for r in surface.rows),
+            "failed": sum(r.trust == "failed" for r in surface.rows)}
+
+
+def run(args: argparse.Namespace) -> int:
+    changes: list[Change] | None = None
+    old = read_lock(args.lock_file) if args.locked else None  # a bad lock file: exit 2, before work
+    surface = run_discovery(args)
+    if old is not None:
+        changes = [c for c in compare(old, entries_of(surface, include_failed=True))
+                   if c.kind != "unchanged"]
+    rc = exit_code(surface, args.fail_on, changes)
+    if args.format == "json":
+        sys.stdout.write(json_text({
+            "command": "scan", "summary": summary(surface), "surface": surface.to_json(),
+            "lock": None if changes is None else {
+                "file": os.fspath(args.lock_file), "drift": any(c.blocking for c in changes),
+                "changes": [c.to_json() for c in changes]},
+            "exit_code": rc}))
+    elif args.format == "sarif":
+        sys.stdout.write(json_text(surface_to_sarif(
+            surface.to_json(), [c.to_json() for c in changes or []], lock_file=os.fspath(args.lock_file),
+            version=__version__)))
+    else:
+        render_text(surface, changes)
+    return rc
+
+
+def _row_cells(r: ToolRow) -> list[str]:
+    probe = r.probe if r.probe_reason in ("metadata",) else f"{r.probe} ({r.probe_reason})"
+    where = r.path if r.path == r.resolved else f"{r.path} -> {r.resolved}"
+    why = r.error or (r.probe_message if r.placement != "loaded" else "")
+    return [r.name, r.trust, probe, r.decision, f"{r.placement} ({r.placement_reason})", where, why]
+
+
+def render_text(surface: ToolSurface, changes: list[Change] | None) -> None:
+    counts = summary(surface)
+    head = (f"{counts['tools']} tools: {counts['verified']} verified, {counts['unverified']} "
+            f"unverified, {counts['failed']} failed; {counts['loaded']} loaded, {counts['not_probed']} "
+            f"not probed, {counts['without_metadata']} without metadata, {counts['blocked']} blocked; "
+            f"{counts['skipped']} skipped")
+    lock_lines = [ln for c in changes or [] for ln in c.lines()]
+    if is_terminal(sys.stdout):
+        from rich.table import Table
+
+        console = _console(sys.stdout)
+        # The reason codes fit a terminal; the messages and paths are in --format json and on a pipe.
+        table = Table("tool", "trust", "probe", "decision", "surface")
+        colours = {"verified": "green", "unverified": "yellow", "failed": "red"}
+        for r in surface.rows:
+            cells = [rich_text(x) for x in _row_cells(r)[:5]]
+            cells[1] = f"[{colours[r.trust]}]{cells[1]}[/]"
+            table.add_row(*cells)
+        console.print(table)
+        for s in surface.skipped:
+            console.print(f"skipped {rich_text(s.path)}: {rich_text(s.reason)}: {rich_text(s.message)}")
+        for line in lock_lines:
+            console.print(rich_text(line))
+        console.print(f"[bold]{rich_text(head)}[/bold]")
+        return
+    out = []
+    for r in surface.rows:
+        cells = _row_cells(r)
+        out.append(one_line("  ".join(cells[:5]) + f"  {cells[5]}" + (f"  {cells[6]}" if cells[6] else "")))
+    for s in surface.skipped:
+        out.append(one_line(f"skipped  {s.path}  {s.reason}: {s.message}"))
+    out.extend(one_line(line) for line in lock_lines)
+    out.append(head)
+    sys.stdout.write("".join(x + "\n" for x in out))

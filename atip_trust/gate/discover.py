@@ -1,0 +1,285 @@
+"""Discovery: which tools an agent may even see (RFC §5; the discovery gate of README "Architecture").
+
+``discover(dirs, policy)`` walks the safe scan (gate/scan.py), opens each candidate once, re-checks its
+owner and mode on that descriptor, hashes it (the verdict cache's stat fast path), and admits it
+through the one admission pipeline (gate/admit.py) with the evidence found for it: a Sigstore bundle
+beside it (``TOOL.sigstore.json``) or in ``bundle_dir`` by digest (``sha256/<hex>.sigstore.json``),
+and a shim by digest in ``shim_dir`` (verified against the registry signers in policy). Only then may
+it be probed (gate/probe.py: verify before probe); metadata from a probe is admitted again so the
+decision sees its effects (as claims, unless signed).
+
+Each tool gets three honest answers: trust ``verified`` (VERIFIED from a signer policy trusts) /
+``unverified`` (no signature, or one nobody in policy vouches for: never shown as verified) /
+``failed`` (tampering, failed provenance, an unsafe file, an error); probe ``probed`` / ``not_probed``
+/ ``failed``, each with a reason; and the decision (allow / ask / deny). The tool surface sorts them, as
+an Agent Tool surface does, with machine-readable reasons: ``loaded`` (metadata in hand and not
+denied), ``not_probed`` (listed, never run), ``without_metadata`` (run, answered no ATIP metadata),
+``blocked`` (refused: unsafe place, tampering, policy, a failed probe, an error).
+
+Candidates are handled on a thread pool (hashing and the probes' waits release the GIL).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from atip_trust._base.files import owner_problem
+from atip_trust.errors import AtipTrustError
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.effects import EFFECT_CLASSES, command_states
+from atip_trust.facts.metadata import MetadataDocument
+from atip_trust.facts.report import TrustLevel
+from atip_trust.gate.admit import Admission, admit
+from atip_trust.gate.cached import hash_artifact, open_cache
+from atip_trust.gate.probe import ProbeOutcome, probe
+from atip_trust.gate.scan import Candidate, Skipped, scan_directories
+from atip_trust.policy.model import Policy
+from atip_trust.state.cache import VerdictCache
+
+PathLike = str | os.PathLike[str]
+Trust = Literal["verified", "unverified", "failed"]
+Placement = Literal["loaded", "not_probed", "without_metadata", "blocked"]
+SIDECAR_SUFFIXES = (".sigstore.json", ".sigstore")
+
+
+@dataclass
+class ToolRow:
+    """One tool found by discovery, with what was decided about it and why (machine-readable)."""
+
+    name: str
+    path: str
+    resolved: str
+    digest: str | None = None
+    trust: Trust = "failed"
+    trust_level: str | None = None
+    probe: str = "not_probed"
+    probe_reason: str = "not_run"
+    probe_message: str = ""
+    decision: str = "deny"
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+    placement: Placement = "blocked"
+    #: Machine-readable reason for the placement (Agent Tool surface reason codes where one fits).
+    placement_reason: str = "error"
+    signer: str | None = None
+    issuer: str | None = None
+    source_repo: str | None = None
+    source_ref: str | None = None
+    #: ``probe`` (the tool's own --agent answer) or ``shim`` (registry-signed), or None.
+    metadata_from: str | None = None
+    metadata_digest: str | None = None
+    effects_verified: bool = False
+    #: Effect classes not declared safe on every command (unknown counts as risky); None without metadata.
+    effects: list[str] | None = None
+    cache: str = "off"
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "path": self.path, "resolved": self.resolved, "digest": self.digest,
+            "trust": self.trust, "trust_level": self.trust_level,
+            "probe": {"status": self.probe, "reason": self.probe_reason, "message": self.probe_message},
+            "decision": {"behavior": self.decision, "reasons": self.reasons},
+            "surface": {"placement": self.placement, "reason": self.placement_reason},
+            "signer": {"identity": self.signer, "issuer": self.issuer},
+            "source": {"repository": self.source_repo, "ref": self.source_ref},
+            "metadata": {"from": self.metadata_from, "digest": self.metadata_digest,
+                         "effects_verified": self.effects_verified, "effects": self.effects},
+            "cache": self.cache, "error": self.error,
+        }
+
+
+@dataclass
+class ToolSurface:
+    """What an agent may see: loaded tools, tools listed but never run, and blocked ones (with
+    the directories and files the safe scan skipped, each with its reason)."""
+
+    rows: list[ToolRow] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    directories: list[str] = field(default_factory=list)
+
+    def _where(self, placement: str) -> list[ToolRow]:
+        return [r for r in self.rows if r.placement == placement]
+
+    @property
+    def loaded(self) -> list[ToolRow]:
+        return self._where("loaded")
+
+    @property
+    def not_probed(self) -> list[ToolRow]:
+        return self._where("not_probed")
+
+    @property
+    def without_metadata(self) -> list[ToolRow]:
+        return self._where("without_metadata")
+
+    @property
+    def blocked(self) -> list[ToolRow]:
+        return self._where("blocked")
+
+    def to_json(self) -> dict[str, Any]:
+        """The surface in the Agent Tool shape (``loaded_tools``, ``blocked_tools`` with reasons),
+        plus every row and everything the scan skipped."""
+        def ref(r: ToolRow) -> dict[str, Any]:
+            return {"tool_id": r.digest or r.path, "name": r.name, "path": r.path,
+                    "reason": r.placement_reason}
+        return {
+            "loaded_tools": [ref(r) for r in self.loaded],
+            "not_probed_tools": [ref(r) for r in self.not_probed],
+            "without_metadata_tools": [ref(r) for r in self.without_metadata],
+            "blocked_tools": [ref(r) for r in self.blocked]
+            + [{"tool_id": s.path, "name": os.path.basename(s.path), "path": s.path, "reason": s.reason}
+               for s in self.skipped],
+            "directories": list(self.directories),
+            "tools": [r.to_json() for r in self.rows],
+            "skipped": [s.to_json() for s in self.skipped],
+        }
+
+
+def _sidecars(resolved: str, digest_hex: str, bundle_dir: PathLike | None) -> list[Path]:
+    found = [Path(resolved + s) for s in SIDECAR_SUFFIXES]
+    if bundle_dir is not None:
+        base = Path(bundle_dir)
+        found += [base / "sha256" / f"{digest_hex}.sigstore.json", base / f"{digest_hex}.sigstore.json"]
+    return [p for p in found if p.is_file()]
+
+
+def effects_summary(doc: MetadataDocument | None) -> list[str] | None:
+    """Effect classes that some declared command does not declare safe (a tool without commands: the
+    tool itself). Tool-level effects reach every command (RFC §3.6), through the one walker."""
+    if doc is None:
+        return None
+    risky: set[str] = set()
+    for path in doc.commands() or [()]:
+        states, _ = command_states(doc.doc, list(path))
+        risky.update(c for c, s in states.items() if s != "safe")
+    return [c for c in EFFECT_CLASSES if c in risky]
+
+
+def _trust_of(adm: Admission) -> Trust:
+    level = adm.report.trust_level
+    if level in (TrustLevel.COMPROMISED, TrustLevel.PROVENANCE_FAIL):
+        return "failed"
+    refused = any(r.code == "SIGNER_NOT_IN_POLICY" for r in adm.decision.reasons)
+    return "verified" if level is TrustLevel.VERIFIED and not refused else "unverified"
+
+
+def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
+    rep = adm.report
+    row.trust = _trust_of(adm)
+    row.trust_level = rep.trust_level.name
+    row.decision = adm.decision.behavior
+    row.reasons = [r.to_json() for r in adm.decision.reasons]
+    row.probe, row.probe_reason, row.probe_message = outcome.status, outcome.reason, outcome.message
+    sig = rep.signature
+    if sig.status == "valid":
+        row.signer, row.issuer = sig.identity, sig.issuer
+        row.source_repo = sig.extensions.get("source_repository_uri")
+        row.source_ref = sig.extensions.get("source_repository_ref")
+    src = rep.provenance.source if rep.provenance.status == "valid" else None
+    if row.source_repo is None and isinstance(src, dict):
+        row.source_repo = src.get("uri") if isinstance(src.get("uri"), str) else None
+        row.source_ref = src.get("ref") if isinstance(src.get("ref"), str) else None
+    doc = adm.metadata
+    if doc is not None:
+        row.metadata_from = "shim" if doc.is_shim and adm.effects_verified else "probe" \
+            if outcome.metadata is not None else None
+        row.metadata_digest = str(doc.sha256)
+        row.effects_verified = adm.effects_verified
+        row.effects = effects_summary(doc)
+    row.cache = adm.cache
+    if row.trust == "failed":
+        row.placement, row.placement_reason = "blocked", ("tampered" if rep.trust_level is
+                                                          TrustLevel.COMPROMISED else "provenance_failed")
+    elif outcome.reason == "policy_blocked":
+        row.placement, row.placement_reason = "blocked", "policy_blocked"
+    elif outcome.status == "failed":
+        row.placement, row.placement_reason = "blocked", f"probe_{outcome.reason}"
+    elif row.metadata_from is not None:
+        if row.decision == "deny":
+            row.placement, row.placement_reason = "blocked", "policy_blocked"
+        else:
+            row.placement, row.placement_reason = "loaded", f"metadata_from_{row.metadata_from}"
+    elif outcome.status == "not_probed":
+        row.placement, row.placement_reason = "not_probed", outcome.reason
+    else:
+        row.placement, row.placement_reason = "without_metadata", outcome.reason
+
+
+@dataclass(frozen=True)
+class _Options:
+    policy: Policy
+    shim_dir: PathLike | None
+    bundle_dir: PathLike | None
+    trusted_root: PathLike | None
+    cache: VerdictCache | None
+    use_cache: bool
+    audit: bool
+
+
+def _discover_one(c: Candidate, o: _Options) -> ToolRow:
+    row = ToolRow(name=c.name, path=c.path, resolved=c.resolved)
+    try:
+        with Artifact.open(Path(c.resolved)) as art:
+            # The scan looked at the path; this is the descriptor that is hashed and may be run.
+            problem = owner_problem(os.fstat(art.fd))
+            if problem is not None:
+                row.placement_reason, row.error = "file_unsafe", f"{c.resolved} is {problem}"
+                return row
+            digests = hash_artifact(art, o.cache)
+            row.digest = str(digests["sha256"])
+            common: dict[str, Any] = dict(
+                policy=o.policy, name=c.name, shim_dir=o.shim_dir, trusted_root=o.trusted_root,
+                bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
+                interactive=True, audit=o.audit, cache=o.use_cache)
+            adm = admit(art, **common)
+            outcome = probe(art, adm, o.policy, cache=o.cache)
+            if outcome.metadata is not None:
+                # Decide again with what the tool says about itself (claims; effects only tighten).
+                adm = admit(art, metadata=outcome.metadata.raw, **common)
+            _fill(row, adm, outcome)
+    except (AtipTrustError, OSError) as err:
+        row.trust, row.placement, row.placement_reason = "failed", "blocked", "error"
+        row.error = err.diagnostics() if isinstance(err, AtipTrustError) else str(err)
+    return row
+
+
+def discover(
+    dirs: Sequence[PathLike] | None,
+    policy: Policy,
+    *,
+    shim_dir: PathLike | None = None,
+    bundle_dir: PathLike | None = None,
+    trusted_root: PathLike | None = None,
+    cache: bool = True,
+    audit: bool = False,
+    workers: int | None = None,
+    path_env: str | None = None,
+    progress: Callable[[int, int, ToolRow], None] | None = None,
+) -> ToolSurface:
+    """The tool surface for ``dirs`` (default: PATH) under ``policy``; see the module docstring.
+
+    ``progress(done, total, row)`` is called from this thread as each tool is finished. ``audit``:
+    write an admission line per tool (a policy that requires audit lines gets them regardless).
+    """
+    scan = scan_directories(dirs, path_env=path_env)
+    opts = _Options(policy=policy, shim_dir=shim_dir, bundle_dir=bundle_dir, trusted_root=trusted_root,
+                    cache=open_cache(cache), use_cache=cache, audit=audit or policy.audit_required)
+    surface = ToolSurface(skipped=list(scan.skipped), directories=list(scan.directories))
+    total = len(scan.candidates)
+    n = max(1, min(workers or os.cpu_count() or 1, 16))
+    rows: list[ToolRow] = []
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        for done, row in enumerate(pool.map(lambda c: _discover_one(c, opts), scan.candidates), 1):
+            rows.append(row)
+            if progress is not None:
+                progress(done, total, row)
+    surface.rows = rows
+    return surface
+
+
+__all__ = ["ToolRow", "ToolSurface", "discover", "effects_summary"]

@@ -1,0 +1,217 @@
+"""The safe scan: which executables discovery may even consider (RFC §5.2 security note; principle 7).
+
+Directories come from PATH (in order) or from the caller. Skipped, each with a machine-readable reason:
+
+* PATH entries that a shell reads as the current directory: empty, ``.``, any relative entry (the same
+  rule as ``facts.artifact.which``: ``path_entries``); a directory the caller names explicitly is
+  made absolute instead;
+* a directory writable by group or others, or owned by neither root nor the current user: whoever can
+  write it chooses which programs it holds. The sticky bit does not make such a directory safe
+  (``/tmp``: others still add names to it); it is accepted only on an *ancestor*, where it stops
+  others from renaming or removing the entry that leads to ours. Every ancestor up to ``/`` must
+  otherwise pass the same owner and mode test (a parent writable by others can swap the directory);
+* a directory seen before (``/bin`` -> ``/usr/bin``): scanned once;
+* a file whose name an earlier directory already provides (``shadowed``: a shell runs the first);
+* a symbolic link is resolved once, and the row says where it leads; a link into a directory that
+  fails the test above is skipped with that reason, as is a file writable by group or others or owned
+  by someone else.
+
+Nothing here opens or runs a tool: discovery (gate/discover.py) opens each candidate once and re-checks
+owner and mode on that descriptor.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from atip_trust._base.files import owner_problem
+from atip_trust.facts.artifact import path_entries
+
+#: Entries read from one directory at most (a hostile directory cannot make the scan unbounded).
+MAX_ENTRIES_PER_DIR = 100_000
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A directory or file the scan refused, with a machine-readable ``reason`` code."""
+
+    path: str
+    reason: str
+    message: str
+    #: Where a symbolic link led (resolved once), when it did.
+    resolved: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "reason": self.reason, "message": self.message,
+                "resolved": self.resolved}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An executable regular file in a safe directory, not yet opened."""
+
+    name: str
+    #: The path as found (``dir/name``).
+    path: str
+    #: Symlinks resolved once: the file that will be opened.
+    resolved: str
+    directory: str
+
+    @property
+    def via_link(self) -> bool:
+        return self.path != self.resolved
+
+
+@dataclass
+class ScanResult:
+    directories: list[str] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _owner_reason(st: os.stat_result, kind: str) -> str:
+    mode = stat.S_IMODE(st.st_mode)
+    return f"{kind}_writable" if mode & (stat.S_IWGRP | stat.S_IWOTH) else f"{kind}_foreign_owner"
+
+
+class _DirCheck:
+    """Owner and mode of a directory and all its ancestors, remembered per real path."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, str] | None] = {}
+
+    def problem(self, real: str) -> tuple[str, str] | None:
+        """(reason, message) for an unsafe directory ``real`` (already resolved), or None."""
+        if real in self._seen:
+            return self._seen[real]
+        found: tuple[str, str] | None = None
+        try:
+            st = os.lstat(real)
+        except OSError as err:
+            found = ("directory_missing", f"cannot stat {real}: {err.strerror}")
+        else:
+            if not stat.S_ISDIR(st.st_mode):
+                found = ("not_a_directory", f"{real} is not a directory")
+            elif (why := owner_problem(st)) is not None:
+                found = (_owner_reason(st, "directory"), f"directory {real} is {why}")
+            else:
+                parent = os.path.dirname(real)
+                if parent != real:
+                    found = self._ancestor(parent)
+        self._seen[real] = found
+        return found
+
+    def _ancestor(self, real: str) -> tuple[str, str] | None:
+        key = "\0" + real  # ancestors are judged with the sticky exception; keep them apart
+        if key in self._seen:
+            return self._seen[key]
+        found: tuple[str, str] | None = None
+        try:
+            st = os.lstat(real)
+        except OSError as err:
+            found = ("directory_missing", f"cannot stat ancestor {real}: {err.strerror}")
+        else:
+            if (why := owner_problem(st, sticky_ok=True)) is not None:
+                found = (_owner_reason(st, "ancestor"), f"ancestor directory {real} is {why}")
+            else:
+                parent = os.path.dirname(real)
+                if parent != real:
+                    found = self._ancestor(parent)
+        self._seen[key] = found
+        return found
+
+
+def scan_directories(
+    dirs: Sequence[str | os.PathLike[str]] | None = None, *, path_env: str | None = None
+) -> ScanResult:
+    """The candidates in ``dirs`` (default: PATH's entries, in order), and everything skipped."""
+    out = ScanResult()
+    checker = _DirCheck()
+    entries: list[tuple[str, bool]]
+    if dirs is None:
+        entries = path_entries(path_env)
+    else:
+        # Directories the caller names are meant as given: a relative one is taken from the current
+        # directory, once, here (only PATH's relative entries are the shell's trap).
+        entries = [(os.path.abspath(os.fspath(d)) if os.fspath(d) else "", bool(os.fspath(d)))
+                   for d in dirs]
+    seen_dirs: set[str] = set()
+    seen_names: dict[str, str] = {}
+    for entry, usable in entries:
+        if not usable:
+            reason = "path_entry_empty" if not entry else "path_entry_relative"
+            out.skipped.append(Skipped(entry, reason, "an empty or relative entry means the current "
+                                       "directory to a shell; never scanned"))
+            continue
+        real = os.path.realpath(entry)
+        shown = real if real != os.path.normpath(entry) else None
+        problem = checker.problem(real)
+        if problem is not None:
+            out.skipped.append(Skipped(entry, problem[0], problem[1], shown))
+            continue
+        if real in seen_dirs:
+            out.skipped.append(Skipped(entry, "duplicate_directory", f"{real} was already scanned", shown))
+            continue
+        seen_dirs.add(real)
+        out.directories.append(real)
+        _scan_one(entry, real, checker, seen_names, out)
+    return out
+
+
+def _scan_one(entry: str, real: str, checker: _DirCheck, seen_names: dict[str, str],
+              out: ScanResult) -> None:
+    try:
+        with os.scandir(real) as it:
+            names = []
+            for i, d in enumerate(it):
+                if i >= MAX_ENTRIES_PER_DIR:
+                    out.skipped.append(Skipped(entry, "directory_too_large",
+                                               f"more than {MAX_ENTRIES_PER_DIR} entries; the rest "
+                                               "are not scanned"))
+                    break
+                names.append(d.name)
+    except OSError as err:
+        out.skipped.append(Skipped(entry, "directory_unreadable", f"cannot list {real}: {err.strerror}"))
+        return
+    for name in sorted(names):
+        path = os.path.join(entry, name)
+        here = os.path.join(real, name)
+        try:
+            lst = os.lstat(here)
+        except OSError:
+            continue
+        target = here
+        if stat.S_ISLNK(lst.st_mode):
+            # Resolved once, here; discovery opens the result without following links again.
+            target = os.path.realpath(here)
+            problem = checker.problem(os.path.dirname(target))
+            if problem is not None:
+                out.skipped.append(Skipped(path, "symlink_into_unsafe_directory",
+                                           f"{path} -> {target}: {problem[1]}", target))
+                continue
+        try:
+            st = os.stat(target)
+        except OSError:
+            if target != here:
+                out.skipped.append(Skipped(path, "broken_symlink", f"{path} -> {target}: no such file",
+                                           target))
+            continue
+        if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+            continue  # not a program: not a tool (directories, data files, bundles beside tools)
+        if (why := owner_problem(st)) is not None:
+            out.skipped.append(Skipped(path, _owner_reason(st, "file"), f"{target} is {why}",
+                                       target if target != here else None))
+            continue
+        if name in seen_names:
+            out.skipped.append(Skipped(path, "shadowed", f"{seen_names[name]} comes first: a shell "
+                                       "runs that one", target if target != here else None))
+            continue
+        seen_names[name] = path
+        out.candidates.append(Candidate(name=name, path=path, resolved=target, directory=real))
+
+
+__all__ = ["Candidate", "ScanResult", "Skipped", "scan_directories"]

@@ -1,0 +1,171 @@
+"""Discovery end to end through `atip-trust scan` in a real subprocess: real scripts, real bundles from
+the local test Sigstore, real processes. Tools that must never run leave a sentinel file if they do."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from discovery_world import ORG_ID, process_alive, World, agent_json, agent_script, sentinel_script
+from verify_helpers import cli, cli_subprocess
+
+from atip_trust.gate.scan import scan_directories
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["ATIP_CACHE_DIR"] = str(tmp / "cache")
+    env["XDG_CACHE_HOME"] = str(tmp / "xdg-cache")
+    env["XDG_STATE_HOME"] = str(tmp / "xdg-state")
+    env.pop("ATIP_TRUST_ORG_POLICY", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("discovery")
+    w = World(root)
+    b = root / "bin"
+    w.tool(b, "good", agent_script(agent_json("good")), identity=ORG_ID)
+    # Unsigned bait: its --help advertises --agent.
+    w.tool(b, "unsigned", sentinel_script(w.sentinel("unsigned")))
+    orig = agent_script(agent_json("tampered"))
+    w.tool(b, "tampered", sentinel_script(w.sentinel("tampered")) + orig, identity=ORG_ID,
+           signed_data=orig)
+    pidfile = w.sentinel("hostile.pid")
+    # Signed, so it is probed: a lingering child, 10 MB of bytes that are not UTF-8, and it never exits.
+    w.tool(b, "hostile", (
+        f"#!/bin/sh\nsleep 300 &\necho $! > '{pidfile}'\n"
+        "head -c 10000000 /dev/zero | tr '\\000' '\\377'\nexec sleep 300\n").encode(), identity=ORG_ID)
+    hang_pid = w.sentinel("hang.pid")
+    w.tool(b, "hang", f"#!/bin/sh\nsleep 300 &\necho $! > '{hang_pid}'\nexec sleep 300\n".encode(),
+           identity=ORG_ID)
+    w.tool(b, "badutf8", b"#!/bin/sh\nprintf '{\"atip\": \"0.6\", \"name\": \"\\377\\376\"}'\n",
+           identity=ORG_ID)
+    ww = root / "ww"
+    w.tool(ww, "wwtool", sentinel_script(w.sentinel("ww")))
+    ww.chmod(0o777)
+    os.symlink(ww / "wwtool", b / "linked")
+    return {"w": w, "root": root, "bin": b, "ww": ww, "policy": w.policy(), "pidfiles": [pidfile, hang_pid]}
+
+
+def _scan(world: dict[str, Any], tmp: Path, *args: str) -> tuple[Any, float]:
+    start = time.monotonic()
+    r = cli_subprocess("scan", str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
+                       "--format", "json", *args, env=_env(tmp))
+    return r, time.monotonic() - start
+
+
+def test_scan_gives_each_tool_its_honest_row_in_bounded_time_and_leaves_nothing_running(
+        world: dict[str, Any], tmp_path: Path) -> None:
+    r, took = _scan(world, tmp_path, "--fail-on", "deny")
+    assert r.code == 1, r.out + r.err  # tampered and hostile are blocked, ww is unsafe
+    out = r.json
+    rows = {t["name"]: t for t in out["surface"]["tools"]}
+    assert set(rows) == {"good", "unsigned", "tampered", "hostile", "hang", "badutf8"}
+
+    good = rows["good"]
+    assert (good["trust"], good["probe"]["status"], good["surface"]["placement"]) == \
+        ("verified", "probed", "loaded")
+    assert good["metadata"]["from"] == "probe" and good["signer"]["identity"] == ORG_ID
+
+    uns = rows["unsigned"]
+    assert (uns["trust"], uns["probe"]["status"], uns["probe"]["reason"]) == \
+        ("unverified", "not_probed", "not_verified")
+    assert uns["surface"]["placement"] == "not_probed"
+
+    tam = rows["tampered"]
+    assert (tam["trust"], tam["trust_level"], tam["decision"]["behavior"]) == ("failed", "COMPROMISED", "deny")
+    assert tam["probe"]["status"] == "not_probed" and tam["surface"]["reason"] == "tampered"
+
+    for name, reason in (("hostile", "output_too_large"), ("hang", "timeout"), ("badutf8", "invalid_metadata")):
+        row = rows[name]
+        assert row["trust"] == "verified", row  # verified, so probed; the probe itself failed
+        assert (row["probe"]["status"], row["probe"]["reason"]) == ("failed", reason), row
+        assert row["surface"] == {"placement": "blocked", "reason": f"probe_{reason}"}
+
+    skipped = {s["path"]: s for s in out["surface"]["skipped"]}
+    assert skipped[str(world["ww"])]["reason"] == "directory_writable"
+    link = skipped[str(world["bin"] / "linked")]
+    assert link["reason"] == "symlink_into_unsafe_directory"
+    assert link["resolved"] == str(world["ww"] / "wwtool")
+    blocked = {b["name"]: b["reason"] for b in out["surface"]["blocked_tools"]}
+    assert blocked["ww"] == "directory_writable" and blocked["hostile"] == "probe_output_too_large"
+
+    # Bounded: two timeouts of 1.5 s on two workers, plus start-up, far below the hostile's 300 s.
+    assert took < 60, took
+    never_ran = [p.name for p in world["w"].sentinels.iterdir() if not p.name.endswith(".pid")]
+    assert never_ran == [], never_ran
+    for pidfile in world["pidfiles"]:
+        pid = int(pidfile.read_text())
+        assert not process_alive(pid), f"lingering child {pid} of {pidfile.name} is still running"
+
+
+def test_unverified_tool_advertising_agent_and_tool_in_world_writable_dir_are_never_executed(
+        world: dict[str, Any], tmp_path: Path) -> None:
+    r, _ = _scan(world, tmp_path)
+    assert r.code == 0, r.out + r.err  # without --fail-on the scan reports and exits 0
+    assert not world["w"].sentinel("unsigned").exists()
+    assert not world["w"].sentinel("ww").exists()
+    assert not world["w"].sentinel("tampered").exists()
+
+
+def test_a_second_scan_reuses_the_cached_verdicts_and_probe_outcomes(world: dict[str, Any],
+                                                                     tmp_path: Path) -> None:
+    _scan(world, tmp_path)
+    r, took = _scan(world, tmp_path)
+    rows = {t["name"]: t for t in r.json["surface"]["tools"]}
+    assert all(t["cache"] == "hit" for t in rows.values()), {n: t["cache"] for n, t in rows.items()}
+    # The hang's 1.5 s timeout is not paid again: its outcome is cached by digest.
+    assert rows["hang"]["probe"]["reason"] == "timeout"
+
+
+def test_scan_text_on_a_pipe_is_plain_lines_and_sarif_names_each_finding(world: dict[str, Any],
+                                                                         tmp_path: Path) -> None:
+    r = cli_subprocess("scan", str(world["bin"]), "--policy", str(world["policy"]), env=_env(tmp_path))
+    assert r.code == 0, r.err
+    assert "\x1b[" not in r.out
+    line = next(ln for ln in r.out.splitlines() if ln.startswith("unsigned "))
+    assert "unverified" in line and "not_probed (not_verified)" in line
+    s = cli_subprocess("scan", str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
+                       "--format", "sarif", env=_env(tmp_path))
+    results = json.loads(s.out)["runs"][0]["results"]
+    ids = {(x["ruleId"], x["message"]["text"].split(":")[0]) for x in results}
+    assert ("atip-trust/scan/blocked", "tampered") in ids
+    assert ("atip-trust/scan/not-verified", "unsigned") in ids
+    assert any(rid == "atip-trust/scan/unsafe-location" for rid, _ in ids)
+
+
+def test_policy_probe_never_runs_not_even_a_verified_tool(world: dict[str, Any], tmp_path: Path) -> None:
+    pol = world["w"].policy("never", discovery={"probe": "never"})
+    r = cli("scan", str(world["bin"]), "--policy", str(pol), "--format", "json", "--no-cache")
+    rows = {t["name"]: t for t in r.json["surface"]["tools"]}
+    assert rows["good"]["trust"] == "verified"
+    assert (rows["good"]["probe"]["status"], rows["good"]["probe"]["reason"]) == ("not_probed", "probe_disabled")
+
+
+def test_path_scan_skips_relative_empty_unsafe_and_foreign_entries(world: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # /tmp-style: others can still plant new names, so never scanned
+    group = tmp_path / "group"
+    group.mkdir()
+    group.chmod(0o775)
+    under = tmp_path / "open" / "bin"
+    under.mkdir(parents=True)
+    (tmp_path / "open").chmod(0o777)  # a parent others can write can swap the directory
+    path_env = os.pathsep.join(["", ".", "rel/bin", str(sticky), str(group), str(under), str(world["bin"]),
+                                str(world["bin"])])
+    res = scan_directories(path_env=path_env)
+    reasons = [(s.path, s.reason) for s in res.skipped if not s.path.startswith(str(world["bin"]) + "/")]
+    assert reasons == [("", "path_entry_empty"), (".", "path_entry_relative"),
+                       ("rel/bin", "path_entry_relative"), (str(sticky), "directory_writable"),
+                       (str(group), "directory_writable"), (str(under), "ancestor_writable"),
+                       (str(world["bin"]), "duplicate_directory")]
+    assert res.directories == [str(world["bin"])]
+    assert "good" in {c.name for c in res.candidates}
