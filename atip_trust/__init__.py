@@ -77,6 +77,16 @@ _API: dict[str, str] = {
     "Verification": "atip_trust.gate.verify",
     "verify": "atip_trust.gate.verify",
     "audit_record": "atip_trust.state.audit",
+    "exec_verified": "atip_trust.gate.exec",
+    "ExecRefused": "atip_trust.gate.exec",
+    "check_call": "atip_trust.gate.validate",
+    "CallDecision": "atip_trust.gate.validate",
+    "discover": "atip_trust.gate.discover",
+    "ToolSurface": "atip_trust.gate.discover",
+    "run_verified": "atip_trust.gate.run",
+    "compile_tools": "atip_trust.bridge.compile",
+    "compile_surface": "atip_trust.bridge.surface",
+    "tool_call_to_argv": "atip_trust.bridge.argv",
 }
 
 __all__ = sorted(_API)
@@ -124,6 +134,13 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from atip_trust.state.audit import append_audit, audit_record
     from atip_trust.gate.admit import Admission, admit, load_admission_policy
     from atip_trust.gate.verify import Verification, verify
+    from atip_trust.gate.exec import ExecRefused, exec_verified
+    from atip_trust.gate.validate import CallDecision, check_call
+    from atip_trust.gate.discover import ToolSurface, discover
+    from atip_trust.gate.run import run_verified
+    from atip_trust.bridge.compile import compile_tools
+    from atip_trust.bridge.surface import compile_surface
+    from atip_trust.bridge.argv import tool_call_to_argv
 
 
 def __getattr__(name: str) -> Any:

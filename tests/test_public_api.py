@@ -28,6 +28,10 @@ REVIEWED = sorted([
     "choose_trusted_root", "decide", "to_agent_tool", "explain_policy", "append_audit", "audit_record",
     # gate: the library pipelines
     "admit", "Admission", "load_admission_policy", "verify", "Verification",
+    # runtime gate and discovery
+    "exec_verified", "ExecRefused", "check_call", "CallDecision", "discover", "ToolSurface", "run_verified",
+    # bridge (the rest of it: atip_trust.bridge)
+    "compile_tools", "compile_surface", "tool_call_to_argv",
 ])
 
 
