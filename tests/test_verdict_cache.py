@@ -227,3 +227,24 @@ def test_cache_stats_counts_and_clear_empties(world, cache_dir: Path) -> None:
     after = cli_subprocess("cache", "stats", "--format", "json", env=dict(os.environ))
     assert after.json["entries"] == 0 and after.json["bytes"] == 0
     assert admit(world).json["cache"] == "miss"
+
+
+def test_a_policy_validated_once_is_remembered_and_an_invalid_edit_is_still_refused(
+        world, cache_dir: Path, tmp_path: Path) -> None:
+    """The schema's verdict on a policy is kept by the document's digest: the same document is not
+    validated again, an edited one is (an unknown key stays an error on every call), and an invalid
+    document is never remembered."""
+    pol = tmp_path / "policy.json"
+    doc = json.loads(world["policy"].read_text())
+    pol.write_text(json.dumps(doc))
+    assert admit(world, policy=pol).code == 0
+    assert len(entries(cache_dir, "v-")) == 1
+    assert admit(world, policy=pol).json["cache"] == "hit"
+    assert len(entries(cache_dir, "v-")) == 1
+    for _ in range(2):
+        pol.write_text(json.dumps({**doc, "permissions": {**doc["permissions"], "alow": ["x"]}}))
+        bad = admit(world, policy=pol)
+        assert bad.code == 2 and "unknown key" in bad.err, bad.err
+    assert len(entries(cache_dir, "v-")) == 1
+    off = admit(world, "--no-cache", policy=world["policy2"])
+    assert off.code == 0 and len(entries(cache_dir, "v-")) == 1  # --no-cache remembers nothing

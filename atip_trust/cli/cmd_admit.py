@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         # cannot make admissions leave no trace.
         policy = load_admission_policy(args.policy, org_policy=args.org_policy,
                                        min_trust_level=args.min_trust_level,
-                                       signers=signer_entries(identity_rules(args)))
+                                       signers=signer_entries(identity_rules(args)),
+                                       cache=not args.no_cache)
     except Exception as err:
         _audit_failure(args, err, policy)
         raise  # exit 2 from the one catch point (cli/main.py)

@@ -53,16 +53,18 @@ def load_admission_policy(
     org_policy: PathLike | None = None,
     min_trust_level: TrustLevel | str | None = None,
     signers: list[dict[str, Any]] | None = None,
+    cache: bool = True,
 ) -> Policy:
     """The composed policy ``admit`` decides with: the local policy (default: the shipped default.json)
     under every org layer (the standard org-policy path, ``ATIP_TRUST_ORG_POLICY``, ``org_policy``), and
     ``min_trust_level`` and ``signers`` (policy ``trust.signers`` entries, e.g. from identity flags) as a
     CLI layer: those signers are trusted only where no other layer states signers, narrow where one
-    does, and count for nothing under an org that fixes the trust anchors (policy/compose.py)."""
+    does, and count for nothing under an org that fixes the trust anchors (policy/compose.py).
+    ``cache``: skip the schema validation of a document found valid before (policy/load.py)."""
     # ATIP_TRUST_POLICY names the local policy a fleet's machines use when none is given.
     chosen = policy or os.environ.get("ATIP_TRUST_POLICY") or default_policy_path()
-    layers: list[PolicyLayer] = [load_layer(chosen, source="local")]
-    layers.extend(org_layers([org_policy] if org_policy else []))
+    layers: list[PolicyLayer] = [load_layer(chosen, source="local", cache=cache)]
+    layers.extend(org_layers([org_policy] if org_policy else [], cache=cache))
     if min_trust_level is not None or signers:
         name = (min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level)
         layers.append(cli_layer(min_trust_level=name, signers=signers))
@@ -265,9 +267,10 @@ def _admit(
     interactive: bool,
     cache: VerdictCache | None,
 ) -> Admission:
-    # The policy's pinned root; an argument may only pick one of the roots it pins.
+    # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
+    # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
     trust_root = choose_trusted_root(
-        policy, os.fspath(trusted_root) if trusted_root is not None else None, staging)
+        policy, os.fspath(trusted_root) if trusted_root is not None else None, staging, deferred=True)
     words = list(split_command(command))
     known.words = words
 
