@@ -140,6 +140,12 @@ def _cas(entries: Any, where: str) -> tuple[CertificateAuthority, ...]:
     return tuple(cas)
 
 
+#: Parsed roots by digest (keys, CAs: immutable), so a process that admits many tools parses its root
+#: once. Bounded; a root that fails its checks is never kept.
+_PARSED: dict[str, dict[str, Any]] = {}
+_MAX_PARSED = 8
+
+
 @dataclass(frozen=True, eq=False)
 class TrustRoot:
     """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
@@ -170,8 +176,13 @@ class TrustRoot:
 
     def check(self) -> TrustRoot:
         """Parse and check the file now if that was deferred (``TrustRootError``); the root itself.
-        Two threads that race here parse the same bytes and store equal values."""
+        Two threads that race here parse the same bytes and store equal values. The same bytes are
+        parsed once per process (``_PARSED``, by digest)."""
         if self.checked:
+            return self
+        known = _PARSED.get(self.digest)
+        if known is not None:
+            self._fill(known)
             return self
         name = self.name
         try:
@@ -195,10 +206,16 @@ class TrustRoot:
             }
         except (AttributeError, TypeError) as err:
             raise TrustRootError(f"trusted root {name} has an unexpected shape: {err}") from err
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[self.digest] = parts
+        self._fill(parts)
+        return self
+
+    def _fill(self, parts: dict[str, Any]) -> None:
         for key, value in parts.items():
             object.__setattr__(self, key, value)  # frozen: filled once, by the one owner of the bytes
         object.__setattr__(self, "checked", True)
-        return self
 
     @classmethod
     def from_bytes(cls, raw: bytes, *, name: str, deferred: bool = False,
