@@ -310,7 +310,7 @@ def _admit(
         constraints = constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
         key = _cache_key(cache, art, digests, tool_name=tool_name, policy=policy,
                          root_digest=trust_root.digest, constraints=constraints, bundles=bundles,
-                         keys=keys, signature=signature, doc=doc, meta_path=meta_path,
+                         keys=constraints.keys, signature=signature, doc=doc, meta_path=meta_path,
                          meta_bundle=meta_bundle, from_shim=from_shim)
         hit = cached(cache, key)
         if hit is None:
@@ -390,7 +390,9 @@ def _cache_key(
     from_shim: bool,
 ) -> str | None:
     """Everything steps (3) and (4) read, as the verdict cache's key (gate/cached.py); None when
-    the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again)."""
+    the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again).
+    ``keys`` are the constraints' keys: the policy's own PEM files as well as ``--key`` files, by
+    content (the policy digest names a key file's path, not the key in it)."""
     if cache is None:
         return None
     files = {role: evidence_digests(paths) for role, paths in (
