@@ -48,6 +48,7 @@ for extra in (HERE, ROOT / "fixtures"):
 import cache as bench_cache  # noqa: E402  (bench/cache.py)
 import hash as bench_hash  # noqa: E402  (bench/hash.py)
 import policy as bench_policy  # noqa: E402  (bench/policy.py)
+import verify as bench_verify  # noqa: E402  (bench/verify.py)
 import testsigstore  # noqa: E402
 
 from atip_trust.evaluate import Constraints, Evidence, evaluate  # noqa: E402
@@ -119,25 +120,12 @@ def fig_hash(tmp: Path, quick: bool) -> Path:
     return path
 
 
-def _sigstore_trust_config(d: Path, root: Path) -> Path:
-    """sigstore's CLI takes a custom root only inside a ClientTrustConfig (offline: no URLs)."""
-    cfg = d / "trust_config.json"
-    cfg.write_text(json.dumps({
-        "mediaType": "application/vnd.dev.sigstore.clienttrustconfig.v0.1+json",
-        "trustedRoot": json.loads(root.read_text()),
-        "signingConfig": {"mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
-                          "caUrls": [], "oidcUrls": [], "rekorTlogUrls": [], "tsaUrls": [],
-                          "rekorTlogConfig": {"selector": "ANY"}, "tsaConfig": {"selector": "ANY"}},
-    }))
-    return cfg
-
-
 def fig_admit(world: tuple[list[str], dict[str, str], Path], tmp: Path, quick: bool) -> None:
     argv, env, _ = world
     tool, bundle, root = Path(argv[4]), tmp / "tool.sigstore.json", tmp / "trusted_root.json"
     wall(argv, env)  # the miss that fills the cache
     rounds = 3 if quick else 11
-    cfg = _sigstore_trust_config(tmp, root)
+    cfg = bench_verify.sigstore_trust_config(tmp, root)
     sig = [sys.executable, "-m", "sigstore", "--trust-config", str(cfg), "verify", "identity", "--offline",
            "--bundle", str(bundle), "--cert-identity", ID, "--cert-oidc-issuer", ISS, str(tool)]
     warm, ref = interleaved(lambda: wall(argv, env), lambda: wall(sig), rounds)
