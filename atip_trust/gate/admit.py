@@ -14,6 +14,14 @@ verified, bound metadata may relax capability gating (README "Decision rules") o
 
 Any error raises (the CLI turns it into exit 2, a denial) and, with auditing on, leaves a deny line
 naming the error, so a tool that makes evaluation fail leaves the same trace as one that is denied.
+
+The warm path (a verdict-cache hit, state/cache.py) imports no verifier: this module imports only
+modules that defer sigstore, cryptography and jsonschema to their first use (_base/lazy.py, the one
+sanctioned deferred import, which tests/test_layers.py checks like a plain import). On a hit the
+policy's schema validation is remembered (policy/load.py), the trusted root is read and digested but
+not parsed (signature/trustroot.py, deferred), and the signatures are not verified again; the policy
+is still composed and the decision made in full. tests/test_startup.py asserts which packages a
+cache-hit ``admit`` loads.
 """
 
 from __future__ import annotations
