@@ -26,8 +26,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
@@ -55,25 +56,30 @@ from atip_trust.provenance.slsa import (
     check_provenance,
     parse_statement,
 )
-from atip_trust.signature import certificate_pair, keys
-from atip_trust.signature.bundle import BundleInput, load_bundles
 from atip_trust.signature.identity import (
     CertificateFacts,
     IdentityRule,
     match_identities,
 )
-from atip_trust.signature.keyless import (
-    CLOCK_SKEW,
-    KeylessVerifier,
-    names_artifact,
-    subjects_of,
-)
-from atip_trust.signature.legacy_bundle import VERIFICATION_ERRORS as LEGACY_ERRORS
-from atip_trust.signature.legacy_bundle import (
-    verify_legacy_dsse_detailed,
-    verify_legacy_message,
-)
 from atip_trust.signature.trustroot import TrustRoot
+
+# The verifiers (and with them sigstore and cryptography) are imported when evidence is first checked
+# (_base/lazy.py): ``Constraints`` and ``Evidence`` are built on every admission, and a warm one reuses
+# its trust report without verifying anything.
+if TYPE_CHECKING:
+    from atip_trust.signature import bundle as bundles_mod
+    from atip_trust.signature import certificate_pair
+    from atip_trust.signature import keyless as keyless_mod
+    from atip_trust.signature import keys
+    from atip_trust.signature import legacy_bundle as legacy_mod
+    from atip_trust.signature.bundle import BundleInput
+    from atip_trust.signature.keyless import KeylessVerifier
+else:
+    bundles_mod = lazy_import("atip_trust.signature.bundle")
+    certificate_pair = lazy_import("atip_trust.signature.certificate_pair")
+    keyless_mod = lazy_import("atip_trust.signature.keyless")
+    keys = lazy_import("atip_trust.signature.keys")
+    legacy_mod = lazy_import("atip_trust.signature.legacy_bundle")
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -209,7 +215,7 @@ class Evaluation:
     ) -> None:
         self.artifact = artifact
         self.constraints = constraints
-        self.trust_root = trust_root
+        self.trust_root = trust_root.check()
         self._keyless = keyless
         self.now = time.time()  # fixed once for the whole evaluation
         self._done: list[str] = []
@@ -316,7 +322,7 @@ class Evaluation:
 
     def _keyless_verifier(self) -> KeylessVerifier:
         if self._keyless is None:
-            self._keyless = KeylessVerifier(self.trust_root)
+            self._keyless = keyless_mod.KeylessVerifier(self.trust_root)
         return self._keyless
 
     def _verify_bundle(self, b: BundleInput) -> EvidenceResult:
@@ -360,15 +366,15 @@ class Evaluation:
         """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2."""
         if b.content == "dsse":
             info = b.dsse_payload()
-            r.applies = info is not None and names_artifact(info[1], self.digests)
+            r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
         try:
             if b.content == "dsse":
-                res = verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
+                res = legacy_mod.verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
                 cert, when, checks = res.certificate, res.integrated_time, res.checks
             else:
-                cert, when, checks = verify_legacy_message(b.doc, self.digests["sha256"],
+                cert, when, checks = legacy_mod.verify_legacy_message(b.doc, self.digests["sha256"],
                                                            self.trust_root, evidence=b.label)
-        except LEGACY_ERRORS as err:
+        except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=b.label)
             if check.impact == "compromised" and not r.applies:
                 check = Check(check.name, check.status, check.message, check.expected, check.actual,
@@ -388,9 +394,9 @@ class Evaluation:
                                   evidence=b.label, impact="unverified"))
             return
         r.checks.extend(checks)
-        if when.timestamp() > self.now + CLOCK_SKEW:
+        if when.timestamp() > self.now + keyless_mod.CLOCK_SKEW:
             r.checks.append(Check("time", "fail", "integrated time lies in the future",
-                                  f"<= now + {CLOCK_SKEW}s", when.isoformat(), b.label,
+                                  f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
                                   impact="unverified"))
             return
         r.valid = True
@@ -440,7 +446,7 @@ class Evaluation:
         r = EvidenceResult(label=pair.label, route="certificate", content="message_signature")
         try:
             r.checks.extend(certificate_pair.verify_pair(pair, self.digests["sha256"], self.trust_root))
-        except LEGACY_ERRORS as err:
+        except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=pair.label)
             r.compromised = check.impact == "compromised"
             r.checks.append(check)
@@ -547,7 +553,7 @@ def _subject_digests(b: BundleInput) -> list[str]:
     if info is None:
         return []
     out: list[str] = []
-    for s in subjects_of(info[1]):
+    for s in keyless_mod.subjects_of(info[1]):
         dg = s.get("digest")
         if isinstance(dg, dict):
             out.extend(f"{k}:{v}" for k, v in dg.items() if k in ("sha256", "sha512"))
@@ -631,11 +637,12 @@ def evaluate(
     ``require_anchor=False`` (admission): no anchor is an answer, not an error — the evidence is
     still checked, no signer can be trusted, so the level is at most UNVERIFIED and the policy decides.
     """
+    trust_root.check()  # a deferred root (signature/trustroot.py) is checked before anything else
     bundles: list[BundleInput] = []
     unreadable: list[tuple[Path, AtipTrustError]] = []
     for p in evidence.bundles:
         try:
-            bundles.extend(load_bundles(p))
+            bundles.extend(bundles_mod.load_bundles(p))
         except (UntrustedInputError, ArtifactAccessError) as err:
             if len(evidence.bundles) == 1:
                 raise  # the only evidence is unreadable: could not evaluate (exit 2)

@@ -26,12 +26,9 @@ EFFECTS = {"destructive": False, "reversible": True, "idempotent": True, "networ
            "interactive": {"stdin": "none", "prompts": False, "tty": False}}
 
 
-def main() -> None:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "policies" / "enterprise-strict.json"
-    t0 = time.perf_counter()
-    policy = load_policy(path)
-    load_ms = (time.perf_counter() - t0) * 1000
-    rep = TrustReport(
+def sample_report() -> TrustReport:
+    """A verified gh with SLSA 3 provenance: what an enterprise policy decides about most often."""
+    return TrustReport(
         path="/usr/bin/gh", digests={"sha256": "ab" * 32}, trust_level=TrustLevel.VERIFIED,
         signature=SignatureResult(status="valid", kind="keyless",
                                   identity="https://github.com/cli/cli/.github/workflows/deployment.yml@refs/heads/trunk",
@@ -40,6 +37,14 @@ def main() -> None:
                                     source={"uri": "git+https://github.com/cli/cli", "ref": "refs/heads/trunk"}),
         claims={"source": "vendor"},
     )
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "policies" / "enterprise-strict.json"
+    t0 = time.perf_counter()
+    policy = load_policy(path)
+    load_ms = (time.perf_counter() - t0) * 1000
+    rep = sample_report()
     print(f"policy {path.name}: loaded in {load_ms:.1f} ms")
     cases = [
         ("allow (gh pr view, verified effects)", {"command": ["pr", "view", "1"], "effects": EFFECTS,

@@ -36,6 +36,20 @@ ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.
 ISS = "https://token.actions.githubusercontent.com"
 
 
+def sigstore_trust_config(d: Path, root: Path) -> Path:
+    """sigstore's CLI takes a custom root only inside a ClientTrustConfig; ours wrapped in one, with
+    no service URLs (offline)."""
+    cfg = d / "trust_config.json"
+    cfg.write_text(json.dumps({
+        "mediaType": "application/vnd.dev.sigstore.clienttrustconfig.v0.1+json",
+        "trustedRoot": json.loads(root.read_text()),
+        "signingConfig": {"mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
+                          "caUrls": [], "oidcUrls": [], "rekorTlogUrls": [], "tsaUrls": [],
+                          "rekorTlogConfig": {"selector": "ANY"}, "tsaConfig": {"selector": "ANY"}},
+    }))
+    return cfg
+
+
 def timeit(fn, n: int) -> float:
     fn()  # warm
     samples = []
@@ -96,15 +110,7 @@ def main() -> int:
 
     w_us = wall([sys.executable, "-m", "atip_trust", "verify", str(art), "--bundle", str(bundle_path),
                  "--trusted-root", str(root), "--certificate-identity", ID, "--certificate-oidc-issuer", ISS])
-    # sigstore's CLI needs a ClientTrustConfig for a custom root; wrap ours in one (offline).
-    cfg = d / "trust_config.json"
-    cfg.write_text(json.dumps({
-        "mediaType": "application/vnd.dev.sigstore.clienttrustconfig.v0.1+json",
-        "trustedRoot": json.loads(root.read_text()),
-        "signingConfig": {"mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
-                          "caUrls": [], "oidcUrls": [], "rekorTlogUrls": [], "tsaUrls": [],
-                          "rekorTlogConfig": {"selector": "ANY"}, "tsaConfig": {"selector": "ANY"}},
-    }))
+    cfg = sigstore_trust_config(d, root)
     try:
         w_sp = wall([sys.executable, "-m", "sigstore", "--trust-config", str(cfg), "verify", "identity",
                      "--bundle", str(bundle_path), "--cert-identity", ID, "--cert-oidc-issuer", ISS, str(art)])

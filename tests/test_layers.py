@@ -1,6 +1,10 @@
 """The package's layers (README, "Architecture"): imports point only downward, no import circles, no
 intra-package import hidden in a function, and each third-party package enters through its one boundary.
 
+A deferred import (``name = lazy_import("module")``, _base/lazy.py) is an import like any other here:
+at module level, a literal module name, downward, through its boundary. It is not an edge of the circle
+check (nothing is imported while the importing module runs).
+
 The checker is a plain function over a source tree so that the test of the test can run it on a
 throw-away package with a planted violation.
 """
@@ -62,6 +66,7 @@ class Imp:
     line: int
     in_function: bool
     type_checking: bool
+    lazy: bool = False
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -71,13 +76,33 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(root: Path, path: Path) -> list[Imp]:
+#: The deferred-import function of _base/lazy.py, by the name a call site uses.
+LAZY_IMPORT = "lazy_import"
+
+
+def _lazy_call(node: ast.AST) -> ast.Call | None:
+    if not isinstance(node, ast.Call):
+        return None
+    fn = node.func
+    name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
+    return node if name == LAZY_IMPORT else None
+
+
+def _imports(root: Path, path: Path, problems: list[str] | None = None) -> list[Imp]:
     mod = _module_name(root, path)
     is_pkg = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     out: list[Imp] = []
 
     def visit(node: ast.AST, in_fn: bool, tc: bool) -> None:
+        call = _lazy_call(node)
+        if call is not None:
+            arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value:
+                out.append(Imp(mod, arg.value, node.lineno, in_fn, tc, lazy=True))
+            elif problems is not None:
+                problems.append(f"{path.relative_to(root)}:{node.lineno}: {mod} calls {LAZY_IMPORT} "
+                                "without one literal module name")
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = mod.split(".") if is_pkg else mod.split(".")[:-1]
@@ -128,9 +153,11 @@ def check_layers(root: Path, pkg: str = PKG) -> list[str]:
     for path in files:
         mod = _module_name(root, path)
         graph.setdefault(mod, set())
-        for imp in _imports(root, path):
+        for imp in _imports(root, path, problems):
             top = imp.target.split(".")[0]
             where = f"{path.relative_to(root)}:{imp.line}"
+            if imp.lazy and imp.in_function:
+                problems.append(f"{where}: {mod} defers {imp.target} inside a function (module level only)")
             if top != pkg:
                 allowed = BOUNDARIES.get(top)
                 if allowed is not None and not any(
@@ -157,7 +184,7 @@ def check_layers(root: Path, pkg: str = PKG) -> list[str]:
                     f"{where}: upward import: {mod} (layer {src[0]} {src[1]}) imports "
                     f"{imp.target} (layer {dst[0]} {dst[1]})"
                 )
-            if not imp.type_checking and not imp.in_function:
+            if not imp.type_checking and not imp.in_function and not imp.lazy:
                 graph[mod].add(imp.target)
     problems.extend(_cycles(graph))
     return problems
@@ -233,6 +260,9 @@ def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
+_LAZY = "from atip_trust._base import lazy\nfrom atip_trust._base.lazy import lazy_import\n"
+
+
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
@@ -251,9 +281,23 @@ def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"gate/admit.py": "from sigstore.verify import Verifier\n"}, "only atip_trust.signature may"),
         ({"newthing/x.py": "from atip_trust.facts import digest\n", "facts/digest.py": ""},
          "in no layer"),
+        ({"facts/digest.py": _LAZY + "M = lazy_import('atip_trust.policy.model')\n",
+          "policy/model.py": ""}, "upward import"),
+        ({"facts/digest.py": _LAZY + "M = lazy_import('atip_trust.provenance.slsa')\n",
+          "provenance/slsa.py": ""}, "upward import"),
+        ({"policy/load.py": _LAZY + "J = lazy_import('jsonschema')\n"},
+         "only atip_trust._base.schema may"),
+        ({"gate/admit.py": _LAZY + "S = lazy.lazy_import('sigstore.verify')\n"},
+         "only atip_trust.signature may"),
+        ({"policy/load.py": _LAZY + "NAME = 'atip_trust.facts.digest'\nD = lazy_import(NAME)\n"},
+         "without one literal module name"),
+        ({"policy/load.py": _LAZY + "def f():\n    return lazy_import('atip_trust.facts.digest')\n",
+          "facts/digest.py": ""}, "inside a function"),
     ],
     ids=["upward-absolute", "upward-relative", "same-layer-other-group", "circle", "function-import",
-         "httpx-outside-net", "jsonschema-outside-boundary", "sigstore-outside-signature", "no-layer"],
+         "httpx-outside-net", "jsonschema-outside-boundary", "sigstore-outside-signature", "no-layer",
+         "lazy-upward", "lazy-other-group", "lazy-jsonschema-outside-boundary",
+         "lazy-sigstore-outside-signature", "lazy-non-literal", "lazy-in-function"],
 )
 def test_the_layer_check_catches_a_planted_violation(
     tmp_path: Path, files: dict[str, str], expected: str
@@ -269,6 +313,17 @@ def test_the_layer_check_accepts_downward_imports(tmp_path: Path) -> None:
                        "    from atip_trust.facts.digest import D as E\n",
         "policy/b.py": "X = 1\n",
         "facts/digest.py": "import hashlib\nD = 1\n",
+    })
+    assert check_layers(root) == []
+
+
+def test_a_deferred_import_is_no_import_circle(tmp_path: Path) -> None:
+    """Two modules of one folder that defer each other's import are not a circle (neither runs the
+    other while it is imported); one plain import back would be."""
+    root = _plant(tmp_path, {
+        "_base/lazy.py": "def lazy_import(name):\n    return name\n",
+        "policy/a.py": _LAZY + "B = lazy_import('atip_trust.policy.b')\n",
+        "policy/b.py": "from atip_trust.policy import a\n",
     })
     assert check_layers(root) == []
 

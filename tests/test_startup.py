@@ -1,17 +1,22 @@
 """Start-up: a subcommand imports only what it uses (each subcommand's parser is built on its own), so
-`--version` and `hash` never load sigstore, cryptography, jsonschema or httpx. Figures: bench/startup.py."""
+`--version` and `hash` never load sigstore, cryptography, jsonschema or httpx; and an `admit` whose trust
+report and policy come from the verdict cache loads none of them either (_base/lazy.py). Figures:
+bench/startup.py, bench/run.py."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import testsigstore
 
 REPO = Path(__file__).resolve().parent.parent
-HEAVY = ("sigstore", "sigstore_models", "cryptography", "jsonschema", "httpx", "rfc3161_client")
+HEAVY = ("sigstore", "sigstore_models", "cryptography", "jsonschema", "referencing", "httpx",
+         "rfc3161_client", "rich", "in_toto_attestation", "google")
 
 PROBE = """
 import json, sys
@@ -22,13 +27,21 @@ sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy}) + chr(10))
 """
 
 
+def probe(argv: list[str], env: dict[str, str] | None = None) -> dict[str, object]:
+    """Run the CLI's ``main(argv)`` in a fresh interpreter; its exit code and the heavy packages it
+    loaded (top-level names of HEAVY found in ``sys.modules`` afterwards)."""
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)], cwd=REPO,
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    out: dict[str, object] = json.loads(p.stderr.strip().splitlines()[-1])
+    out["stdout"] = p.stdout
+    return out
+
+
 @pytest.mark.parametrize("argv", [["--version"], ["hash", "./README.md"], ["hash", "--format", "json",
                                                                             "./pyproject.toml"]])
 def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
-    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)], cwd=REPO,
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    out = json.loads(p.stderr.strip().splitlines()[-1])
-    assert out == {"rc": 0, "heavy": []}, p.stderr
+    out = probe(argv)
+    assert (out["rc"], out["heavy"]) == (0, []), out
 
 
 def test_only_the_named_subcommand_is_built_but_help_lists_them_all() -> None:
@@ -43,3 +56,45 @@ def test_only_the_named_subcommand_is_built_but_help_lists_them_all() -> None:
                          timeout=60, cwd=REPO, stdin=subprocess.DEVNULL)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
     assert build_parser("hash").parse_args(["hash", "README.md"]).command == "hash"
+
+
+ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
+ISS = "https://token.actions.githubusercontent.com"
+
+
+@pytest.mark.parametrize("root", ["file", "embedded"])
+def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_library(
+        tmp_path: Path, root: str) -> None:
+    """The warm path: the same keyless-signed tool, bundle, policy and root a second time. The first
+    (a miss) really verifies, so it loads sigstore and cryptography and validates the policy with
+    jsonschema; the second reuses the trust report and the policy's validation and loads none of
+    them, nor httpx or rich, and decides the same. With the embedded root (no --trusted-root), the
+    root is found and digested without importing sigstore."""
+    ts = testsigstore.TestSigstore(seed=7)
+    body = b"#!/bin/sh\necho tool\n"
+    tool = tmp_path / "tool"
+    tool.write_bytes(body)
+    tool.chmod(0o755)
+    bundle = tmp_path / "tool.sigstore.json"
+    bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
+    trust: dict[str, object] = {"signers": [{"identity": ID, "issuer": ISS}]}
+    argv = ["admit", str(tool), "--command", "status", "--bundle", str(bundle), "--no-audit",
+            "--format", "json", "--policy", str(tmp_path / "policy.json")]
+    if root == "file":
+        trust["trustedRoots"] = [{"path": str(ts.write_trusted_root(tmp_path / "trusted_root.json"))}]
+        argv += ["--trusted-root", str(tmp_path / "trusted_root.json")]
+    (tmp_path / "policy.json").write_text(json.dumps({
+        "version": 1, "trust": trust,
+        "permissions": {"allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]}}))
+    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ATIP_TRUST_ORG_POLICY", None)
+
+    cold, warm = probe(argv, env), probe(argv, env)
+    cold_out, warm_out = json.loads(str(cold["stdout"])), json.loads(str(warm["stdout"]))
+    assert cold_out["cache"] == "miss" and warm_out["cache"] == "hit", (cold, warm)
+    # The probe sees what a verification loads (so the empty list below is not for want of looking).
+    assert {"sigstore", "cryptography", "jsonschema"} <= set(cold["heavy"])  # type: ignore[arg-type]
+    assert warm["heavy"] == [], warm["heavy"]
+    assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
+    assert warm_out["trust_level"] == cold_out["trust_level"]
+    assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]

@@ -227,3 +227,171 @@ def test_cache_stats_counts_and_clear_empties(world, cache_dir: Path) -> None:
     after = cli_subprocess("cache", "stats", "--format", "json", env=dict(os.environ))
     assert after.json["entries"] == 0 and after.json["bytes"] == 0
     assert admit(world).json["cache"] == "miss"
+
+
+def test_a_policy_validated_once_is_remembered_and_an_invalid_edit_is_still_refused(
+        world, cache_dir: Path, tmp_path: Path) -> None:
+    """The schema's verdict on a policy is kept by the document's digest: the same document is not
+    validated again, an edited one is (an unknown key stays an error on every call), and an invalid
+    document is never remembered."""
+    pol = tmp_path / "policy.json"
+    doc = json.loads(world["policy"].read_text())
+    pol.write_text(json.dumps(doc))
+    assert admit(world, policy=pol).code == 0
+    assert len(entries(cache_dir, "v-")) == 1
+    assert admit(world, policy=pol).json["cache"] == "hit"
+    assert len(entries(cache_dir, "v-")) == 1
+    for _ in range(2):
+        pol.write_text(json.dumps({**doc, "permissions": {**doc["permissions"], "alow": ["x"]}}))
+        bad = admit(world, policy=pol)
+        assert bad.code == 2 and "unknown key" in bad.err, bad.err
+    assert len(entries(cache_dir, "v-")) == 1
+    off = admit(world, "--no-cache", policy=world["policy2"])
+    assert off.code == 0 and len(entries(cache_dir, "v-")) == 1  # --no-cache remembers nothing
+
+
+# -- must-show: every input misses, nothing but the user's own untouched entries is trusted -------------
+
+OTHER_ID = "https://github.com/someone-else/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
+
+
+def test_a_change_of_an_org_policy_layer_misses(world, cache_dir: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    org = tmp_path / "org.json"
+    org.write_text(json.dumps({"version": 1, "permissions": {"deny": ["Bash(signed wipe *)"]}}))
+    org.chmod(0o644)
+    monkeypatch.setenv("ATIP_TRUST_ORG_POLICY", str(org))
+    assert admit(world).json["cache"] == "miss"
+    assert admit(world).json["cache"] == "hit"
+    org.write_text(json.dumps({"version": 1, "permissions": {"deny": ["Bash(signed status *)"]}}))
+    after = admit(world)
+    assert after.json["cache"] == "miss" and after.code == 1  # and the new org rule decides
+
+
+def test_a_change_of_a_public_key_the_policy_names_misses(world, cache_dir: Path, tmp_path: Path) -> None:
+    """The policy digest names the key file's path; the key in it is a trust anchor too."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    def pem() -> bytes:
+        return ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    key = tmp_path / "anchor.pem"
+    key.write_bytes(pem())
+    doc = json.loads(world["policy"].read_text())
+    doc["trust"]["publicKeys"] = [{"path": str(key)}]
+    pol = tmp_path / "keyed.json"
+    pol.write_text(json.dumps(doc))
+    assert admit(world, policy=pol).json["cache"] == "miss"
+    assert admit(world, policy=pol).json["cache"] == "hit"
+    key.write_bytes(pem())
+    assert admit(world, policy=pol).json["cache"] == "miss"
+
+
+def test_another_atip_trust_version_misses(world, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The version is part of every key: a report computed by another release is never reused."""
+    from atip_trust.gate import cached as gate_cached
+    from atip_trust.gate.admit import admit as library_admit
+    from atip_trust.gate.admit import load_admission_policy
+
+    policy = load_admission_policy(world["policy"])
+
+    def once() -> str:
+        return library_admit(world["tool"], policy=policy, command="status", bundles=[world["bundle"]],
+                             trusted_root=world["root"], audit=False).cache
+
+    assert (once(), once()) == ("miss", "hit")
+    monkeypatch.setattr(gate_cached, "__version__", "999.0.0")
+    assert (once(), once()) == ("miss", "hit")
+
+
+def test_same_size_rewrite_that_restores_the_old_mtime_misses(world, cache_dir: Path,
+                                                              tmp_path: Path) -> None:
+    """The stat fast path keys on ctime too, which no user can set back: restoring the size and the
+    mtime after swapping the bytes does not make the old digest (and its VERIFIED report) apply."""
+    tool = tmp_path / "signed"
+    tool.write_bytes(SIGNED)
+    tool.chmod(0o755)
+    time.sleep(2.2)  # outside the same-timestamp window, so the stat fast path remembers the file
+    first = admit(world, tool=tool)
+    assert (first.json["cache"], first.json["trust_level"]) == ("miss", "VERIFIED")
+    assert len(entries(cache_dir, "s-")) == 1
+    before = tool.stat()
+    tool.write_bytes(SIGNED.replace(b"signed", b"SIGNED"))
+    os.utime(tool, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after_stat = tool.stat()
+    assert (after_stat.st_size, after_stat.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    again = admit(world, tool=tool)
+    assert again.json["cache"] == "miss" and again.json["trust_level"] != "VERIFIED" and again.code == 1
+
+
+def test_an_expired_waiver_takes_effect_on_a_cache_hit(world, cache_dir: Path, tmp_path: Path) -> None:
+    """The report is cached, the decision is not: a waiver that lifted the policy's minimum trust
+    level stops doing so the moment it expires, although the next call reuses the report."""
+    from datetime import UTC, datetime, timedelta
+
+    ts = testsigstore.TestSigstore(seed=31)
+    other = tmp_path / "other.sigstore.json"
+    other.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=OTHER_ID, issuer=ISSUER)))
+    expires = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
+    doc = json.loads(world["policy"].read_text())
+    doc = {**doc, "requirements": {"minTrustLevel": "VERIFIED"},
+           "permissions": {"allow": ["Bash(signed *)"]},
+           "waivers": [{"tool": "signed", "reason": "vendor re-signs next week",
+                        "expires": expires.isoformat().replace("+00:00", "Z")}]}
+    pol = tmp_path / "waived.json"
+    pol.write_text(json.dumps(doc))
+    live = admit(world, policy=pol, bundle=other)
+    assert (live.code, live.json["trust_level"], live.json["cache"]) == (0, "UNVERIFIED", "miss")
+    assert "WAIVED" in [r["code"] for r in live.json["decision"]["reasons"]]
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1.5)
+    dead = admit(world, policy=pol, bundle=other)
+    assert (dead.code, dead.json["cache"]) == (1, "hit"), dead.out
+    codes = [r["code"] for r in dead.json["decision"]["reasons"]]
+    assert "WAIVER_EXPIRED" in codes and "WAIVED" not in codes
+
+
+def test_a_cache_entry_replaced_by_a_symlink_is_not_followed(world, cache_dir: Path,
+                                                            tmp_path: Path) -> None:
+    """A VERIFIED entry planted elsewhere and linked in place of the real one is ignored."""
+    tool, entry = _compromised_entry(world, cache_dir, tmp_path)
+    good = admit(world)  # a genuine VERIFIED entry, the user's own, to copy
+    assert good.json["trust_level"] == "VERIFIED"
+    planted = tmp_path / "planted.json"
+    planted.write_bytes(entry.read_bytes())
+    entry.unlink()
+    entry.symlink_to(planted)
+    again = admit(world, tool=tool)
+    assert (again.json["cache"], again.json["trust_level"]) == ("miss", "COMPROMISED")
+    assert not entry.is_symlink()  # replaced by a real file
+
+
+def test_sixteen_processes_deciding_and_writing_at_once_leave_no_corrupt_entry(
+        world, cache_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    def argv(command: str) -> list[str]:
+        return [sys.executable, "-m", "atip_trust", "admit", str(world["tool"]), "--command", command,
+                "--format", "json", "--policy", str(world["policy"]), "--bundle", str(world["bundle"]),
+                "--trusted-root", str(world["root"]), "--no-audit", "--interactive", "never"]
+
+    commands = ["status", "deploy prod"] * 8  # an allow and an ask-turned-deny, same report
+    procs = [subprocess.Popen(argv(c), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL, env=dict(os.environ)) for c in commands]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = [p.returncode for p in procs]
+    assert codes == [0, 1] * 8, [o[1] for o in outs]
+    docs = [json.loads(o[0]) for o in outs]
+    assert {d["trust_level"] for d in docs} == {"VERIFIED"}
+    assert [d["decision"]["behavior"] for d in docs] == ["allow", "deny"] * 8
+    # Every file left is whole: it parses and carries its integrity hash; no temporary file remains.
+    from atip_trust.state.cache import VerdictCache
+
+    names = sorted(p.name for p in cache_dir.iterdir())
+    assert names and not [n for n in names if n.startswith(".tmp-")]
+    cache = VerdictCache(cache_dir)
+    for name in names:
+        assert cache._read(name) is not None, name
+    assert admit(world, "--interactive", "never").json["cache"] == "hit"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -32,7 +33,15 @@ def cli(*argv: str) -> Run:
     return Run(code, out.getvalue(), err.getvalue())
 
 
+def private_env(env: dict[str, str] | None) -> dict[str, str] | None:
+    """``env`` (None: inherit) with the test run's private verdict cache (conftest.py) unless it names
+    its own: a test that hands a subprocess a minimal environment must not write the user's cache."""
+    if env is None or "ATIP_CACHE_DIR" in env or "ATIP_CACHE_DIR" not in os.environ:
+        return env
+    return {**env, "ATIP_CACHE_DIR": os.environ["ATIP_CACHE_DIR"]}
+
+
 def cli_subprocess(*argv: str, env: dict[str, str] | None = None) -> Run:
     p = subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                       timeout=120, stdin=subprocess.DEVNULL, env=env)
+                       timeout=120, stdin=subprocess.DEVNULL, env=private_env(env))
     return Run(p.returncode, p.stdout, p.stderr)

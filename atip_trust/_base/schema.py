@@ -10,6 +10,9 @@ Every caller validates through :func:`validator`; no other module imports ``json
   a verdict about the input; a recursion overflow while validating is the input's fault
   (``InputTooLargeError``; depth is capped before parsing, this is a backstop).
 
+jsonschema is imported on first validation (_base/lazy.py), not with this module: a warm admission
+whose policy digest was validated before (state/cache.py) never validates, so never pays for it.
+
 Errors are handed out as jsonschema's own ``ValidationError`` objects (typed ``SchemaError`` here, an
 alias for ``Any``): callers read ``absolute_path``, ``validator``, ``instance``, ``schema``, ``message``,
 ``context``, ``relative_schema_path`` and pick the one to report with :func:`best_match`.
@@ -21,18 +24,20 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema  # type: ignore[import-untyped]
-import referencing.exceptions
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import (  # type: ignore[import-untyped]
-    ValidationError,
-)
-from jsonschema.exceptions import best_match as _best_match
-
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.shipped import shipped_file
 from atip_trust.errors import EnvironmentFailure, InputTooLargeError
+
+if TYPE_CHECKING:
+    import jsonschema  # type: ignore[import-untyped]
+    from jsonschema import exceptions as _jsonschema_exceptions
+    from referencing import exceptions as _referencing_exceptions
+else:
+    jsonschema = lazy_import("jsonschema")
+    _jsonschema_exceptions = lazy_import("jsonschema.exceptions")
+    _referencing_exceptions = lazy_import("referencing.exceptions")
 
 #: A jsonschema ``ValidationError`` (the package is untyped).
 SchemaError = Any
@@ -47,10 +52,13 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
 
 def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
     if validator.is_type(instance, "string") and not _compile_pattern(pattern).search(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+        yield _jsonschema_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern_keyword})
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with the ECMA-262 ``pattern`` (module docstring), built on first use."""
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern_keyword})
 
 
 class Validator:
@@ -58,12 +66,12 @@ class Validator:
 
     def __init__(self, name: str, schema: Any) -> None:
         self.name = name
-        self._v = _Validator(schema)
+        self._v = _validator_class()(schema)
 
     def errors(self, doc: Any, *, what: str = "document") -> list[SchemaError]:
         try:
             return list(self._v.iter_errors(doc))
-        except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as err:
+        except (_jsonschema_exceptions.SchemaError, _referencing_exceptions.Unresolvable) as err:
             raise EnvironmentFailure(f"atip-trust's own schema {self.name} is broken: {err}") from err
         except RecursionError as err:
             raise InputTooLargeError(f"{what} nests too deeply to validate", path="$") from err
@@ -74,11 +82,11 @@ def load_schema(name: Literal["atip-metadata.schema.json", "policy.schema.json"]
     path = shipped_file("schema", name)
     try:
         schema = json.loads(path.read_bytes())
-        Draft202012Validator.check_schema(schema)
+        jsonschema.Draft202012Validator.check_schema(schema)
     except OSError as err:
         raise EnvironmentFailure(f"cannot read atip-trust's own schema {name}: {err.strerror}",
                                  path=str(path)) from err
-    except (ValueError, jsonschema.exceptions.SchemaError) as err:
+    except (ValueError, _jsonschema_exceptions.SchemaError) as err:
         raise EnvironmentFailure(f"atip-trust's own schema {name} is broken: {err}") from err
     return schema
 
@@ -92,7 +100,7 @@ def validator(name: str, transform: Callable[[Any], Any] | None = None) -> Valid
 
 def best_match(errors: list[SchemaError]) -> SchemaError | None:
     """jsonschema's choice of the most relevant error among ``errors`` (and their sub-errors)."""
-    return _best_match(errors)
+    return _jsonschema_exceptions.best_match(errors)
 
 
 __all__ = ["SchemaError", "Validator", "best_match", "load_schema", "validator"]

@@ -102,7 +102,8 @@ def policy_from_args(args: argparse.Namespace) -> Policy:
     """The composed admission policy the flags name (gate/admit.py ``load_admission_policy``)."""
     return load_admission_policy(args.policy, org_policy=args.org_policy,
                                  min_trust_level=args.min_trust_level,
-                                 signers=signer_entries(identity_rules(args)))
+                                 signers=signer_entries(identity_rules(args)),
+                                 cache=not getattr(args, "no_cache", False))
 
 
 def run(args: argparse.Namespace) -> int:

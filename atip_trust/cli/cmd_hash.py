@@ -9,6 +9,8 @@ name like ``"x\n<forged hex>  /usr/bin/gh"`` cannot forge a second line for whoe
 
 Each file is opened once, refused unless it is a regular file (without blocking on a FIFO), and hashed
 from that descriptor (``Artifact``). One bad file fails the run (exit 2) but the others are still hashed.
+Many files are hashed on two threads (hashlib releases the GIL; _base/parallel.py), printed in the
+order given as each is ready; with ``-`` among them (standard input is read once, in order) on one.
 
 ``--check`` reads ``sha256sum`` lines and ``--tag`` lines, and prints ``NAME: OK``, ``NAME: FAILED``
 or ``NAME: FAILED open or read`` per listed file, with coreutils' warnings on standard error: exit 1 when
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from atip_trust._base.parallel import default_workers, map_threads
 from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_ERROR, EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
@@ -144,9 +147,16 @@ def run(args: argparse.Namespace) -> int:
     rc = EXIT_OK
     rows: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
-    for name in args.files:
+    names: list[str] = list(args.files)
+    workers = 1 if "-" in names else default_workers()
+    outcomes = map_threads(lambda n: digest_of(n, args.algorithm, path_lookup=True), names,
+                           workers=workers)
+    for name, outcome in zip(names, outcomes):
         try:
-            d, shown = digest_of(name, args.algorithm, path_lookup=True)
+            if outcome.error is not None:
+                raise outcome.error
+            assert outcome.value is not None
+            d, shown = outcome.value
         except AtipTrustError as err:
             # Keep going through the other files; the run fails as a whole.
             rc = EXIT_ERROR

@@ -17,6 +17,14 @@ verified, bound metadata may relax capability gating (README "Decision rules") o
 
 Any error raises (the CLI turns it into exit 2, a denial) and, with auditing on, leaves a deny line
 naming the error, so a tool that makes evaluation fail leaves the same trace as one that is denied.
+
+The warm path (a verdict-cache hit, state/cache.py) imports no verifier: this module imports only
+modules that defer sigstore, cryptography and jsonschema to their first use (_base/lazy.py, the one
+sanctioned deferred import, which tests/test_layers.py checks like a plain import). On a hit the
+policy's schema validation is remembered (policy/load.py), the trusted root is read and digested but
+not parsed (signature/trustroot.py, deferred), and the signatures are not verified again; the policy
+is still composed and the decision made in full. tests/test_startup.py asserts which packages a
+cache-hit ``admit`` loads.
 """
 
 from __future__ import annotations
@@ -57,16 +65,18 @@ def load_admission_policy(
     org_policy: PathLike | None = None,
     min_trust_level: TrustLevel | str | None = None,
     signers: list[dict[str, Any]] | None = None,
+    cache: bool = True,
 ) -> Policy:
     """The composed policy ``admit`` decides with: the local policy (default: the shipped default.json)
     under every org layer (the standard org-policy path, ``ATIP_TRUST_ORG_POLICY``, ``org_policy``), and
     ``min_trust_level`` and ``signers`` (policy ``trust.signers`` entries, e.g. from identity flags) as a
     CLI layer: those signers are trusted only where no other layer states signers, narrow where one
-    does, and count for nothing under an org that fixes the trust anchors (policy/compose.py)."""
+    does, and count for nothing under an org that fixes the trust anchors (policy/compose.py).
+    ``cache``: skip the schema validation of a document found valid before (policy/load.py)."""
     # ATIP_TRUST_POLICY names the local policy a fleet's machines use when none is given.
     chosen = policy or os.environ.get("ATIP_TRUST_POLICY") or default_policy_path()
-    layers: list[PolicyLayer] = [load_layer(chosen, source="local")]
-    layers.extend(org_layers([org_policy] if org_policy else []))
+    layers: list[PolicyLayer] = [load_layer(chosen, source="local", cache=cache)]
+    layers.extend(org_layers([org_policy] if org_policy else [], cache=cache))
     if min_trust_level is not None or signers:
         name = (min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level)
         layers.append(cli_layer(min_trust_level=name, signers=signers))
@@ -283,9 +293,10 @@ def _admit(
     cache: VerdictCache | None,
     fetch: bool = False,
 ) -> Admission:
-    # The policy's pinned root; an argument may only pick one of the roots it pins.
+    # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
+    # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
     trust_root = choose_trusted_root(
-        policy, os.fspath(trusted_root) if trusted_root is not None else None, staging)
+        policy, os.fspath(trusted_root) if trusted_root is not None else None, staging, deferred=True)
     words = list(split_command(command))
     known.words = words
 
@@ -343,7 +354,7 @@ def _admit(
         constraints = constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
         key = _cache_key(cache, art, digests, tool_name=tool_name, policy=policy,
                          root_digest=trust_root.digest, constraints=constraints, bundles=bundles,
-                         keys=keys, signature=signature, doc=doc, meta_path=meta_path,
+                         keys=constraints.keys, signature=signature, doc=doc, meta_path=meta_path,
                          meta_bundle=meta_bundle, from_shim=from_shim)
         hit = cached(cache, key)
         if hit is None:
@@ -416,7 +427,9 @@ def _cache_key(
     from_shim: bool,
 ) -> str | None:
     """Everything steps (3) and (4) read, as the verdict cache's key (gate/cached.py); None when
-    the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again)."""
+    the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again).
+    ``keys`` are the constraints' keys: the policy's own PEM files as well as ``--key`` files, by
+    content (the policy digest names a key file's path, not the key in it)."""
     if cache is None:
         return None
     files = {role: evidence_digests(paths) for role, paths in (

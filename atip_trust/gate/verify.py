@@ -148,8 +148,9 @@ def verify(
         applied = policy if isinstance(policy, Policy) else load_verify_policy(policy)
         c = constraints_from_policy(applied, c)
     # The policy's pinned root; an argument may only pick one of the roots it pins.
+    # Deferred: parsed only when a cache miss verifies (evaluate checks it first).
     root = choose_trusted_root(applied, os.fspath(trusted_root) if trusted_root is not None else None,
-                               staging)
+                               staging, deferred=True)
     evidence = Evidence(
         bundles=tuple(Path(b) for b in bundles),
         signature=Path(signature) if signature is not None else None,

@@ -1,20 +1,30 @@
 """What verification needs from a policy, as ``evaluate.Constraints`` (principle 1).
 
 The policy is the only source of trust anchors; this is the one place that hands them to the verifier.
+
+Roots are chosen by digest and returned deferred (signature/trustroot.py: parsed and checked when
+first used); public keys are read only when a policy or a flag names them, and cryptography with them
+(_base/lazy.py). A warm admission reuses its trust report without either.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError, UsageError
 from atip_trust.evaluate import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
 from atip_trust.provenance.slsa import AllowedSource, BuilderMap
 from atip_trust.signature.identity import IdentityRule
-from atip_trust.signature.keys import key_digest, load_public_key
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from atip_trust.signature import keys
+else:
+    keys = lazy_import("atip_trust.signature.keys")
 
 
 def builder_map(policy: Policy) -> BuilderMap | None:
@@ -43,16 +53,18 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
 
 
 def _root_of(entry: str) -> TrustRoot:
-    """One ``trust.trustedRoots`` entry, loaded: ``production``/``staging`` are the embedded roots."""
+    """One ``trust.trustedRoots`` entry, read: ``production``/``staging`` are the embedded roots."""
     if entry in ("production", "staging"):
-        return TrustRoot.embedded(entry)
-    return TrustRoot.from_file(entry)
+        return TrustRoot.embedded(entry, deferred=True)
+    return TrustRoot.from_file(entry, deferred=True)
 
 
 def choose_trusted_root(
-    policy: Policy | None, cli_path: str | None, cli_staging: bool
+    policy: Policy | None, cli_path: str | None, cli_staging: bool, *, deferred: bool = False
 ) -> TrustRoot:
     """The trusted root to verify with, from ``--trusted-root`` / ``--staging`` and the policy.
+    Roots are compared by digest alone; the chosen one is parsed and checked before it is returned,
+    or, with ``deferred``, when first used (``TrustRoot.check``; ``evaluate`` does it first).
 
     principle 1: the policy is the only source of trust anchors, and a trusted root is the
     anchor every keyless signer rule stands on (whoever holds a root can mint a certificate for any
@@ -66,11 +78,16 @@ def choose_trusted_root(
         raise UsageError("give --staging or --trusted-root, not both")
     flag: TrustRoot | None = None
     if cli_path:
-        flag = TrustRoot.from_file(cli_path)
+        flag = TrustRoot.from_file(cli_path, deferred=True)
     elif cli_staging:
-        flag = TrustRoot.embedded("staging")
+        flag = TrustRoot.embedded("staging", deferred=True)
+    chosen = _choose(policy, flag, cli_path)
+    return chosen if deferred else chosen.check()
+
+
+def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None) -> TrustRoot:
     if policy is None or not policy.trusted_roots_pinned:
-        return flag if flag is not None else TrustRoot.embedded("production")
+        return flag if flag is not None else TrustRoot.embedded("production", deferred=True)
     pinned = policy.trusted_roots or ["production"]
     if flag is None:
         return _root_of(pinned[0])
@@ -89,7 +106,7 @@ def choose_trusted_root(
 
 
 def _key_digest_of(path: Path) -> str:
-    return str(key_digest(load_public_key(path)))
+    return str(keys.key_digest(keys.load_public_key(path)))
 
 
 def _listed_digests(rules: tuple[PublicKeyRule, ...] | list[PublicKeyRule]) -> set[str]:

@@ -3,10 +3,17 @@
 Every failure is a ``PolicyError`` naming the JSON path (exit 2). An org (managed) policy file that group
 or others can write, or that is owned by neither root nor the current user, is refused: whoever can write
 it decides what runs (Gemini CLI ignores such a file silently; we fail closed and say why).
+
+A document that passed the schema once is not validated again: its digest (with the schema's bytes
+and atip-trust's version) is remembered in the verdict cache (state/cache.py: the same owner, mode and
+integrity rules), so a warm admission neither validates nor imports jsonschema. A document that
+fails is never remembered; the semantic checks that follow the schema run on every load.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import sys
@@ -21,6 +28,7 @@ from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import Validator, validator
 from atip_trust._base.shipped import shipped_file
+from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
 from atip_trust.facts.report import TrustLevel
 from atip_trust.limits import LIMITS
@@ -46,10 +54,20 @@ from atip_trust.policy.rules import (
     signer_from_json,
 )
 from atip_trust.provenance.slsa import BuilderMap, SignerBinding
+from atip_trust.state.cache import VerdictCache, cache_key
+
+_SCHEMA = "policy.schema.json"
 
 
 def _validator() -> Validator:
-    return validator("policy.schema.json")
+    return validator(_SCHEMA)
+
+
+@functools.cache
+def _schema_sha256() -> str:
+    """The shipped schema's bytes, by digest: a changed schema (a checkout between versions) validates
+    every policy again."""
+    return hashlib.sha256(shipped_file("schema", _SCHEMA).read_bytes()).hexdigest()
 
 
 #: An extra org (managed) policy file to compose, for tests and staged roll-outs. Safe because org layers
@@ -99,9 +117,9 @@ def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     return out
 
 
-def org_layers(extra: Sequence[str | os.PathLike[str]] = ()) -> list[PolicyLayer]:
+def org_layers(extra: Sequence[str | os.PathLike[str]] = (), *, cache: bool = True) -> list[PolicyLayer]:
     """Every org layer (``org_policy_paths``), each read with the ownership and mode checks."""
-    return [load_layer(p, source="org") for p in org_policy_paths(extra)]
+    return [load_layer(p, source="org", cache=cache) for p in org_policy_paths(extra)]
 
 
 def shipped_policy_file(name: str) -> Path:
@@ -183,9 +201,19 @@ def canonical_digest(doc: Any) -> str:
     return jsonio.canonical_digest(doc, ascii_only=False)
 
 
-def _schema_error(doc: Any) -> PolicyError | None:
+def _validated_key(doc: Any) -> str:
+    return cache_key({"kind": "schema-valid", "schema": _SCHEMA, "schema_sha256": _schema_sha256(),
+                      "atip_trust": __version__, "document": doc})
+
+
+def _schema_error(doc: Any, cache: VerdictCache | None = None) -> PolicyError | None:
+    key = _validated_key(doc) if cache is not None else None
+    if cache is not None and key is not None and cache.validated(key):
+        return None
     errors = _validator().errors(doc, what="policy")
     if not errors:
+        if cache is not None and key is not None:
+            cache.mark_validated(key)
         return None
     # The deepest error is the most precise; for anyOf/oneOf prefer the branch error that went deepest.
     def depth(e: Any) -> int:
@@ -236,11 +264,13 @@ def _refuse_qualified_deny_ask(doc: Any) -> None:
 
 
 def layer_from_document(
-    doc: Any, *, source: RuleSource, path: str | None = None, base_dir: Path | None = None
+    doc: Any, *, source: RuleSource, path: str | None = None, base_dir: Path | None = None,
+    cache: VerdictCache | None = None,
 ) -> PolicyLayer:
-    """Schema-check one policy document and compile it into a ``PolicyLayer``."""
+    """Schema-check one policy document and compile it into a ``PolicyLayer``. With ``cache``, a
+    document found valid before is not validated again (module docstring)."""
     _refuse_qualified_deny_ask(doc)
-    err = _schema_error(doc)
+    err = _schema_error(doc, cache)
     if err is not None:
         raise err
     assert_dict = doc if isinstance(doc, dict) else {}
@@ -393,7 +423,10 @@ def layer_from_document(
     )
 
 
-def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") -> PolicyLayer:
+def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
+               cache: bool = True) -> PolicyLayer:
+    """Read, parse, schema-check and compile one policy file. ``cache=False``: validate even a
+    document found valid before, and remember nothing (``--no-cache``)."""
     name = os.fspath(path)
     if source == "org":
         # Read through one descriptor, refusing a link, an unsafe owner or mode (module docstring).
@@ -406,7 +439,8 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local") ->
     except MalformedInputError as err:
         raise PolicyError(f"{Path(name).name}: {err.message}", path=err.path) from err
     try:
-        return layer_from_document(doc, source=source, path=name, base_dir=Path(name).resolve().parent)
+        return layer_from_document(doc, source=source, path=name, base_dir=Path(name).resolve().parent,
+                                   cache=VerdictCache() if cache else None)
     except PolicyError as err:
         err.message = f"{Path(name).name}: {err.message}"
         raise

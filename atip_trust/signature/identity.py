@@ -16,13 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography import x509
-from cryptography.x509.oid import ObjectIdentifier
-
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import UsageError
 from atip_trust.facts.report import Check
+
+# Signer rules are compiled with every policy, certificates are read only when a signature is verified:
+# cryptography's x509 is imported then (_base/lazy.py), not by a warm admission that reuses a report.
+if TYPE_CHECKING:
+    from cryptography import x509
+else:
+    x509 = lazy_import("cryptography.x509")
 
 _FULCIO = "1.3.6.1.4.1.57264.1."
 
@@ -52,7 +57,7 @@ EXTENSIONS: dict[str, tuple[int, str]] = {
 }
 #: Claims a rule may constrain (everything but the issuer, which has its own field).
 CLAIMS = tuple(k for k in EXTENSIONS if k not in ("issuer", "issuer_v1"))
-_OTHERNAME_OID = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
+_OTHERNAME_OID = "1.3.6.1.4.1.57264.1.7"
 
 
 def _der_utf8(value: bytes) -> str | None:
@@ -95,7 +100,7 @@ class CertificateFacts:
             sans.extend(san.get_values_for_type(x509.UniformResourceIdentifier))
             sans.extend(san.get_values_for_type(x509.RFC822Name))
             for on in san.get_values_for_type(x509.OtherName):
-                if on.type_id == _OTHERNAME_OID:
+                if on.type_id.dotted_string == _OTHERNAME_OID:
                     text = _der_utf8(on.value)
                     sans.append(text if text is not None else on.value.decode("utf-8", "replace"))
         except x509.ExtensionNotFound:

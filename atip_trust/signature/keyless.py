@@ -5,9 +5,12 @@ sigstore-python's ``Verifier`` runs its numbered steps (verify/verifier.py ``_ve
 and checkpoint, (5) SET, (6) time within the certificate's validity, (7) signature, (8) log entry body
 consistent with the bundle and the input. Our own additions, in this order:
 
-  (A) before sigstore: bind the bundle to *this* artifact with our own math — the message digest and
-      the signature over the artifact digest (message signatures), or the DSSE signature over PAE
-      (attestations). A failure here is evidence of tampering: COMPROMISED (principle 2).
+  (A) bind the bundle to *this* artifact: before sigstore, the declared message digest against the
+      artifact's (message signatures) or the statement's subjects (attestations); and when sigstore
+      fails, our own ECDSA check of the signature over the artifact digest or the DSSE PAE. A failure
+      of either is evidence of tampering: COMPROMISED (principle 2). On the success path the signature
+      is verified once, by sigstore's step (7), over the digest we computed: checking it again
+      ourselves would buy no check sigstore does not make.
   (B) sigstore, with a policy object that *records* the certificate it has chain-verified instead of
       rejecting it, so that a signer outside the allowlist still gets the full cryptographic verdict
       (valid signature by the wrong signer → UNVERIFIED, not "invalid").
@@ -179,19 +182,69 @@ def names_artifact(payload: bytes, digests: dict[str, Digest]) -> bool:
     return False
 
 
+def _signature_fails(b: BundleInput, key: Any, sha256: Digest, payload_info: tuple[str, bytes] | None,
+                     message_sig: bytes, out: KeylessOutcome) -> bool:
+    """Our own check of the bundle's signature (ECDSA P-256, the key Fulcio issues; other key types are
+    left to sigstore), run after sigstore failed: True, with the failed check recorded, when the
+    signature does not verify over this artifact's digest (message signature) or the envelope's PAE
+    (DSSE) — evidence of tampering when the bundle is about this artifact (principle 2)."""
+    ev = b.label
+    if not key_fits(key, _OWN_SCHEMES[0]):
+        return False
+    if b.content == "message_signature":
+        if verify_signature(key, message_sig, sha256.value, _OWN_SCHEMES, prehashed=True) is not None:
+            return False
+        out.compromised = True
+        out.checks.append(Check(
+            "signature", "fail", "signature is invalid for this artifact",
+            expected=f"a signature by the certificate key over {sha256}",
+            actual="invalid signature", evidence=ev, impact="compromised"))
+        return True
+    sigs = (b.doc.get("dsseEnvelope") or {}).get("signatures") or []
+    if payload_info is None or len(sigs) != 1:
+        return False
+    try:
+        raw_sig = base64.b64decode(str(sigs[0].get("sig", "")), validate=True)
+    except (binascii.Error, ValueError, AttributeError):
+        raw_sig = b""
+    if verify_signature(key, raw_sig, pae(*payload_info), _OWN_SCHEMES) is not None:
+        return False
+    if out.applies:
+        out.compromised = True
+    out.checks.append(Check(
+        "signature", "fail", "DSSE signature is invalid",
+        expected="a signature by the certificate key over the envelope",
+        actual="invalid signature", evidence=ev,
+        impact="compromised" if out.applies else "unverified"))
+    return True
+
+
+#: sigstore-python Verifiers by trusted-root digest: built once per root and process, reused by every
+#: evaluation (a Verifier holds only the parsed root; verifying does not change it). Bounded.
+_VERIFIERS: dict[str, Any] = {}
+_MAX_VERIFIERS = 8
+
+
 class KeylessVerifier:
-    """sigstore-python's ``Verifier`` for one trusted root, built once and reused."""
+    """sigstore-python's ``Verifier`` for one trusted root, built once per root digest and reused."""
 
     def __init__(self, trust_root: TrustRoot) -> None:
         from sigstore.verify import Verifier
 
         self.trust_root = trust_root
+        known = _VERIFIERS.get(trust_root.digest)
+        if known is not None:
+            self._verifier = known
+            return
         try:
             self._verifier = Verifier(trusted_root=trust_root.sigstore_trusted_root())
         except TrustRootError:
             raise
         except Exception as err:  # noqa: BLE001 - sigstore raises several types for a bad root
             raise TrustRootError(f"trusted root {trust_root.name} is unusable: {err}") from err
+        if len(_VERIFIERS) >= _MAX_VERIFIERS:
+            _VERIFIERS.clear()
+        _VERIFIERS[trust_root.digest] = self._verifier
 
     def verify(self, b: BundleInput, digests: dict[str, Digest]) -> KeylessOutcome:
         out = KeylessOutcome(label=b.label, content=b.content)
@@ -244,7 +297,12 @@ class KeylessVerifier:
         out.integrated_time = _integrated_time(b.doc)
         key = cert.public_key()
 
-        # (A) Bind the bundle to this artifact with our own math.
+        # (A) Bind the bundle to this artifact: the declared message digest (a comparison), and for DSSE
+        # whether the statement names this artifact. The signature itself is verified once, by
+        # sigstore's step (7) over the digest we computed; our own ECDSA check runs only when sigstore
+        # fails, to tell tampering (a signature that does not verify: COMPROMISED) from any other
+        # failure. On success it would verify the very same signature over the very same bytes again.
+        payload_info: tuple[str, bytes] | None = None
         if b.content == "message_signature":
             ms = b.doc.get("messageSignature") or {}
             md = ms.get("messageDigest") or {}
@@ -261,41 +319,16 @@ class KeylessVerifier:
                         expected=str(sha256), actual=digest_text(md.get("algorithm"), declared_hex),
                         evidence=ev, impact="compromised"))
                     return
-            sig = bundle.signature
-            if key_fits(key, _OWN_SCHEMES[0]):
-                if verify_signature(key, sig, sha256.value, _OWN_SCHEMES, prehashed=True) is None:
-                    out.compromised = True
-                    out.checks.append(Check(
-                        "signature", "fail", "signature is invalid for this artifact",
-                        expected=f"a signature by the certificate key over {sha256}",
-                        actual="invalid signature", evidence=ev, impact="compromised"))
-                    return
         else:
-            env = b.doc.get("dsseEnvelope") or {}
             payload_info = b.dsse_payload()
             if payload_info is None:
                 out.checks.append(Check("bundle", "fail", "DSSE envelope payload is not base64",
                                         evidence=ev, impact="unverified"))
                 return
-            ptype, payload = payload_info
-            out.applies = names_artifact(payload, digests)
-            sigs = env.get("signatures") or []
-            if key_fits(key, _OWN_SCHEMES[0]) and len(sigs) == 1:
-                try:
-                    raw_sig = base64.b64decode(str(sigs[0].get("sig", "")), validate=True)
-                except (binascii.Error, ValueError, AttributeError):
-                    raw_sig = b""
-                if verify_signature(key, raw_sig, pae(ptype, payload), _OWN_SCHEMES) is None:
-                    if out.applies:
-                        out.compromised = True
-                    out.checks.append(Check(
-                        "signature", "fail", "DSSE signature is invalid",
-                        expected="a signature by the certificate key over the envelope",
-                        actual="invalid signature", evidence=ev,
-                        impact="compromised" if out.applies else "unverified"))
-                    return
+            out.applies = names_artifact(payload_info[1], digests)
 
         # (B) sigstore-python: chain, SCT, profile, log entry, times, signature, entry consistency.
+        message_sig = bundle.signature if b.content == "message_signature" else b""
         recorder = _RecordingPolicy()
         try:
             if b.content == "message_signature":
@@ -305,6 +338,8 @@ class KeylessVerifier:
             else:
                 out.payload_type, out.payload = self._verifier.verify_dsse(bundle, recorder)
         except SigstoreError as err:
+            if _signature_fails(b, key, sha256, payload_info, message_sig, out):
+                return
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             # Step (8) runs only after the chain, SCT and log entry verified: an authentic log entry
             # that disagrees with the bundle (CVE-2022-36056) is tampering evidence when the bundle is
@@ -317,6 +352,12 @@ class KeylessVerifier:
                 f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint(msg)}",
                 evidence=ev, impact="compromised" if tampered else "unverified"))
             return
+        except Exception:
+            # An exception sigstore lets escape (module docstring) is still a failure of this bundle:
+            # tampering if our own signature check says so, else the error boundary in verify().
+            if _signature_fails(b, key, sha256, payload_info, message_sig, out):
+                return
+            raise
         if recorder.certificate is None:  # sigstore returned without running the policy: fail closed
             out.checks.append(Check("certificate", "error", "certificate policy was never evaluated",
                                     evidence=ev, impact="unverified"))

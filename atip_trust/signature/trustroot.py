@@ -6,6 +6,13 @@ network is used (principle 5, README ``--trusted-root``).
 
 This module gives two views of one file: sigstore-python's ``TrustedRoot`` (for its ``Verifier``) and our
 own parsed keys and CA certificates (for the verification code we own: key bundles, legacy bundles).
+
+Choosing a root needs only its bytes and their digest (policy/constraints.py compares digests; the
+verdict cache is keyed by it), so a root can be read *deferred* (``from_bytes(..., deferred=True)``):
+the JSON, its media type, keys and certificates are checked by ``check()`` (until then its key and
+CA tuples are empty), which ``evaluate`` and ``sigstore_trusted_root`` call before verifying anything, and neither cryptography nor sigstore is imported by a
+warm admission that reuses a trust report. A root that fails those checks never produced a cached
+report under its digest, so a cache hit cannot stand on a broken root.
 """
 
 from __future__ import annotations
@@ -17,18 +24,26 @@ import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from importlib import resources
+from functools import cached_property
+from importlib import util as importlib_util
 from pathlib import Path
-from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-from cryptography.hazmat.primitives.serialization import load_der_public_key
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.limits import LIMITS
+
+if TYPE_CHECKING:
+    import sigstore
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+else:
+    sigstore = lazy_import("sigstore")
+    x509 = lazy_import("cryptography.x509")
+    serialization = lazy_import("cryptography.hazmat.primitives.serialization")
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
 _EMBEDDED = {
@@ -87,7 +102,7 @@ def _log_keys(entries: Any, where: str) -> tuple[LogKey, ...]:
         pk = tl.get("publicKey") or {}
         raw = _b64(pk.get("rawBytes", ""), f"{where}[{i}].publicKey.rawBytes")
         try:
-            key = load_der_public_key(raw)
+            key = serialization.load_der_public_key(raw)
         except (ValueError, TypeError) as err:
             raise TrustRootError(f"{where}[{i}] public key cannot be loaded: {err}") from err
         valid = pk.get("validFor") or {}
@@ -125,26 +140,53 @@ def _cas(entries: Any, where: str) -> tuple[CertificateAuthority, ...]:
     return tuple(cas)
 
 
-@dataclass(frozen=True)
+#: Parsed roots by digest (keys, CAs: immutable), so a process that admits many tools parses its root
+#: once. Bounded; a root that fails its checks is never kept.
+_PARSED: dict[str, dict[str, Any]] = {}
+_MAX_PARSED = 8
+
+
+@dataclass(frozen=True, eq=False)
 class TrustRoot:
-    """One trusted root file, loaded and checked once."""
+    """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
+    ``check()`` when ``deferred`` (module docstring; until then the four tuples are empty)."""
 
-    #: Human name used in messages: ``production (embedded in sigstore 4.5.1)`` or the file path.
-    name: str
+    #: The file path or given name; for an embedded root, ``production`` or ``staging``.
+    label: str
     raw: bytes = field(repr=False)
-    tlogs: tuple[LogKey, ...]
-    ctlogs: tuple[LogKey, ...]
-    fulcio: tuple[CertificateAuthority, ...]
-    tsas: tuple[CertificateAuthority, ...]
+    #: True for a root shipped inside the installed sigstore package.
+    embedded_root: bool = False
+    tlogs: tuple[LogKey, ...] = ()
+    ctlogs: tuple[LogKey, ...] = ()
+    fulcio: tuple[CertificateAuthority, ...] = ()
+    tsas: tuple[CertificateAuthority, ...] = ()
+    #: True once the file was parsed and checked (the four tuples above are its contents).
+    checked: bool = False
 
-    @property
+    @cached_property
+    def name(self) -> str:
+        """Human name used in messages: ``production (embedded in sigstore 4.5.1)`` or the file path."""
+        if self.embedded_root:
+            return f"{self.label} (embedded in sigstore {sigstore.__version__})"
+        return self.label
+
+    @cached_property
     def digest(self) -> str:
         return "sha256:" + hashlib.sha256(self.raw).hexdigest()
 
-    @classmethod
-    def from_bytes(cls, raw: bytes, *, name: str) -> TrustRoot:
+    def check(self) -> TrustRoot:
+        """Parse and check the file now if that was deferred (``TrustRootError``); the root itself.
+        Two threads that race here parse the same bytes and store equal values. The same bytes are
+        parsed once per process (``_PARSED``, by digest)."""
+        if self.checked:
+            return self
+        known = _PARSED.get(self.digest)
+        if known is not None:
+            self._fill(known)
+            return self
+        name = self.name
         try:
-            doc = parse_json(raw, what="trusted root", max_depth=LIMITS.json_depth)
+            doc = parse_json(self.raw, what="trusted root", max_depth=LIMITS.json_depth)
         except AtipTrustError as err:
             raise TrustRootError(f"trusted root {name}: {err.diagnostics()}") from err
         if not isinstance(doc, dict):
@@ -156,45 +198,61 @@ class TrustRoot:
                 "(expected application/vnd.dev.sigstore.trustedroot+json;version=0.1)"
             )
         try:
-            return cls(
-                name=name,
-                raw=raw,
-                tlogs=_log_keys(doc.get("tlogs"), "tlogs"),
-                ctlogs=_log_keys(doc.get("ctlogs"), "ctlogs"),
-                fulcio=_cas(doc.get("certificateAuthorities"), "certificateAuthorities"),
-                tsas=_cas(doc.get("timestampAuthorities"), "timestampAuthorities"),
-            )
+            parts = {
+                "tlogs": _log_keys(doc.get("tlogs"), "tlogs"),
+                "ctlogs": _log_keys(doc.get("ctlogs"), "ctlogs"),
+                "fulcio": _cas(doc.get("certificateAuthorities"), "certificateAuthorities"),
+                "tsas": _cas(doc.get("timestampAuthorities"), "timestampAuthorities"),
+            }
         except (AttributeError, TypeError) as err:
             raise TrustRootError(f"trusted root {name} has an unexpected shape: {err}") from err
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[self.digest] = parts
+        self._fill(parts)
+        return self
+
+    def _fill(self, parts: dict[str, Any]) -> None:
+        for key, value in parts.items():
+            object.__setattr__(self, key, value)  # frozen: filled once, by the one owner of the bytes
+        object.__setattr__(self, "checked", True)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> TrustRoot:
+    def from_bytes(cls, raw: bytes, *, name: str, deferred: bool = False,
+                   embedded: bool = False) -> TrustRoot:
+        root = cls(label=name, raw=raw, embedded_root=embedded)
+        return root if deferred else root.check()
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], *, deferred: bool = False) -> TrustRoot:
         try:
             raw = read_capped(path, LIMITS.trusted_root_bytes, what="trusted root")
         except AtipTrustError as err:
             raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
-        return cls.from_bytes(raw, name=str(path))
+        return cls.from_bytes(raw, name=str(path), deferred=deferred)
 
     @classmethod
-    def embedded(cls, instance: str = "production") -> TrustRoot:
-        """The public-good (or staging) root shipped inside the installed sigstore package."""
-        import sigstore
-
+    def embedded(cls, instance: str = "production", *, deferred: bool = False) -> TrustRoot:
+        """The public-good (or staging) root shipped inside the installed sigstore package (found
+        without importing it: a deferred root must not cost sigstore's import)."""
         folder = _EMBEDDED.get(instance)
         if folder is None:
             raise TrustRootError(f"no embedded trusted root named {instance!r}")
+        spec = importlib_util.find_spec("sigstore")
+        locations = list(spec.submodule_search_locations or ()) if spec is not None else []
         try:
-            raw = (
-                resources.files("sigstore").joinpath("_store", folder, "trusted_root.json").read_bytes()
-            )
+            if not locations:
+                raise FileNotFoundError("the sigstore package is not installed")
+            raw = (Path(locations[0]) / "_store" / folder / "trusted_root.json").read_bytes()
         except OSError as err:
             raise TrustRootError(
                 f"the {instance} trusted root is missing from the installed sigstore package: {err}"
             ) from err
-        return cls.from_bytes(raw, name=f"{instance} (embedded in sigstore {sigstore.__version__})")
+        return cls.from_bytes(raw, name=instance, deferred=deferred, embedded=True)
 
     def sigstore_trusted_root(self) -> Any:
         """sigstore-python's ``TrustedRoot`` for the same bytes (built on each call; cache the Verifier)."""
+        self.check()
         from sigstore.errors import Error as SigstoreError
         from sigstore.models import TrustedRoot as SigstoreTrustedRoot
         from sigstore_models.trustroot import v1 as trustroot_v1
@@ -230,11 +288,12 @@ def _closed_tsa_windows(raw: bytes) -> bytes:
     return json.dumps(doc).encode() if changed else raw
 
 
-def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | None = None) -> TrustRoot:
+def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | None = None,
+                       deferred: bool = False) -> TrustRoot:
     """``--trusted-root FILE`` wins; else ``--staging``; else the embedded public-good root."""
     if path is not None:
-        return TrustRoot.from_file(Path(path))
-    return TrustRoot.embedded("staging" if staging else "production")
+        return TrustRoot.from_file(Path(path), deferred=deferred)
+    return TrustRoot.embedded("staging" if staging else "production", deferred=deferred)
 
 
 __all__ = ["TrustRoot", "LogKey", "CertificateAuthority", "default_trust_root"]

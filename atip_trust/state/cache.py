@@ -6,6 +6,9 @@ the transparency-log proofs and the provenance say what they said last time. Thi
 digests, the digest of every piece of evidence, the composed policy's digest, the trusted root's
 digest, atip-trust's version and the constraints (README "Verdict cache"). It never keeps a
 decision: rules, waivers with an expiry, interactivity and the command are decided on every call.
+It also remembers which policy documents passed their JSON Schema (by a digest of the document, the
+schema's bytes and the version), so an unchanged policy is not validated, nor jsonschema imported,
+on every call; the semantic checks after the schema still run every time.
 
 The cache is as trustworthy as the user's own files, and no more: an entry is read only if it is a
 regular file (never through a link), owned by the current user, not writable by group or others,
@@ -55,6 +58,7 @@ RACY_NS = 2_000_000_000
 
 _REPORT_PREFIX = "r-"
 _STAT_PREFIX = "s-"
+_VALID_PREFIX = "v-"
 _SUFFIX = ".json"
 
 
@@ -102,7 +106,7 @@ class VerdictCache:
         except OSError:
             return out
         for name in names:
-            if not name.endswith(_SUFFIX) or not name.startswith((_REPORT_PREFIX, _STAT_PREFIX)):
+            if not name.endswith(_SUFFIX) or not name.startswith((_REPORT_PREFIX, _STAT_PREFIX, _VALID_PREFIX)):
                 continue
             p = self.directory / name
             try:
@@ -214,6 +218,16 @@ class VerdictCache:
             return  # may still change within the same timestamp: hash it next time
         self._write(self._stat_name(path), {"path": path, "stat": list(ident),
                                             "digests": dict(digests)})
+
+    # -- documents already validated against a schema -------------------------------------------------
+    def validated(self, key: str) -> bool:
+        """True when a document with this key (``cache_key`` over the document, the schema's bytes and
+        atip-trust's version) was found valid before: its schema validation need not run again."""
+        body = self._read(f"{_VALID_PREFIX}{key}{_SUFFIX}")
+        return body is not None and body.get("validated") == key
+
+    def mark_validated(self, key: str) -> None:
+        self._write(f"{_VALID_PREFIX}{key}{_SUFFIX}", {"validated": key})
 
     # -- management ----------------------------------------------------------------------------------
     def stats(self) -> CacheStats:
