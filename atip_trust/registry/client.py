@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from atip_trust._base.files import open_regular, private_dir, read_fd_capped
+from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.facts.digest import Digest
@@ -267,15 +267,10 @@ class _ShimCache:
     def touch(self, hexdigest: str, info: dict[str, Any]) -> None:
         """Rewrite the meta file (a 304: checked again now)."""
         _, _, meta = self.paths(hexdigest)
-        tmp: Path | None = None
         try:
-            tmp = _write_temp(self.dir, json.dumps(info).encode("utf-8"))
-            os.replace(tmp, meta)
-            tmp = None
+            write_atomic(meta, json.dumps(info).encode("utf-8"))
         except OSError:
             pass
-        finally:
-            _unlink(tmp)
 
 
 class RegistryClient:

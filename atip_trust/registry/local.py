@@ -22,7 +22,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from atip_trust._base.files import open_regular, read_fd_capped
+from atip_trust._base.files import open_regular, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError
 from atip_trust.facts.artifact import Artifact, FileIdentity
@@ -167,20 +166,7 @@ class LocalRegistry:
             yield doc
             doc["updated"] = _now()
             data = json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
-            tmp_fd, tmp = tempfile.mkstemp(prefix=".registry-", suffix=".part", dir=parent)  # 0600
-            try:
-                try:
-                    os.write(tmp_fd, data)
-                    os.fsync(tmp_fd)
-                finally:
-                    os.close(tmp_fd)
-                os.replace(tmp, self.path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_atomic(self.path, data, durable=True, prefix=".registry-")
         finally:
             os.close(fd)  # releases the lock
 
