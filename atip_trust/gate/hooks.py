@@ -55,7 +55,7 @@ from atip_trust.gate.exec import (
     read_shebang,
     script_denied,
 )
-from atip_trust.gate.shell import SimpleCommand, Unsplittable, split_commands, unwrap
+from atip_trust.gate.shell import SimpleCommand, Unsplittable, split_commands, unwrap, visible_commands
 from atip_trust.policy.model import STRICTNESS, Policy
 
 AGENTS = ("claude-code", "codex", "gemini", "copilot")
@@ -195,27 +195,16 @@ def _script_refusal(opened: Opened, policy: Policy, **admit_args: Any) -> ExecRe
         interp.art.close()
 
 
-def decide_command(
-    request: HookRequest,
-    *,
-    policy: Policy,
-    bundle_dir: str | None = None,
-    shim_dir: str | None = None,
-    trusted_root: str | None = None,
-    staging: bool = False,
-    audit: bool = True,
-    audit_log: str | None = None,
-    cache: bool = True,
-    path_env: str | None = None,
-) -> Verdict | None:
-    """The verdict for a shell command, or None (no opinion) for another tool or a line of shell
-    builtins only. Each program's admission writes its own audit line."""
-    if request.command is None:
-        return None
-    try:
-        commands = _commands(request)
-    except Unsplittable as why:
-        return Verdict("ask", f"atip-trust cannot split this command safely ({why}); review it yourself")
+#: How many programs of an unsplittable line are still admitted (each is one admission).
+MAX_VISIBLE = 16
+
+
+def _admit_all(commands: list[SimpleCommand], request: HookRequest, policy: Policy, path_env: str | None,
+               admit_args: dict[str, Any]) -> list[Part]:
+    """One ``Part`` per program of ``commands`` (builtins skipped), each admitted with its words."""
+    bundle_dir, shim_dir = admit_args["bundle_dir"], admit_args["shim_dir"]
+    trusted_root, staging = admit_args["trusted_root"], admit_args["staging"]
+    audit, audit_log, cache = admit_args["audit"], admit_args["audit_log"], admit_args["cache"]
     parts: list[Part] = []
     moved = False
     for cmd in commands:
@@ -261,6 +250,42 @@ def decide_command(
         else:
             why_text = "; ".join(f"{r.code}: {r.message}" for r in adm.decision.reasons[:3])
             parts.append(Part(cmd.argv, adm.behavior, f"{line}: {adm.behavior} ({level}): {why_text}"))
+    return parts
+
+
+def decide_command(
+    request: HookRequest,
+    *,
+    policy: Policy,
+    bundle_dir: str | None = None,
+    shim_dir: str | None = None,
+    trusted_root: str | None = None,
+    staging: bool = False,
+    audit: bool = True,
+    audit_log: str | None = None,
+    cache: bool = True,
+    path_env: str | None = None,
+) -> Verdict | None:
+    """The verdict for a shell command, or None (no opinion) for another tool or a line of shell
+    builtins only. Each program's admission writes its own audit line."""
+    if request.command is None:
+        return None
+    admit_args: dict[str, Any] = dict(bundle_dir=bundle_dir, shim_dir=shim_dir, trusted_root=trusted_root,
+                                      staging=staging, audit=audit, audit_log=audit_log, cache=cache)
+    try:
+        commands = _commands(request)
+    except Unsplittable as why:
+        question = f"atip-trust cannot split this command safely ({why}); review it yourself"
+        # What the text plainly names is still admitted: a program the policy denies keeps the
+        # line denied, whatever unreadable part is appended to it (``gh repo delete x | sh``).
+        visible = visible_commands(request.command) if isinstance(request.command, str) else []
+        denied = [p for p in _admit_all(visible[:MAX_VISIBLE], request, policy, path_env, admit_args)
+                  if p.behavior == "deny"]
+        if denied:
+            return Verdict("deny", "atip-trust: " + " | ".join(p.reason for p in denied) + " | " + question,
+                           denied)
+        return Verdict("ask", question)
+    parts = _admit_all(commands, request, policy, path_env, admit_args)
     if not parts:
         return None
     worst = max(parts, key=lambda p: STRICTNESS[p.behavior]).behavior

@@ -19,6 +19,9 @@ a glob or ``~`` in a command name, control structures and function definitions (
 
 from __future__ import annotations
 
+import re
+import shlex
+
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -397,3 +400,36 @@ def _shell_c(argv: tuple[str, ...], depth: int, name: str) -> list[SimpleCommand
 
 __all__ = ["INERT_BUILTINS", "OPAQUE_WORDS", "SimpleCommand", "Unsplittable", "WRAPPERS", "split_commands",
            "unwrap"]
+
+
+_LENIENT_SPLIT = re.compile(r"\$\(|`|&&|\|\||[;&|()\n]")
+_NAME = re.compile(r"[A-Za-z0-9_./+-]+")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def visible_commands(line: str) -> list[SimpleCommand]:
+    """Best effort, for a line ``split_commands`` refused: the programs its text plainly names.
+
+    Used only to *tighten* the answer for an unsplittable line (an ask stays an ask unless one of
+    these programs is denied), never to allow: appending ``| sh`` or ``$(...)`` to a line must not turn
+    the denial of a program it runs into a question. Segments between operators are read with
+    ``shlex``; one that does not parse, or whose command word is not a plain name, is skipped.
+    """
+    out: list[SimpleCommand] = []
+    for segment in _LENIENT_SPLIT.split(line[: LIMITS.command_chars])[: LIMITS.command_words]:
+        try:
+            words = shlex.split(segment, comments=True, posix=True)
+        except ValueError:
+            continue
+        while words and _ASSIGNMENT.match(words[0]):
+            words = words[1:]
+        if not words or not _NAME.fullmatch(words[0]) or words[0] in OPAQUE_WORDS:
+            continue
+        argv = tuple(words)
+        out.append(SimpleCommand(argv, builtin=argv[0] in INERT_BUILTINS))
+        try:
+            out.extend(unwrap(argv))
+        except Unsplittable:
+            pass
+    return out
+
