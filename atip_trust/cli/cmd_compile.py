@@ -75,12 +75,11 @@ def run(args: argparse.Namespace) -> int:
     for path, doc in zip(args.metadata, docs, strict=True):
         if doc.name is None:
             raise UsageError("the metadata names no tool to look up on PATH", path=path)
-        admission = admit(
-            doc.name, policy=policy, metadata=path, metadata_bundle=_bundle_for(path),
-            trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
-            audit_log=args.audit_log, cache=not args.no_cache,
-        )
-        tools.append(SurfaceTool.from_admission(admission, doc))
+        evidence = {"metadata": path, "metadata_bundle": _bundle_for(path),
+                    "trusted_root": args.trusted_root, "staging": args.staging}
+        admission = admit(doc.name, policy=policy, audit=not args.no_audit, audit_log=args.audit_log,
+                          cache=not args.no_cache, **evidence)
+        tools.append(SurfaceTool.from_admission(admission, doc, evidence))
         trust.append({
             "tool": admission.tool,
             "metadata": path,
