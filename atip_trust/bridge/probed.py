@@ -52,16 +52,18 @@ def probe_surface_tool(
     audit_log: PathLike | None = None,
     cache: bool = True,
     environ: Mapping[str, str] | None = None,
+    fetch: bool = False,
 ) -> SurfaceTool:
     """The ``SurfaceTool`` for ``tool`` (a name looked up on PATH once, or a path) with the metadata
     its ``--agent`` answer (or a signed shim) gives; see the module docstring. Raises ``ProbeRefused``
-    (not run) or an ``AtipTrustError`` (no usable metadata; could not evaluate)."""
+    (not run) or an ``AtipTrustError`` (no usable metadata; could not evaluate). ``fetch``: ask
+    policy's remote shim registries too (``admit``'s)."""
     name = os.path.basename(tool)
     env = os.environ if environ is None else environ
     found = locate(tool, env.get("PATH", os.defpath))
     target = audit_target(policy, audit, audit_log)
     evidence: dict[str, Any] = {"bundle_dir": bundle_dir, "shim_dir": shim_dir, "trusted_root": trusted_root,
-                                "staging": staging}
+                                "staging": staging, "fetch": fetch}
     opened = admit_file(found, policy=policy, name=name, command=[], cache=cache, audit=audit,
                         audit_log=target, **evidence)
     with opened.art as art:

@@ -53,6 +53,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="Sigstore bundles by digest (sha256/<hex>.sigstore.json) for --tool tools")
     p.add_argument("--shim-dir", metavar="DIR",
                    help="signed shims by digest for --tool tools (then the tool is not run)")
+    p.add_argument("--fetch", action="store_true",
+                   help="for --tool tools, ask the policy's remote shim registries too")
     p.add_argument("--provider", required=True, choices=PROVIDERS, help="the provider's tool format")
     p.add_argument("--strict", action="store_true", help="OpenAI strict mode (ignored for other providers)")
     which = p.add_mutually_exclusive_group()
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             probed = probe_surface_tool(
                 name, policy, bundle_dir=args.bundle_dir, shim_dir=args.shim_dir,
                 trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
-                audit_log=args.audit_log, cache=not args.no_cache)
+                audit_log=args.audit_log, cache=not args.no_cache, fetch=args.fetch)
         except ProbeRefused as refused:
             sys.stderr.write(one_line(f"atip-trust: compile --tool {name}: {refused}") + "\n")
             return refused.exit_code
