@@ -161,6 +161,9 @@ def test_invalid_arguments_are_an_invalid_result_and_never_run(loop: Loop) -> No
     assert (result["status"], result["error"]) == ("invalid", "invalid_arguments")
     assert {v["code"] for v in result["violations"]} == {"ARGUMENT_INVALID"}
     assert loop.runs() == 0
+    line = json.loads(loop.audit.read_text().splitlines()[-1])
+    assert line["decision"] == "deny" and line["call"] == "gh_pr_list"
+    assert "ARGUMENT_INVALID" in {r["code"] for r in line["reasons"]}
 
 
 @pytest.mark.parametrize("signed", [False, True], ids=["unsigned", "signed-other-build"])

@@ -204,7 +204,9 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
     if decision.behavior == "deny":
         invalid = any(v.code in ("ARGUMENT_INVALID", "UNKNOWN_COMMAND") for v in decision.violations)
         asked = any(r.code == "ASK_WITHOUT_USER" for r in decision.reasons)
-        _write(ctx, dict(record, argv=None, call=call.name), "deny", decision.reasons[:1] if asked else ())
+        # The line carries every reason the call was refused for (argument and delegation checks too).
+        _write(ctx, dict(record, argv=None, call=call.name, reasons=[r.to_json() for r in decision.reasons]),
+               "deny")
         error = "invalid_arguments" if invalid else "confirmation_required" if asked else "permission_denied"
         why = "; ".join(r.message for r in decision.reasons[:3]) or "denied by policy"
         return _refusal(ctx, call, error, f"{call.name} was not run: {why}", decision.reasons,
