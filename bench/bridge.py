@@ -7,6 +7,10 @@
 2. The result filter on 10 MB of output holding 100,000 near misses of every default secret pattern,
    against one ``str.replace`` pass per pattern over the same text (the floor for 12 patterns), and at
    1, 2.5, 5 and 10 MB to show time grows linearly with size.
+3. The call loop end to end: ``run_tool_call`` (an OpenAI response parsed, the call validated, the tool
+   admitted again from its file, run as a bounded child, output filtered and wrapped), warm (verdict
+   cache filled), for a signed copy of /bin/echo, against running that binary directly with
+   ``subprocess.run`` from the same process.
 
     python bench/bridge.py [PATH-TO-BUILT-reference/atip-bridge]
 
@@ -15,7 +19,9 @@ Without the reference path (or without node), part 1 prints our time only.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -24,9 +30,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from atip_trust.bridge import compile_tools, create_result_filter
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "fixtures"))
+
+import testsigstore
+
+from atip_trust.bridge import (
+    SurfaceTool,
+    build_surface,
+    compile_tools,
+    create_result_filter,
+    run_tool_call,
+)
 from atip_trust.bridge.safety import DEFAULT_REDACT_PATTERNS
 from atip_trust.facts.metadata import parse_metadata
+from atip_trust.gate.admit import load_admission_policy
+from atip_trust.gate.exec import admit_file
+
+ISSUER = "https://token.actions.githubusercontent.com"
+SIGNER = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 
 NODE_SCRIPT = """
 import { readFileSync } from 'node:fs';
@@ -122,9 +144,58 @@ def bench_filter() -> None:
         print(f"  {mb:>4} MB ({size // 100:>7,} near misses) {ms:8.1f} ms  {ms / mb:6.1f} ms/MB")
 
 
+def bench_loop() -> None:
+    work = Path(tempfile.mkdtemp(prefix="atip-bench-loop-"))
+    try:
+        ts = testsigstore.TestSigstore(seed=98)
+        root = ts.write_trusted_root(work / "trusted_root.json")
+        (work / "bundles" / "sha256").mkdir(parents=True)
+        tool = work / "quick"
+        shutil.copyfile("/bin/echo", tool)
+        tool.chmod(0o755)
+        data = tool.read_bytes()
+        (work / "bundles" / "sha256" / f"{hashlib.sha256(data).hexdigest()}.sigstore.json").write_text(
+            json.dumps(ts.sign_artifact(data, identity=SIGNER, issuer=ISSUER)))
+        meta = work / "quick.json"
+        meta.write_text(json.dumps({
+            "atip": {"version": "0.6"}, "name": "quick", "version": "1.0", "description": "echo",
+            "commands": {"say": {"description": "Say it", "arguments": [{"name": "text", "type": "string"}],
+                                 "effects": {"network": False, "filesystem": {"write": False},
+                                             "destructive": False, "idempotent": True}}}}))
+        policy_file = work / "policy.json"
+        policy_file.write_text(json.dumps({
+            "version": 1, "trust": {"trustedRoots": [{"path": str(root)}],
+                                    "signers": [{"identity": SIGNER, "issuer": ISSUER}]},
+            "permissions": {"allow": [{"rule": "quick say *", "minTrustLevel": "VERIFIED"}]},
+            "defaults": {"noMatch": "deny"}}))
+        os.environ["ATIP_CACHE_DIR"] = str(work / "cache")
+        policy = load_admission_policy(str(policy_file))
+        evidence = {"bundle_dir": work / "bundles", "metadata": str(meta)}
+        opened = admit_file(tool, policy=policy, name="quick", command=[], audit=False, **evidence)
+        opened.art.close()
+        assert opened.admission.metadata is not None
+        surface = build_surface([SurfaceTool.from_admission(opened.admission, opened.admission.metadata,
+                                                            evidence)], policy, "openai")
+        response = {"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "quick_say", "arguments": json.dumps({"text": "hello"})}}]}}]}
+        audit_log = str(work / "audit.jsonl")
+        [first] = run_tool_call("openai", response, surface, policy, audit_log=audit_log)
+        assert first.status == "ok" and first.result["stdout"] == "say hello\n", first.result
+        loop = median_ms(lambda: run_tool_call("openai", response, surface, policy, audit_log=audit_log),
+                         runs=31)
+        quiet = median_ms(lambda: run_tool_call("openai", response, surface, policy, audit=False), runs=31)
+        direct = median_ms(lambda: subprocess.run([str(tool), "say", "hello"], capture_output=True,
+                                                  stdin=subprocess.DEVNULL, check=True), runs=31)
+        print(f"run_tool_call end to end (warm)         atip-trust {loop:8.2f} ms ({quiet:.2f} ms without "
+              f"the audit line)  subprocess.run direct {direct:6.2f} ms  ratio {loop / direct:.1f}x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     bench_compile(sys.argv[1] if len(sys.argv) > 1 else None)
     bench_filter()
+    bench_loop()
 
 
 if __name__ == "__main__":

@@ -11,28 +11,33 @@ from atip_trust.bridge.compile import (
     to_openai,
 )
 from atip_trust.bridge.lifecycle import ToolCall, ToolCallParseError, handle_tool_result, parse_tool_call
+from atip_trust.bridge.loop import CallOutcome, run_tool_call
 from atip_trust.bridge.safety import (
     DEFAULT_REDACT_PATTERNS,
     ResultFilter,
     create_result_filter,
     generate_safety_prompt,
 )
-from atip_trust.bridge.surface import SurfaceTool, compile_surface
+from atip_trust.bridge.surface import Surface, SurfaceTool, build_surface, compile_surface
 
 __all__ = [
     "DEFAULT_REDACT_PATTERNS",
     "OPENAI_DESCRIPTION_MAX_LENGTH",
     "SAFETY_FLAGS",
+    "CallOutcome",
     "ResultFilter",
+    "Surface",
     "SurfaceTool",
     "ToolCall",
     "ToolCallParseError",
+    "build_surface",
     "compile_surface",
     "compile_tools",
     "create_result_filter",
     "generate_safety_prompt",
     "handle_tool_result",
     "parse_tool_call",
+    "run_tool_call",
     "to_anthropic",
     "to_gemini",
     "to_openai",

@@ -15,16 +15,25 @@ verified, then policy/decide.py), once per (tool digest, command):
 Asks are decided as if a person could answer (``interactive=True``): whether one can is known when the
 call runs, not when the surface is compiled. ``bridge.stateTrustLevel`` adds the tool's trust level to
 each description.
+
+``build_surface`` returns the same JSON (``Surface.to_json()``, what ``compile_surface`` returns) and
+the flat name -> (tool, command) map of what was offered: the call loop (bridge/loop.py) runs a call
+only when its name is in that map, with the admission and evidence the surface was compiled from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from atip_trust.bridge.compile import check_provider, check_unique, compile_command, tool_document
-from atip_trust.facts.flatten import flatten_commands
+from atip_trust.bridge.compile import (
+    check_provider,
+    check_unique,
+    compile_command,
+    tool_document,
+)
+from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Decision, TrustReport
 from atip_trust.gate.admit import Admission
@@ -47,11 +56,41 @@ class SurfaceTool:
     metadata_source: str | None = None
     #: The name policy rules match (default: the metadata's ``name``).
     name: str | None = None
+    #: The admission the report came from: a call is validated against it (bridge/loop.py).
+    admission: Admission | None = field(default=None, compare=False, repr=False)
+    #: The evidence ``admit`` was given (``metadata``, ``metadata_bundle``, ``bundles``, ``keys``,
+    #: ``trusted_root``, ``shim_dir``, ...): the tool is admitted again with it when a call runs.
+    admit_args: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_admission(cls, admission: Admission, metadata: Mapping[str, Any] | MetadataDocument) -> SurfaceTool:
+    def from_admission(cls, admission: Admission, metadata: Mapping[str, Any] | MetadataDocument,
+                       admit_args: Mapping[str, Any] | None = None) -> SurfaceTool:
         return cls(metadata, admission.report, admission.effects_verified, admission.metadata_source,
-                   admission.tool)
+                   admission.tool, admission, dict(admit_args or {}))
+
+
+@dataclass(frozen=True)
+class SurfaceCommand:
+    """One command a model was offered: the tool it belongs to and its declaration."""
+
+    name: str
+    tool: SurfaceTool
+    command: FlatCommand
+    #: ``allow``, or ``ask`` (compiled with the confirmation note).
+    behavior: str
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A compiled surface: what ``compile_surface`` returns (``to_json``), and the offered commands."""
+
+    provider: str
+    tools: list[dict[str, Any]]
+    blocked: list[dict[str, Any]]
+    commands: Mapping[str, SurfaceCommand] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "tools": self.tools, "blocked": self.blocked}
 
 
 def _decision_key(tool: SurfaceTool, name: str, words: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
@@ -75,7 +114,15 @@ def compile_surface(
 ) -> dict[str, Any]:
     """``{"provider", "tools", "blocked"}``: provider tools for the commands ``policy`` allows (or asks
     about, as ``bridge.askAs`` says), and ``blocked: [{name, tool, command, reason, behavior, reasons}]``."""
+    return build_surface(tools_with_reports, policy, provider, strict).to_json()
+
+
+def build_surface(
+    tools_with_reports: Sequence[SurfaceTool], policy: Policy, provider: str, strict: bool = False
+) -> Surface:
+    """``compile_surface`` as a ``Surface``: the same JSON and the flat name -> command map."""
     chosen = check_provider(provider)
+    offered: dict[str, SurfaceCommand] = {}
     compiled: list[dict[str, Any]] = []
     names: list[str] = []
     origins: list[str] = []
@@ -104,8 +151,9 @@ def compile_surface(
                 continue
             note = " ".join(n for n in (CONFIRM_NOTE if behavior == "ask" else "", trust_note) if n)
             compiled.append(compile_command(fc, chosen, strict=strict, note=note))
+            offered[fc.name] = SurfaceCommand(fc.name, tool, fc, behavior)
     check_unique(names, origins)
-    return {"provider": chosen, "tools": compiled, "blocked": blocked}
+    return Surface(chosen, compiled, blocked, offered)
 
 
-__all__ = ["CONFIRM_NOTE", "SurfaceTool", "compile_surface"]
+__all__ = ["CONFIRM_NOTE", "Surface", "SurfaceCommand", "SurfaceTool", "build_surface", "compile_surface"]

@@ -1,4 +1,4 @@
-"""``atip-trust compile --provider P [--strict] [--policy FILE | --all] METADATA...``: provider tools.
+"""``atip-trust compile --provider P [--strict] [--policy FILE | --all] [METADATA...] [--tool NAME]``.
 
 JSON ``{"provider", "tools", "blocked", "trust"}`` on standard output. Without ``--all`` each metadata
 file's tool is admitted as ``admit`` admits it (its name looked up on PATH once, the bytes verified with
@@ -7,22 +7,29 @@ command is decided and only what policy allows (or asks about, as ``bridge.askAs
 (bridge/surface.py); ``trust`` lists what was verified. ``--all`` compiles every command without a trust
 decision, as the reference atip-bridge does, and says so: ``"trust": "not evaluated (--all)"``.
 
+``--tool NAME`` takes the metadata from the tool itself, ``NAME --agent``, run only when policy lets it
+be probed (bridge/probed.py: verify before probe; a registry-signed shim is used instead of running
+it). A tool policy does not vouch for is never run: exit 1 with the reason.
+
 Exit 0 when the surface was compiled, 1 when policy blocked every command, 2 when something could not
-be evaluated (a tool not found, invalid metadata, a bad policy): never a partial surface.
+be evaluated (a tool not found, invalid metadata, a bad policy, a probe without usable metadata):
+never a partial surface.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from atip_trust.bridge.compile import PROVIDERS, compile_tools
+from atip_trust.bridge.probed import ProbeRefused, probe_surface_tool
 from atip_trust.bridge.surface import SurfaceTool, compile_surface
-from atip_trust.cli.output import dump_json
+from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
-from atip_trust.gate.admit import admit, load_admission_policy
+from atip_trust.gate.admit import Admission, admit, load_admission_policy
 
 NOT_EVALUATED = "not evaluated (--all)"
 
@@ -38,7 +45,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "tool is found on PATH by its metadata's name and verified as 'admit' verifies it. Output is "
         "JSON. Exit 0 compiled, 1 every command blocked, 2 cannot evaluate.",
     )
-    p.add_argument("metadata", nargs="+", metavar="METADATA", help="ATIP metadata file (a tool's --agent output)")
+    p.add_argument("metadata", nargs="*", metavar="METADATA", help="ATIP metadata file (a tool's --agent output)")
+    p.add_argument("--tool", action="append", default=[], metavar="NAME",
+                   help="take NAME's metadata from 'NAME --agent', run only when policy lets NAME be probed "
+                   "(verified first); repeatable")
+    p.add_argument("--bundle-dir", metavar="DIR",
+                   help="Sigstore bundles by digest (sha256/<hex>.sigstore.json) for --tool tools")
+    p.add_argument("--shim-dir", metavar="DIR",
+                   help="signed shims by digest for --tool tools (then the tool is not run)")
+    p.add_argument("--fetch", action="store_true",
+                   help="for --tool tools, ask the policy's remote shim registries too")
     p.add_argument("--provider", required=True, choices=PROVIDERS, help="the provider's tool format")
     p.add_argument("--strict", action="store_true", help="OpenAI strict mode (ignored for other providers)")
     which = p.add_mutually_exclusive_group()
@@ -62,8 +78,12 @@ def _bundle_for(path: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     if args.format == "sarif":
         raise UsageError("compile prints provider tool definitions as JSON: --format sarif is not available")
+    if not args.metadata and not args.tool:
+        raise UsageError("give METADATA files or --tool NAME")
     docs: list[MetadataDocument] = [load_metadata(path) for path in args.metadata]
     if args.all:
+        if args.tool:
+            raise UsageError("--all makes no trust decision, and --tool needs one before the tool may run")
         if args.org_policy is not None:
             raise UsageError("--all makes no trust decision: --org-policy cannot apply to it")
         out = compile_tools(docs, args.provider, args.strict)
@@ -75,20 +95,36 @@ def run(args: argparse.Namespace) -> int:
     for path, doc in zip(args.metadata, docs, strict=True):
         if doc.name is None:
             raise UsageError("the metadata names no tool to look up on PATH", path=path)
-        admission = admit(
-            doc.name, policy=policy, metadata=path, metadata_bundle=_bundle_for(path),
-            trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
-            audit_log=args.audit_log, cache=not args.no_cache,
-        )
-        tools.append(SurfaceTool.from_admission(admission, doc))
-        trust.append({
-            "tool": admission.tool,
-            "metadata": path,
-            "path": admission.path,
-            "sha256": admission.report.digests.get("sha256"),
-            "trust_level": admission.report.trust_level.name,
-            "effects_verified": admission.effects_verified,
-        })
+        evidence = {"metadata": path, "metadata_bundle": _bundle_for(path),
+                    "trusted_root": args.trusted_root, "staging": args.staging}
+        admission = admit(doc.name, policy=policy, audit=not args.no_audit, audit_log=args.audit_log,
+                          cache=not args.no_cache, **evidence)
+        tools.append(SurfaceTool.from_admission(admission, doc, evidence))
+        trust.append(_trust_row(admission, path))
+    for name in args.tool:
+        try:
+            probed = probe_surface_tool(
+                name, policy, bundle_dir=args.bundle_dir, shim_dir=args.shim_dir,
+                trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
+                audit_log=args.audit_log, cache=not args.no_cache, fetch=args.fetch)
+        except ProbeRefused as refused:
+            sys.stderr.write(one_line(f"atip-trust: compile --tool {name}: {refused}") + "\n")
+            return refused.exit_code
+        assert probed.admission is not None
+        tools.append(probed)
+        trust.append(_trust_row(probed.admission, f"{name} --agent"
+                                if "metadata" in probed.admit_args else "signed shim"))
     surface = compile_surface(tools, policy, args.provider, args.strict)
     dump_json({**surface, "trust": trust})
     return 1 if surface["blocked"] and not surface["tools"] else 0
+
+
+def _trust_row(admission: Admission, metadata: str) -> dict[str, Any]:
+    return {
+        "tool": admission.tool,
+        "metadata": metadata,
+        "path": admission.path,
+        "sha256": admission.report.digests.get("sha256"),
+        "trust_level": admission.report.trust_level.name,
+        "effects_verified": admission.effects_verified,
+    }

@@ -44,6 +44,9 @@ def add_discovery_flags(p: argparse.ArgumentParser) -> None:
                    help="Sigstore bundles by digest (sha256/<hex>.sigstore.json); a bundle beside a tool "
                    "(TOOL.sigstore.json) is always used")
     p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json the policy allows")
+    p.add_argument("--fetch", action="store_true",
+                   help="ask the policy's remote shim registries for tools with no local shim (without it: "
+                   "cached verified shims and folder registries only; ATIP_OFFLINE forbids the network)")
     p.add_argument("--lock", dest="lock_file", metavar="FILE", default=LOCK_FILE,
                    help=f"the lock file (default: ./{LOCK_FILE})")
     p.add_argument("--no-cache", action="store_true",
@@ -86,9 +89,10 @@ def run_discovery(args: argparse.Namespace) -> ToolSurface:
 
             return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                             trusted_root=args.trusted_root, cache=not args.no_cache,
-                            workers=args.workers, progress=tick)
+                            workers=args.workers, progress=tick, fetch=args.fetch)
     return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
-                    trusted_root=args.trusted_root, cache=not args.no_cache, workers=args.workers)
+                    trusted_root=args.trusted_root, cache=not args.no_cache, workers=args.workers,
+                    fetch=args.fetch)
 
 
 def _console(stream: Any) -> Any:

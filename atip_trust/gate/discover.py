@@ -4,7 +4,9 @@
 owner and mode on that descriptor, hashes it (the verdict cache's stat fast path), and admits it
 through the one admission pipeline (gate/admit.py) with the evidence found for it: a Sigstore bundle
 beside it (``TOOL.sigstore.json``) or in ``bundle_dir`` by digest (``sha256/<hex>.sigstore.json``),
-and a shim by digest in ``shim_dir`` (verified against the registry signers in policy). Only then may
+and a shim by digest in ``shim_dir`` or in the registries policy names (registry/client.py: cached
+verified shims and local folders always, remote registries only with ``fetch``; each shim verified
+against the signers policy names for its registry, RFC §4.4-4.7). Only then may
 it be probed (gate/probe.py: verify before probe); metadata from a probe is admitted again so the
 decision sees its effects (as claims, unless signed).
 
@@ -219,6 +221,7 @@ class _Options:
     cache: VerdictCache | None
     use_cache: bool
     audit: bool
+    fetch: bool = False
 
 
 def _discover_one(c: Candidate, o: _Options) -> ToolRow:
@@ -235,7 +238,7 @@ def _discover_one(c: Candidate, o: _Options) -> ToolRow:
             common: dict[str, Any] = dict(
                 policy=o.policy, name=c.name, shim_dir=o.shim_dir, trusted_root=o.trusted_root,
                 bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
-                interactive=True, audit=o.audit, cache=o.use_cache)
+                interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch)
             adm = admit(art, **common)
             outcome = probe(art, adm, o.policy, cache=o.cache)
             if outcome.metadata is not None:
@@ -260,15 +263,19 @@ def discover(
     workers: int | None = None,
     path_env: str | None = None,
     progress: Callable[[int, int, ToolRow], None] | None = None,
+    fetch: bool = False,
 ) -> ToolSurface:
     """The tool surface for ``dirs`` (default: PATH) under ``policy``; see the module docstring.
 
     ``progress(done, total, row)`` is called from this thread as each tool is finished. ``audit``:
     write an admission line per tool (a policy that requires audit lines gets them regardless).
+    ``fetch``: ask policy's remote shim registries for tools with no local shim (``ATIP_OFFLINE`` still
+    forbids it); without it, only cached verified shims and folder registries are used.
     """
     scan = scan_directories(dirs, path_env=path_env)
     opts = _Options(policy=policy, shim_dir=shim_dir, bundle_dir=bundle_dir, trusted_root=trusted_root,
-                    cache=open_cache(cache), use_cache=cache, audit=audit or policy.audit_required)
+                    cache=open_cache(cache), use_cache=cache, audit=audit or policy.audit_required,
+                    fetch=fetch)
     surface = ToolSurface(skipped=list(scan.skipped), directories=list(scan.directories))
     total = len(scan.candidates)
     n = max(1, min(workers or os.cpu_count() or 1, 16))

@@ -74,8 +74,12 @@ def run_verified(
     timeout: float,
     max_output: int,
     argv0: str | None = None,
+    keep_fds: Sequence[int] = (),
 ) -> RunResult:
     """Run ``artifact`` (open, verified) with ``args``; see the module docstring for the bounds.
+
+    ``keep_fds``: more descriptors the child inherits (a verified ``#!`` script's, which its verified
+    interpreter reads at ``/dev/fd/N``); nothing else is passed.
 
     Raises ``EnvironmentFailure`` when the descriptor cannot be executed by path (no ``/proc/self/fd``)
     or the child cannot be started, and ``ArtifactAccessError`` (from ``exec_fd``) when the file changed
@@ -91,7 +95,7 @@ def run_verified(
     deadline = start + timeout
     try:
         proc = subprocess.Popen(
-            [argv0 or artifact.path.name, *args], executable=f"{PROC_FD}/{fd}", pass_fds=(fd,),
+            [argv0 or artifact.path.name, *args], executable=f"{PROC_FD}/{fd}", pass_fds=(fd, *keep_fds),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=dict(minimal_env() if env is None else env), start_new_session=True, close_fds=True,
             cwd="/",

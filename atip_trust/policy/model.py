@@ -275,6 +275,11 @@ class ExecSettings:
     env: tuple[EnvRule, ...] = ()
 
 
+#: The call loop's bounds for one call when no layer states ``bridge.callTimeoutMs`` / ``maxOutputBytes``.
+BRIDGE_CALL_TIMEOUT_MS = 60_000
+BRIDGE_MAX_OUTPUT_BYTES = 1024 * 1024
+
+
 @dataclass(frozen=True)
 class DiscoverySettings:
     """The policy's ``discovery`` section, composed: which tools may be probed with ``--agent`` and the
@@ -386,6 +391,22 @@ class Policy:
                    and layer.document["bridge"].get("stateTrustLevel") is True for layer in self.layers)
 
     @property
+    def bridge_call_bounds(self) -> tuple[int, int]:
+        """(``bridge.callTimeoutMs``, ``bridge.maxOutputBytes``) for one call the call loop runs: the
+        smallest value any layer states, else 60 s and 1 MiB."""
+        timeout, cap = BRIDGE_CALL_TIMEOUT_MS, BRIDGE_MAX_OUTPUT_BYTES
+        for layer in self.layers:
+            bridge = layer.document.get("bridge")
+            if not isinstance(bridge, dict):
+                continue
+            t, c = bridge.get("callTimeoutMs"), bridge.get("maxOutputBytes")
+            if isinstance(t, int) and not isinstance(t, bool):
+                timeout = min(timeout, t)
+            if isinstance(c, int) and not isinstance(c, bool):
+                cap = min(cap, c)
+        return timeout, cap
+
+    @property
     def exec_settings(self) -> ExecSettings:
         """The composed ``exec`` section (README "exec"): read from the layers' documents, which the
         schema has checked."""
@@ -446,9 +467,9 @@ class Policy:
 __all__ = [
     "BuilderRule",
     "CallLimits",
+    "DiscoverySettings",
     "EnvRule",
     "ExecSettings",
-    "DiscoverySettings",
     "Gate",
     "Policy",
     "PolicyLayer",

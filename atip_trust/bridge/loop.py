@@ -1,0 +1,342 @@
+"""The call loop in one call for agent runtimes (RFC §8.2, §11.2): a model's tool call in, the
+provider's tool-result message out, and in between only the verified bytes run.
+
+``run_tool_call(provider, response, surface, policy)``, for each call in the response:
+
+(1) parse (``parse_tool_call``); a response of the wrong shape is a result with error ``parse_error``
+    naming the provider, not an exception;
+(2) the name must be one the surface offered (``Surface.commands``, bridge/surface.py): a blocked
+    command or a name the model made up is denied and nothing is opened or run;
+(3) validate (``gate.validate.check_call``) against the admission the surface was compiled from:
+    the command's effects, the verified trust level, policy, the arguments against their declarations,
+    an RFC §10.2 ``delegation`` when given;
+(4) the argv (``tool_call_to_argv``: no shell; a value like ``--exec=evil`` for a positional goes
+    after ``--``);
+(5) admit the tool's file again, open, with the call's command words (gate/exec.py ``admit_file``):
+    the binary may have changed since the surface was compiled, and what runs must be what is admitted
+    now. Its digest and its metadata must still be the ones compiled for (else ``tool_changed``:
+    compile again); a ``#!`` script follows policy ``exec.scripts`` as ``atip-trust exec`` does (its
+    interpreter admitted too, and run on the verified script's descriptor);
+(6) run the verified descriptor as a child (gate/run.py ``run_verified``): no stdin, the policy's
+    environment (``exec.env``, gate/env.py), its own process group, ``bridge.callTimeoutMs`` and
+    ``bridge.maxOutputBytes``;
+(7) filter stdout and stderr (``create_result_filter``: secrets redacted, then truncated) and wrap the
+    result with ``handle_tool_result``.
+
+A refusal is a normal tool result the model reads (``status: denied``, an ``error`` class such as
+``permission_denied``, ``confirmation_required``, ``unknown_tool``, ``tool_changed``, the ``reasons``
+and ``violations``), never an exception: only programming errors (a wrong argument type, an unknown
+provider) raise.
+
+Who answers an ``ask``: the runtime, through ``confirm(call, decision) -> bool``, called once, after
+every check and right before the run. Without ``confirm`` nobody can answer, so ask is deny (error
+``confirmation_required``; the model can tell its user why). There is deliberately no way to hand
+``ask`` back to the model as an answer: a model's "yes" is not a person's.
+
+Each call that reaches a decision leaves one audit line (the call-time admission's, with ``argv`` and
+``via: bridge``), as ``exec`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from atip_trust.bridge.argv import tool_call_to_argv
+from atip_trust.bridge.compile import check_provider, tool_document
+from atip_trust.bridge.lifecycle import (
+    ToolCall,
+    ToolCallParseError,
+    handle_tool_result,
+    parse_tool_call,
+)
+from atip_trust.bridge.safety import DEFAULT_MAX_RESULT_LENGTH, create_result_filter
+from atip_trust.bridge.surface import Surface, SurfaceCommand
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.facts.metadata import MetadataDocument
+from atip_trust.facts.report import Reason
+from atip_trust.gate.admit import audit_target
+from atip_trust.gate.env import exec_environment
+from atip_trust.gate.exec import (
+    ExecRefused,
+    Opened,
+    admit_file,
+    admit_interpreter,
+    interpreter_refusal,
+    read_shebang,
+    script_denied,
+)
+from atip_trust.gate.run import RunResult, run_verified
+from atip_trust.gate.validate import CallDecision, check_call
+from atip_trust.policy.model import Policy
+from atip_trust.state.audit import append_audit, audit_record
+
+Status = Literal["ok", "failed", "timeout", "denied", "invalid", "error"]
+#: A runtime's question to its user: may this call, which policy asks about, run?
+Confirm = Callable[[ToolCall, CallDecision], bool]
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """One call's outcome: ``message`` goes back to the model; the rest is for the runtime."""
+
+    id: str
+    name: str | None
+    status: Status
+    #: What the model is shown (``handle_tool_result``'s ``result``).
+    result: dict[str, Any]
+    #: The provider's tool-result message.
+    message: dict[str, Any]
+    decision: CallDecision | None = field(default=None, repr=False)
+    argv: tuple[str, ...] | None = None
+    run: RunResult | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    provider: str
+    surface: Surface
+    policy: Policy
+    confirm: Confirm | None
+    environ: Mapping[str, str]
+    delegation: Mapping[str, Any] | None
+    audit: bool
+    audit_log: str | None
+    cache: bool
+    max_result_length: int
+    redact_patterns: Sequence[Any]
+
+
+def run_tool_call(
+    provider: str,
+    call: Any,
+    surface: Surface,
+    policy: Policy,
+    *,
+    confirm: Confirm | None = None,
+    environ: Mapping[str, str] | None = None,
+    delegation: Mapping[str, Any] | None = None,
+    audit: bool = True,
+    audit_log: str | os.PathLike[str] | None = None,
+    cache: bool = True,
+    max_result_length: int = DEFAULT_MAX_RESULT_LENGTH,
+    redact_patterns: Sequence[Any] = (),
+) -> list[CallOutcome]:
+    """Run every tool call in ``call`` (a provider response, or one ``ToolCall`` already parsed) through
+    the checks of the module docstring; one ``CallOutcome`` per call, in order (one ``parse_error``
+    outcome, id ``""``, for a response that cannot be read).
+
+    ``surface``: what ``build_surface`` returned for this provider. ``environ``: the environment the
+    policy's ``exec.env`` filters (default: this process's). ``max_result_length`` and
+    ``redact_patterns``: the result filter's (``create_result_filter``)."""
+    chosen = check_provider(provider)
+    if not isinstance(surface, Surface):
+        raise UsageError(f"run_tool_call needs the Surface build_surface returns (it knows which file "
+                         f"each offered name runs), got {type(surface).__name__}")
+    if surface.provider != chosen:
+        raise UsageError(f"the surface was compiled for {surface.provider}, the call is from {chosen}")
+    target = audit_target(policy, audit, audit_log)
+    ctx = _Ctx(chosen, surface, policy, confirm, dict(os.environ if environ is None else environ),
+               delegation, audit, os.fspath(target) if target is not None else None, cache,
+               max_result_length, redact_patterns)
+    if isinstance(call, ToolCall):
+        calls = [call]
+    else:
+        try:
+            calls = parse_tool_call(chosen, call)
+        except ToolCallParseError as err:
+            return [_outcome(ctx, "", None, "invalid", {
+                "status": "invalid", "error": "parse_error", "provider": err.provider,
+                "message": err.message, "path": err.path})]
+    return [_one(ctx, c) for c in calls]
+
+
+def _outcome(ctx: _Ctx, id: str, name: str | None, status: Status, result: dict[str, Any], **more: Any
+             ) -> CallOutcome:
+    return CallOutcome(id, name, status, result, handle_tool_result(ctx.provider, id, result), **more)
+
+
+def _refusal(ctx: _Ctx, call: ToolCall, error: str, message: str, reasons: Sequence[Reason | Mapping[str, Any]],
+             *, status: Status = "denied", decision: CallDecision | None = None,
+             argv: Sequence[str] | None = None) -> CallOutcome:
+    result: dict[str, Any] = {
+        "status": status, "error": error, "tool": call.name, "message": message,
+        "reasons": [r.to_json() if isinstance(r, Reason) else dict(r) for r in reasons],
+    }
+    if decision is not None and decision.violations:
+        result["violations"] = [v.to_json() for v in decision.violations]
+    return _outcome(ctx, call.id, call.name, status, result, decision=decision,
+                    argv=tuple(argv) if argv is not None else None)
+
+
+def _write(ctx: _Ctx, record: dict[str, Any], behavior: str, reasons: Sequence[Reason] = ()) -> None:
+    if not ctx.audit:
+        return
+    line = dict(record, decision=behavior, via="bridge")
+    if reasons:
+        line["reasons"] = [*line.get("reasons", []), *(r.to_json() for r in reasons)]
+    append_audit(line, ctx.audit_log)
+
+
+def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
+    entry = ctx.surface.commands.get(call.name)
+    if entry is None:
+        blocked = next((b for b in ctx.surface.blocked if b.get("name") == call.name), None)
+        if blocked is not None:
+            return _refusal(ctx, call, "permission_denied", f"{call.name!r} is blocked by policy and was "
+                            "never offered: it does not run", blocked.get("reasons", []))
+        return _refusal(ctx, call, "unknown_tool", f"{call.name!r} is not a tool this surface offers",
+                        [Reason("NOT_ON_SURFACE", f"{call.name!r} is not on the compiled surface",
+                                expected="a name from the compiled tools", actual=call.name)])
+    tool = entry.tool
+    interactive = ctx.confirm is not None
+    try:
+        decision = check_call(tool.admission or tool.report, tool.metadata, call.name, call.arguments,
+                              ctx.policy, ctx.delegation, interactive=interactive)
+    except AtipTrustError as err:
+        return _refusal(ctx, call, "evaluation_failed", f"the call could not be validated: {err.diagnostics()}",
+                        [], status="error")
+    record = audit_record(decision.decision, tool.report, tool=decision.tool,
+                          command=list(decision.argv[1:] if decision.argv else entry.command.argv_prefix))
+    if decision.behavior == "deny":
+        invalid = any(v.code in ("ARGUMENT_INVALID", "UNKNOWN_COMMAND") for v in decision.violations)
+        asked = any(r.code == "ASK_WITHOUT_USER" for r in decision.reasons)
+        # The line carries every reason the call was refused for (argument and delegation checks too).
+        _write(ctx, dict(record, argv=None, call=call.name, reasons=[r.to_json() for r in decision.reasons]),
+               "deny")
+        error = "invalid_arguments" if invalid else "confirmation_required" if asked else "permission_denied"
+        why = "; ".join(r.message for r in decision.reasons[:3]) or "denied by policy"
+        return _refusal(ctx, call, error, f"{call.name} was not run: {why}", decision.reasons,
+                        status="invalid" if invalid else "denied", decision=decision)
+    try:
+        argv = tool_call_to_argv(tool_document(tool.metadata), call.name, call.arguments)
+    except AtipTrustError as err:
+        return _refusal(ctx, call, "invalid_arguments", err.diagnostics(), [], status="invalid",
+                        decision=decision)
+    return _admit_and_run(ctx, call, entry, decision, argv)
+
+
+def _changed(entry: SurfaceCommand, opened: Opened) -> list[Reason]:
+    """The file admitted now against the one the surface was compiled for: same bytes, same metadata."""
+    before = entry.tool.admission
+    now = opened.admission
+    assert before is not None
+    reasons: list[Reason] = []
+    was, nowd = before.report.digests.get("sha256"), now.report.digests.get("sha256")
+    if was != nowd:
+        reasons.append(Reason("CHANGED_SINCE_COMPILED", f"{now.path} is not the file the surface was compiled "
+                              "for: compile the surface again to offer it", expected=f"sha256:{was}",
+                              actual=f"sha256:{nowd}"))
+    if before.metadata_sha256 != now.metadata_sha256:
+        reasons.append(Reason("METADATA_CHANGED_SINCE_COMPILED", "the metadata admitted now is not the "
+                              "metadata the surface was compiled from (SurfaceTool.admit_args must be the "
+                              "evidence compile used)", expected=before.metadata_sha256,
+                              actual=now.metadata_sha256))
+    return reasons
+
+
+def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecision,
+                   argv: list[str]) -> CallOutcome:
+    tool = entry.tool
+    if tool.admission is None:
+        return _refusal(ctx, call, "not_runnable", "the surface was compiled from a trust report, not an "
+                        "admission: it names no verified file to run", [], status="error",
+                        decision=decision, argv=argv)
+    args = dict(tool.admit_args)
+    bundle_dir = args.pop("bundle_dir", None)
+    interactive = ctx.confirm is not None
+    common: dict[str, Any] = {"policy": ctx.policy, "bundle_dir": bundle_dir, "cache": ctx.cache,
+                              "interactive": interactive, "audit": ctx.audit, "audit_log": ctx.audit_log}
+    env = exec_environment(ctx.policy, ctx.environ)
+    opened: list[Opened] = []
+    try:
+        try:
+            main = admit_file(Path(tool.admission.path), name=tool.admission.tool, command=argv[1:],
+                              **common, **args)
+        except AtipTrustError as err:
+            # admit has written the error's audit line.
+            return _refusal(ctx, call, "evaluation_failed", f"{call.name} was not run: the tool could not be "
+                            f"admitted: {err.diagnostics()}", [], decision=decision, argv=argv)
+        opened.append(main)
+        adm = main.admission
+        record = dict(adm.audit_record, argv=argv, call=call.name)
+        changed = _changed(entry, main)
+        if changed:
+            _write(ctx, record, "deny", changed)
+            return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: "
+                            + "; ".join(r.message for r in changed), changed, decision=decision, argv=argv)
+        if adm.behavior == "deny":
+            _write(ctx, record, "deny")
+            return _refusal(ctx, call, "permission_denied", f"{call.name} was not run: "
+                            + ("; ".join(r.message for r in adm.decision.reasons[:3]) or "denied by policy"),
+                            adm.decision.reasons, decision=decision, argv=argv)
+        run_argv0, run_args, target = argv[0], argv[1:], main
+        shebang = read_shebang(main.art)
+        if shebang is not None:
+            if ctx.policy.exec_settings.scripts == "deny":
+                raise script_denied(main, shebang)
+            interp, words = admit_interpreter(
+                main, shebang, env=env, **common, shim_dir=args.get("shim_dir"),
+                trusted_root=args.get("trusted_root"), staging=args.get("staging", False))
+            opened.append(interp)
+            refusal = interpreter_refusal(main, interp)
+            if refusal is not None:
+                raise refusal
+            run_argv0, run_args, target = words[0], [*words[1:], f"/dev/fd/{main.art.fd}", *argv[1:]], interp
+            record["interpreter"] = {"path": interp.admission.path, "trust_level":
+                                     interp.admission.report.trust_level.name}
+        if decision.behavior == "ask" or adm.behavior == "ask":
+            assert ctx.confirm is not None  # without a person, ask was already deny
+            if not ctx.confirm(call, decision):
+                declined = Reason("USER_DECLINED", "the user did not confirm this call", rule="confirm",
+                                  expected="confirmed", actual="declined")
+                _write(ctx, record, "deny", [declined])
+                return _refusal(ctx, call, "user_declined", f"{call.name} was not run: the user declined",
+                                [declined], decision=decision, argv=argv)
+        _write(ctx, record, "allow")
+        timeout_ms, cap = ctx.policy.bridge_call_bounds
+        try:
+            res = run_verified(target.art, run_args, env=env,
+                               timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,
+                               keep_fds=(main.art.fd,) if target is not main else ())
+        except ArtifactAccessError as err:
+            return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: {err.diagnostics()}", [],
+                            decision=decision, argv=argv)
+        except AtipTrustError as err:
+            return _refusal(ctx, call, "execution_failed", f"{call.name} could not be started: "
+                            f"{err.diagnostics()}", [], status="error", decision=decision, argv=argv)
+    except ExecRefused as refused:
+        if opened:
+            _write(ctx, dict(opened[0].admission.audit_record, argv=argv, call=call.name), refused.behavior,
+                   refused.reasons)
+        return _refusal(ctx, call, "permission_denied", f"{call.name} was not run: {refused}", refused.reasons,
+                        decision=decision, argv=argv)
+    finally:
+        for o in opened:
+            o.art.close()
+    return _ran(ctx, call, entry, decision, argv, res)
+
+
+def _ran(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecision, argv: list[str],
+         res: RunResult) -> CallOutcome:
+    meta = entry.tool.metadata
+    filt = create_result_filter([meta] if isinstance(meta, (Mapping, MetadataDocument)) else [],
+                                max_length=ctx.max_result_length, redact_patterns=ctx.redact_patterns)
+    status: Status = "timeout" if res.timed_out else "ok" if res.ok else "failed"
+    result: dict[str, Any] = {"status": status, "exit_code": res.exit_code,
+                              "stdout": filt.filter(res.stdout), "stderr": filt.filter(res.stderr)}
+    if res.signal is not None:
+        result["signal"] = res.signal
+    if res.timed_out:
+        result["error"] = "timeout"
+        result["message"] = "the tool did not finish within the policy's bridge.callTimeoutMs; it was killed"
+    elif res.truncated:
+        result["error"] = "output_too_large"
+        result["message"] = "the tool's output passed the policy's bridge.maxOutputBytes; it was killed"
+    return _outcome(ctx, call.id, call.name, status, result, decision=decision, argv=tuple(argv), run=res)
+
+
+__all__ = ["CallOutcome", "Confirm", "run_tool_call"]
