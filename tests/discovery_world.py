@@ -70,6 +70,13 @@ class World:
         self.trusted_root = self.ts.write_trusted_root(root / "trusted_root.json")
         self.sentinels = root / "sentinels"
         self.sentinels.mkdir()
+        # The interpreter of every #!/bin/sh test tool, signed: a probe runs a script's interpreter
+        # only when it is admitted too (gate/exec.py script_interpreter); tools pass --bundle-dir.
+        self.bundles = root / "bundles"
+        (self.bundles / "sha256").mkdir(parents=True)
+        sh = Path("/bin/sh").read_bytes()
+        (self.bundles / "sha256" / f"{hashlib.sha256(sh).hexdigest()}.sigstore.json").write_text(json.dumps(
+            self.ts.sign_artifact(sh, identity=ORG_ID, issuer=ISSUER)))
 
     def sentinel(self, name: str) -> Path:
         return self.sentinels / name
@@ -116,6 +123,7 @@ class World:
                                 "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}],
             },
             "defaults": {"noMatch": "ask", "allowVerifiedReadOnly": True},
+            "permissions": {"allow": [{"rule": "sh", "minTrustLevel": "VERIFIED"}]},
             "discovery": {"probeTimeoutMs": 1500, "maxOutputBytes": 1024 * 1024},
             **extra,
         }

@@ -29,7 +29,7 @@ def locked(tmp_path: Path) -> dict[str, Any]:
     w.tool(b, "t", agent_script(agent_json("t"), "v1"), identity=ORG_ID)
     lock = tmp_path / "atip-trust.lock"
     pol = w.policy()
-    r = cli("lock", str(b), "--policy", str(pol), "--lock", str(lock))
+    r = cli("lock", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--lock", str(lock))
     assert r.code == 0, r.out + r.err
     return {"w": w, "bin": b, "lock": lock, "policy": pol}
 
@@ -40,12 +40,12 @@ def _update(env: dict[str, Any], tag: str, **kw: Any) -> None:
 
 
 def _scan_locked(env: dict[str, Any]) -> Any:
-    return cli("scan", str(env["bin"]), "--policy", str(env["policy"]), "--lock", str(env["lock"]),
+    return cli("scan", "--bundle-dir", str(env["w"].bundles), str(env["bin"]), "--policy", str(env["policy"]), "--lock", str(env["lock"]),
                "--locked", "--format", "json")
 
 
 def _lock(env: dict[str, Any], *extra: str) -> Any:
-    return cli("lock", str(env["bin"]), "--policy", str(env["policy"]), "--lock", str(env["lock"]), *extra)
+    return cli("lock", "--bundle-dir", str(env["w"].bundles), str(env["bin"]), "--policy", str(env["policy"]), "--lock", str(env["lock"]), *extra)
 
 
 def test_lock_file_is_canonical_json_with_each_tools_pins(locked: dict[str, Any]) -> None:

@@ -55,7 +55,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _scan(world: dict[str, Any], tmp: Path, *args: str) -> tuple[Any, float]:
     start = time.monotonic()
-    r = cli_subprocess("scan", str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
+    r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
                        "--format", "json", *args, env=_env(tmp))
     return r, time.monotonic() - start
 
@@ -126,12 +126,12 @@ def test_a_second_scan_reuses_the_cached_verdicts_and_probe_outcomes(world: dict
 
 def test_scan_text_on_a_pipe_is_plain_lines_and_sarif_names_each_finding(world: dict[str, Any],
                                                                          tmp_path: Path) -> None:
-    r = cli_subprocess("scan", str(world["bin"]), "--policy", str(world["policy"]), env=_env(tmp_path))
+    r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy", str(world["policy"]), env=_env(tmp_path))
     assert r.code == 0, r.err
     assert "\x1b[" not in r.out
     line = next(ln for ln in r.out.splitlines() if ln.startswith("unsigned "))
     assert "unverified" in line and "not_probed (not_verified)" in line
-    s = cli_subprocess("scan", str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
+    s = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
                        "--format", "sarif", env=_env(tmp_path))
     results = json.loads(s.out)["runs"][0]["results"]
     ids = {(x["ruleId"], x["message"]["text"].split(":")[0]) for x in results}
@@ -142,7 +142,7 @@ def test_scan_text_on_a_pipe_is_plain_lines_and_sarif_names_each_finding(world: 
 
 def test_policy_probe_never_runs_not_even_a_verified_tool(world: dict[str, Any], tmp_path: Path) -> None:
     pol = world["w"].policy("never", discovery={"probe": "never"})
-    r = cli("scan", str(world["bin"]), "--policy", str(pol), "--format", "json", "--no-cache")
+    r = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy", str(pol), "--format", "json", "--no-cache")
     rows = {t["name"]: t for t in r.json["surface"]["tools"]}
     assert rows["good"]["trust"] == "verified"
     assert (rows["good"]["probe"]["status"], rows["good"]["probe"]["reason"]) == ("not_probed", "probe_disabled")
@@ -169,3 +169,20 @@ def test_path_scan_skips_relative_empty_unsafe_and_foreign_entries(world: dict[s
                        (str(world["bin"]), "duplicate_directory")]
     assert res.directories == [str(world["bin"])]
     assert "good" in {c.name for c in res.candidates}
+
+
+def test_a_verified_script_whose_interpreter_is_not_admitted_is_never_probed(tmp_path: Path) -> None:
+    """Probing a #! tool runs its interpreter: the signed script alone does not vouch for it. Without the
+    interpreter's evidence (no --bundle-dir), the kernel would load an unchecked /bin/sh, so the tool is
+    listed as not probed and never runs (its sentinel stays absent)."""
+    w = World(tmp_path)
+    b = tmp_path / "bin"
+    w.tool(b, "signedscript", sentinel_script(w.sentinel("script")), identity=ORG_ID)
+    pol = w.policy()
+    r = cli_subprocess("scan", str(b), "--policy", str(pol), "--format", "json", "--no-cache", env=_env(tmp_path))
+    assert not w.sentinel("script").exists(), "the script ran on an interpreter nobody admitted"
+    assert "script_refused" in r.out, r.out
+    # With the interpreter's evidence it is probed (the control: the refusal is about the interpreter).
+    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format", "json",
+                       "--no-cache", env=_env(tmp_path))
+    assert w.sentinel("script").exists(), r.out + r.err

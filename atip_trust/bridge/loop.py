@@ -64,10 +64,8 @@ from atip_trust.gate.exec import (
     ExecRefused,
     Opened,
     admit_file,
-    admit_interpreter,
     interpreter_refusal,
-    read_shebang,
-    script_denied,
+    script_interpreter,
 )
 from atip_trust.gate.run import RunResult, run_verified
 from atip_trust.gate.validate import CallDecision, check_call
@@ -274,13 +272,10 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
                             + ("; ".join(r.message for r in adm.decision.reasons[:3]) or "denied by policy"),
                             adm.decision.reasons, decision=decision, argv=argv)
         run_argv0, run_args, target = argv[0], argv[1:], main
-        shebang = read_shebang(main.art)
-        if shebang is not None:
-            if ctx.policy.exec_settings.scripts == "deny":
-                raise script_denied(main, shebang)
-            interp, words = admit_interpreter(
-                main, shebang, env=env, **common, shim_dir=args.get("shim_dir"),
-                trusted_root=args.get("trusted_root"), staging=args.get("staging", False))
+        planned = script_interpreter(main, env=env, **common, shim_dir=args.get("shim_dir"),
+                                     trusted_root=args.get("trusted_root"), staging=args.get("staging", False))
+        if planned is not None:
+            interp, words = planned
             opened.append(interp)
             refusal = interpreter_refusal(main, interp)
             if refusal is not None:

@@ -68,7 +68,8 @@ def probe_surface_tool(
                         audit_log=target, **evidence)
     with opened.art as art:
         adm = opened.admission
-        outcome = probe(art, adm, policy, cache=open_cache(cache))
+        outcome = probe(art, adm, policy, cache=open_cache(cache), interpreter_args=dict(
+            bundle_dir=bundle_dir, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging, cache=cache))
         if outcome.metadata is not None:
             raw = outcome.metadata.raw
             bundles = find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex)

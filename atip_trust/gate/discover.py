@@ -240,7 +240,8 @@ def _discover_one(c: Candidate, o: _Options) -> ToolRow:
                 bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
                 interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch)
             adm = admit(art, **common)
-            outcome = probe(art, adm, o.policy, cache=o.cache)
+            outcome = probe(art, adm, o.policy, cache=o.cache, interpreter_args=dict(
+                bundle_dir=o.bundle_dir, shim_dir=o.shim_dir, trusted_root=o.trusted_root, cache=o.use_cache))
             if outcome.metadata is not None:
                 # Decide again with what the tool says about itself (claims; effects only tighten).
                 adm = admit(art, metadata=outcome.metadata.raw, **common)

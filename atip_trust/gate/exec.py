@@ -200,6 +200,21 @@ def admit_interpreter(
     return admit_file(path, policy=policy, name=path.name, command=(), **admit_args), words
 
 
+def script_interpreter(
+    script: Opened, *, policy: Policy, env: Mapping[str, str], **admit_args: Any
+) -> tuple[Opened, list[str]] | None:
+    """The one rule for running a ``#!`` file (``exec``, hooks, the bridge's call loop, probes): None
+    for a binary; ``ExecRefused`` under ``exec.scripts: deny``; otherwise the interpreter opened and
+    admitted (the caller closes it and applies ``interpreter_refusal``) and the argv words before the
+    script's ``/dev/fd/N``."""
+    shebang = read_shebang(script.art)
+    if shebang is None:
+        return None
+    if policy.exec_settings.scripts == "deny":
+        raise script_denied(script, shebang)
+    return admit_interpreter(script, shebang, policy=policy, env=env, **admit_args)
+
+
 def interpreter_refusal(script: Opened, interp: Opened) -> ExecRefused | None:
     """Why a script may not run on this interpreter, or None when it may."""
     verdict = interp.admission

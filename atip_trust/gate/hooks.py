@@ -50,10 +50,8 @@ from atip_trust.gate.exec import (
     ExecRefused,
     Opened,
     admit_file,
-    admit_interpreter,
     interpreter_refusal,
-    read_shebang,
-    script_denied,
+    script_interpreter,
 )
 from atip_trust.gate.shell import SimpleCommand, Unsplittable, split_commands, unwrap, visible_commands
 from atip_trust.policy.model import STRICTNESS, Policy
@@ -180,13 +178,14 @@ def _locate(argv0: str, cwd: str | None, moved: bool, path_env: str | None) -> P
 def _script_refusal(opened: Opened, policy: Policy, **admit_args: Any) -> ExecRefused | None:
     """A ``#!`` program runs its interpreter too: refused under ``exec.scripts: deny``, otherwise the
     interpreter is admitted as ``exec`` would (gate/exec.py), its own audit line written."""
-    shebang = read_shebang(opened.art)
-    if shebang is None:
+    try:
+        planned = script_interpreter(opened, policy=policy, env=exec_environment(policy), interactive=True,
+                                     **admit_args)
+    except ExecRefused as refused:
+        return refused
+    if planned is None:
         return None
-    if policy.exec_settings.scripts == "deny":
-        return script_denied(opened, shebang)
-    interp, _ = admit_interpreter(opened, shebang, policy=policy, env=exec_environment(policy),
-                                  interactive=True, **admit_args)
+    interp = planned[0]
     try:
         if admit_args.get("audit", True):
             write_audit(interp.admission)

@@ -24,8 +24,9 @@ cache's atomic, owner-checked entries), so a tool that hangs costs its timeout o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from atip_trust.errors import AtipTrustError, InputTooLargeError
@@ -34,7 +35,8 @@ from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import TrustLevel
 from atip_trust.gate.admit import Admission
 from atip_trust.gate.cached import report_key
-from atip_trust.gate.run import run_verified
+from atip_trust.gate.exec import ExecRefused, Opened, interpreter_refusal, script_interpreter
+from atip_trust.gate.run import minimal_env, run_verified
 from atip_trust.policy.model import Policy
 from atip_trust.state.cache import VerdictCache
 
@@ -58,7 +60,7 @@ class ProbePermission:
 class ProbeOutcome:
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
-    #: ``run_error``; or the ``ProbePermission`` reason when the tool was not run.
+    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
     reason: str
     message: str
     metadata: MetadataDocument | None = None
@@ -121,8 +123,13 @@ def _from_cache(payload: Mapping[str, Any], name: str) -> ProbeOutcome | None:
 
 
 def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
-          cache: VerdictCache | None = None, env: Mapping[str, str] | None = None) -> ProbeOutcome:
-    """Run ``TOOL --agent`` when ``probe_permission`` allows it, through the verified descriptor."""
+          cache: VerdictCache | None = None, env: Mapping[str, str] | None = None,
+          interpreter_args: Mapping[str, Any] | None = None) -> ProbeOutcome:
+    """Run ``TOOL --agent`` when ``probe_permission`` allows it, through the verified descriptor.
+
+    A ``#!`` tool runs its interpreter, so the interpreter must pass the same rule ``exec`` applies
+    (``exec.scripts``; gate/exec.py ``script_interpreter``), admitted with ``interpreter_args`` (evidence
+    options); otherwise the tool is not probed: the kernel would load an interpreter nobody checked."""
     allowed = probe_permission(admission, policy)
     if not allowed.allowed:
         return ProbeOutcome("not_probed", allowed.reason, allowed.message)
@@ -134,7 +141,23 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
         found = _from_cache(hit, admission.tool) if hit is not None else None
         if found is not None:
             return found
-    outcome = _run(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env)
+    script = Opened(found=Path(admission.path), art=artifact, admission=admission)
+    try:
+        planned = script_interpreter(script, policy=policy, env=minimal_env() if env is None else env,
+                                     audit=False, **dict(interpreter_args or {}))
+    except ExecRefused as refused:
+        return ProbeOutcome("not_probed", "script_refused", str(refused))
+    if planned is None:
+        outcome = _run(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env)
+    else:
+        interp, words = planned
+        with interp.art:
+            refusal = interpreter_refusal(script, interp)
+            if refusal is not None:
+                return ProbeOutcome("not_probed", "script_refused", str(refusal))
+            outcome = _run(interp.art, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes,
+                           env, args=[*words[1:], f"/dev/fd/{artifact.fd}", *PROBE_ARGS], argv0=words[0],
+                           keep_fds=(artifact.fd,))
     if cache is not None and outcome.reason != "run_error":
         cache.put(key, {**outcome.to_json(),
                         "metadata": None if outcome.metadata is None
@@ -142,11 +165,11 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     return outcome
 
 
-def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int,
-         env: Mapping[str, str] | None) -> ProbeOutcome:
+def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None, *,
+         args: Sequence[str] = PROBE_ARGS, argv0: str | None = None, keep_fds: Sequence[int] = ()) -> ProbeOutcome:
     try:
-        res = run_verified(artifact, PROBE_ARGS, env=env, timeout=timeout_ms / 1000, max_output=cap,
-                           argv0=name)
+        res = run_verified(artifact, args, env=env, timeout=timeout_ms / 1000, max_output=cap,
+                           argv0=argv0 or name, keep_fds=keep_fds)
     except AtipTrustError as err:
         return ProbeOutcome("failed", "run_error", err.diagnostics())
     if res.timed_out:
