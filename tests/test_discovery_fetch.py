@@ -61,7 +61,7 @@ def serve_shim(server: HTTPServer, setup: dict[str, Any], identity: str = REGIST
 
 
 def scan(setup: dict[str, Any], *flags: str, **env: str) -> dict[str, Any]:
-    r = cli_subprocess("scan", "--bundle-dir", str(setup["w"].bundles), str(setup["bin"]), "--policy", str(setup["policy"]), "--format", "json",
+    r = cli_subprocess("scan", "--bundle-dir", str(setup["w"].bundles), str(setup["bin"]), "--policy", str(setup["policy"]), "--format", "json", "--surface",
                        *flags, env={**setup["env"], **env})
     assert r.code == 0, r.err
     [row] = json.loads(r.out)["surface"]["tools"]

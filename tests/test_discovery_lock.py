@@ -41,7 +41,7 @@ def _update(env: dict[str, Any], tag: str, **kw: Any) -> None:
 
 def _scan_locked(env: dict[str, Any]) -> Any:
     return cli("scan", "--bundle-dir", str(env["w"].bundles), str(env["bin"]), "--policy", str(env["policy"]), "--lock", str(env["lock"]),
-               "--locked", "--format", "json")
+               "--locked", "--format", "json", "--surface")
 
 
 def _lock(env: dict[str, Any], *extra: str) -> Any:

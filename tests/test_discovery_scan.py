@@ -56,7 +56,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def _scan(world: dict[str, Any], tmp: Path, *args: str) -> tuple[Any, float]:
     start = time.monotonic()
     r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
-                       "--format", "json", *args, env=_env(tmp))
+                       "--format", "json", "--surface", *args, env=_env(tmp))
     return r, time.monotonic() - start
 
 
@@ -142,7 +142,7 @@ def test_scan_text_on_a_pipe_is_plain_lines_and_sarif_names_each_finding(world: 
 
 def test_policy_probe_never_runs_not_even_a_verified_tool(world: dict[str, Any], tmp_path: Path) -> None:
     pol = world["w"].policy("never", discovery={"probe": "never"})
-    r = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy", str(pol), "--format", "json", "--no-cache")
+    r = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy", str(pol), "--format", "json", "--surface", "--no-cache")
     rows = {t["name"]: t for t in r.json["surface"]["tools"]}
     assert rows["good"]["trust"] == "verified"
     assert (rows["good"]["probe"]["status"], rows["good"]["probe"]["reason"]) == ("not_probed", "probe_disabled")
@@ -179,10 +179,29 @@ def test_a_verified_script_whose_interpreter_is_not_admitted_is_never_probed(tmp
     b = tmp_path / "bin"
     w.tool(b, "signedscript", sentinel_script(w.sentinel("script")), identity=ORG_ID)
     pol = w.policy()
-    r = cli_subprocess("scan", str(b), "--policy", str(pol), "--format", "json", "--no-cache", env=_env(tmp_path))
+    r = cli_subprocess("scan", str(b), "--policy", str(pol), "--format", "json", "--surface", "--no-cache", env=_env(tmp_path))
     assert not w.sentinel("script").exists(), "the script ran on an interpreter nobody admitted"
     assert "script_refused" in r.out, r.out
     # With the interpreter's evidence it is probed (the control: the refusal is about the interpreter).
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format", "json",
+    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format", "json", "--surface",
                        "--no-cache", env=_env(tmp_path))
     assert w.sentinel("script").exists(), r.out + r.err
+
+
+def test_scan_json_is_the_contracts_list_of_verification_objects(world: dict[str, Any], tmp_path: Path) -> None:
+    """CONTRACT.md: `scan --format json` prints a list of the verification objects `admit` prints (artifact
+    path and sha256, trust level, signature, provenance, checks, decision), each with the tool's name."""
+    r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy",
+                       str(world["policy"]), "--format", "json", env=_env(tmp_path))
+    items = json.loads(r.out)
+    assert isinstance(items, list) and items, r.out
+    by_tool = {i["tool"]: i for i in items}
+    assert {"good", "unsigned", "tampered"} <= set(by_tool)
+    for item in items:
+        assert {"artifact", "trust_level", "signature", "provenance", "checks", "decision", "tool"} <= set(item)
+        assert item["decision"]["behavior"] in ("allow", "ask", "deny")
+    good, tampered = by_tool["good"], by_tool["tampered"]
+    assert good["trust_level"] == "VERIFIED" and good["signature"]["status"] == "valid"
+    assert len(good["artifact"]["digest"]["sha256"].removeprefix("sha256:")) == 64
+    assert tampered["trust_level"] == "COMPROMISED" and tampered["decision"]["behavior"] == "deny"
+    assert by_tool["unsigned"]["trust_level"] == "UNSIGNED"

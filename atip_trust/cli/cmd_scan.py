@@ -70,6 +70,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="exit non-zero (1 deny, 3 ask) when a tool gets this decision or a stricter one")
     p.add_argument("--locked", action="store_true",
                    help="compare with the lock file: a change that needs approval fails (exit 1)")
+    p.add_argument("--surface", action="store_true",
+                   help="with --format json: print the tool-surface object (summary; loaded, not probed, "
+                   "blocked and skipped entries with reason codes; lock drift) instead of the list of one "
+                   "verification object per tool")
     p.set_defaults(func=run)
 
 
@@ -132,7 +136,10 @@ def run(args: argparse.Namespace) -> int:
         changes = [c for c in compare(old, entries_of(surface, include_failed=True))
                    if c.kind != "unchanged"]
     rc = exit_code(surface, args.fail_on, changes)
-    if args.format == "json":
+    if args.format == "json" and not args.surface:
+        # CONTRACT.md: a list of verification objects, one per tool, with the tool's name.
+        sys.stdout.write(json_text([row.contract_json() for row in surface.rows]))
+    elif args.format == "json":
         sys.stdout.write(json_text({
             "command": "scan", "summary": summary(surface), "surface": surface.to_json(),
             "lock": None if changes is None else {

@@ -79,6 +79,27 @@ class ToolRow:
     effects: list[str] | None = None
     cache: str = "off"
     error: str | None = None
+    #: The admission's JSON (CONTRACT.md's verification object), None when the tool could not be evaluated.
+    admission: dict[str, Any] | None = field(default=None, repr=False)
+
+    def contract_json(self) -> dict[str, Any]:
+        """One item of ``scan --format json`` (CONTRACT.md): the verification object ``admit`` prints for
+        this tool, its name, and the discovery row under ``scan``. A tool that could not be evaluated has
+        no trust level (null) and a denying decision naming the error."""
+        base = self.admission
+        if base is None:
+            base = {
+                "artifact": {"path": self.resolved, "digest": {"sha256": self.digest} if self.digest else {}},
+                "trust_level": None,
+                "signature": {"status": "unchecked", "identity": None, "issuer": None},
+                "provenance": {"status": "unchecked", "predicate_type": None, "builder_id": None,
+                               "slsa_level": None, "source": None},
+                "checks": [{"name": "evaluation", "status": "error", "message": self.error,
+                            "expected": "an evaluated tool", "actual": self.placement_reason}],
+                "decision": {"behavior": "deny", "reasons": self.reasons or [
+                    {"code": "EVALUATION_FAILED", "message": self.error or self.placement_reason}]},
+            }
+        return {**base, "tool": self.name, "scan": self.to_json()}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -172,6 +193,7 @@ def _trust_of(adm: Admission) -> Trust:
 
 def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
     rep = adm.report
+    row.admission = adm.to_json()
     row.trust = _trust_of(adm)
     row.trust_level = rep.trust_level.name
     row.decision = adm.decision.behavior
