@@ -19,6 +19,7 @@ from atip_trust.bridge.safety import (
     generate_safety_prompt,
 )
 from atip_trust.bridge.surface import Surface, SurfaceTool, build_surface, compile_surface
+from atip_trust.bridge.validator import Validator, create_validator
 
 __all__ = [
     "DEFAULT_REDACT_PATTERNS",
@@ -30,10 +31,12 @@ __all__ = [
     "SurfaceTool",
     "ToolCall",
     "ToolCallParseError",
+    "Validator",
     "build_surface",
     "compile_surface",
     "compile_tools",
     "create_result_filter",
+    "create_validator",
     "generate_safety_prompt",
     "handle_tool_result",
     "parse_tool_call",
