@@ -17,14 +17,17 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError, UsageError
 from atip_trust.evaluate import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
-from atip_trust.provenance.slsa import AllowedSource, BuilderMap
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+    from atip_trust.provenance.slsa import BuilderMap
     from atip_trust.signature import keys
 else:
     keys = lazy_import("atip_trust.signature.keys")
+    # Only a policy that states sources or builders needs the provenance model.
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 
 def builder_map(policy: Policy) -> BuilderMap | None:
@@ -32,7 +35,7 @@ def builder_map(policy: Policy) -> BuilderMap | None:
     if not any(layer.trusted_builders is not None for layer in policy.layers):
         return None
 
-    return BuilderMap.from_json(
+    return slsa.BuilderMap.from_json(
         {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or "",
                        **b.binding_json()}
                       for b in policy.trusted_builders]},
@@ -194,7 +197,7 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     # --source-uri stay as given and must hold too.
     sources = c.sources
     if policy.sources_declared:
-        sources = tuple(AllowedSource(s.repository, s.refs) for s in policy.sources)
+        sources = tuple(slsa.AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
     return dataclasses.replace(
         c,

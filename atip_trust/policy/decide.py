@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.effects import effective_states
 from atip_trust.facts.report import (
     EvidenceSummary,
@@ -58,7 +59,12 @@ from atip_trust.policy.rules import (
     rule_matches,
     split_command,
 )
-from atip_trust.provenance.slsa import source_matches
+
+# Read only when a rule requires a provenance source (_base/lazy.py).
+if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+else:
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 #: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
 #: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
@@ -562,7 +568,7 @@ def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason
 
 
 def _source_allowed(policy: Policy, fact: Mapping[str, Any]) -> bool:
-    return any(source_matches(s.repository, s.refs, fact.get("uri"), fact.get("ref"))
+    return any(slsa.source_matches(s.repository, s.refs, fact.get("uri"), fact.get("ref"))
                for s in policy.sources)
 
 
