@@ -20,7 +20,6 @@ import importlib
 import io
 import os
 import sys
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -45,11 +44,14 @@ from atip_trust.errors import (
 )
 from atip_trust.gate.interactive import can_ask
 
-# SARIF only for an error reported with ``--format sarif`` (_base/lazy.py).
+# SARIF only for an error reported with ``--format sarif``, a traceback only with ``-v`` (_base/lazy.py).
 if TYPE_CHECKING:
+    import traceback
+
     from atip_trust.cli import sarif
 else:
     sarif = lazy_import("atip_trust.cli.sarif")
+    traceback = lazy_import("traceback")
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
