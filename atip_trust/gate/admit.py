@@ -42,7 +42,15 @@ from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Algorithm, Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
-from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
+from atip_trust.gate.cached import (
+    cached,
+    evidence_digests,
+    hash_artifact,
+    open_cache,
+    report_key,
+    store,
+    stored_digest,
+)
 from atip_trust.gate.command_decision import decide_command
 from atip_trust.gate.interactive import Interactive, can_ask
 from atip_trust.policy.compose import cli_layer, compose
@@ -378,8 +386,10 @@ def _admit(
     # (4) The metadata's own signature and its binding to this tool.
     effects_verified = False
     metadata_source: str | None = None
+    report_digest: str | None = None  # the report's digest as cached with it (until a check is added)
     if hit is not None:
         report, payload = hit
+        report_digest = stored_digest(payload)
         effects_verified = payload.get("effects_verified") is True
         source = payload.get("metadata_source")
         metadata_source = source if isinstance(source, str) else None
@@ -392,16 +402,18 @@ def _admit(
             report.checks.extend(trust.checks)
             effects_verified = trust.verified
             metadata_source = trust.source
-        store(cache, key, report, effects_verified=effects_verified, metadata_source=metadata_source)
+        report_digest = store(cache, key, report, effects_verified=effects_verified,
+                              metadata_source=metadata_source)
 
     if lookup_note is not None:
         report.checks.append(lookup_note)
+        report_digest = None
 
     # (5) Decide.
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
         command=words, effects_verified=effects_verified, metadata_source=metadata_source,
-        interactive=interactive,
+        interactive=interactive, report_digest=report_digest,
     )
     report.decision = decision
     return Admission(

@@ -170,9 +170,12 @@ def decide(
     now: datetime | None = None,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
+    report_digest: str | None = None,
 ) -> Decision:
     """``effects_unknown``: why the command's effects could not be found in its metadata
-    (``effects.command_states``); reported with the risky classes it leads to."""
+    (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
+    ``report.digest()`` when the caller already has it (the verdict cache keeps it with the report),
+    so it is not computed again; None computes it."""
     now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
@@ -209,7 +212,7 @@ def decide(
         behavior=final,
         reasons=reasons,
         policy_digest=policy.digest,
-        report_digest=report.digest(),
+        report_digest=report_digest if report_digest is not None else report.digest(),
         rule_source=source,
         mode=mode,
     )
