@@ -328,7 +328,7 @@ def _admit(
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
-    with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path) as art:
+    with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
 
