@@ -50,6 +50,17 @@ def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
     assert (out["rc"], out["heavy"]) == (0, []), out
 
 
+def test_hash_of_many_files_loads_no_process_pool_or_sarif() -> None:
+    """Threads hash many files; the process pool (verification's) and SARIF (--format sarif, or a
+    file that fails) are not loaded for it."""
+    p = subprocess.run([sys.executable, "-c", "import sys; from atip_trust.cli.main import main; "
+                        "rc = main(sys.argv[1:]); print(rc, sorted(m for m in sys.modules if m in ("
+                        "'multiprocessing', 'concurrent.futures.process', 'atip_trust.cli.sarif')))",
+                        "hash", "./README.md", "./pyproject.toml", "./schema/policy.schema.json"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert p.stdout.splitlines()[-1] == "0 []", p.stdout + p.stderr
+
+
 def test_only_the_named_subcommand_is_built_but_help_lists_them_all() -> None:
     from atip_trust.cli.main import COMMANDS, build_parser, command_of
 
