@@ -114,7 +114,10 @@ def hash_fd(
     if overlap and size_hint > 4 * chunk:
         _hash_overlapped(fd, hashers, chunk)
     else:
-        _hash_simple(fd, hashers, chunk)
+        # A buffer the size of the file (within [4 KiB, chunk]): a 5 KiB bundle need not zero a
+        # 1 MiB buffer first (that cost more than hashing it). A file that grows meanwhile is still
+        # read to its end, in more reads.
+        _hash_simple(fd, hashers, min(chunk, max(size_hint, 4096)))
     return {a: Digest(a, h.digest()) for a, h in zip(algs, hashers)}
 
 
