@@ -56,6 +56,7 @@ from atip_trust.policy.rules import (
     command_line,
     command_too_large,
     command_variants,
+    may_match,
     rule_matches,
     split_command,
 )
@@ -416,6 +417,8 @@ def _core(
     # only the command as given, so no reading can widen what they admit.
     denied_by_rule = False
     for rule in policy.deny_rules:
+        if not may_match(rule, line):
+            continue
         hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
         if hit is not None:
             denied_by_rule = True
@@ -425,6 +428,8 @@ def _core(
     for rule in policy.ask_rules:
         # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
         # (load and compile_rule refuse qualifiers on ask rules).
+        if not may_match(rule, line):
+            continue
         hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
         if hit is not None:
             asked = True
@@ -432,7 +437,7 @@ def _core(
                                 + (f" (read as {hit!r})" if hit != line else ""),
                                 rule=rule.text, actual=line), rule.source)
     for rule in policy.allow_rules:
-        if too_large is not None or not rule_matches(rule, tokens, line):
+        if too_large is not None or not may_match(rule, line) or not rule_matches(rule, tokens, line):
             continue
         if _qualified(rule, level, report):
             allowed_by = allowed_by or rule

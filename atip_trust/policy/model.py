@@ -7,6 +7,7 @@ a tool's own metadata. It is loaded once and decides many times (``Policy.decide
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -188,6 +189,20 @@ class CommandRule:
     tokens: tuple[tuple[str, ...], ...] = ()
     min_trust_level: TrustLevel | None = None
     signer: SignerRule | None = None
+
+    @functools.cached_property
+    def first_word(self) -> str | None:
+        """The literal text every command line this rule matches starts with, up to its first space
+        (the tool as the line writes it), or None when the rule does not fix it (``any``, ``tokens``,
+        a ``*`` inside the first word). Computed once per rule: ``rules.may_match`` uses it to skip,
+        before any matching, the rules of other tools."""
+        if self.kind == "exact":
+            text = self.pattern
+        elif self.kind in ("prefix", "wildcard") and len(self.parts) > 1 and " " in self.parts[0]:
+            text = self.parts[0]
+        else:
+            return None
+        return text.split(" ", 1)[0]
 
 
 @dataclass(frozen=True)
