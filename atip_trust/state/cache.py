@@ -83,6 +83,8 @@ def cache_key(parts: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class CacheStats:
+    """The cache directory's path, number of entries and total size (``cache stats``)."""
+
     path: str
     entries: int
     bytes: int
