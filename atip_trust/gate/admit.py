@@ -23,8 +23,11 @@ modules that defer sigstore, cryptography and jsonschema to their first use (_ba
 sanctioned deferred import, which tests/test_layers.py checks like a plain import). On a hit the
 policy's schema validation is remembered (policy/load.py), the trusted root is read and digested but
 not parsed (signature/trustroot.py, deferred), and the signatures are not verified again; the policy
-is still composed and the decision made in full. tests/test_startup.py asserts which packages a
-cache-hit ``admit`` loads.
+is still composed and the decision made in full. Likewise deferred: the metadata model and its
+verification, the registry client (and with it the HTTP layer) and the provenance model, loaded only
+when there is metadata, a registry or a provenance requirement. The cached entry also keeps the
+report's digest, so a hit does not serialise the report again to decide. tests/test_startup.py
+asserts which packages (and which of our own modules) a cache-hit ``admit`` loads.
 """
 
 from __future__ import annotations
