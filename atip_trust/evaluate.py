@@ -38,7 +38,6 @@ from atip_trust.errors import (
 )
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
-from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.facts.report import (
     EvidenceSummary,
     Check,
@@ -46,15 +45,6 @@ from atip_trust.facts.report import (
     SignatureResult,
     TrustLevel,
     TrustReport,
-)
-from atip_trust.provenance.slsa import (
-    SLSA_PROVENANCE_TYPES,
-    AllowedSource,
-    BuilderMap,
-    BuildSigner,
-    ProvenanceRequirements,
-    check_provenance,
-    parse_statement,
 )
 from atip_trust.signature.identity import (
     CertificateFacts,
@@ -67,6 +57,10 @@ from atip_trust.signature.trustroot import TrustRoot
 # (_base/lazy.py): ``Constraints`` and ``Evidence`` are built on every admission, and a warm one reuses
 # its trust report without verifying anything.
 if TYPE_CHECKING:
+    from atip_trust.facts import metadata as metadata_mod
+    from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.provenance import slsa
+    from atip_trust.provenance.slsa import AllowedSource, BuilderMap, BuildSigner
     from atip_trust.signature import bundle as bundles_mod
     from atip_trust.signature import certificate_pair
     from atip_trust.signature import keyless as keyless_mod
@@ -75,6 +69,10 @@ if TYPE_CHECKING:
     from atip_trust.signature.bundle import BundleInput
     from atip_trust.signature.keyless import KeylessVerifier
 else:
+    # Likewise the metadata model and the provenance checks: read only when there is metadata, or an
+    # attestation (or a policy's sources or builders: policy/constraints.py).
+    metadata_mod = lazy_import("atip_trust.facts.metadata")
+    slsa = lazy_import("atip_trust.provenance.slsa")
     bundles_mod = lazy_import("atip_trust.signature.bundle")
     certificate_pair = lazy_import("atip_trust.signature.certificate_pair")
     keyless_mod = lazy_import("atip_trust.signature.keyless")
@@ -244,7 +242,8 @@ class Evaluation:
         self._step("claims")
         if metadata is None:
             return
-        doc = metadata if isinstance(metadata, MetadataDocument) else load_metadata(metadata)
+        doc = metadata if isinstance(metadata, metadata_mod.MetadataDocument) \
+            else metadata_mod.load_metadata(metadata)
         claims = doc.claims
         self.claims = claims.to_json()
         name = doc.source_name
@@ -465,7 +464,7 @@ class Evaluation:
             if not (r.valid and r.trusted and r.applies and r.content == "dsse"):
                 continue
             if builders is None:
-                builders = c.builders if c.builders is not None else BuilderMap.default()
+                builders = c.builders if c.builders is not None else slsa.BuilderMap.default()
             r.provenance, r.provenance_passed, checks = _check_provenance(
                 r, self.digests, c, builders
             )
@@ -564,9 +563,9 @@ def _build_signer(r: EvidenceResult) -> BuildSigner | None:
     """Who verifiably signed this attestation: its certificate's facts, or the trusted key's digest.
     The trusted-builder map grants a level only when these prove the builder (provenance.SignerBinding)."""
     if r.facts is not None:
-        return BuildSigner(issuer=r.facts.issuer, identities=r.facts.sans, extensions=dict(r.facts.extensions))
+        return slsa.BuildSigner(issuer=r.facts.issuer, identities=r.facts.sans, extensions=dict(r.facts.extensions))
     if r.key_digest is not None:
-        return BuildSigner(key_digest=r.key_digest)
+        return slsa.BuildSigner(key_digest=r.key_digest)
     return None
 
 
@@ -585,17 +584,17 @@ def _check_provenance(
                       r.payload_type, r.label, impact="provenance")
         return None, False, [check]
     try:
-        stmt = parse_statement(r.payload_type, r.payload)
+        stmt = slsa.parse_statement(r.payload_type, r.payload)
     except BundleError as err:
         check = Check("statement", "fail" if required else "skip", err.diagnostics(), None, None,
                       r.label, impact="provenance")
         return ProvenanceResult(status="invalid"), False, [check]
-    req = ProvenanceRequirements(
+    req = slsa.ProvenanceRequirements(
         predicate_type=c.predicate_type, builder_id=c.builder_id, source_uri=c.source_uri,
         source_tag=c.source_tag, source_branch=c.source_branch, min_slsa_level=c.min_slsa_level,
         sources=c.sources, provenance_required=c.require_provenance,
     )
-    out = check_provenance(stmt, digests, req, builders, evidence=r.label, signer=_build_signer(r))
+    out = slsa.check_provenance(stmt, digests, req, builders, evidence=r.label, signer=_build_signer(r))
     checks = out.checks
     if not required:
         checks = [
@@ -609,7 +608,7 @@ def _check_provenance(
     # A statement that is not SLSA provenance (an SBOM, a PEP 740 publish attestation) says nothing
     # about the build: "unchecked", never "valid", so a decision reading the report cannot count it
     # as provenance (policy ``provenanceRequired`` wants "valid").
-    is_slsa = stmt.predicate_type in SLSA_PROVENANCE_TYPES
+    is_slsa = stmt.predicate_type in slsa.SLSA_PROVENANCE_TYPES
     res = ProvenanceResult(
         status="fail" if not out.passed else "valid" if is_slsa else "unchecked",
         predicate_type=stmt.predicate_type,

@@ -129,9 +129,11 @@ def fig_admit(world: tuple[list[str], dict[str, str], Path], tmp: Path, quick: b
     cfg = bench_verify.sigstore_trust_config(tmp, root)
     sig = [sys.executable, "-m", "sigstore", "--trust-config", str(cfg), "verify", "identity", "--offline",
            "--bundle", str(bundle), "--cert-identity", ID, "--cert-oidc-issuer", ISS, str(tool)]
+    wall(sig)  # its byte code into the cache too (see installed_bytecode)
     warm, ref = interleaved(lambda: wall(argv, env), lambda: wall(sig), rounds)
     line("admit, warm (cache hit)", f"{warm * 1e3:.0f} ms", "python -m sigstore verify identity",
          f"{ref * 1e3:.0f} ms", ref / warm, "sigstore/admit; goal >= 15")
+    wall([sys.executable, "-c", "pass"])
     warm, ref = interleaved(lambda: wall(argv, env), lambda: wall([sys.executable, "-c", "pass"]), rounds)
     line("admit, warm (cache hit)", f"{warm * 1e3:.0f} ms", "python -c pass", f"{ref * 1e3:.0f} ms",
          warm / ref, "goal <= 2, and <= 50 ms")
@@ -202,13 +204,14 @@ def fig_decide(world: tuple[list[str], dict[str, str], Path], quick: bool) -> No
     try:
         admission_policy = load_admission_policy(policy_file)
 
-        def hit() -> object:
+        def hit(expect: tuple[str, ...] = ("hit",)) -> object:
             a = admit(tool, policy=admission_policy, command="status", bundles=[bundle],
                       trusted_root=root, audit=False)
-            if a.cache != "hit":
-                raise SystemExit(f"expected a cache hit, got {a.cache}")
+            if a.cache not in expect:
+                raise SystemExit(f"expected a cache {' or '.join(expect)}, got {a.cache}")
             return a
 
+        hit(("hit", "miss"))  # fills the cache unless the admit figure did
         hit()
         m = 50 if quick else 1000
         mine, base = interleaved(per_call(hit, m), ref, 3)
@@ -296,6 +299,17 @@ def fig_rss(blob: Path | None, world: tuple[list[str], dict[str, str], Path]) ->
          rss / base)
 
 
+def installed_bytecode(tmp: Path) -> None:
+    """Children run from byte code, as an installed package does (pip compiles it at install time),
+    not from source compiled anew on every start: a checkout run with PYTHONDONTWRITEBYTECODE (CI,
+    sandboxes) would otherwise charge each ``atip-trust`` start ~0.1 s of compiling our modules while
+    sigstore and the standard library load from their installed ``.pyc``. Every child (ours and the
+    references alike) writes and reads byte code under one private prefix, and each side is run once
+    before it is timed."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run (CI), not figures")
@@ -306,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        installed_bytecode(tmp)
         blob = None
         if "hash" in only:
             if shutil.which("openssl"):

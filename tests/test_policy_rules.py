@@ -7,7 +7,9 @@ import pytest
 from atip_trust.errors import PolicyError
 from atip_trust.policy.rules import (
     command_line,
+    command_variants,
     compile_rule,
+    may_match,
     rule_matches,
     split_command,
 )
@@ -61,6 +63,35 @@ def matches(rule: object, line: str) -> bool:
 )
 def test_rule_matching(rule: object, line: str, expected: bool) -> None:
     assert matches(rule, line) is expected
+
+
+PREFILTER_RULES = [
+    "Bash(gh pr view *)", "Bash(gh *)", "gh", "Bash(gh:*)", "Bash(g*)", "Bash(* --version)",
+    "Bash(gh pr view)", "Bash", r"Bash(echo \*)", "Bash(git * main)", "Bash(git push *)",
+    "Bash('my tool' run *)", "Bash('my tool')", {"prefix": ["gh", "pr"]}, {"prefix": [["gh", "git"]]},
+]
+PREFILTER_LINES = [
+    "gh", "gh pr view 1", "gh pr", "ghx pr view", "git -C . push origin main", "git push", "g",
+    "'my tool' run x", "'my tool'", "my tool run", "echo *", "gh --version", "gh -R o/r pr view 2",
+]
+
+
+@pytest.mark.parametrize("behavior", ["allow", "deny"])
+def test_the_tool_word_precheck_never_skips_a_rule_that_matches(behavior: str) -> None:
+    """``may_match`` lets decide skip the rules of other tools; it must hold for every reading of the
+    command (leading options removed), quoted tool names and optional tails included."""
+    skipped = 0
+    for raw in PREFILTER_RULES:
+        rule = compile_rule(raw, behavior, "local", where="$.permissions.x[0]")  # type: ignore[arg-type]
+        for text in PREFILTER_LINES:
+            words = split_command(text)
+            tokens, line = command_line(words[0], words[1:])
+            variants, _ = command_variants(tokens, line)
+            if any(rule_matches(rule, vt, vl) for vt, vl in variants):
+                assert may_match(rule, line), (raw, text)
+            elif not may_match(rule, line):
+                skipped += 1
+    assert skipped > 20  # the pre-check does skip rules of other tools
 
 
 @pytest.mark.parametrize("bad", ["Bash()", "Bash(gh pr", "gh) pr", "   "])

@@ -17,20 +17,26 @@ import testsigstore
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("sigstore", "sigstore_models", "cryptography", "jsonschema", "referencing", "httpx",
          "rfc3161_client", "rich", "in_toto_attestation", "google")
+#: Our own modules a warm admission has no use for (no metadata, registry, provenance requirement or
+#: SARIF output): the provenance model, the registry client and its HTTP layer, SARIF.
+OWN_COLD = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
+            "atip_trust.facts.metadata", "atip_trust.gate.metadata_trust", "atip_trust.cli.sarif")
 
 PROBE = """
 import json, sys
 from atip_trust.cli.main import main
 rc = main(json.loads(sys.argv[1]))
 heavy = sorted({m.split('.')[0] for m in sys.modules} & set(json.loads(sys.argv[2])))
-sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy}) + chr(10))
+own = sorted(set(sys.modules) & set(json.loads(sys.argv[3])))
+sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own}) + chr(10))
 """
 
 
 def probe(argv: list[str], env: dict[str, str] | None = None) -> dict[str, object]:
     """Run the CLI's ``main(argv)`` in a fresh interpreter; its exit code and the heavy packages it
-    loaded (top-level names of HEAVY found in ``sys.modules`` afterwards)."""
-    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)], cwd=REPO,
+    loaded (top-level names of HEAVY found in ``sys.modules`` afterwards), and which of OWN_COLD."""
+    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY),
+                        json.dumps(OWN_COLD)], cwd=REPO,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
     out: dict[str, object] = json.loads(p.stderr.strip().splitlines()[-1])
     out["stdout"] = p.stdout
@@ -42,6 +48,17 @@ def probe(argv: list[str], env: dict[str, str] | None = None) -> dict[str, objec
 def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
     out = probe(argv)
     assert (out["rc"], out["heavy"]) == (0, []), out
+
+
+def test_hash_of_many_files_loads_no_process_pool_or_sarif() -> None:
+    """Threads hash many files; the process pool (verification's) and SARIF (--format sarif, or a
+    file that fails) are not loaded for it."""
+    p = subprocess.run([sys.executable, "-c", "import sys; from atip_trust.cli.main import main; "
+                        "rc = main(sys.argv[1:]); print(rc, sorted(m for m in sys.modules if m in ("
+                        "'multiprocessing', 'concurrent.futures.process', 'atip_trust.cli.sarif')))",
+                        "hash", "./README.md", "./pyproject.toml", "./schema/policy.schema.json"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert p.stdout.splitlines()[-1] == "0 []", p.stdout + p.stderr
 
 
 def test_only_the_named_subcommand_is_built_but_help_lists_them_all() -> None:
@@ -95,6 +112,7 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     # The probe sees what a verification loads (so the empty list below is not for want of looking).
     assert {"sigstore", "cryptography", "jsonschema"} <= set(cold["heavy"])  # type: ignore[arg-type]
     assert warm["heavy"] == [], warm["heavy"]
+    assert warm["own"] == [], warm["own"]
     assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
     assert warm_out["trust_level"] == cold_out["trust_level"]
     assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]

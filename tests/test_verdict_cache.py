@@ -395,3 +395,18 @@ def test_sixteen_processes_deciding_and_writing_at_once_leave_no_corrupt_entry(
     for name in names:
         assert cache._read(name) is not None, name
     assert admit(world, "--interactive", "never").json["cache"] == "hit"
+
+
+def test_a_hit_decides_with_the_digest_of_the_report_it_read_back(world, cache_dir: Path) -> None:
+    """The cache keeps ``report.digest()`` with the report so a hit need not serialise it again; the
+    decision (and the audit line, which copies it) names the digest of exactly the facts it printed."""
+    from atip_trust.facts.report import TrustReport
+
+    first, second = admit(world), admit(world)
+    assert (first.json["cache"], second.json["cache"]) == ("miss", "hit")
+    digest = second.json["decision"]["report_digest"]
+    assert digest == first.json["decision"]["report_digest"]
+    assert digest == TrustReport.from_json(second.json).digest()
+    # Another command or interactivity: the same facts, the same digest, a fresh decision.
+    third = admit(world, "--interactive", "never", command="deploy prod")
+    assert (third.json["cache"], third.json["decision"]["report_digest"]) == ("hit", digest)

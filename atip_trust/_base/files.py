@@ -11,14 +11,21 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
+from typing import TYPE_CHECKING
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
     InputTooLargeError,
     NotARegularFileError,
 )
+
+# Only a write needs it (and with it shutil, random, bz2, lzma): a warm admission writes nothing.
+if TYPE_CHECKING:
+    import tempfile
+else:
+    tempfile = lazy_import("tempfile")
 
 _KIND_NAMES = {
     stat.S_IFDIR: "a directory",

@@ -17,16 +17,26 @@ with no other threads running, as the CLI is.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from atip_trust._base.lazy import lazy_import
+
+# Processes only for verification (gate/batch.py): ``hash`` of many files, on threads, does not load
+# multiprocessing and the process pool (a quarter of its start-up).
+if TYPE_CHECKING:
+    import multiprocessing
+    import multiprocessing.context
+    from concurrent.futures import process
+else:
+    multiprocessing = lazy_import("multiprocessing")
+    process = lazy_import("concurrent.futures.process")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -97,7 +107,7 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if "fork" in methods else None)
 
 
-def _kill(pool: ProcessPoolExecutor) -> None:
+def _kill(pool: process.ProcessPoolExecutor) -> None:
     """Stop a pool whose worker hangs: ``shutdown`` alone would wait for it forever."""
     procs = list(getattr(pool, "_processes", {}).values())  # the stdlib keeps no public handle
     for p in procs:
@@ -122,14 +132,14 @@ def map_processes(fn: Callable[[T], R], items: Sequence[T], *, workers: int = 2,
     # parent more than a short verification takes, and the parent shares the same cores.
     size = max(1, min(64, len(items) // (n * 4)))
     groups = [range(i, min(i + size, len(items))) for i in range(0, len(items), size)]
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=_context())
+    pool = process.ProcessPoolExecutor(max_workers=n, mp_context=_context())
     broken = False
     try:
         futures = [pool.submit(_call_many, fn, [items[i] for i in g]) for g in groups]
         for g, fut in zip(groups, futures):
             try:
                 outs = fut.result(timeout=None if timeout is None else timeout * len(g))
-            except (BrokenProcessPool, FutureTimeout):
+            except (process.BrokenProcessPool, FutureTimeout):
                 broken = True
                 break
             for i, o in zip(g, outs):
@@ -147,11 +157,11 @@ def map_processes(fn: Callable[[T], R], items: Sequence[T], *, workers: int = 2,
 
 
 def _alone(fn: Callable[[T], R], item: T, timeout: float | None) -> Outcome[R]:
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=_context())
+    pool = process.ProcessPoolExecutor(max_workers=1, mp_context=_context())
     started = time.monotonic()
     try:
         out = pool.submit(_call, fn, item).result(timeout=timeout)
-    except BrokenProcessPool:
+    except process.BrokenProcessPool:
         _kill(pool)
         return Outcome(error=WorkerLost("the worker process running this item died"))
     except FutureTimeout:

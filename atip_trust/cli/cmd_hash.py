@@ -21,19 +21,21 @@ properly formatted line at all or cannot be read (nothing could be evaluated, CO
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from atip_trust._base.lazy import lazy_import
 
 from atip_trust._base.parallel import default_workers, map_threads
 from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_ERROR, EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
-from atip_trust.cli.sarif import Rule, sarif_log, sarif_result
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
@@ -42,29 +44,42 @@ from atip_trust.errors import (
     UsageError,
 )
 from atip_trust.facts.artifact import Artifact
-from atip_trust.facts.digest import ALGORITHMS, Algorithm, Digest
+from atip_trust.facts.digest import ALGORITHMS, Algorithm, Digest, hash_fd
 from atip_trust.limits import LIMITS
+
+# SARIF only for ``--format sarif`` and for a file that fails (_base/lazy.py): hashing loads nothing more.
+if TYPE_CHECKING:
+    from atip_trust.cli import sarif
+    from atip_trust.cli.sarif import Rule
+else:
+    sarif = lazy_import("atip_trust.cli.sarif")
 
 #: SARIF rule ids (stable).
 RULE_UNREADABLE = "atip-trust/hash/unreadable"
 RULE_NOT_REGULAR = "atip-trust/hash/not-a-regular-file"
 RULE_MISMATCH = "atip-trust/hash/mismatch"
 RULE_IMPROPER = "atip-trust/hash/improper-line"
-_RULES = {
-    RULE_UNREADABLE: Rule(
-        "File could not be read", "The file could not be opened or read, so its digest is unknown.",
-        "Check that the path exists and is readable."),
-    RULE_NOT_REGULAR: Rule(
-        "Not a regular file", "The path names a directory, FIFO, device or socket; only regular files "
-        "are hashed (a FIFO is refused without blocking).", "Pass the file itself."),
-    RULE_MISMATCH: Rule(
-        "Checksum does not match", "The file's digest differs from the one the checksum list states: "
-        "the file changed, or the list describes another file.",
-        "Do not use the file; obtain it again from its publisher and compare."),
-    RULE_IMPROPER: Rule(
-        "Improperly formatted checksum line", "A line of the checksum list is neither "
-        "'<hex>  NAME' nor 'SHA256 (NAME) = <hex>'; it was skipped.", "Fix or remove the line."),
-}
+
+
+@functools.cache
+def _rules() -> dict[str, Rule]:
+    """The SARIF rules of ``hash``, built on first use (not at import)."""
+    return {
+        RULE_UNREADABLE: sarif.Rule(
+            "File could not be read", "The file could not be opened or read, so its digest is unknown.",
+            "Check that the path exists and is readable."),
+        RULE_NOT_REGULAR: sarif.Rule(
+            "Not a regular file", "The path names a directory, FIFO, device or socket; only regular "
+            "files are hashed (a FIFO is refused without blocking).", "Pass the file itself."),
+        RULE_MISMATCH: sarif.Rule(
+            "Checksum does not match", "The file's digest differs from the one the checksum list "
+            "states: the file changed, or the list describes another file.",
+            "Do not use the file; obtain it again from its publisher and compare."),
+        RULE_IMPROPER: sarif.Rule(
+            "Improperly formatted checksum line", "A line of the checksum list is neither "
+            "'<hex>  NAME' nor 'SHA256 (NAME) = <hex>'; it was skipped.", "Fix or remove the line."),
+    }
+
 
 #: Longest checksum line read (a path of PATH_MAX bytes, escaped, plus the digest and the tag).
 _MAX_LINE = 3 * 4096 + 256
@@ -117,19 +132,21 @@ def _hash_stdin(algorithm: Algorithm) -> Digest:
     return Digest(algorithm, h.digest())
 
 
-def digest_of(name: str, algorithm: Algorithm, *, path_lookup: bool = False) -> tuple[Digest, str]:
+def digest_of(name: str, algorithm: Algorithm, *, path_lookup: bool = False,
+              overlap: bool = True) -> tuple[Digest, str]:
     """The digest of ``name`` and the name to print for it.
 
     ``-`` is standard input (as in coreutils; ``./-`` names a file called ``-``). With ``path_lookup``
     (``hash NAME``, README) a bare name is looked up on PATH once, as the shell would run it, and the
     line names the file that was hashed, so ``sha256sum -c`` checks those same bytes. Names read from a
     checksum list are always files: a list line must check the file it names, not one found on PATH.
+    ``overlap``: ``hash_fd``'s reader thread for a large file (off when files are hashed in parallel).
     """
     if name == "-":
         return _hash_stdin(algorithm), name
     with Artifact.open(name if path_lookup else Path(name)) as art:
         shown = str(art.path) if path_lookup and "/" not in name else name
-        return art.digest(algorithm), shown
+        return hash_fd(art.fd, (algorithm,), overlap=overlap)[algorithm], shown
 
 
 def _write_bytes(data: bytes) -> None:
@@ -149,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     names: list[str] = list(args.files)
     workers = 1 if "-" in names else default_workers()
-    outcomes = map_threads(lambda n: digest_of(n, args.algorithm, path_lookup=True), names,
-                           workers=workers)
+    outcomes = map_threads(lambda n: digest_of(n, args.algorithm, path_lookup=True, overlap=workers == 1),
+                           names, workers=workers)
     for name, outcome in zip(names, outcomes):
         try:
             if outcome.error is not None:
@@ -163,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"atip-trust: error: {one_line(err.diagnostics())}\n")
             rows.append({"path": name, "error": err.diagnostics()})
             rid = RULE_NOT_REGULAR if isinstance(err, UntrustedInputError) else RULE_UNREADABLE
-            results.append(sarif_result(rid, err.diagnostics(), name, identity=(rid,)))
+            results.append(sarif.sarif_result(rid, err.diagnostics(), name, identity=(rid,)))
             continue
         rows.append({"path": name, "digest": str(d)} if shown == name
                     else {"path": name, "file": shown, "digest": str(d)})
@@ -172,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         dump_json(rows)
     elif args.format == "sarif":
-        dump_json(sarif_log(results, {r["ruleId"]: _RULES[r["ruleId"]] for r in results},
+        dump_json(sarif.sarif_log(results, {r["ruleId"]: _rules()[r["ruleId"]] for r in results},
                             version=__version__))
     return rc
 
@@ -336,7 +353,7 @@ def run_check(args: argparse.Namespace) -> int:
             unreadable += 1
             sys.stderr.write(f"atip-trust: {one_line(err.diagnostics())}\n")
             row.update(status="FAILED open or read", error=err.diagnostics())
-            results.append(sarif_result(RULE_UNREADABLE, f"{name}: {err.message}", name,
+            results.append(sarif.sarif_result(RULE_UNREADABLE, f"{name}: {err.message}", name,
                                         identity=(str(expected),)))
         else:
             row["actual"] = str(actual)
@@ -345,7 +362,7 @@ def run_check(args: argparse.Namespace) -> int:
             else:
                 mismatched += 1
                 row["status"] = "FAILED"
-                results.append(sarif_result(
+                results.append(sarif.sarif_result(
                     RULE_MISMATCH, f"{name}: computed {actual}, the list states {expected}", name,
                     props={"expected": str(expected), "actual": str(actual), "list": args.check,
                            "line": e.line},
@@ -355,7 +372,7 @@ def run_check(args: argparse.Namespace) -> int:
             prefix, raw = _escape(name, triggers=(b"\n",))
             _write_bytes(prefix + raw + b": " + row["status"].encode() + b"\n")
     for number in improper:
-        results.append(sarif_result(RULE_IMPROPER, f"line {number} is improperly formatted",
+        results.append(sarif.sarif_result(RULE_IMPROPER, f"line {number} is improperly formatted",
                                     args.check if args.check != "-" else None, level="warning",
                                     line=number))
     if improper:
@@ -371,6 +388,6 @@ def run_check(args: argparse.Namespace) -> int:
         dump_json({"list": args.check, "algorithm": args.algorithm, "checked": rows,
                    "improperly_formatted_lines": improper, "failed": mismatched, "unreadable": unreadable})
     elif args.format == "sarif":
-        dump_json(sarif_log(results, {r["ruleId"]: _RULES[r["ruleId"]] for r in results},
+        dump_json(sarif.sarif_log(results, {r["ruleId"]: _rules()[r["ruleId"]] for r in results},
                             version=__version__))
     return EXIT_FAIL if mismatched or unreadable else EXIT_OK

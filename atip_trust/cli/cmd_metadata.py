@@ -19,10 +19,8 @@ from atip_trust.cli.output import (
     is_terminal,
     one_line,
     rich_text,
-    sarif_log,
-    sarif_result,
 )
-from atip_trust.cli.sarif import Rule
+from atip_trust.cli.sarif import Rule, sarif_log, sarif_result
 from atip_trust.errors import AtipTrustError, MalformedInputError, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, load_metadata

@@ -20,18 +20,17 @@ import importlib
 import io
 import os
 import sys
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust._version import __version__
 from atip_trust.cli.output import (
     FORMATS,
     dump_json,
     one_line,
 )
-from atip_trust.cli.sarif import error_rule, error_rule_id, sarif_log, sarif_result
 from atip_trust.errors import (
     AtipTrustError,
     error_code,
@@ -44,6 +43,15 @@ from atip_trust.errors import (
     UsageError,
 )
 from atip_trust.gate.interactive import can_ask
+
+# SARIF only for an error reported with ``--format sarif``, a traceback only with ``-v`` (_base/lazy.py).
+if TYPE_CHECKING:
+    import traceback
+
+    from atip_trust.cli import sarif
+else:
+    sarif = lazy_import("atip_trust.cli.sarif")
+    traceback = lazy_import("traceback")
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -213,10 +221,10 @@ def report_error(
             }
         )
     elif fmt == "sarif":
-        rid = error_rule_id(code)
-        result = sarif_result(rid, message, location, props={"command": command, "path": where},
+        rid = sarif.error_rule_id(code)
+        result = sarif.sarif_result(rid, message, location, props={"command": command, "path": where},
                               identity=(command, where))
-        dump_json(sarif_log([result], {rid: error_rule(code)}, version=__version__))
+        dump_json(sarif.sarif_log([result], {rid: sarif.error_rule(code)}, version=__version__))
     sys.stderr.write(f"atip-trust: error: {one_line(message)}\n")
 
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from atip_trust.cli.sarif import (
-    Rule,
-    check_rule_id,
-    report_results,
-    sarif_log,
-    sarif_result,
-)
+from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.report import Check, Reason, TrustReport
+
+# SARIF is built only for ``--format sarif`` (_base/lazy.py): a warm admit prints JSON or text.
+if TYPE_CHECKING:
+    from atip_trust.cli import sarif
+    from atip_trust.cli.sarif import Rule
+else:
+    sarif = lazy_import("atip_trust.cli.sarif")
 
 FORMATS = ("text", "json", "sarif")
 
@@ -123,10 +124,10 @@ def reports_to_sarif(reports: Sequence[TrustReport | Mapping[str, Any]], *, vers
     rules: dict[str, Rule] = {}
     for rep in reports:
         out = rep.to_json() if isinstance(rep, TrustReport) else rep
-        res, used = report_results(out, check_line)
+        res, used = sarif.report_results(out, check_line)
         results.extend(res)
         rules.update(used)
-    return sarif_log(results, rules, version=version)
+    return sarif.sarif_log(results, rules, version=version)
 
 
 # verify's text output (all from the report's JSON, as --format json prints it) ----------------------
@@ -229,9 +230,6 @@ def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False) 
     render_verify_text(rep.to_json(), stream, quiet=quiet)
 
 
-rule_id = check_rule_id
-
-
 __all__ = [
     "FORMATS",
     "one_line",
@@ -240,9 +238,6 @@ __all__ = [
     "is_terminal",
     "dump_json",
     "json_text",
-    "rule_id",
-    "sarif_log",
-    "sarif_result",
     "check_line",
     "show",
     "expected_actual",

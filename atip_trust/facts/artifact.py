@@ -144,8 +144,10 @@ class Artifact:
     _digests: dict[Algorithm, Digest] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, target: str | os.PathLike[str]) -> Artifact:
-        path = resolve(target)
+    def open(cls, target: str | os.PathLike[str], *, resolved: bool = False) -> Artifact:
+        """Open ``target`` (``resolve``d first, unless ``resolved``: a ``Path`` the caller just got
+        from ``resolve``, so as not to walk it twice). The last component is never followed."""
+        path = target if resolved and isinstance(target, Path) else resolve(target)
         fd, st = open_regular(path, what="file", follow_links=False)
         return cls(path=path, fd=fd, identity=FileIdentity.from_stat(st))
 

@@ -86,7 +86,8 @@ class Digest:
 
 
 def hash_fd(
-    fd: int, algorithms: Iterable[Algorithm] = ("sha256",), *, chunk: int = LIMITS.hash_chunk
+    fd: int, algorithms: Iterable[Algorithm] = ("sha256",), *, chunk: int = LIMITS.hash_chunk,
+    overlap: bool = True,
 ) -> dict[Algorithm, Digest]:
     """Stream the whole file behind ``fd`` (from offset 0, with pread) through each algorithm.
 
@@ -94,7 +95,10 @@ def hash_fd(
     executed. Memory is bounded by two ``chunk``-sized buffers reused for every read. For files of more
     than a few chunks, one thread reads the next chunk while this one hashes the last (both release the
     GIL), so the copy out of the page cache overlaps the hashing: this is what brings throughput to
-    OpenSSL's own figure (bench/hash.py). Small files take the plain loop, without a thread.
+    OpenSSL's own figure (bench/hash.py). Small files take the plain loop, without a thread, and so
+    does every file with ``overlap=False``: a caller already hashing several files on both cores
+    (``hash`` of many files) gains nothing from a reader thread per file, which then only competes
+    for the same cores (bench/run.py ``usrbin``).
     """
     if chunk < 1:
         raise ValueError("chunk must be positive")
@@ -107,10 +111,13 @@ def hash_fd(
         size_hint = os.fstat(fd).st_size
     except OSError as err:
         raise ArtifactAccessError(f"cannot stat: {err.strerror}") from err
-    if size_hint > 4 * chunk:
+    if overlap and size_hint > 4 * chunk:
         _hash_overlapped(fd, hashers, chunk)
     else:
-        _hash_simple(fd, hashers, chunk)
+        # A buffer the size of the file (within [4 KiB, chunk]): a 5 KiB bundle need not zero a
+        # 1 MiB buffer first (that cost more than hashing it). A file that grows meanwhile is still
+        # read to its end, in more reads.
+        _hash_simple(fd, hashers, min(chunk, max(size_hint, 4096)))
     return {a: Digest(a, h.digest()) for a, h in zip(algs, hashers)}
 
 

@@ -117,6 +117,8 @@ class CheckFailure(Exception):
 
 @dataclass
 class SignatureResult:
+    """The signature verdict of a report: status and the signer's certificate facts."""
+
     status: SignatureStatus = "absent"
     identity: str | None = None
     issuer: str | None = None
@@ -147,6 +149,8 @@ class SignatureResult:
 
 @dataclass
 class ProvenanceResult:
+    """The provenance verdict of a report: status, builder, source and SLSA level."""
+
     status: ProvenanceStatus = "absent"
     predicate_type: str | None = None
     builder_id: str | None = None
@@ -197,6 +201,8 @@ class Reason:
 
 @dataclass
 class Decision:
+    """allow / ask / deny, with its reasons and the digests of the policy and report decided on."""
+
     behavior: Behavior
     reasons: list[Reason] = field(default_factory=list)
     policy_digest: str | None = None

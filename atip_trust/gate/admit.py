@@ -23,8 +23,11 @@ modules that defer sigstore, cryptography and jsonschema to their first use (_ba
 sanctioned deferred import, which tests/test_layers.py checks like a plain import). On a hit the
 policy's schema validation is remembered (policy/load.py), the trusted root is read and digested but
 not parsed (signature/trustroot.py, deferred), and the signatures are not verified again; the policy
-is still composed and the decision made in full. tests/test_startup.py asserts which packages a
-cache-hit ``admit`` loads.
+is still composed and the decision made in full. Likewise deferred: the metadata model and its
+verification, the registry client (and with it the HTTP layer) and the provenance model, loaded only
+when there is metadata, a registry or a provenance requirement. The cached entry also keeps the
+report's digest, so a hit does not serialise the report again to decide. tests/test_startup.py
+asserts which packages (and which of our own modules) a cache-hit ``admit`` loads.
 """
 
 from __future__ import annotations
@@ -34,19 +37,25 @@ from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Algorithm, Digest
-from atip_trust.facts.metadata import MetadataDocument, load_metadata, parse_metadata
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
-from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
+from atip_trust.gate.cached import (
+    cached,
+    evidence_digests,
+    hash_artifact,
+    open_cache,
+    report_key,
+    store,
+    stored_digest,
+)
 from atip_trust.gate.command_decision import decide_command
 from atip_trust.gate.interactive import Interactive, can_ask
-from atip_trust.gate.metadata_trust import verify_metadata
-from atip_trust.gate.shims import registry_client
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import to_agent_tool
@@ -55,6 +64,17 @@ from atip_trust.policy.model import Policy, PolicyLayer
 from atip_trust.policy.rules import split_command
 from atip_trust.state.audit import append_audit, audit_error_record, audit_record
 from atip_trust.state.cache import VerdictCache
+
+# Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
+# admission without them loads neither the metadata model nor the registry client and its HTTP layer.
+if TYPE_CHECKING:
+    from atip_trust.facts import metadata as metadata_mod
+    from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.gate import metadata_trust, shims
+else:
+    metadata_mod = lazy_import("atip_trust.facts.metadata")
+    metadata_trust = lazy_import("atip_trust.gate.metadata_trust")
+    shims = lazy_import("atip_trust.gate.shims")
 
 PathLike = str | os.PathLike[str]
 
@@ -311,7 +331,7 @@ def _admit(
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
-    with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path) as art:
+    with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
 
@@ -328,7 +348,7 @@ def _admit(
         shim_signers = [s for reg in policy.registries for s in reg.signers]
         lookup_note: Check | None = None
         if metadata is None and not from_shim and policy.registries:
-            found = registry_client(policy, trust_root=trust_root,
+            found = shims.registry_client(policy, trust_root=trust_root,
                                     offline=None if fetch else True).lookup(digests["sha256"])
             if found.document is not None and found.registry is not None:
                 # Verified by the client; verified again below with the same check as any shim,
@@ -344,10 +364,10 @@ def _admit(
                                     expected=f"a shim for {digests['sha256']} signed by a registry "
                                     "signer policy names", actual=found.reasons)
         if given is not None:
-            doc = parse_metadata(given)
+            doc = metadata_mod.parse_metadata(given)
         elif doc is None and meta_path is not None:
             # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
-            doc = load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
+            doc = metadata_mod.load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
 
         # (3) Verify the tool with the policy's anchors, unless the same bytes were verified with
         # the same evidence, policy, root and constraints before (the verdict cache).
@@ -369,30 +389,34 @@ def _admit(
     # (4) The metadata's own signature and its binding to this tool.
     effects_verified = False
     metadata_source: str | None = None
+    report_digest: str | None = None  # the report's digest as cached with it (until a check is added)
     if hit is not None:
         report, payload = hit
+        report_digest = stored_digest(payload)
         effects_verified = payload.get("effects_verified") is True
         source = payload.get("metadata_source")
         metadata_source = source if isinstance(source, str) else None
     else:
         if doc is not None:
             signers = shim_signers if from_shim else list(policy.signers)
-            trust = verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
+            trust = metadata_trust.verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
                                     tool_name=tool_name,
                                     signer_kind="registry" if from_shim else "policy")
             report.checks.extend(trust.checks)
             effects_verified = trust.verified
             metadata_source = trust.source
-        store(cache, key, report, effects_verified=effects_verified, metadata_source=metadata_source)
+        report_digest = store(cache, key, report, effects_verified=effects_verified,
+                              metadata_source=metadata_source)
 
     if lookup_note is not None:
         report.checks.append(lookup_note)
+        report_digest = None
 
     # (5) Decide.
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
         command=words, effects_verified=effects_verified, metadata_source=metadata_source,
-        interactive=interactive,
+        interactive=interactive, report_digest=report_digest,
     )
     report.decision = decision
     return Admission(

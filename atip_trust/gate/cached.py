@@ -95,13 +95,24 @@ def cached(cache: VerdictCache | None, key: str | None) -> tuple[TrustReport, di
     return report, payload
 
 
-def store(cache: VerdictCache | None, key: str | None, report: TrustReport, **extra: Any) -> None:
-    """Keep the report's facts (never its decision) under ``key``."""
+def store(cache: VerdictCache | None, key: str | None, report: TrustReport, **extra: Any) -> str | None:
+    """Keep the report's facts (never its decision) under ``key``, with ``report.digest()`` (read
+    back by ``stored_digest``); that digest, or None without a cache."""
     if cache is None or key is None:
-        return
+        return None
     body = report.to_json(full=True)
     body["decision"] = None
-    cache.put(key, {"report": body, **extra})
+    digest = report.digest()
+    cache.put(key, {"report": body, "report_digest": digest, **extra})
+    return digest
 
 
-__all__ = ["cached", "evidence_digests", "hash_artifact", "open_cache", "report_key", "store"]
+def stored_digest(payload: Mapping[str, Any]) -> str | None:
+    """The ``report.digest()`` kept with a cached report (the entry's integrity hash covers both), so
+    a hit does not serialise the report again to compute it; None if the entry has none."""
+    digest = payload.get("report_digest")
+    return digest if isinstance(digest, str) and digest.startswith("sha256:") else None
+
+
+__all__ = ["cached", "evidence_digests", "hash_artifact", "open_cache", "report_key", "store",
+           "stored_digest"]

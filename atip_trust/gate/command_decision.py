@@ -28,6 +28,7 @@ def decide_command(
     effects_verified: bool,
     metadata_source: str | None,
     interactive: bool,
+    report_digest: str | None = None,
 ) -> Decision:
     """allow / ask / deny for ``command`` (words) of ``tool_name``, whose bytes ``report`` describes.
 
@@ -45,6 +46,7 @@ def decide_command(
         interactive=interactive,
         metadata_source=metadata_source,
         effects_unknown=effects_unknown,
+        report_digest=report_digest,
     )
 
 

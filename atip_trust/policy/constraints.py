@@ -17,14 +17,17 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError, UsageError
 from atip_trust.evaluate import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
-from atip_trust.provenance.slsa import AllowedSource, BuilderMap
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+    from atip_trust.provenance.slsa import BuilderMap
     from atip_trust.signature import keys
 else:
     keys = lazy_import("atip_trust.signature.keys")
+    # Only a policy that states sources or builders needs the provenance model.
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 
 def builder_map(policy: Policy) -> BuilderMap | None:
@@ -32,7 +35,7 @@ def builder_map(policy: Policy) -> BuilderMap | None:
     if not any(layer.trusted_builders is not None for layer in policy.layers):
         return None
 
-    return BuilderMap.from_json(
+    return slsa.BuilderMap.from_json(
         {"builders": [{"id": b.id, "level": b.level, "name": b.name or "", "source": b.source or "",
                        **b.binding_json()}
                       for b in policy.trusted_builders]},
@@ -91,7 +94,9 @@ def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None)
     pinned = policy.trusted_roots or ["production"]
     if flag is None:
         return _root_of(pinned[0])
-    roots = [_root_of(entry) for entry in pinned]
+    # The flag's file, when the policy pins that very path, is read once: the bytes compared are then
+    # the bytes verified with (two reads of one path could also see two different files).
+    roots = [flag if cli_path is not None and entry == cli_path else _root_of(entry) for entry in pinned]
     for root in roots:
         if root.digest == flag.digest:
             return flag
@@ -194,7 +199,7 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     # --source-uri stay as given and must hold too.
     sources = c.sources
     if policy.sources_declared:
-        sources = tuple(AllowedSource(s.repository, s.refs) for s in policy.sources)
+        sources = tuple(slsa.AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
     return dataclasses.replace(
         c,

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.effects import effective_states
 from atip_trust.facts.report import (
     EvidenceSummary,
@@ -55,10 +56,16 @@ from atip_trust.policy.rules import (
     command_line,
     command_too_large,
     command_variants,
+    may_match,
     rule_matches,
     split_command,
 )
-from atip_trust.provenance.slsa import source_matches
+
+# Read only when a rule requires a provenance source (_base/lazy.py).
+if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+else:
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 #: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
 #: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
@@ -164,9 +171,12 @@ def decide(
     now: datetime | None = None,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
+    report_digest: str | None = None,
 ) -> Decision:
     """``effects_unknown``: why the command's effects could not be found in its metadata
-    (``effects.command_states``); reported with the risky classes it leads to."""
+    (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
+    ``report.digest()`` when the caller already has it (the verdict cache keeps it with the report),
+    so it is not computed again; None computes it."""
     now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
@@ -203,7 +213,7 @@ def decide(
         behavior=final,
         reasons=reasons,
         policy_digest=policy.digest,
-        report_digest=report.digest(),
+        report_digest=report_digest if report_digest is not None else report.digest(),
         rule_source=source,
         mode=mode,
     )
@@ -407,6 +417,8 @@ def _core(
     # only the command as given, so no reading can widen what they admit.
     denied_by_rule = False
     for rule in policy.deny_rules:
+        if not may_match(rule, line):
+            continue
         hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
         if hit is not None:
             denied_by_rule = True
@@ -416,6 +428,8 @@ def _core(
     for rule in policy.ask_rules:
         # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
         # (load and compile_rule refuse qualifiers on ask rules).
+        if not may_match(rule, line):
+            continue
         hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
         if hit is not None:
             asked = True
@@ -423,7 +437,7 @@ def _core(
                                 + (f" (read as {hit!r})" if hit != line else ""),
                                 rule=rule.text, actual=line), rule.source)
     for rule in policy.allow_rules:
-        if too_large is not None or not rule_matches(rule, tokens, line):
+        if too_large is not None or not may_match(rule, line) or not rule_matches(rule, tokens, line):
             continue
         if _qualified(rule, level, report):
             allowed_by = allowed_by or rule
@@ -562,7 +576,7 @@ def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason
 
 
 def _source_allowed(policy: Policy, fact: Mapping[str, Any]) -> bool:
-    return any(source_matches(s.repository, s.refs, fact.get("uri"), fact.get("ref"))
+    return any(slsa.source_matches(s.repository, s.refs, fact.get("uri"), fact.get("ref"))
                for s in policy.sources)
 
 

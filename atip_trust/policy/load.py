@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base import jsonio
 from atip_trust._base.files import read_capped
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import Validator, validator
 from atip_trust._base.shipped import shipped_file
@@ -53,8 +54,14 @@ from atip_trust.policy.rules import (
     qualifier_refusal,
     signer_from_json,
 )
-from atip_trust.provenance.slsa import BuilderMap, SignerBinding
 from atip_trust.state.cache import VerdictCache, cache_key
+
+# Read only for a policy that states trusted builders (_base/lazy.py): the provenance model is most of
+# a warm admission's import time otherwise.
+if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+else:
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 _SCHEMA = "policy.schema.json"
 
@@ -142,7 +149,7 @@ def builtin_builders() -> tuple[BuilderRule, ...]:
     """The shipped trusted-builder map as policy rules (levels, names and sources as published)."""
 
     path = shipped_policy_file("trusted-builders.json")
-    bm = BuilderMap.load(path)
+    bm = slsa.BuilderMap.load(path)
     return tuple(
         BuilderRule(id=e.pattern.text, level=e.level, name=e.name or None, source=e.source or None,
                     origin=BUILTIN_BUILDERS, **_binding_fields(e.binding.to_json()))
@@ -170,7 +177,7 @@ def _builders_from_json(raw: Any) -> tuple[tuple[BuilderRule, ...], bool]:
 
     def own(items: Any, where: str) -> tuple[BuilderRule, ...]:
         for i, b in enumerate(items):
-            SignerBinding.from_json(b, f"{where}[{i}]")  # glob and digest forms (PolicyError with path)
+            slsa.SignerBinding.from_json(b, f"{where}[{i}]")  # glob and digest forms (PolicyError with path)
         return tuple(
             BuilderRule(id=b["id"], level=b["level"], name=b.get("name"), source=b.get("source"),
                         **_binding_fields(b))

@@ -7,6 +7,7 @@ a tool's own metadata. It is loaded once and decides many times (``Policy.decide
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ class SignerRule:
 
 @dataclass(frozen=True)
 class PublicKeyRule:
+    """A trusted public key (``trust.publicKeys``): a PEM file, its digest, or both."""
+
     #: Absolute path (relative paths in the file are resolved against the policy's directory).
     path: str | None = None
     digest: str | None = None
@@ -134,12 +137,16 @@ class BuilderRule:
 
 @dataclass(frozen=True)
 class SourceRule:
+    """An allowed source repository and its refs (``trust.sources``)."""
+
     repository: str
     refs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class RegistryRule:
+    """A shim registry policy names (``trust.registries``) and the signers its shims need."""
+
     url: str
     signers: tuple[SignerRule, ...]
     priority: int = 100
@@ -151,6 +158,8 @@ class RegistryRule:
 
 @dataclass(frozen=True)
 class Requirements:
+    """What a tool must meet to run (``requirements``), waivable by a live waiver."""
+
     min_trust_level: TrustLevel | None = None
     min_slsa_level: int | None = None
     provenance_required: bool = False
@@ -163,6 +172,8 @@ class Requirements:
 
 @dataclass(frozen=True)
 class ToolRule:
+    """A tool allowed or denied by name, by digest, or both (``tools``)."""
+
     name: str | None
     digest: str | None
     source: RuleSource
@@ -189,9 +200,25 @@ class CommandRule:
     min_trust_level: TrustLevel | None = None
     signer: SignerRule | None = None
 
+    @functools.cached_property
+    def first_word(self) -> str | None:
+        """The literal text every command line this rule matches starts with, up to its first space
+        (the tool as the line writes it), or None when the rule does not fix it (``any``, ``tokens``,
+        a ``*`` inside the first word). Computed once per rule: ``rules.may_match`` uses it to skip,
+        before any matching, the rules of other tools."""
+        if self.kind == "exact":
+            text = self.pattern
+        elif self.kind in ("prefix", "wildcard") and len(self.parts) > 1 and " " in self.parts[0]:
+            text = self.parts[0]
+        else:
+            return None
+        return text.split(" ", 1)[0]
+
 
 @dataclass(frozen=True)
 class Gate:
+    """A capability class and the trust level below which it asks or denies (``capabilities``)."""
+
     min_trust_level: TrustLevel
     below: Literal["ask", "deny"] = "ask"
     source: RuleSource = "local"
@@ -199,6 +226,8 @@ class Gate:
 
 @dataclass(frozen=True)
 class Waiver:
+    """A temporary exception to the requirements for one tool or digest, until ``expires``."""
+
     digest: str | None
     tool: str | None
     reason: str
@@ -208,6 +237,8 @@ class Waiver:
 
 @dataclass(frozen=True)
 class Defaults:
+    """What happens when no rule matches (``defaults``)."""
+
     no_match: Literal["ask", "deny"] = "ask"
     allow_verified_read_only: bool = False
     read_only_min_trust_level: TrustLevel = TrustLevel.VERIFIED

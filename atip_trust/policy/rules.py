@@ -237,6 +237,16 @@ def rule_matches(rule: CommandRule, tokens: tuple[str, ...], line: str) -> bool:
     return short is not None and glob_match(short, line)
 
 
+def may_match(rule: CommandRule, line: str) -> bool:
+    """False only when ``rule`` cannot match ``line`` nor any reading ``command_variants`` makes of it:
+    every reading keeps the tool word the line starts with, and a rule that fixes its first word
+    (``CommandRule.first_word``) matches only lines that start with that word, then a space or the end
+    (``glob_match`` anchors ``parts[0]``, also with an optional tail; ``exact`` compares the whole
+    line). A pre-check only: ``rule_matches`` decides."""
+    head = rule.first_word
+    return head is None or line.startswith(head) and (len(line) == len(head) or line[len(head)] == " ")
+
+
 def _is_option(word: str) -> bool:
     # "-" alone is an operand by convention (stdin); "--" ends the options, and is skipped like one.
     return len(word) > 1 and word.startswith("-")

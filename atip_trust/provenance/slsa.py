@@ -32,6 +32,7 @@ about the same artifact never satisfies them.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -244,6 +245,9 @@ class SlsaFacts:
         }
 
 
+# Memoised (a pure function of one string): a decision compares every allowed source of the policy
+# with the report's, on every call.
+@functools.lru_cache(maxsize=1024)
 def normalize_source_uri(uri: str) -> str:
     """Normalise a repository URI for comparison, after slsa-verifier's ``NormalizeGitURI``.
 

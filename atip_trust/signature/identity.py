@@ -58,6 +58,8 @@ EXTENSIONS: dict[str, tuple[int, str]] = {
 #: Claims a rule may constrain (everything but the issuer, which has its own field).
 CLAIMS = tuple(k for k in EXTENSIONS if k not in ("issuer", "issuer_v1"))
 _OTHERNAME_OID = "1.3.6.1.4.1.57264.1.7"
+#: Fulcio extension OID -> (short name, encoding), built once.
+_BY_OID: dict[str, tuple[str, str]] = {f"{_FULCIO}{n}": (name, enc) for name, (n, enc) in EXTENSIONS.items()}
 
 
 def _der_utf8(value: bytes) -> str | None:
@@ -106,9 +108,8 @@ class CertificateFacts:
         except x509.ExtensionNotFound:
             pass
         exts: dict[str, str] = {}
-        by_oid = {f"{_FULCIO}{n}": (name, enc) for name, (n, enc) in EXTENSIONS.items()}
         for ext in cert.extensions:
-            hit = by_oid.get(ext.oid.dotted_string)
+            hit = _BY_OID.get(ext.oid.dotted_string)
             if hit is None:
                 continue
             name, enc = hit

@@ -12,7 +12,7 @@ on every call; the semantic checks after the schema still run every time.
 
 The cache is as trustworthy as the user's own files, and no more: an entry is read only if it is a
 regular file (never through a link), owned by the current user, not writable by group or others,
-parses, carries the sha256 of its own body, and is younger than ``MAX_AGE``. Anything else is ignored
+carries the sha256 of its own body's bytes, parses, and is younger than ``MAX_AGE``. Anything else is ignored
 and rebuilt. The integrity hash catches corruption and careless edits, not the user: whoever can
 write files as this user can also recompute it (and could equally replace the tool or the policy).
 
@@ -41,7 +41,7 @@ from atip_trust._base.jsonio import canonical_digest, parse_json
 from atip_trust.errors import AtipTrustError
 
 #: Entry layout version; an entry of another version is ignored.
-FORMAT = 1
+FORMAT = 2
 #: Bounds: past either, the oldest entries (by mtime) are removed.
 MAX_ENTRIES = 10_000  # a scan of a large PATH keeps two entries per tool
 MAX_BYTES = 64 * 1024 * 1024
@@ -60,6 +60,13 @@ _REPORT_PREFIX = "r-"
 _STAT_PREFIX = "s-"
 _VALID_PREFIX = "v-"
 _SUFFIX = ".json"
+#: An entry is one JSON object, written as exactly these bytes around the body's compact JSON:
+#: ``{"format":2,"integrity":"<sha256 hex of the body's bytes>","body":<body>}``. The reader checks the
+#: frame byte for byte and hashes the body's bytes as they are, before parsing them, so neither side
+#: re-encodes the body to check it (that was most of a cache hit's cost).
+_HEAD = b'{"format":%d,"integrity":"' % FORMAT
+_MID = b'","body":'
+_BODY_AT = len(_HEAD) + 64 + len(_MID)
 
 
 def default_cache_dir() -> Path:
@@ -76,6 +83,8 @@ def cache_key(parts: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class CacheStats:
+    """The cache directory's path, number of entries and total size (``cache stats``)."""
+
     path: str
     entries: int
     bytes: int
@@ -129,15 +138,19 @@ class VerdictCache:
         try:
             if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH):
                 return None
-            doc = parse_json(read_fd_capped(fd, ENTRY_BYTES, what="cache entry"), what="cache entry")
+            data = read_fd_capped(fd, ENTRY_BYTES, what="cache entry")
+            if not (data.startswith(_HEAD) and data[_BODY_AT - len(_MID):_BODY_AT] == _MID
+                    and data.endswith(b"}")):
+                return None  # another format, or not an entry
+            raw = data[_BODY_AT:-1]
+            if hashlib.sha256(raw).hexdigest().encode("ascii") != data[len(_HEAD):_BODY_AT - len(_MID)]:
+                return None
+            body = parse_json(raw, what="cache entry")
         except AtipTrustError:
             return None
         finally:
             os.close(fd)
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            return None
-        body = doc.get("body")
-        if not isinstance(body, dict) or doc.get("integrity") != canonical_digest(body, stringify=True):
+        if not isinstance(body, dict):
             return None
         created = body.get("created")
         if not isinstance(created, (int, float)) or not 0 <= time.time() - created <= MAX_AGE:
@@ -148,12 +161,13 @@ class VerdictCache:
         if not self._usable(create=True):
             return
         body = {**body, "created": time.time()}
-        # Through JSON once, so the integrity hash is over exactly what a reader will parse. Keys keep
-        # their order (not canonical JSON): a report read back prints exactly as it did when computed;
-        # the integrity hash is over the canonical form, so order does not matter to it.
-        parsed = parse_json(json.dumps(body, default=str).encode("utf-8"), what="cache entry")
-        doc = {"format": FORMAT, "body": parsed, "integrity": canonical_digest(parsed)}
-        data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        # The integrity hash is over exactly the bytes a reader will parse. Keys keep their order:
+        # a report read back prints exactly as it did when computed.
+        try:
+            raw = json.dumps(body, default=str, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        except ValueError:
+            return  # not JSON (a NaN, say): not kept, computed again next time
+        data = b"%s%s%s%s}" % (_HEAD, hashlib.sha256(raw).hexdigest().encode("ascii"), _MID, raw)
         if len(data) > ENTRY_BYTES:
             return
         try:
