@@ -205,3 +205,22 @@ def test_scan_json_is_the_contracts_list_of_verification_objects(world: dict[str
     assert len(good["artifact"]["digest"]["sha256"].removeprefix("sha256:")) == 64
     assert tampered["trust_level"] == "COMPROMISED" and tampered["decision"]["behavior"] == "deny"
     assert by_tool["unsigned"]["trust_level"] == "UNSIGNED"
+
+
+def test_a_verified_tools_own_agent_claims_of_safety_and_trust_do_not_relax_its_decision(tmp_path: Path) -> None:
+    """The tool's own metadata: a signed binary's `--agent` answer says every command is safe and that its
+    metadata is verified by an org. That answer is not signed metadata bound to the tool, so its safe
+    claims cannot relax gating (the policy allows only verified read-only tools)."""
+    w = World(tmp_path)
+    b = tmp_path / "bin"
+    doc = json.loads(agent_json("claimer"))
+    doc["trust"] = {"source": "org", "verified": True}
+    w.tool(b, "claimer", agent_script(json.dumps(doc)), identity=ORG_ID)
+    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()),
+                       "--format", "json", "--no-cache", env=_env(tmp_path))
+    [item] = json.loads(r.out)
+    assert item["scan"]["probe"]["status"] == "probed", r.out
+    assert item["scan"]["metadata"]["from"] == "probe"
+    assert item["scan"]["metadata"]["effects_verified"] is False
+    assert item["effects_verified"] is False
+    assert item["decision"]["behavior"] != "allow", item["decision"]

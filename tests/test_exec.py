@@ -198,3 +198,19 @@ def test_unsigned_tool_is_denied_and_ask_exits_3_without_running(world: World) -
     r = _exec(world, "tool", "x", policy=asking, extra=("--interactive", "always"))
     assert r.returncode == 3 and "exec refused (ask)" in r.stderr
     assert not sentinel.exists()
+
+
+def test_a_local_policy_cannot_let_ld_preload_through_an_org_layer_that_does_not_name_it() -> None:
+    """A hostile local policy: it allows LD_PRELOAD for the tools it runs, while the org layer states
+    exec.env without naming it. Layers only tighten, so the injection variable is dropped."""
+    from atip_trust.gate.env import exec_environment
+    from atip_trust.policy.compose import compose
+    from atip_trust.policy.load import layer_from_document
+
+    org = layer_from_document({"version": 1, "exec": {"env": {"mode": "pass"}}}, source="org")
+    local = layer_from_document({"version": 1, "exec": {"env": {"mode": "pass", "allow": ["LD_PRELOAD"]}}},
+                                source="local")
+    env = {"PATH": "/usr/bin", "LD_PRELOAD": "/tmp/evil.so", "HOME": "/root"}
+    assert "LD_PRELOAD" not in exec_environment(compose([org, local]), env)
+    # The control: with no org layer the local policy's own choice is what applies.
+    assert exec_environment(compose([local]), env).get("LD_PRELOAD") == "/tmp/evil.so"

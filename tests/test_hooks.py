@@ -185,3 +185,34 @@ def test_no_answer_in_time_is_a_denial(world: World) -> None:
                   "--no-audit", env=world.env(), stdin=hook_input("claude-code", "gh pr list", str(world.dir)))
     behavior, reason = decision("claude-code", r.stdout)
     assert (r.returncode, behavior) == (2, "deny") and "no answer within" in reason
+
+
+def test_a_bundle_about_another_file_planted_under_this_files_digest_does_not_admit_it(tmp_path: Path) -> None:
+    """Evidence about another file: the signed gh's bundle copied into the bundle folder under the
+    unsigned gh's digest. The folder is only an index; the bundle still has to be about these bytes."""
+    import hashlib
+    import shutil
+    w = make_world(tmp_path)
+    signed = (w.signed_bin / "gh").read_bytes()
+    unsigned = (w.unsigned_bin / "gh").read_bytes()
+    good = w.bundles / "sha256" / f"{hashlib.sha256(signed).hexdigest()}.sigstore.json"
+    shutil.copyfile(good, w.bundles / "sha256" / f"{hashlib.sha256(unsigned).hexdigest()}.sigstore.json")
+    r = hook(w, "claude-code", hook_input("claude-code", "gh pr list", str(w.dir)), signed=False)
+    behavior, reason = decision("claude-code", r.stdout)
+    assert behavior == "deny", r.stdout + r.stderr
+    assert "allowed" not in reason
+
+
+@pytest.mark.parametrize("line", [
+    "gh pr list\nrm -rf ~",                   # a newline is a command separator
+    "gh pr list && env rm -rf ~",             # a wrapper running an unsigned program
+    "gh pr list | xargs rm -rf",              # xargs runs its operand
+    "gh pr list; sh -c 'rm -rf ~'",           # sh -c is split again
+    "gh pr list & nohup rm -rf ~",            # background + wrapper
+])
+def test_a_crafted_line_that_hides_an_unsigned_program_behind_a_verified_one_is_not_allowed(
+        world: World, line: str) -> None:
+    r = hook(world, "claude-code", hook_input("claude-code", line, str(world.dir)))
+    behavior, _ = decision("claude-code", r.stdout)
+    assert behavior in ("deny", "ask"), (line, r.stdout)
+    assert behavior != "allow"
