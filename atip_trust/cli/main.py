@@ -79,10 +79,34 @@ FOREIGN_FLAGS = {
 }
 
 
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size's answer (COLUMNS, else the terminal, else 80) without importing shutil:
+    argparse builds a help formatter for every add_argument, and its default one imports shutil (with
+    bz2, lzma and fnmatch) on each start — a few ms of a warm admission (README "Verdict cache")."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else _terminal_columns() - 2)
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # No prefix matching: "--cert" must not silently mean "--certificate-identity".
         kwargs["allow_abbrev"] = False
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:  # argparse's usage errors: exit 2, no traceback
@@ -102,7 +126,7 @@ def common_options() -> argparse.ArgumentParser:
     """``--format`` and ``-v`` for every level of the command line. Their defaults are SUPPRESS, so a
     sub-parser that does not see the option leaves the value an outer level parsed (argparse copies
     every attribute a sub-parser sets over the outer namespace, defaults included)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--format", choices=FORMATS, default=argparse.SUPPRESS, help="output format (default: text)"
     )

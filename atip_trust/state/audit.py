@@ -12,12 +12,11 @@ import errno
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import platformdirs
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import ArtifactAccessError
 
 try:  # POSIX; elsewhere lines are appended without the truncate-back guard
@@ -25,6 +24,13 @@ try:  # POSIX; elsewhere lines are appended without the truncate-back guard
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 from atip_trust.facts.report import Decision, TrustReport
+
+if TYPE_CHECKING:
+    import platformdirs
+else:
+    # Only when no directory is given (--audit-log, ATIP_CACHE_DIR): platformdirs imports tempfile,
+    # shutil and random, ~10 ms of a warm admission that names its own paths (README "Verdict cache").
+    platformdirs = lazy_import("platformdirs")
 
 
 def default_audit_path() -> Path:

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import platformdirs
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import platformdirs
+else:
+    # Only when no directory is given (--audit-log, ATIP_CACHE_DIR): platformdirs imports tempfile,
+    # shutil and random, ~10 ms of a warm admission that names its own paths (README "Verdict cache").
+    platformdirs = lazy_import("platformdirs")
 
 
 def registry_cache_dir() -> Path:
