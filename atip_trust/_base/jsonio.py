@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from collections.abc import Collection
 from typing import Any, Literal, TypeVar, overload
 
 from atip_trust._base.files import read_capped
+from atip_trust._base.sha import sha256_hex
 from atip_trust.errors import InputTooLargeError, MalformedInputError
 
 
@@ -203,7 +203,7 @@ def canonical_json(obj: Any, *, ascii_only: bool = True, stringify: bool = False
 def canonical_digest(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> str:
     """``sha256:<hex>`` of ``canonical_json(obj, ...)`` (same parameters, same reasons)."""
     raw = canonical_json(obj, ascii_only=ascii_only, stringify=stringify)
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return "sha256:" + sha256_hex(raw)
 
 
 def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:

@@ -1,0 +1,46 @@
+"""SHA-256 of small in-memory documents (policies, bundles, trusted roots, cache entries) without OpenSSL.
+
+Why: ``import hashlib`` loads OpenSSL's libcrypto through ``_hashlib`` (~5 ms on this project's machines),
+and a cache-hit admission hashes only a few small files — it never hashes the artifact (the stat fast
+path, README "Verdict cache"). CPython's built-in SHA-256 (``_sha2`` from 3.12, ``_sha256`` in 3.11: the
+module hashlib itself falls back to) gives the same digest and loads in under a millisecond. Above
+``SMALL`` bytes OpenSSL's SHA extensions win by far, so larger inputs go to hashlib (imported then).
+Files of any size — artifacts — are hashed by ``facts/digest.py``, always with hashlib.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import hashlib
+else:
+    hashlib = lazy_import("hashlib")
+
+try:  # CPython 3.12+
+    from _sha2 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - depends on the interpreter
+    try:  # CPython 3.11
+        from _sha256 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:  # an interpreter without it: hashlib for everything
+        _builtin_sha256 = None
+
+#: Inputs up to this size use the built-in implementation (a 64 KiB document takes well under a
+#: millisecond there); larger ones OpenSSL's.
+SMALL = 64 * 1024
+
+
+def sha256(data: bytes) -> Any:
+    """A finished SHA-256 hash object of ``data`` (``.digest()``, ``.hexdigest()``)."""
+    if _builtin_sha256 is not None and len(data) <= SMALL:
+        return _builtin_sha256(data)
+    return hashlib.sha256(data)
+
+
+def sha256_hex(data: bytes) -> str:
+    return sha256(data).hexdigest()  # type: ignore[no-any-return]
+
+
+__all__ = ["SMALL", "sha256", "sha256_hex"]
