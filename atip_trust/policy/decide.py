@@ -87,7 +87,8 @@ class _Plan:
     (``rules.rules_for_tool``; a rule of another tool cannot match any reading of this one's command)."""
 
     __slots__ = ("defaults_source", "gates", "gates_below", "org_silent_signers", "per_tool", "policy",
-                 "requirements_source", "signer_layers", "signers_declared", "source_ok", "sources_declared")
+                 "requirements_source", "signer_layers", "signers_declared", "signers_missed", "source_ok",
+                 "sources_declared")
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -104,6 +105,23 @@ class _Plan:
         self.per_tool: dict[str, tuple[_Compiled, _Compiled, _Compiled]] = {}
         #: ``_source_allowed`` answers by (uri, ref): a pure function of the policy's sources.
         self.source_ok: dict[tuple[str | None, str | None], bool] = {}
+        #: ``signers_missing`` answers by (identity, issuer, claims): a pure function of the signer rules.
+        self.signers_missed: dict[tuple[str, str | None, frozenset[tuple[str, str]]], tuple[int, ...]] = {}
+
+    def signers_missing(self, identity: str, issuer: str | None,
+                        extensions: Mapping[str, str] | None) -> tuple[int, ...]:
+        """Indexes into ``signer_layers`` of the layers none of whose signers matches this signer."""
+        try:
+            key = (identity, issuer, frozenset((extensions or {}).items()))
+        except TypeError:  # a claim value that cannot be a key: answer without remembering
+            key = None
+        got = self.signers_missed.get(key) if key is not None else None
+        if got is None:
+            got = tuple(i for i, (_, signers) in enumerate(self.signer_layers)
+                        if not any(r.matches(identity, issuer, extensions) for r in signers))
+            if key is not None and len(self.signers_missed) < _PLAN_TOOLS:
+                self.signers_missed[key] = got
+        return got
 
     def rules(self, tool: str) -> tuple[_Compiled, _Compiled, _Compiled]:
         """(deny, ask, allow) rules that can match a command of ``tool``, in policy order."""
@@ -332,22 +350,20 @@ def _core(
                            "trusts no keyless signer", rule="trust.signers[org]",
                            expected=f"no signer (the org states only {list(policy.org_anchors)})",
                            actual=f"{sig.identity} (issuer {sig.issuer})"))
-    layers_with_signers = plan.signer_layers if sig.status == "valid" and sig.identity is not None else ()
-    for layer_source, layer_signers in layers_with_signers:
-        for signer in layer_signers:
-            if signer.matches(sig.identity, sig.issuer, sig.extensions):
-                break
-        else:
-            level = min(level, TrustLevel.UNVERIFIED)
-            info.append(
-                Reason(
-                    "SIGNER_NOT_IN_POLICY",
-                    f"the signature is valid but its identity is not one the {layer_source} policy trusts",
-                    rule=f"trust.signers[{layer_source}]",
-                    expected=[s.describe() for s in layer_signers] or "no signer (empty list)",
-                    actual=f"{sig.identity} (issuer {sig.issuer})",
-                )
+    missed = plan.signers_missing(sig.identity, sig.issuer, sig.extensions) \
+        if sig.status == "valid" and sig.identity is not None and plan.signer_layers else ()
+    for i in missed:
+        layer_source, layer_signers = plan.signer_layers[i]
+        level = min(level, TrustLevel.UNVERIFIED)
+        info.append(
+            Reason(
+                "SIGNER_NOT_IN_POLICY",
+                f"the signature is valid but its identity is not one the {layer_source} policy trusts",
+                rule=f"trust.signers[{layer_source}]",
+                expected=[s.describe() for s in layer_signers] or "no signer (empty list)",
+                actual=f"{sig.identity} (issuer {sig.issuer})",
             )
+        )
 
     # Valid material, but nobody to trust: say which policy left the signer list out, so an admin sees
     # why a signed tool is UNVERIFIED (README "Decision rules").
