@@ -43,7 +43,7 @@ def _check(words: list[str], behavior: str) -> int:
     variants, _ = command_variants(tokens, line)
     rules = [_compiled(raw, behavior) for raw in RULES]
     kept = [rule for rule, _ in rules_for_tool(rules, words[0])]
-    matchers = dict((id(rule), match) for rule, match in rules_for_tool(rules, words[0]))
+    matchers = {id(rule): match for rule, match in rules_for_tool(rules, words[0])}
     for rule in rules:
         for vt, vl in variants:
             hit = rule_matches(rule, vt, vl)

@@ -503,11 +503,7 @@ def _core(
     denied_by_rule = False
     deny_rules, ask_rules, allow_rules = plan.rules(tool_name)
     for rule, match in deny_rules:
-        hit = None
-        for vt, vl in variants:
-            if match(vt, vl):
-                hit = vl
-                break
+        hit = _first_reading(match, variants)
         if hit is not None:
             denied_by_rule = True
             v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule"
@@ -516,11 +512,7 @@ def _core(
     for rule, match in ask_rules:
         # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
         # (load and compile_rule refuse qualifiers on ask rules).
-        hit = None
-        for vt, vl in variants:
-            if match(vt, vl):
-                hit = vl
-                break
+        hit = _first_reading(match, variants)
         if hit is not None:
             asked = True
             v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule"
@@ -601,6 +593,14 @@ def _core(
                                rule="defaults.noMatch", actual=line), plan.defaults_source)
 
     return _result(v, info)
+
+
+def _first_reading(match: Matcher, variants: list[tuple[tuple[str, ...], str]]) -> str | None:
+    """The first reading of the command (``rules.command_variants``) the rule matches, as a line."""
+    for vt, vl in variants:
+        if match(vt, vl):
+            return vl
+    return None
 
 
 def _all_safe(states: Mapping[str, str], classes: tuple[str, ...]) -> bool:
