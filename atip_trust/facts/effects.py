@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 #: Effect classes that capability gating knows (RFC §3.6: the metadata field that declares each one, in the comment).
 EFFECT_CLASSES: tuple[str, ...] = (
@@ -32,24 +32,9 @@ EFFECT_CLASSES: tuple[str, ...] = (
 State = Literal["risky", "safe", "unknown"]
 
 
-def _get(eff: Mapping[str, Any], dotted: str) -> Any:
-    cur: Any = eff
-    for part in dotted.split("."):
-        if not isinstance(cur, Mapping) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
-
-
-def _bool_state(val: Any, risky_when: bool) -> State:
-    if not isinstance(val, bool):
-        return "unknown"
-    return "risky" if val is risky_when else "safe"
-
-
 def _interactive_state(eff: Mapping[str, Any]) -> State:
     inter = eff.get("interactive")
-    if not isinstance(inter, Mapping):
+    if not _is_mapping(inter):
         return "unknown"
     stdin = inter.get("stdin")
     prompts = inter.get("prompts")
@@ -62,20 +47,46 @@ def _interactive_state(eff: Mapping[str, Any]) -> State:
 
 
 def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
-    """Each effect class → risky / safe / unknown, from one RFC §3.6 effects object as declared."""
-    eff: Mapping[str, Any] = effects if isinstance(effects, Mapping) else {}
-    fs = eff.get("filesystem")
-    fs_map: Mapping[str, Any] = fs if isinstance(fs, Mapping) else {}
+    """Each effect class → risky / safe / unknown, from one RFC §3.6 effects object as declared.
+
+    A flag counts only when it is a bool: ``is True`` / ``is False`` (``1`` or ``"true"`` is unknown).
+    Written out rather than through helpers: this runs on every decision (policy/decide.py)."""
+    eff: Mapping[str, Any] = effects if _is_mapping(effects) else _EMPTY
+    get = eff.get
+    fs = get("filesystem")
+    fs_get = fs.get if _is_mapping(fs) else _EMPTY.get
+    cost = get("cost")
+    billable = cost.get("billable") if _is_mapping(cost) else None
+    v = get("destructive")
+    destructive: State = "risky" if v is True else "safe" if v is False else "unknown"
+    v = get("reversible")
+    non_reversible: State = "risky" if v is False else "safe" if v is True else "unknown"
+    v = get("idempotent")
+    non_idempotent: State = "risky" if v is False else "safe" if v is True else "unknown"
+    v = get("network")
+    network: State = "risky" if v is True else "safe" if v is False else "unknown"
+    v = fs_get("write")
+    fs_write: State = "risky" if v is True else "safe" if v is False else "unknown"
+    v = fs_get("delete")
+    fs_delete: State = "risky" if v is True else "safe" if v is False else "unknown"
     return {
-        "destructive": _bool_state(eff.get("destructive"), True),
-        "nonReversible": _bool_state(eff.get("reversible"), False),
-        "nonIdempotent": _bool_state(eff.get("idempotent"), False),
-        "billable": _bool_state(_get(eff, "cost.billable"), True),
-        "network": _bool_state(eff.get("network"), True),
-        "filesystemWrite": _bool_state(fs_map.get("write"), True),
-        "filesystemDelete": _bool_state(fs_map.get("delete"), True),
+        "destructive": destructive,
+        "nonReversible": non_reversible,
+        "nonIdempotent": non_idempotent,
+        "billable": "risky" if billable is True else "safe" if billable is False else "unknown",
+        "network": network,
+        "filesystemWrite": fs_write,
+        "filesystemDelete": fs_delete,
         "interactive": _interactive_state(eff),
     }
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    # A plain dict first: the ABC check costs more, and JSON documents are dicts.
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def merge_states(*layers: Mapping[str, State]) -> dict[str, State]:
@@ -105,22 +116,29 @@ def effective_states(
 
     ``effects`` is either an RFC §3.6 effects object or an already merged class → state map.
     """
-    if effects is not None and effects and all(k in EFFECT_CLASSES for k in effects) and all(
-        v in ("risky", "safe", "unknown") for v in effects.values()
-    ):
-        states: dict[str, State] = merge_states(effects)
-    else:
-        states = classify(effects)
+    states: dict[str, State] = merge_states(effects) if _is_state_map(effects) else classify(effects)
     disregarded: list[str] = []
-    if not verified:
-        for cls, st in list(states.items()):
-            if st == "safe":
+    for cls, st in states.items():  # assigning to existing keys only: the dict's size stays
+        if st == "safe":
+            if not verified:
                 disregarded.append(cls)
                 states[cls] = "risky"
-    for cls, st in list(states.items()):
-        if st == "unknown":
+        elif st == "unknown":
             states[cls] = "risky"
     return states, disregarded
+
+
+_CLASS_NAMES = frozenset(EFFECT_CLASSES)
+
+
+def _is_state_map(effects: object) -> TypeGuard[Mapping[str, State]]:
+    """True for a non-empty class → state map (``merge_states``' output), not an RFC §3.6 object."""
+    if not effects or not _is_mapping(effects):
+        return False
+    for key, value in effects.items():
+        if key not in _CLASS_NAMES or value not in ("risky", "safe", "unknown"):
+            return False
+    return True
 
 
 def walk_command(

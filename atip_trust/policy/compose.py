@@ -41,12 +41,12 @@ CLI admin policies behave alike. The rules, each chosen so that no layer can wid
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
+from atip_trust._base.record import replace
 from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.load import (
     builtin_builders,
@@ -166,11 +166,11 @@ def _common_builders(org: Sequence[PolicyLayer]) -> list[BuilderRule]:
     for b in lists[0]:
         levels = [min((x.level for x in lst if x.id == b.id), default=-1) for lst in lists]
         if min(levels) >= 0 and not any(o.id == b.id for o in out):
-            merged = dataclasses.replace(b, level=min(levels))
+            merged = replace(b, level=min(levels))
             if any(x.binding_json() != b.binding_json() for lst in lists for x in lst if x.id == b.id):
                 # Org layers disagree on how the signature must prove this builder; no one binding is
                 # at least as strict as each, so none is kept and the builder grants no level.
-                merged = dataclasses.replace(merged, signer_workflow=(), runner_environment=None,
+                merged = replace(merged, signer_workflow=(), runner_environment=None,
                                              signer_issuer=None, signer_key=())
             out.append(merged)
     return out
@@ -198,7 +198,7 @@ def _builders(layers: Sequence[PolicyLayer], notes: list[str], org_fixed: bool) 
                 "the trust anchors and does not trust them"
             )
         out = [
-            dataclasses.replace(o, level=min(o.level, *(b.level for b in mine if b.id == o.id)))
+            replace(o, level=min(o.level, *(b.level for b in mine if b.id == o.id)))
             for o in out if any(b.id == o.id for b in mine)
         ]
     return out

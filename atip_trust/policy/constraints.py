@@ -9,7 +9,6 @@ first used); public keys are read only when a policy or a flag names them, and c
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -201,13 +200,18 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     if policy.sources_declared:
         sources = tuple(slsa.AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
-    return dataclasses.replace(
-        c,
+    # Every field named (no ``dataclasses.replace``: that module stays off the warm path);
+    # tests/test_policy_constraints.py checks that none is left out.
+    return Constraints(
         signers=signers,
         also_signers=also,
         keys=keys,
-        min_slsa_level=min_slsa,
+        builder_id=c.builder_id,
+        source_uri=c.source_uri,
+        source_tag=c.source_tag,
+        source_branch=c.source_branch,
         predicate_type=c.predicate_type or req.predicate_type,
+        min_slsa_level=min_slsa,
         require_provenance=c.require_provenance or req.provenance_required,
         sources=sources,
         builders=builders if builders is not None else c.builders,

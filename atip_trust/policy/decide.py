@@ -53,11 +53,11 @@ from atip_trust.policy.model import (
     Waiver,
 )
 from atip_trust.policy.rules import (
+    Matcher,
     command_line,
     command_too_large,
     command_variants,
-    may_match,
-    rule_matches,
+    rules_for_tool,
     split_command,
 )
 
@@ -78,6 +78,90 @@ AGENT_TOOL_SOURCES: dict[str, str] = {
     "cli": "cli_arg",
     "default": "policy_settings",
 }
+
+
+class _Plan:
+    """What ``decide`` needs from one policy that no call changes, worked out once per policy (a
+    policy is loaded once and decides many times): where the requirements and defaults come from, which
+    layers state signers, and for each tool the command rules that can match its commands, compiled
+    (``rules.rules_for_tool``; a rule of another tool cannot match any reading of this one's command)."""
+
+    __slots__ = ("defaults_source", "gates", "gates_below", "org_silent_signers", "per_tool", "policy",
+                 "requirements_source", "signer_layers", "signers_declared", "signers_missed", "source_ok",
+                 "sources_declared")
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.requirements_source = _source_of(policy, "requirements")
+        self.defaults_source = _source_of(policy, "defaults")
+        self.signers_declared = policy.signers_declared
+        self.sources_declared = policy.sources_declared
+        self.org_silent_signers = policy.org_silent_on("signers")
+        self.gates = tuple(policy.gates.items())
+        #: At this level or above no gate applies (step 7 skips every gate then).
+        self.gates_below = max((g.min_trust_level for g in policy.gates.values()), default=None)
+        self.signer_layers = tuple((layer.source, layer.signers) for layer in policy.layers
+                                   if layer.signers is not None)
+        self.per_tool: dict[str, tuple[_Compiled, _Compiled, _Compiled]] = {}
+        #: ``_source_allowed`` answers by (uri, ref): a pure function of the policy's sources.
+        self.source_ok: dict[tuple[str | None, str | None], bool] = {}
+        #: ``signers_missing`` answers by (identity, issuer, claims): a pure function of the signer rules.
+        self.signers_missed: dict[tuple[str, str | None, frozenset[tuple[str, str]]], tuple[int, ...]] = {}
+
+    def signers_missing(self, identity: str, issuer: str | None,
+                        extensions: Mapping[str, str] | None) -> tuple[int, ...]:
+        """Indexes into ``signer_layers`` of the layers none of whose signers matches this signer."""
+        try:
+            key = (identity, issuer, frozenset((extensions or {}).items()))
+        except TypeError:  # a claim value that cannot be a key: answer without remembering
+            key = None
+        got = self.signers_missed.get(key) if key is not None else None
+        if got is None:
+            got = tuple(i for i, (_, signers) in enumerate(self.signer_layers)
+                        if not any(r.matches(identity, issuer, extensions) for r in signers))
+            if key is not None and len(self.signers_missed) < _PLAN_TOOLS:
+                self.signers_missed[key] = got
+        return got
+
+    def rules(self, tool: str) -> tuple[_Compiled, _Compiled, _Compiled]:
+        """(deny, ask, allow) rules that can match a command of ``tool``, in policy order."""
+        got = self.per_tool.get(tool)
+        if got is None:
+            p = self.policy
+            got = (rules_for_tool(p.deny_rules, tool), rules_for_tool(p.ask_rules, tool),
+                   rules_for_tool(p.allow_rules, tool))
+            if len(self.per_tool) < _PLAN_TOOLS:  # a bound on what a caller's tool names can grow
+                self.per_tool[tool] = got
+        return got
+
+    def source_allowed(self, fact: Mapping[str, Any]) -> bool:
+        uri, ref = fact.get("uri"), fact.get("ref")
+        if not (uri is None or isinstance(uri, str)) or not (ref is None or isinstance(ref, str)):
+            return _source_allowed(self.policy, fact)
+        key = (uri, ref)
+        ok = self.source_ok.get(key)
+        if ok is None:
+            ok = _source_allowed(self.policy, fact)
+            if len(self.source_ok) < _PLAN_TOOLS:
+                self.source_ok[key] = ok
+        return ok
+
+
+_Compiled = tuple[tuple[CommandRule, Matcher], ...]
+#: Plans by ``id(policy)``. Each holds its policy, so an id is never reused while its plan is kept.
+_PLANS: dict[int, _Plan] = {}
+_PLAN_POLICIES = 64
+_PLAN_TOOLS = 256
+
+
+def _plan_of(policy: Policy) -> _Plan:
+    plan = _PLANS.get(id(policy))
+    if plan is None or plan.policy is not policy:
+        plan = _Plan(policy)
+        if len(_PLANS) >= _PLAN_POLICIES:
+            _PLANS.clear()  # a process deciding on many policies recompiles now and then
+        _PLANS[id(policy)] = plan
+    return plan
 
 
 class _Verdicts:
@@ -233,6 +317,7 @@ def _core(
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
+    plan = _plan_of(policy)
     info: list[Reason] = []
     digest = report.digests.get("sha256")
     digest = f"sha256:{digest}" if digest and not digest.startswith("sha256:") else digest
@@ -257,7 +342,7 @@ def _core(
     sig = report.signature
     # Every layer that states signers must name this one (a local list narrows the org's, never widens).
     keyless = sig.status == "valid" and sig.identity is not None and sig.kind != "key"
-    if keyless and policy.org_silent_on("signers"):
+    if keyless and plan.org_silent_signers:
         # The org fixes the trust anchors and names no signer: no local signer can add one (compose.py).
         level = min(level, TrustLevel.UNVERIFIED)
         info.append(Reason("SIGNER_NOT_IN_POLICY",
@@ -265,24 +350,24 @@ def _core(
                            "trusts no keyless signer", rule="trust.signers[org]",
                            expected=f"no signer (the org states only {list(policy.org_anchors)})",
                            actual=f"{sig.identity} (issuer {sig.issuer})"))
-    for layer in policy.layers:
-        if sig.status != "valid" or sig.identity is None or layer.signers is None:
-            continue
-        if not any(r.matches(sig.identity, sig.issuer, sig.extensions) for r in layer.signers):
-            level = min(level, TrustLevel.UNVERIFIED)
-            info.append(
-                Reason(
-                    "SIGNER_NOT_IN_POLICY",
-                    f"the signature is valid but its identity is not one the {layer.source} policy trusts",
-                    rule=f"trust.signers[{layer.source}]",
-                    expected=[s.describe() for s in layer.signers] or "no signer (empty list)",
-                    actual=f"{sig.identity} (issuer {sig.issuer})",
-                )
+    missed = plan.signers_missing(sig.identity, sig.issuer, sig.extensions) \
+        if sig.status == "valid" and sig.identity is not None and plan.signer_layers else ()
+    for i in missed:
+        layer_source, layer_signers = plan.signer_layers[i]
+        level = min(level, TrustLevel.UNVERIFIED)
+        info.append(
+            Reason(
+                "SIGNER_NOT_IN_POLICY",
+                f"the signature is valid but its identity is not one the {layer_source} policy trusts",
+                rule=f"trust.signers[{layer_source}]",
+                expected=[s.describe() for s in layer_signers] or "no signer (empty list)",
+                actual=f"{sig.identity} (issuer {sig.issuer})",
             )
+        )
 
     # Valid material, but nobody to trust: say which policy left the signer list out, so an admin sees
     # why a signed tool is UNVERIFIED (README "Decision rules").
-    if not policy.signers_declared and any(
+    if not plan.signers_declared and any(
         a.valid and a.applies and not a.signer_trusted and a.identity is not None
         for a in report.attestations
     ):
@@ -296,7 +381,7 @@ def _core(
                            actual=f"{sig.identity} (issuer {sig.issuer})" if sig.identity else None))
 
     # (3) Tool rules.
-    digest_allowed = any(t.digest is not None and t.digest == digest and (
+    digest_allowed = bool(policy.tool_allow) and any(t.digest is not None and t.digest == digest and (
         t.name is None or t.name == tool_name) for t in policy.tool_allow)
     for t in policy.tool_deny:
         if t.digest is not None and t.digest == digest:
@@ -334,7 +419,7 @@ def _core(
     # (4) Requirements, waivable.
     waiver = _waiver_for(policy, tool_name, digest, now, info)
     req = policy.requirements
-    req_source = _source_of(policy, "requirements")
+    req_source = plan.requirements_source
     trust_failures: list[Reason] = []
     if req.min_trust_level is not None and level < req.min_trust_level:
         trust_failures.append(Reason("TRUST_BELOW_MINIMUM", "trust level is below the policy minimum",
@@ -353,11 +438,11 @@ def _core(
                                          "SLSA Build level (from the policy's builder map) too low",
                                          rule="requirements.minSlsaLevel",
                                          expected=f">= {req.min_slsa_level}", actual=got))
-    if policy.sources_declared:
+    if plan.sources_declared:
         # Verification checks the same thing when it ran with this policy's constraints; this keeps a
         # report made elsewhere, and each layer on its own (a local list narrows), to the policy.
         src_fact = prov.source if prov.status == "valid" and isinstance(prov.source, Mapping) else {}
-        if not _source_allowed(policy, src_fact):
+        if not plan.source_allowed(src_fact):
             trust_failures.append(Reason("SOURCE_NOT_ALLOWED",
                                          "provenance source repository or ref is not one policy allows",
                                          rule="trust.sources",
@@ -416,28 +501,25 @@ def _core(
     # Deny and ask rules see every reading of leading options (rules.command_variants); allow rules see
     # only the command as given, so no reading can widen what they admit.
     denied_by_rule = False
-    for rule in policy.deny_rules:
-        if not may_match(rule, line):
-            continue
-        hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
+    deny_rules, ask_rules, allow_rules = plan.rules(tool_name)
+    for rule, match in deny_rules:
+        hit = _first_reading(match, variants)
         if hit is not None:
             denied_by_rule = True
             v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule"
                                  + (f" (read as {hit!r})" if hit != line else ""),
                                  rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
-    for rule in policy.ask_rules:
+    for rule, match in ask_rules:
         # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
         # (load and compile_rule refuse qualifiers on ask rules).
-        if not may_match(rule, line):
-            continue
-        hit = next((vl for vt, vl in variants if rule_matches(rule, vt, vl)), None)
+        hit = _first_reading(match, variants)
         if hit is not None:
             asked = True
             v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule"
                                 + (f" (read as {hit!r})" if hit != line else ""),
                                 rule=rule.text, actual=line), rule.source)
-    for rule in policy.allow_rules:
-        if too_large is not None or not may_match(rule, line) or not rule_matches(rule, tokens, line):
+    for rule, match in allow_rules:
+        if too_large is not None or not match(tokens, line):
             continue
         if _qualified(rule, level, report):
             allowed_by = allowed_by or rule
@@ -474,7 +556,8 @@ def _core(
     # one line per class that would bury the cause.
     unknown = effects is None or effects_unknown is not None
     grouped: dict[tuple[RuleBehavior, TrustLevel, RuleSource], list[str]] = {}
-    for cls, gate in policy.gates.items():
+    gates = plan.gates if plan.gates_below is not None and level < plan.gates_below else ()
+    for cls, gate in gates:
         if states.get(cls) != "risky" or level >= gate.min_trust_level:
             continue
         if unknown:
@@ -496,20 +579,35 @@ def _core(
         v.add("allow", Reason("COMMAND_ALLOWED", f"command {line!r} matches an allow rule",
                               rule=allowed_by.text, actual=line), allowed_by.source)
     elif (policy.defaults.allow_verified_read_only and effects_verified
-          and all(states.get(c) == "safe" for c in READ_ONLY_CLASSES)
+          and _all_safe(states, READ_ONLY_CLASSES)
           and level >= policy.defaults.read_only_min_trust_level):
         v.add("allow", Reason("READ_ONLY_VERIFIED",
                               "verified metadata declares this command read-only",
                               rule="defaults.allowVerifiedReadOnly",
                               expected=f">= {policy.defaults.read_only_min_trust_level.name}",
-                              actual=level.name), _source_of(policy, "defaults"))
+                              actual=level.name), plan.defaults_source)
     elif not asked and not denied_by_rule:
         # A deny or ask rule that matched is a match: the no-match default does not apply.
         behavior: RuleBehavior = "ask" if policy.defaults.no_match == "ask" else "deny"
         v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
-                               rule="defaults.noMatch", actual=line), _source_of(policy, "defaults"))
+                               rule="defaults.noMatch", actual=line), plan.defaults_source)
 
     return _result(v, info)
+
+
+def _first_reading(match: Matcher, variants: list[tuple[tuple[str, ...], str]]) -> str | None:
+    """The first reading of the command (``rules.command_variants``) the rule matches, as a line."""
+    for vt, vl in variants:
+        if match(vt, vl):
+            return vl
+    return None
+
+
+def _all_safe(states: Mapping[str, str], classes: tuple[str, ...]) -> bool:
+    for c in classes:
+        if states.get(c) != "safe":
+            return False
+    return True
 
 
 def _verify_base(
@@ -561,9 +659,12 @@ def effect_classes_of(reason: Reason) -> tuple[str, ...]:
 def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     best = v.strictest()
     final, source = best if best is not None else ("deny", "default")
-    reasons = [r for b, r, _ in sorted(v.items, key=lambda it: -STRICTNESS[it[0]]) if b == final]
+    # ``final`` is the strictest behavior present: its reasons first, in the order they were reached.
+    reasons = [r for b, r, _ in v.items if b == final]
     reasons += [r for b, r, _ in v.items if b != final and STRICTNESS[b] > 0]
     reasons += info
+    if len(reasons) < 2:
+        return final, reasons, source
     # The same reason reached twice (e.g. by two layers) is said once.
     seen: set[tuple[str, str | None, str, str]] = set()
     unique: list[Reason] = []

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from atip_trust.errors import PolicyError
@@ -62,13 +62,16 @@ _NEEDS_QUOTES = re.compile(r"[\s'\"\\]")
 
 def _word(token: str) -> str:
     # Quote only what would otherwise change the word split (whitespace, quotes, backslashes, empty),
-    # so that rules can still name literal characters such as '*' (``Bash(echo \*)``).
+    # so that rules can still name literal characters such as '*' (``Bash(echo \*)``). Letters and
+    # digits alone (most words) need no quotes: checked first, without the regexp.
+    if token.isalnum():
+        return token
     return shlex.quote(token) if not token or _NEEDS_QUOTES.search(token) else token
 
 
 def command_line(tool: str, command: Sequence[str]) -> tuple[tuple[str, ...], str]:
     tokens = (tool, *command)
-    return tokens, " ".join(_word(t) for t in tokens)
+    return tokens, " ".join([_word(t) for t in tokens])
 
 
 def split_command(command: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -235,6 +238,102 @@ def rule_matches(rule: CommandRule, tokens: tuple[str, ...], line: str) -> bool:
         return True
     short = _without_tail(rule.parts) if rule.tail_optional else None
     return short is not None and glob_match(short, line)
+
+
+#: A compiled rule: ``(tokens, line) -> bool``, the same answer as ``rule_matches(rule, tokens, line)``.
+Matcher = Callable[[tuple[str, ...], str], bool]
+
+
+def compile_matcher(rule: CommandRule) -> Matcher:
+    """``rule_matches`` for one rule, with its kind, pieces and optional tail settled once (when a
+    policy is compiled, ``rules_for_tool``) instead of on every call. tests/test_policy_rules.py checks
+    that it answers as ``rule_matches`` does for every rule kind."""
+    if rule.kind == "any":
+        return _any_command
+    if rule.kind == "tokens":
+        return _tokens_matcher(rule.tokens)
+    if rule.kind == "exact":
+        pattern = rule.pattern
+
+        def exact(_tokens: tuple[str, ...], line: str) -> bool:
+            return line == pattern
+
+        return exact
+    parts = rule.parts
+    if not parts:  # pragma: no cover - compile_rule always sets them
+        return _no_command
+    whole = _glob(parts)
+    short = _without_tail(parts) if rule.tail_optional else None
+    if short is None:
+        return lambda _tokens, line: whole(line)
+    alone = _glob(short)
+    return lambda _tokens, line: whole(line) or alone(line)
+
+
+def _glob(parts: tuple[str, ...]) -> Callable[[str], bool]:
+    """``glob_match(parts, ·)``, written out for one, two and three pieces (``a``, ``a *``, ``* a *``)."""
+    if len(parts) == 1:
+        return parts[0].__eq__
+    head, tail = parts[0], parts[-1]
+    if len(parts) == 2:
+        least = len(head) + len(tail)
+        return lambda line: len(line) >= least and line.startswith(head) and line.endswith(tail)
+    if len(parts) == 3:
+        mid = parts[1]
+        lh, lt = len(head), len(tail)
+        least = lh + len(mid) + lt
+        return lambda line: (len(line) >= least and line.startswith(head) and line.endswith(tail)
+                             and line.find(mid, lh, len(line) - lt) >= 0)
+    return lambda line: glob_match(parts, line)
+
+
+def _any_command(_tokens: tuple[str, ...], _line: str) -> bool:
+    return True
+
+
+def _no_command(_tokens: tuple[str, ...], _line: str) -> bool:  # pragma: no cover - see compile_matcher
+    return False
+
+
+def _tokens_matcher(pattern: tuple[tuple[str, ...], ...]) -> Matcher:
+    n = len(pattern)
+
+    def tokens_match(tokens: tuple[str, ...], _line: str) -> bool:
+        if len(tokens) < n:
+            return False
+        for tok, alts in zip(tokens, pattern):
+            if tok not in alts:
+                return False
+        return True
+
+    return tokens_match
+
+
+def tool_head(tool: str) -> str:
+    """The text every reading of a command line of ``tool`` starts with, up to its first space (what
+    ``may_match`` compares ``CommandRule.first_word`` with): the tool word as the line quotes it."""
+    return _word(tool).partition(" ")[0]
+
+
+def rules_for_tool(rules: Sequence[CommandRule], tool: str) -> tuple[tuple[CommandRule, Matcher], ...]:
+    """The rules of ``rules`` that can match some command of ``tool``, in order, each with its matcher.
+
+    A rule is left out only when it cannot match any reading (``command_variants``) of any command line
+    of ``tool``: its fixed first word is not the tool's (``may_match``: every reading keeps the tool
+    word), or it is a token rule whose first position does not list the tool (every reading keeps
+    ``tokens[0]``). tests/test_policy_rules.py checks that no rule that matches is left out."""
+    head = tool_head(tool)
+    out: list[tuple[CommandRule, Matcher]] = []
+    for rule in rules:
+        if rule.kind == "tokens":
+            if rule.tokens and tool not in rule.tokens[0]:
+                continue
+        else:
+            word = rule.first_word
+            if word is not None and word != head:
+                continue
+        out.append((rule, compile_matcher(rule)))
+    return tuple(out)
 
 
 def may_match(rule: CommandRule, line: str) -> bool:
