@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from atip_trust._base.files import open_regular
+from atip_trust._base.record import Record, init
+from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Algorithm, Digest, hash_fd
 
-@dataclass(frozen=True)
-class FileIdentity:
+class FileIdentity(Record):
     """What ``fstat`` said about the opened file; used to detect a swap or an edit before exec."""
 
+    __slots__ = ("dev", "inode", "size", "mtime_ns", "ctime_ns", "mode", "uid", "gid")
     dev: int
     inode: int
     size: int
@@ -32,6 +33,10 @@ class FileIdentity:
     mode: int
     uid: int
     gid: int
+
+    def __init__(self, dev: int, inode: int, size: int, mtime_ns: int, ctime_ns: int, mode: int,
+                 uid: int, gid: int) -> None:
+        init(self, dev, inode, size, mtime_ns, ctime_ns, mode, uid, gid)
 
     @classmethod
     def from_stat(cls, st: os.stat_result) -> FileIdentity:
@@ -130,18 +135,26 @@ def resolve(target: str | os.PathLike[str]) -> Path:
         raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
 
 
-@dataclass
-class Artifact:
+class Artifact(Slotted):
     """An opened regular file: its resolved path, descriptor, identity and (lazily) its digests.
 
     Use as a context manager, or call ``close()``. Digests are computed from the descriptor on first
     request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
     """
 
+    __slots__ = ("path", "fd", "identity", "_digests")
+    _no_repr = frozenset({"_digests"})
     path: Path
     fd: int
     identity: FileIdentity
-    _digests: dict[Algorithm, Digest] = field(default_factory=dict, repr=False)
+    _digests: dict[Algorithm, Digest]
+
+    def __init__(self, path: Path, fd: int, identity: FileIdentity,
+                 _digests: dict[Algorithm, Digest] | None = None) -> None:
+        self.path = path
+        self.fd = fd
+        self.identity = identity
+        self._digests = {} if _digests is None else _digests
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False) -> Artifact:
@@ -222,13 +235,17 @@ class Artifact:
 
 
 
-@dataclass
-class DigestSubject:
+class DigestSubject(Slotted):
     """An artifact known only by its digest (``verify sha256:<hex>``), as cosign's ``--digest`` or
     ``gh attestation verify`` on a digest: attestations are matched by subject; nothing is opened."""
 
+    __slots__ = ("known", "fd")
     known: Digest
-    fd: int = -1
+    fd: int
+
+    def __init__(self, known: Digest, fd: int = -1) -> None:
+        self.known = known
+        self.fd = fd
 
     @property
     def path(self) -> str:

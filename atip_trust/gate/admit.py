@@ -35,11 +35,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init, replace
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
@@ -111,10 +111,13 @@ def tool_name_of(tool: PathLike | Artifact) -> str:
     return Path(text).name if "/" in text else text
 
 
-@dataclass(frozen=True)
-class Admission:
+class Admission(Record):
     """The outcome of one admission: what was decided about which bytes, and why."""
 
+    __slots__ = ("tool", "command", "path", "report", "decision", "effects_verified",
+                 "metadata_source", "audit_record", "audit_log", "cache", "metadata")
+    _no_repr = frozenset({"audit_record", "metadata"})
+    _no_compare = frozenset({"metadata"})
     tool: str
     command: tuple[str, ...]
     path: str
@@ -125,14 +128,21 @@ class Admission:
     #: The metadata source verification established, or None (RFC §3.2.2 ``trust.source``).
     metadata_source: str | None
     #: The audit-log line for this decision (written unless auditing was off or deferred).
-    audit_record: dict[str, Any] = field(repr=False)
+    audit_record: dict[str, Any]
     #: Where the line goes (None: the user state dir), after the policy's ``audit`` settings.
-    audit_log: str | None = None
+    audit_log: str | None
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
     #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
-    cache: str = "off"
+    cache: str
     #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
-    metadata: MetadataDocument | None = field(default=None, repr=False, compare=False)
+    metadata: MetadataDocument | None
+
+    def __init__(self, tool: str, command: tuple[str, ...], path: str, report: TrustReport,
+                 decision: Decision, effects_verified: bool, metadata_source: str | None,
+                 audit_record: dict[str, Any], audit_log: str | None = None, cache: str = "off",
+                 metadata: MetadataDocument | None = None) -> None:
+        init(self, tool, command, path, report, decision, effects_verified, metadata_source,
+             audit_record, audit_log, cache, metadata)
 
     @property
     def metadata_sha256(self) -> str | None:
@@ -159,15 +169,18 @@ class Admission:
         return out
 
 
-@dataclass
 class _Known:
     """What is known so far about this admission, for the audit line of a failed evaluation."""
 
-    tool: str
-    words: list[str] = field(default_factory=list)
-    path: str | None = None
-    digest: str | None = None
-    policy: Policy | None = None
+    __slots__ = ("tool", "words", "path", "digest", "policy")
+
+    def __init__(self, tool: str, words: list[str] | None = None, path: str | None = None,
+                 digest: str | None = None, policy: Policy | None = None) -> None:
+        self.tool = tool
+        self.words: list[str] = [] if words is None else words
+        self.path = path
+        self.digest = digest
+        self.policy = policy
 
 
 def audit_failure(

@@ -9,11 +9,11 @@ first used); public keys are read only when a policy or a flag names them, and c
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import replace
 from atip_trust.errors import PolicyError, UsageError
 from atip_trust.evaluate import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
@@ -201,7 +201,7 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     if policy.sources_declared:
         sources = tuple(slsa.AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
-    return dataclasses.replace(
+    return replace(
         c,
         signers=signers,
         also_signers=also,

@@ -22,9 +22,8 @@ import binascii
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from functools import cached_property
+from functools import lru_cache
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.limits import LIMITS
 
@@ -52,15 +52,19 @@ _EMBEDDED = {
 }
 
 
-@dataclass(frozen=True)
-class LogKey:
+class LogKey(Record):
     """A transparency log (Rekor) or CT log public key from the trusted root."""
 
+    __slots__ = ("key_id", "public_key", "base_url", "valid_from", "valid_until")
     key_id: bytes
     public_key: PublicKeyTypes
     base_url: str
     valid_from: datetime | None
     valid_until: datetime | None
+
+    def __init__(self, key_id: bytes, public_key: PublicKeyTypes, base_url: str,
+                 valid_from: datetime | None, valid_until: datetime | None) -> None:
+        init(self, key_id, public_key, base_url, valid_from, valid_until)
 
     def valid_at(self, when: datetime) -> bool:
         if self.valid_from is not None and when < self.valid_from:
@@ -70,14 +74,18 @@ class LogKey:
         return True
 
 
-@dataclass(frozen=True)
-class CertificateAuthority:
+class CertificateAuthority(Record):
     """A Fulcio (or TSA) CA: its chain, leaf-most first as in the file, and validity window."""
 
+    __slots__ = ("uri", "chain", "valid_from", "valid_until")
     uri: str
     chain: tuple[x509.Certificate, ...]
     valid_from: datetime | None
     valid_until: datetime | None
+
+    def __init__(self, uri: str, chain: tuple[x509.Certificate, ...], valid_from: datetime | None,
+                 valid_until: datetime | None) -> None:
+        init(self, uri, chain, valid_from, valid_until)
 
 
 def _ts(value: Any) -> datetime | None:
@@ -146,33 +154,51 @@ _PARSED: dict[str, dict[str, Any]] = {}
 _MAX_PARSED = 8
 
 
-@dataclass(frozen=True, eq=False)
-class TrustRoot:
+@lru_cache(maxsize=_MAX_PARSED)
+def _digest_of(raw: bytes) -> str:
+    # By the bytes (a bytes object keeps its own hash once computed): a root reused for many
+    # admissions is hashed once, as the cached property of a dataclass did.
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class TrustRoot(Record):
     """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
     ``check()`` when ``deferred`` (module docstring; until then the four tuples are empty)."""
 
+    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked")
+    _no_repr = frozenset({"raw"})
     #: The file path or given name; for an embedded root, ``production`` or ``staging``.
     label: str
-    raw: bytes = field(repr=False)
+    raw: bytes
     #: True for a root shipped inside the installed sigstore package.
-    embedded_root: bool = False
-    tlogs: tuple[LogKey, ...] = ()
-    ctlogs: tuple[LogKey, ...] = ()
-    fulcio: tuple[CertificateAuthority, ...] = ()
-    tsas: tuple[CertificateAuthority, ...] = ()
+    embedded_root: bool
+    tlogs: tuple[LogKey, ...]
+    ctlogs: tuple[LogKey, ...]
+    fulcio: tuple[CertificateAuthority, ...]
+    tsas: tuple[CertificateAuthority, ...]
     #: True once the file was parsed and checked (the four tuples above are its contents).
-    checked: bool = False
+    checked: bool
 
-    @cached_property
+    def __init__(self, label: str, raw: bytes, embedded_root: bool = False,
+                 tlogs: tuple[LogKey, ...] = (), ctlogs: tuple[LogKey, ...] = (),
+                 fulcio: tuple[CertificateAuthority, ...] = (),
+                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False) -> None:
+        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked)
+
+    # One object, one root: equal only to itself, hashed by identity (a root is compared by digest).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    @property
     def name(self) -> str:
         """Human name used in messages: ``production (embedded in sigstore 4.5.1)`` or the file path."""
         if self.embedded_root:
             return f"{self.label} (embedded in sigstore {sigstore.__version__})"
         return self.label
 
-    @cached_property
+    @property
     def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.raw).hexdigest()
+        return _digest_of(self.raw)
 
     def check(self) -> TrustRoot:
         """Parse and check the file now if that was deferred (``TrustRootError``); the root itself.

@@ -30,7 +30,6 @@ import os
 import stat
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ import platformdirs
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
+from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError
 
 #: Entry layout version; an entry of another version is ignored.
@@ -81,13 +81,16 @@ def cache_key(parts: Mapping[str, Any]) -> str:
     return canonical_digest(dict(parts), stringify=True).removeprefix("sha256:")
 
 
-@dataclass(frozen=True)
-class CacheStats:
+class CacheStats(Record):
     """The cache directory's path, number of entries and total size (``cache stats``)."""
 
+    __slots__ = ("path", "entries", "bytes")
     path: str
     entries: int
     bytes: int
+
+    def __init__(self, path: str, entries: int, bytes: int) -> None:
+        init(self, path, entries, bytes)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "entries": self.entries, "bytes": self.bytes}
