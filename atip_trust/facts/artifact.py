@@ -10,6 +10,7 @@ follows refuses it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -126,7 +127,13 @@ def resolve(target: str | os.PathLike[str]) -> Path:
     if isinstance(target, str) and _is_bare_name(text):
         text = str(which(text))
     try:
-        return Path(text).resolve(strict=True)
+        # What Path.resolve(strict=True) does, without building a Path from the input first.
+        try:
+            return Path(os.path.realpath(text, strict=True))
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise RuntimeError(f"Symlink loop from {err.filename!r}") from err
+            raise
     except FileNotFoundError as err:
         raise ArtifactAccessError("no such file", path=text) from err
     except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on some Pythons

@@ -407,11 +407,37 @@ class TrustReport(Slotted):
             claims=doc.get("claims"),
         )
 
+    def copy(self) -> TrustReport:
+        """A report with the same facts that can be changed without changing this one: its lists,
+        dicts and result objects are new; the checks and attestations (immutable) are shared. The
+        verdict cache hands out copies of a report it keeps in memory (gate/cached.py)."""
+        sig, prov = self.signature, self.provenance
+        return TrustReport(
+            self.path, dict(self.digests), self.size, self.trust_level,
+            SignatureResult(sig.status, sig.identity, sig.issuer, sig.kind, sig.evidence,
+                            dict(sig.extensions)),
+            ProvenanceResult(prov.status, prov.predicate_type, prov.builder_id, prov.build_type,
+                             prov.slsa_level, _json_copy(prov.source), prov.evidence),
+            list(self.checks), list(self.attestations), _json_copy(self.claims),
+            None if self.decision is None else Decision(
+                self.decision.behavior, list(self.decision.reasons), self.decision.policy_digest,
+                self.decision.report_digest, self.decision.rule_source, self.decision.mode),
+        )
+
     def digest(self) -> str:
         """sha256 of the canonical JSON of the report's facts (without the decision)."""
         body = self.to_json()
         body.pop("decision", None)
         return canonical_digest(body, stringify=True)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON value (dicts and lists new, all the way down)."""
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(v) for v in value]
+    return value
 
 
 __all__ = [

@@ -35,22 +35,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init, replace
+from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Algorithm, Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import (
+    ReportKey,
     cached,
     evidence_digests,
     hash_artifact,
     open_cache,
-    report_key,
     store,
     stored_digest,
 )
@@ -108,7 +109,12 @@ def tool_name_of(tool: PathLike | Artifact) -> str:
     if isinstance(tool, Artifact):
         return tool.path.name
     text = os.fspath(tool)
-    return Path(text).name if "/" in text else text
+    return _last_component(text) if "/" in text else text
+
+
+@lru_cache(maxsize=256)
+def _last_component(text: str) -> str:
+    return Path(text).name  # pathlib's idea of it ("a/b/" and "a/b/." name "b"), once per path
 
 
 class Admission(Record):
@@ -296,13 +302,13 @@ def admit(
             metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch,
+            audit_log=os.fspath(audit_log) if audit_log is not None else None,
         )
     except Exception as err:
         if audit:
             audit_failure(err, tool=known.tool, command=known.words, policy=policy, path=known.path,
                           digest=known.digest, audit_log=audit_log)
         raise
-    admission = replace(admission, audit_log=os.fspath(audit_log) if audit_log is not None else None)
     if audit and not defer_audit:
         write_audit(admission)
     return admission
@@ -325,6 +331,7 @@ def _admit(
     interactive: bool,
     cache: VerdictCache | None,
     fetch: bool = False,
+    audit_log: str | None = None,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
@@ -384,7 +391,7 @@ def _admit(
 
         # (3) Verify the tool with the policy's anchors, unless the same bytes were verified with
         # the same evidence, policy, root and constraints before (the verdict cache).
-        constraints = constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
+        constraints = _constraints(policy, keys)
         key = _cache_key(cache, art, digests, tool_name=tool_name, policy=policy,
                          root_digest=trust_root.digest, constraints=constraints, bundles=bundles,
                          keys=constraints.keys, signature=signature, doc=doc, meta_path=meta_path,
@@ -441,9 +448,50 @@ def _admit(
         effects_verified=effects_verified,
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
+        audit_log=audit_log,
         cache="off" if key is None else "hit" if hit is not None else "miss",
         metadata=doc,
     )
+
+
+class _PolicyConstraints:
+    """The constraints (and their text in the cache key) made from one policy object without key files."""
+
+    __slots__ = ("policy", "digest", "constraints", "text")
+
+    def __init__(self, policy: Policy, constraints: Constraints) -> None:
+        self.policy = policy
+        self.digest = policy.digest
+        self.constraints = constraints
+        self.text = repr(constraints)
+
+
+#: The last few, newest last: a runtime decides with one policy object for many calls.
+_MADE: list[_PolicyConstraints] = []
+
+
+def _constraints(policy: Policy, keys: Sequence[PathLike]) -> Constraints:
+    """``constraints_from_policy`` for this admission. Made once per policy object when no public-key
+    file is involved (neither ``keys`` nor a ``trust.publicKeys`` path in any layer): then they depend
+    on the policy alone. A key file is read, and its digest checked against the policy, every call."""
+    if keys or any(k.path for layer in policy.layers for k in (layer.public_keys or ())):
+        return constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
+    for made in _MADE:
+        if made.policy is policy and made.digest == policy.digest:
+            return made.constraints
+    made = _PolicyConstraints(policy, constraints_from_policy(policy, Constraints()))
+    if len(_MADE) >= 8:
+        del _MADE[0]
+    _MADE.append(made)
+    return made.constraints
+
+
+def _constraints_text(constraints: Constraints) -> str:
+    """``repr(constraints)`` (part of the cache key), made once for constraints made once."""
+    for made in _MADE:
+        if made.constraints is constraints:
+            return made.text
+    return repr(constraints)
 
 
 def _cache_key(
@@ -462,7 +510,7 @@ def _cache_key(
     meta_path: Path | None,
     meta_bundle: Path | None,
     from_shim: bool,
-) -> str | None:
+) -> ReportKey | None:
     """Everything steps (3) and (4) read, as the verdict cache's key (gate/cached.py); None when
     the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again).
     ``keys`` are the constraints' keys: the policy's own PEM files as well as ``--key`` files, by
@@ -474,17 +522,18 @@ def _cache_key(
         ("metadata_bundle", [meta_bundle]))}
     if any(v is None for v in files.values()):
         return None
-    return report_key("admit", {
-        "artifact": {"path": str(art.path), **{a: str(d) for a, d in digests.items()}},
-        "tool": tool_name,
-        "evidence": files,
-        "metadata": {"path": None if meta_path is None else str(meta_path), "from_shim": from_shim,
-                     "sha256": None if doc is None else str(doc.sha256),
-                     "source_name": None if doc is None else doc.source_name},
-        "policy": policy.digest,
-        "trusted_root": root_digest,
-        "constraints": repr(constraints),
-    })
+    artifact: dict[str, str] = {"path": str(art.path), **{a: str(d) for a, d in digests.items()}}
+    metadata = {"path": None if meta_path is None else str(meta_path), "from_shim": from_shim,
+                "sha256": None if doc is None else str(doc.sha256),
+                "source_name": None if doc is None else doc.source_name}
+    shown = _constraints_text(constraints)
+    parts = {"artifact": artifact, "tool": tool_name, "evidence": files, "metadata": metadata,
+             "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
+    # The same values, hashable, for this process's memory of the entry (gate/cached.py).
+    memo = (tuple(artifact.values()), tool_name,
+            tuple((role, tuple(tuple(f) for f in v or ())) for role, v in files.items()),
+            tuple(metadata.values()), policy.digest, root_digest, shown)
+    return ReportKey("admit", parts, memo)
 
 
 __all__ = ["Admission", "admit", "audit_failure", "load_admission_policy", "tool_name_of", "write_audit"]

@@ -28,11 +28,12 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atip_trust._base.files import read_capped
+from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
-from atip_trust.errors import AtipTrustError, TrustRootError
+from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
+from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -251,10 +252,12 @@ class TrustRoot(Record):
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, deferred: bool = False) -> TrustRoot:
-        try:
-            raw = read_capped(path, LIMITS.trusted_root_bytes, what="trusted root")
-        except AtipTrustError as err:
-            raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
+        """The root in ``path``; a file this process read before, with the same stat identity, is not
+        read again (``_ROOT_FILES``)."""
+        name = os.fspath(path)
+        raw = _ROOT_FILES.get(name, regular_ident(name))
+        if raw is None:
+            raw = _read_root(name)
         return cls.from_bytes(raw, name=str(path), deferred=deferred)
 
     @classmethod
@@ -264,16 +267,25 @@ class TrustRoot(Record):
         folder = _EMBEDDED.get(instance)
         if folder is None:
             raise TrustRootError(f"no embedded trusted root named {instance!r}")
-        spec = importlib_util.find_spec("sigstore")
-        locations = list(spec.submodule_search_locations or ()) if spec is not None else []
         try:
-            if not locations:
-                raise FileNotFoundError("the sigstore package is not installed")
-            raw = (Path(locations[0]) / "_store" / folder / "trusted_root.json").read_bytes()
+            file = _EMBEDDED_FILES.get(instance)
+            if file is None:
+                spec = importlib_util.find_spec("sigstore")
+                locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+                if not locations:
+                    raise FileNotFoundError("the sigstore package is not installed")
+                file = str(Path(locations[0]) / "_store" / folder / "trusted_root.json")
+            before = regular_ident(file)
+            raw = _ROOT_FILES.get(file, before)
+            if raw is None:
+                raw = Path(file).read_bytes()
+                if before is not None and regular_ident(file) == before:
+                    _ROOT_FILES.put(file, before, raw)
         except OSError as err:
             raise TrustRootError(
                 f"the {instance} trusted root is missing from the installed sigstore package: {err}"
             ) from err
+        _EMBEDDED_FILES[instance] = file
         return cls.from_bytes(raw, name=instance, deferred=deferred, embedded=True)
 
     def sigstore_trusted_root(self) -> Any:
@@ -287,6 +299,36 @@ class TrustRoot(Record):
             return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(_closed_tsa_windows(self.raw)))
         except (SigstoreError, ValueError, TypeError, KeyError) as err:
             raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
+
+
+#: Trusted-root files read by this process, by path and stat identity (_base/statmemo.py): a runtime
+#: admitting a tool per call neither reads nor hashes an unchanged root again.
+_ROOT_FILES: StatMemo[bytes] = StatMemo(_MAX_PARSED)
+#: Where the installed sigstore package keeps each embedded root (found once per process).
+_EMBEDDED_FILES: dict[str, str] = {}
+
+
+def _read_root(name: str) -> bytes:
+    """``read_capped``'s checks and errors, and the identity of the file that was read."""
+    cap = LIMITS.trusted_root_bytes
+    try:
+        fd, st = open_regular(name, what="trusted root")
+        try:
+            if st.st_size > cap:
+                raise InputTooLargeError(
+                    f"trusted root is {st.st_size} bytes, over the cap of {cap} bytes", path=name)
+            raw = read_fd_capped(fd, cap, what="trusted root", path=name)
+            try:
+                unchanged = ident_of(os.fstat(fd)) == ident_of(st)
+            except OSError:
+                unchanged = False
+        finally:
+            os.close(fd)
+    except AtipTrustError as err:
+        raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
+    if unchanged:  # a file that changed while it was read is not remembered
+        _ROOT_FILES.put(name, ident_of(st), raw)
+    return raw
 
 
 #: datetime's resolution: moving an end this much later turns ``t < end`` into ``t <= end`` exactly.
