@@ -41,16 +41,8 @@ class FileIdentity(Record):
 
     @classmethod
     def from_stat(cls, st: os.stat_result) -> FileIdentity:
-        return cls(
-            dev=st.st_dev,
-            inode=st.st_ino,
-            size=st.st_size,
-            mtime_ns=st.st_mtime_ns,
-            ctime_ns=st.st_ctime_ns,
-            mode=st.st_mode,
-            uid=st.st_uid,
-            gid=st.st_gid,
-        )
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode,
+                   st.st_uid, st.st_gid)
 
     def describe(self) -> str:
         return (f"dev {self.dev} inode {self.inode} size {self.size} mtime_ns {self.mtime_ns} "
@@ -112,6 +104,24 @@ def _executable_file(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
 
 
+def _plain_absolute(text: str) -> str | None:
+    """``text`` itself when it is already what ``realpath`` would return: absolute, without ``.``,
+    ``..``, empty components or a trailing ``/``, and no component a symlink (each one ``lstat``ed, as
+    ``realpath`` does, but without its bookkeeping: an admission resolves its tool on every call).
+    None for anything else, including a missing component: ``realpath`` then decides, with its errors."""
+    if not text.startswith("/") or len(text) < 2 or "//" in text or "/." in text or text.endswith("/"):
+        return None
+    end = 0
+    try:
+        while end >= 0:
+            end = text.find("/", end + 1)
+            if stat.S_ISLNK(os.lstat(text if end < 0 else text[:end]).st_mode):
+                return None
+    except (OSError, ValueError):
+        return None
+    return text
+
+
 def resolve(target: str | os.PathLike[str]) -> Path:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once.
 
@@ -126,6 +136,9 @@ def resolve(target: str | os.PathLike[str]) -> Path:
         raise ArtifactAccessError("empty artifact name")
     if isinstance(target, str) and _is_bare_name(text):
         text = str(which(text))
+    plain = _plain_absolute(text)
+    if plain is not None:
+        return Path(plain)
     try:
         # What Path.resolve(strict=True) does, without building a Path from the input first.
         try:
@@ -169,7 +182,7 @@ class Artifact(Slotted):
         from ``resolve``, so as not to walk it twice). The last component is never followed."""
         path = target if resolved and isinstance(target, Path) else resolve(target)
         fd, st = open_regular(path, what="file", follow_links=False)
-        return cls(path=path, fd=fd, identity=FileIdentity.from_stat(st))
+        return cls(path, fd, FileIdentity.from_stat(st))
 
     def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:
         missing = tuple(a for a in algorithms if a not in self._digests)

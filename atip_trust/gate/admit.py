@@ -522,17 +522,21 @@ def _cache_key(
         ("metadata_bundle", [meta_bundle]))}
     if any(v is None for v in files.values()):
         return None
-    artifact: dict[str, str] = {"path": str(art.path), **{a: str(d) for a, d in digests.items()}}
-    metadata = {"path": None if meta_path is None else str(meta_path), "from_shim": from_shim,
-                "sha256": None if doc is None else str(doc.sha256),
-                "source_name": None if doc is None else doc.source_name}
+    path = str(art.path)
+    meta = (None if meta_path is None else str(meta_path), from_shim,
+            None if doc is None else str(doc.sha256), None if doc is None else doc.source_name)
     shown = _constraints_text(constraints)
-    parts = {"artifact": artifact, "tool": tool_name, "evidence": files, "metadata": metadata,
-             "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
+
+    def parts() -> dict[str, Any]:  # the entry's name on disk is made of these (only on a memory miss)
+        return {"artifact": {"path": path, **{a: str(d) for a, d in digests.items()}},
+                "tool": tool_name, "evidence": files,
+                "metadata": dict(zip(("path", "from_shim", "sha256", "source_name"), meta)),
+                "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
+
     # The same values, hashable, for this process's memory of the entry (gate/cached.py).
-    memo = (tuple(artifact.values()), tool_name,
+    memo = (path, tuple(digests.items()), tool_name,
             tuple((role, tuple(tuple(f) for f in v or ())) for role, v in files.items()),
-            tuple(metadata.values()), policy.digest, root_digest, shown)
+            meta, policy.digest, root_digest, shown)
     return ReportKey("admit", parts, memo)
 
 

@@ -18,7 +18,7 @@ that file is the same one (not replaced, edited, removed, chmod'ed or chown'ed) 
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from atip_trust._base.files import open_regular
@@ -113,13 +113,13 @@ def report_key(kind: str, parts: Mapping[str, Any]) -> str:
 
 
 class ReportKey:
-    """A report's cache key in two forms: ``memo``, compared in this process (hashable: ``parts`` as
-    tuples, with ``kind`` and atip-trust's version), and ``hex``, the name of its entry on disk
-    (``report_key`` of the same parts), computed only when the disk is consulted."""
+    """A report's cache key in two forms: ``memo``, compared in this process (hashable: the values of
+    ``parts()``, with ``kind`` and atip-trust's version), and ``hex``, the name of its entry on disk
+    (``report_key`` of ``parts()``), computed only when the disk is consulted."""
 
     __slots__ = ("kind", "parts", "memo", "_hex")
 
-    def __init__(self, kind: str, parts: Mapping[str, Any], memo: Hashable) -> None:
+    def __init__(self, kind: str, parts: Callable[[], Mapping[str, Any]], memo: Hashable) -> None:
         self.kind = kind
         self.parts = parts
         self.memo = (kind, __version__, memo)
@@ -128,7 +128,7 @@ class ReportKey:
     @property
     def hex(self) -> str:
         if self._hex is None:
-            self._hex = report_key(self.kind, self.parts)
+            self._hex = report_key(self.kind, self.parts())
         return self._hex
 
 
