@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
+from atip_trust._base.slotted import Slotted
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
@@ -82,53 +83,73 @@ else:
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(Record):
     """Untrusted material offered about the artifact."""
 
-    bundles: tuple[Path, ...] = ()
+    __slots__ = ("bundles", "signature", "certificate", "metadata")
+    bundles: tuple[Path, ...]
     #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``, or with
     #: ``certificate`` against that certificate (signature/certificate_pair.py).
-    signature: Path | None = None
+    signature: Path | None
     #: The signing certificate of ``signature`` (cosign ``--cert``): a pair that carries no log entry.
-    certificate: Path | None = None
+    certificate: Path | None
     #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
     #: or a document already read, so that a caller that also verifies the document's own signature
     #: (metadata_trust.py) checks claims from the very bytes it verified.
-    metadata: Path | MetadataDocument | None = None
+    metadata: Path | MetadataDocument | None
+
+    def __init__(self, bundles: tuple[Path, ...] = (), signature: Path | None = None,
+                 certificate: Path | None = None,
+                 metadata: Path | MetadataDocument | None = None) -> None:
+        init(self, bundles, signature, certificate, metadata)
 
 
-@dataclass(frozen=True)
-class SignerSet:
+class SignerSet(Record):
     """Signer rules of one origin (``flags``, a policy layer), any one of which must match."""
 
+    __slots__ = ("source", "rules")
     source: str
     rules: tuple[IdentityRule, ...]
 
+    def __init__(self, source: str, rules: tuple[IdentityRule, ...]) -> None:
+        init(self, source, rules)
 
-@dataclass(frozen=True)
-class Constraints:
+
+class Constraints(Record):
     """Trust anchors and requirements: from CLI flags or policy, never from the evidence."""
 
+    __slots__ = ("signers", "also_signers", "keys", "builder_id", "source_uri", "source_tag",
+                 "source_branch", "predicate_type", "min_slsa_level", "require_provenance", "sources",
+                 "builders")
     #: Allowed keyless signers: any one of them.
-    signers: tuple[IdentityRule, ...] = ()
+    signers: tuple[IdentityRule, ...]
     #: Further signer sets a keyless signer must ALSO satisfy, one rule of each (``verify --policy``
     #: with identity flags: the policy's signers and the flags' both hold; flags only tighten).
-    also_signers: tuple[SignerSet, ...] = ()
+    also_signers: tuple[SignerSet, ...]
     #: Trusted public keys (PEM files), for detached signatures and public-key bundles.
-    keys: tuple[Path, ...] = ()
-    builder_id: str | None = None
-    source_uri: str | None = None
-    source_tag: str | None = None
-    source_branch: str | None = None
-    predicate_type: str | None = None
-    min_slsa_level: int | None = None
-    require_provenance: bool = False
+    keys: tuple[Path, ...]
+    builder_id: str | None
+    source_uri: str | None
+    source_tag: str | None
+    source_branch: str | None
+    predicate_type: str | None
+    min_slsa_level: int | None
+    require_provenance: bool
     #: Allowed (repository, refs) pairs from policy ``trust.sources``: provenance must come from one
     #: of them. None: no such requirement; an empty tuple allows no source (fail closed).
-    sources: tuple[AllowedSource, ...] | None = None
+    sources: tuple[AllowedSource, ...] | None
     #: Trusted-builder map from policy; None: the shipped map (policies/trusted-builders.json).
-    builders: BuilderMap | None = None
+    builders: BuilderMap | None
+
+    def __init__(self, signers: tuple[IdentityRule, ...] = (),
+                 also_signers: tuple[SignerSet, ...] = (), keys: tuple[Path, ...] = (),
+                 builder_id: str | None = None, source_uri: str | None = None,
+                 source_tag: str | None = None, source_branch: str | None = None,
+                 predicate_type: str | None = None, min_slsa_level: int | None = None,
+                 require_provenance: bool = False, sources: tuple[AllowedSource, ...] | None = None,
+                 builders: BuilderMap | None = None) -> None:
+        init(self, signers, also_signers, keys, builder_id, source_uri, source_tag, source_branch,
+             predicate_type, min_slsa_level, require_provenance, sources, builders)
 
     @property
     def wants_provenance(self) -> bool:
@@ -157,24 +178,46 @@ class Constraints:
         return ok, checks
 
 
-@dataclass
-class EvidenceResult:
+class EvidenceResult(Slotted):
     """One bundle or signature, verified on its own."""
 
+    __slots__ = ("label", "route", "content", "applies", "valid", "compromised", "trusted", "facts",
+                 "key_digest", "payload_type", "payload", "checks", "provenance", "provenance_passed")
     label: str
     route: str
     content: str
-    applies: bool = True
-    valid: bool = False
-    compromised: bool = False
-    trusted: bool = False
-    facts: CertificateFacts | None = None
-    key_digest: str | None = None
-    payload_type: str | None = None
-    payload: bytes | None = None
-    checks: list[Check] = field(default_factory=list)
-    provenance: ProvenanceResult | None = None
-    provenance_passed: bool = False
+    applies: bool
+    valid: bool
+    compromised: bool
+    trusted: bool
+    facts: CertificateFacts | None
+    key_digest: str | None
+    payload_type: str | None
+    payload: bytes | None
+    checks: list[Check]
+    provenance: ProvenanceResult | None
+    provenance_passed: bool
+
+    def __init__(self, label: str, route: str, content: str, applies: bool = True,
+                 valid: bool = False, compromised: bool = False, trusted: bool = False,
+                 facts: CertificateFacts | None = None, key_digest: str | None = None,
+                 payload_type: str | None = None, payload: bytes | None = None,
+                 checks: list[Check] | None = None, provenance: ProvenanceResult | None = None,
+                 provenance_passed: bool = False) -> None:
+        self.label = label
+        self.route = route
+        self.content = content
+        self.applies = applies
+        self.valid = valid
+        self.compromised = compromised
+        self.trusted = trusted
+        self.facts = facts
+        self.key_digest = key_digest
+        self.payload_type = payload_type
+        self.payload = payload
+        self.checks = [] if checks is None else checks
+        self.provenance = provenance
+        self.provenance_passed = provenance_passed
 
     def summary(self) -> EvidenceSummary:
         return EvidenceSummary(

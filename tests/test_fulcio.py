@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 import testsigstore
 from cryptography import x509
 
+from atip_trust._base.record import replace
 from atip_trust.signature.fulcio import (
     CertificateVerificationError,
     certificate_facts,
@@ -68,9 +68,9 @@ def test_bundle_supplied_intermediate_is_not_an_anchor(ts: testsigstore.TestSigs
 
 
 def test_signing_time_outside_the_ca_validity_window_fails(ts: testsigstore.TestSigstore, root: TrustRoot) -> None:
-    narrowed = dataclasses.replace(
+    narrowed = replace(
         root,
-        fulcio=tuple(dataclasses.replace(ca, valid_until=T - timedelta(days=1)) for ca in root.fulcio),
+        fulcio=tuple(replace(ca, valid_until=T - timedelta(days=1)) for ca in root.fulcio),
     )
     with pytest.raises(CertificateVerificationError) as info:
         verify_chain_at(leaf(ts), [], narrowed, T)
@@ -93,7 +93,7 @@ def test_missing_sct_fails(ts: testsigstore.TestSigstore, root: TrustRoot) -> No
 
 
 def test_sct_from_a_log_not_in_the_root_fails(ts: testsigstore.TestSigstore, root: TrustRoot) -> None:
-    no_ct = dataclasses.replace(root, ctlogs=())
+    no_ct = replace(root, ctlogs=())
     cert = leaf(ts)
     chain = verify_chain_at(cert, [], root, T)
     with pytest.raises(CertificateVerificationError) as info:

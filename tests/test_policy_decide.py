@@ -6,11 +6,11 @@ import copy
 import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from atip_trust._base.record import replace
 from atip_trust.facts.report import (
     EvidenceSummary,
     ProvenanceResult,

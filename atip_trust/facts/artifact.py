@@ -10,20 +10,22 @@ follows refuses it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from atip_trust._base.files import open_regular
+from atip_trust._base.record import Record, init
+from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Algorithm, Digest, hash_fd
 
-@dataclass(frozen=True)
-class FileIdentity:
+class FileIdentity(Record):
     """What ``fstat`` said about the opened file; used to detect a swap or an edit before exec."""
 
+    __slots__ = ("dev", "inode", "size", "mtime_ns", "ctime_ns", "mode", "uid", "gid")
     dev: int
     inode: int
     size: int
@@ -33,18 +35,14 @@ class FileIdentity:
     uid: int
     gid: int
 
+    def __init__(self, dev: int, inode: int, size: int, mtime_ns: int, ctime_ns: int, mode: int,
+                 uid: int, gid: int) -> None:
+        init(self, dev, inode, size, mtime_ns, ctime_ns, mode, uid, gid)
+
     @classmethod
     def from_stat(cls, st: os.stat_result) -> FileIdentity:
-        return cls(
-            dev=st.st_dev,
-            inode=st.st_ino,
-            size=st.st_size,
-            mtime_ns=st.st_mtime_ns,
-            ctime_ns=st.st_ctime_ns,
-            mode=st.st_mode,
-            uid=st.st_uid,
-            gid=st.st_gid,
-        )
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode,
+                   st.st_uid, st.st_gid)
 
     def describe(self) -> str:
         return (f"dev {self.dev} inode {self.inode} size {self.size} mtime_ns {self.mtime_ns} "
@@ -106,6 +104,24 @@ def _executable_file(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
 
 
+def _plain_absolute(text: str) -> str | None:
+    """``text`` itself when it is already what ``realpath`` would return: absolute, without ``.``,
+    ``..``, empty components or a trailing ``/``, and no component a symlink (each one ``lstat``ed, as
+    ``realpath`` does, but without its bookkeeping: an admission resolves its tool on every call).
+    None for anything else, including a missing component: ``realpath`` then decides, with its errors."""
+    if not text.startswith("/") or len(text) < 2 or "//" in text or "/." in text or text.endswith("/"):
+        return None
+    end = 0
+    try:
+        while end >= 0:
+            end = text.find("/", end + 1)
+            if stat.S_ISLNK(os.lstat(text if end < 0 else text[:end]).st_mode):
+                return None
+    except (OSError, ValueError):
+        return None
+    return text
+
+
 def resolve(target: str | os.PathLike[str]) -> Path:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once.
 
@@ -120,8 +136,17 @@ def resolve(target: str | os.PathLike[str]) -> Path:
         raise ArtifactAccessError("empty artifact name")
     if isinstance(target, str) and _is_bare_name(text):
         text = str(which(text))
+    plain = _plain_absolute(text)
+    if plain is not None:
+        return Path(plain)
     try:
-        return Path(text).resolve(strict=True)
+        # What Path.resolve(strict=True) does, without building a Path from the input first.
+        try:
+            return Path(os.path.realpath(text, strict=True))
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise RuntimeError(f"Symlink loop from {err.filename!r}") from err
+            raise
     except FileNotFoundError as err:
         raise ArtifactAccessError("no such file", path=text) from err
     except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on some Pythons
@@ -130,18 +155,26 @@ def resolve(target: str | os.PathLike[str]) -> Path:
         raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
 
 
-@dataclass
-class Artifact:
+class Artifact(Slotted):
     """An opened regular file: its resolved path, descriptor, identity and (lazily) its digests.
 
     Use as a context manager, or call ``close()``. Digests are computed from the descriptor on first
     request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
     """
 
+    __slots__ = ("path", "fd", "identity", "_digests")
+    _no_repr = frozenset({"_digests"})
     path: Path
     fd: int
     identity: FileIdentity
-    _digests: dict[Algorithm, Digest] = field(default_factory=dict, repr=False)
+    _digests: dict[Algorithm, Digest]
+
+    def __init__(self, path: Path, fd: int, identity: FileIdentity,
+                 _digests: dict[Algorithm, Digest] | None = None) -> None:
+        self.path = path
+        self.fd = fd
+        self.identity = identity
+        self._digests = {} if _digests is None else _digests
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False) -> Artifact:
@@ -149,7 +182,7 @@ class Artifact:
         from ``resolve``, so as not to walk it twice). The last component is never followed."""
         path = target if resolved and isinstance(target, Path) else resolve(target)
         fd, st = open_regular(path, what="file", follow_links=False)
-        return cls(path=path, fd=fd, identity=FileIdentity.from_stat(st))
+        return cls(path, fd, FileIdentity.from_stat(st))
 
     def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:
         missing = tuple(a for a in algorithms if a not in self._digests)
@@ -222,13 +255,17 @@ class Artifact:
 
 
 
-@dataclass
-class DigestSubject:
+class DigestSubject(Slotted):
     """An artifact known only by its digest (``verify sha256:<hex>``), as cosign's ``--digest`` or
     ``gh attestation verify`` on a digest: attestations are matched by subject; nothing is opened."""
 
+    __slots__ = ("known", "fd")
     known: Digest
-    fd: int = -1
+    fd: int
+
+    def __init__(self, known: Digest, fd: int = -1) -> None:
+        self.known = known
+        self.fd = fd
 
     @property
     def path(self) -> str:

@@ -10,15 +10,23 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import queue
 import re
-import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust.limits import LIMITS
+
+# Only a large file is hashed with a reader thread (``_hash_overlapped``); an admission that takes its
+# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py).
+if TYPE_CHECKING:
+    import queue
+    import threading
+else:
+    queue = lazy_import("queue")
+    threading = lazy_import("threading")
 
 Algorithm = Literal["sha256", "sha512"]
 ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
@@ -26,21 +34,21 @@ _HEX_LEN = {"sha256": 64, "sha512": 128}
 _TEXT_RE = re.compile(r"(sha256|sha512):([0-9a-f]+)")
 
 
-@dataclass(frozen=True, eq=False)
-class Digest:
+class Digest(Record):
     """A hash value: algorithm and raw bytes."""
 
+    __slots__ = ("algorithm", "value")
     algorithm: Algorithm
     value: bytes
 
-    def __post_init__(self) -> None:
-        if self.algorithm not in _HEX_LEN:
-            raise MalformedInputError(f"unsupported digest algorithm {self.algorithm!r}")
-        if len(self.value) * 2 != _HEX_LEN[self.algorithm]:
+    def __init__(self, algorithm: Algorithm, value: bytes) -> None:
+        if algorithm not in _HEX_LEN:
+            raise MalformedInputError(f"unsupported digest algorithm {algorithm!r}")
+        if len(value) * 2 != _HEX_LEN[algorithm]:
             raise MalformedInputError(
-                f"{self.algorithm} digest must be {_HEX_LEN[self.algorithm] // 2} bytes, "
-                f"got {len(self.value)}"
+                f"{algorithm} digest must be {_HEX_LEN[algorithm] // 2} bytes, got {len(value)}"
             )
+        init(self, algorithm, value)
 
     @property
     def hex(self) -> str:

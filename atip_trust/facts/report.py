@@ -7,11 +7,12 @@ Verification produces a ``TrustReport``; it never decides. The policy engine tur
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Literal
 
 from atip_trust._base.jsonio import canonical_digest
+from atip_trust._base.record import Record, init
+from atip_trust._base.slotted import Slotted
 
 CheckStatus = Literal["pass", "fail", "skip", "error"]
 #: What a failing check means for the trust level (principle 2).
@@ -47,18 +48,22 @@ class TrustLevel(IntEnum):
             ) from None
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Record):
     """One check run during verification, with what was expected and what was found."""
 
+    __slots__ = ("name", "status", "message", "expected", "actual", "evidence", "impact")
     name: str
     status: CheckStatus
-    message: str = ""
-    expected: Any = None
-    actual: Any = None
+    message: str
+    expected: Any
+    actual: Any
     #: Which piece of evidence (bundle file, ``bundle.jsonl#3``, key file) the check was about.
-    evidence: str | None = None
-    impact: Impact = "none"
+    evidence: str | None
+    impact: Impact
+
+    def __init__(self, name: str, status: CheckStatus, message: str = "", expected: Any = None,
+                 actual: Any = None, evidence: str | None = None, impact: Impact = "none") -> None:
+        init(self, name, status, message, expected, actual, evidence, impact)
 
     @property
     def failed(self) -> bool:
@@ -115,18 +120,28 @@ class CheckFailure(Exception):
         )
 
 
-@dataclass
-class SignatureResult:
+class SignatureResult(Slotted):
     """The signature verdict of a report: status and the signer's certificate facts."""
 
-    status: SignatureStatus = "absent"
-    identity: str | None = None
-    issuer: str | None = None
+    __slots__ = ("status", "identity", "issuer", "kind", "evidence", "extensions")
+    status: SignatureStatus
+    identity: str | None
+    issuer: str | None
     #: ``keyless`` (Fulcio certificate), ``key`` (public key), or None.
-    kind: str | None = None
-    evidence: str | None = None
+    kind: str | None
+    evidence: str | None
     #: Fulcio extensions of the signing certificate (GitHub claims and the like), by short name.
-    extensions: dict[str, str] = field(default_factory=dict)
+    extensions: dict[str, str]
+
+    def __init__(self, status: SignatureStatus = "absent", identity: str | None = None,
+                 issuer: str | None = None, kind: str | None = None, evidence: str | None = None,
+                 extensions: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.identity = identity
+        self.issuer = issuer
+        self.kind = kind
+        self.evidence = evidence
+        self.extensions = {} if extensions is None else extensions
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -147,18 +162,31 @@ class SignatureResult:
                    extensions=dict(doc.get("extensions") or {}))
 
 
-@dataclass
-class ProvenanceResult:
+class ProvenanceResult(Slotted):
     """The provenance verdict of a report: status, builder, source and SLSA level."""
 
-    status: ProvenanceStatus = "absent"
-    predicate_type: str | None = None
-    builder_id: str | None = None
-    build_type: str | None = None
-    slsa_level: int | None = None
+    __slots__ = ("status", "predicate_type", "builder_id", "build_type", "slsa_level", "source",
+                 "evidence")
+    status: ProvenanceStatus
+    predicate_type: str | None
+    builder_id: str | None
+    build_type: str | None
+    slsa_level: int | None
     #: ``{"uri": ..., "ref": ..., "digest": {...}, "workflow": ...}`` or None.
-    source: dict[str, Any] | None = None
-    evidence: str | None = None
+    source: dict[str, Any] | None
+    evidence: str | None
+
+    def __init__(self, status: ProvenanceStatus = "absent", predicate_type: str | None = None,
+                 builder_id: str | None = None, build_type: str | None = None,
+                 slsa_level: int | None = None, source: dict[str, Any] | None = None,
+                 evidence: str | None = None) -> None:
+        self.status = status
+        self.predicate_type = predicate_type
+        self.builder_id = builder_id
+        self.build_type = build_type
+        self.slsa_level = slsa_level
+        self.source = source
+        self.evidence = evidence
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -179,15 +207,19 @@ class ProvenanceResult:
                    evidence=doc.get("evidence"))
 
 
-@dataclass(frozen=True)
-class Reason:
+class Reason(Record):
     """Why a decision came out as it did (principle 8)."""
 
+    __slots__ = ("code", "message", "rule", "expected", "actual")
     code: str
     message: str
-    rule: str | None = None
-    expected: Any = None
-    actual: Any = None
+    rule: str | None
+    expected: Any
+    actual: Any
+
+    def __init__(self, code: str, message: str, rule: str | None = None, expected: Any = None,
+                 actual: Any = None) -> None:
+        init(self, code, message, rule, expected, actual)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -199,17 +231,27 @@ class Reason:
         return out
 
 
-@dataclass
-class Decision:
+class Decision(Slotted):
     """allow / ask / deny, with its reasons and the digests of the policy and report decided on."""
 
+    __slots__ = ("behavior", "reasons", "policy_digest", "report_digest", "rule_source", "mode")
     behavior: Behavior
-    reasons: list[Reason] = field(default_factory=list)
-    policy_digest: str | None = None
-    report_digest: str | None = None
+    reasons: list[Reason]
+    policy_digest: str | None
+    report_digest: str | None
     #: Where the deciding rule came from (``org``, ``local``, ``cli``, ``default``).
-    rule_source: str | None = None
-    mode: str = "enforce"
+    rule_source: str | None
+    mode: str
+
+    def __init__(self, behavior: Behavior, reasons: list[Reason] | None = None,
+                 policy_digest: str | None = None, report_digest: str | None = None,
+                 rule_source: str | None = None, mode: str = "enforce") -> None:
+        self.behavior = behavior
+        self.reasons = [] if reasons is None else reasons
+        self.policy_digest = policy_digest
+        self.report_digest = report_digest
+        self.rule_source = rule_source
+        self.mode = mode
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,8 +268,7 @@ class Decision:
         return {"allow": 0, "deny": 1, "ask": 3}[self.behavior]
 
 
-@dataclass(frozen=True)
-class EvidenceSummary:
+class EvidenceSummary(Record):
     """What one piece of evidence (a bundle, a detached signature) showed, as a typed fact.
 
     ``applies``: it names this artifact (an attestation about another file says nothing about this one,
@@ -235,22 +276,32 @@ class EvidenceSummary:
     read these fields; the report's headline ``signature`` is a summary for people.
     """
 
+    __slots__ = ("evidence", "route", "content", "applies", "valid", "compromised", "signer_trusted",
+                 "identity", "issuer", "key", "extensions", "predicate_type", "provenance", "checks")
     evidence: str
     route: str
     content: str
-    applies: bool = True
-    valid: bool = False
-    compromised: bool = False
-    signer_trusted: bool = False
-    identity: str | None = None
-    issuer: str | None = None
+    applies: bool
+    valid: bool
+    compromised: bool
+    signer_trusted: bool
+    identity: str | None
+    issuer: str | None
     #: ``sha256:<hex>`` of the DER public key, for key-based signatures.
-    key: str | None = None
+    key: str | None
     #: Fulcio claims of the signing certificate: a policy signer rule may constrain them.
-    extensions: Mapping[str, str] = field(default_factory=dict)
-    predicate_type: str | None = None
-    provenance: ProvenanceResult | None = None
-    checks: tuple[Check, ...] = ()
+    extensions: Mapping[str, str]
+    predicate_type: str | None
+    provenance: ProvenanceResult | None
+    checks: tuple[Check, ...]
+
+    def __init__(self, evidence: str, route: str, content: str, applies: bool = True,
+                 valid: bool = False, compromised: bool = False, signer_trusted: bool = False,
+                 identity: str | None = None, issuer: str | None = None, key: str | None = None,
+                 extensions: Mapping[str, str] | None = None, predicate_type: str | None = None,
+                 provenance: ProvenanceResult | None = None, checks: tuple[Check, ...] = ()) -> None:
+        init(self, evidence, route, content, applies, valid, compromised, signer_trusted, identity,
+             issuer, key, {} if extensions is None else extensions, predicate_type, provenance, checks)
 
     @property
     def vouches(self) -> bool:
@@ -290,22 +341,40 @@ class EvidenceSummary:
         )
 
 
-@dataclass
-class TrustReport:
+class TrustReport(Slotted):
     """Everything verification found about one artifact."""
 
+    __slots__ = ("path", "digests", "size", "trust_level", "signature", "provenance", "checks",
+                 "attestations", "claims", "decision")
     path: str
     digests: dict[str, str]
-    size: int | None = None
-    trust_level: TrustLevel = TrustLevel.UNSIGNED
-    signature: SignatureResult = field(default_factory=SignatureResult)
-    provenance: ProvenanceResult = field(default_factory=ProvenanceResult)
-    checks: list[Check] = field(default_factory=list)
+    size: int | None
+    trust_level: TrustLevel
+    signature: SignatureResult
+    provenance: ProvenanceResult
+    checks: list[Check]
     #: One entry per piece of evidence examined (bundle, key signature), each with its own checks.
-    attestations: list[EvidenceSummary] = field(default_factory=list)
+    attestations: list[EvidenceSummary]
     #: Claims made by metadata (RFC §3.2.2), reported, never used as expectations.
-    claims: dict[str, Any] | None = None
-    decision: Decision | None = None
+    claims: dict[str, Any] | None
+    decision: Decision | None
+
+    def __init__(self, path: str, digests: dict[str, str], size: int | None = None,
+                 trust_level: TrustLevel = TrustLevel.UNSIGNED,
+                 signature: SignatureResult | None = None,
+                 provenance: ProvenanceResult | None = None, checks: list[Check] | None = None,
+                 attestations: list[EvidenceSummary] | None = None,
+                 claims: dict[str, Any] | None = None, decision: Decision | None = None) -> None:
+        self.path = path
+        self.digests = digests
+        self.size = size
+        self.trust_level = trust_level
+        self.signature = SignatureResult() if signature is None else signature
+        self.provenance = ProvenanceResult() if provenance is None else provenance
+        self.checks = [] if checks is None else checks
+        self.attestations = [] if attestations is None else attestations
+        self.claims = claims
+        self.decision = decision
 
     def to_json(self, *, full: bool = False) -> dict[str, Any]:
         """The JSON README documents; ``full`` adds each check's ``impact`` (see ``from_json``)."""
@@ -338,11 +407,37 @@ class TrustReport:
             claims=doc.get("claims"),
         )
 
+    def copy(self) -> TrustReport:
+        """A report with the same facts that can be changed without changing this one: its lists,
+        dicts and result objects are new; the checks and attestations (immutable) are shared. The
+        verdict cache hands out copies of a report it keeps in memory (gate/cached.py)."""
+        sig, prov = self.signature, self.provenance
+        return TrustReport(
+            self.path, dict(self.digests), self.size, self.trust_level,
+            SignatureResult(sig.status, sig.identity, sig.issuer, sig.kind, sig.evidence,
+                            dict(sig.extensions)),
+            ProvenanceResult(prov.status, prov.predicate_type, prov.builder_id, prov.build_type,
+                             prov.slsa_level, _json_copy(prov.source), prov.evidence),
+            list(self.checks), list(self.attestations), _json_copy(self.claims),
+            None if self.decision is None else Decision(
+                self.decision.behavior, list(self.decision.reasons), self.decision.policy_digest,
+                self.decision.report_digest, self.decision.rule_source, self.decision.mode),
+        )
+
     def digest(self) -> str:
         """sha256 of the canonical JSON of the report's facts (without the decision)."""
         body = self.to_json()
         body.pop("decision", None)
         return canonical_digest(body, stringify=True)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON value (dicts and lists new, all the way down)."""
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(v) for v in value]
+    return value
 
 
 __all__ = [

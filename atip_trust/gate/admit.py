@@ -35,22 +35,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Algorithm, Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import (
+    ReportKey,
     cached,
     evidence_digests,
     hash_artifact,
     open_cache,
-    report_key,
     store,
     stored_digest,
 )
@@ -108,13 +109,21 @@ def tool_name_of(tool: PathLike | Artifact) -> str:
     if isinstance(tool, Artifact):
         return tool.path.name
     text = os.fspath(tool)
-    return Path(text).name if "/" in text else text
+    return _last_component(text) if "/" in text else text
 
 
-@dataclass(frozen=True)
-class Admission:
+@lru_cache(maxsize=256)
+def _last_component(text: str) -> str:
+    return Path(text).name  # pathlib's idea of it ("a/b/" and "a/b/." name "b"), once per path
+
+
+class Admission(Record):
     """The outcome of one admission: what was decided about which bytes, and why."""
 
+    __slots__ = ("tool", "command", "path", "report", "decision", "effects_verified",
+                 "metadata_source", "audit_record", "audit_log", "cache", "metadata")
+    _no_repr = frozenset({"audit_record", "metadata"})
+    _no_compare = frozenset({"metadata"})
     tool: str
     command: tuple[str, ...]
     path: str
@@ -125,14 +134,21 @@ class Admission:
     #: The metadata source verification established, or None (RFC §3.2.2 ``trust.source``).
     metadata_source: str | None
     #: The audit-log line for this decision (written unless auditing was off or deferred).
-    audit_record: dict[str, Any] = field(repr=False)
+    audit_record: dict[str, Any]
     #: Where the line goes (None: the user state dir), after the policy's ``audit`` settings.
-    audit_log: str | None = None
+    audit_log: str | None
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
     #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
-    cache: str = "off"
+    cache: str
     #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
-    metadata: MetadataDocument | None = field(default=None, repr=False, compare=False)
+    metadata: MetadataDocument | None
+
+    def __init__(self, tool: str, command: tuple[str, ...], path: str, report: TrustReport,
+                 decision: Decision, effects_verified: bool, metadata_source: str | None,
+                 audit_record: dict[str, Any], audit_log: str | None = None, cache: str = "off",
+                 metadata: MetadataDocument | None = None) -> None:
+        init(self, tool, command, path, report, decision, effects_verified, metadata_source,
+             audit_record, audit_log, cache, metadata)
 
     @property
     def metadata_sha256(self) -> str | None:
@@ -159,15 +175,18 @@ class Admission:
         return out
 
 
-@dataclass
 class _Known:
     """What is known so far about this admission, for the audit line of a failed evaluation."""
 
-    tool: str
-    words: list[str] = field(default_factory=list)
-    path: str | None = None
-    digest: str | None = None
-    policy: Policy | None = None
+    __slots__ = ("tool", "words", "path", "digest", "policy")
+
+    def __init__(self, tool: str, words: list[str] | None = None, path: str | None = None,
+                 digest: str | None = None, policy: Policy | None = None) -> None:
+        self.tool = tool
+        self.words: list[str] = [] if words is None else words
+        self.path = path
+        self.digest = digest
+        self.policy = policy
 
 
 def audit_failure(
@@ -283,13 +302,13 @@ def admit(
             metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch,
+            audit_log=os.fspath(audit_log) if audit_log is not None else None,
         )
     except Exception as err:
         if audit:
             audit_failure(err, tool=known.tool, command=known.words, policy=policy, path=known.path,
                           digest=known.digest, audit_log=audit_log)
         raise
-    admission = replace(admission, audit_log=os.fspath(audit_log) if audit_log is not None else None)
     if audit and not defer_audit:
         write_audit(admission)
     return admission
@@ -312,6 +331,7 @@ def _admit(
     interactive: bool,
     cache: VerdictCache | None,
     fetch: bool = False,
+    audit_log: str | None = None,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
@@ -371,7 +391,7 @@ def _admit(
 
         # (3) Verify the tool with the policy's anchors, unless the same bytes were verified with
         # the same evidence, policy, root and constraints before (the verdict cache).
-        constraints = constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
+        constraints = _constraints(policy, keys)
         key = _cache_key(cache, art, digests, tool_name=tool_name, policy=policy,
                          root_digest=trust_root.digest, constraints=constraints, bundles=bundles,
                          keys=constraints.keys, signature=signature, doc=doc, meta_path=meta_path,
@@ -428,9 +448,50 @@ def _admit(
         effects_verified=effects_verified,
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
+        audit_log=audit_log,
         cache="off" if key is None else "hit" if hit is not None else "miss",
         metadata=doc,
     )
+
+
+class _PolicyConstraints:
+    """The constraints (and their text in the cache key) made from one policy object without key files."""
+
+    __slots__ = ("policy", "digest", "constraints", "text")
+
+    def __init__(self, policy: Policy, constraints: Constraints) -> None:
+        self.policy = policy
+        self.digest = policy.digest
+        self.constraints = constraints
+        self.text = repr(constraints)
+
+
+#: The last few, newest last: a runtime decides with one policy object for many calls.
+_MADE: list[_PolicyConstraints] = []
+
+
+def _constraints(policy: Policy, keys: Sequence[PathLike]) -> Constraints:
+    """``constraints_from_policy`` for this admission. Made once per policy object when no public-key
+    file is involved (neither ``keys`` nor a ``trust.publicKeys`` path in any layer): then they depend
+    on the policy alone. A key file is read, and its digest checked against the policy, every call."""
+    if keys or any(k.path for layer in policy.layers for k in (layer.public_keys or ())):
+        return constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
+    for made in _MADE:
+        if made.policy is policy and made.digest == policy.digest:
+            return made.constraints
+    made = _PolicyConstraints(policy, constraints_from_policy(policy, Constraints()))
+    if len(_MADE) >= 8:
+        del _MADE[0]
+    _MADE.append(made)
+    return made.constraints
+
+
+def _constraints_text(constraints: Constraints) -> str:
+    """``repr(constraints)`` (part of the cache key), made once for constraints made once."""
+    for made in _MADE:
+        if made.constraints is constraints:
+            return made.text
+    return repr(constraints)
 
 
 def _cache_key(
@@ -449,7 +510,7 @@ def _cache_key(
     meta_path: Path | None,
     meta_bundle: Path | None,
     from_shim: bool,
-) -> str | None:
+) -> ReportKey | None:
     """Everything steps (3) and (4) read, as the verdict cache's key (gate/cached.py); None when
     the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again).
     ``keys`` are the constraints' keys: the policy's own PEM files as well as ``--key`` files, by
@@ -461,17 +522,22 @@ def _cache_key(
         ("metadata_bundle", [meta_bundle]))}
     if any(v is None for v in files.values()):
         return None
-    return report_key("admit", {
-        "artifact": {"path": str(art.path), **{a: str(d) for a, d in digests.items()}},
-        "tool": tool_name,
-        "evidence": files,
-        "metadata": {"path": None if meta_path is None else str(meta_path), "from_shim": from_shim,
-                     "sha256": None if doc is None else str(doc.sha256),
-                     "source_name": None if doc is None else doc.source_name},
-        "policy": policy.digest,
-        "trusted_root": root_digest,
-        "constraints": repr(constraints),
-    })
+    path = str(art.path)
+    meta = (None if meta_path is None else str(meta_path), from_shim,
+            None if doc is None else str(doc.sha256), None if doc is None else doc.source_name)
+    shown = _constraints_text(constraints)
+
+    def parts() -> dict[str, Any]:  # the entry's name on disk is made of these (only on a memory miss)
+        return {"artifact": {"path": path, **{a: str(d) for a, d in digests.items()}},
+                "tool": tool_name, "evidence": files,
+                "metadata": dict(zip(("path", "from_shim", "sha256", "source_name"), meta)),
+                "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
+
+    # The same values, hashable, for this process's memory of the entry (gate/cached.py).
+    memo = (path, tuple(digests.items()), tool_name,
+            tuple((role, tuple(tuple(f) for f in v or ())) for role, v in files.items()),
+            meta, policy.digest, root_digest, shown)
+    return ReportKey("admit", parts, memo)
 
 
 __all__ = ["Admission", "admit", "audit_failure", "load_admission_policy", "tool_name_of", "write_audit"]

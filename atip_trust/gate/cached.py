@@ -5,21 +5,30 @@ The key covers everything ``evaluate`` and the metadata's own verification read:
 and digests), every piece of evidence by path and by the sha256 of its bytes, the composed policy's
 digest, the trusted root's digest, the constraints the evaluation ran with, and atip-trust's version.
 Evidence that cannot be read is never cached: that evaluation runs, and reports it, every time.
+
+In memory, per process: a runtime admits a tool before every call, so what the disk gave is also
+remembered here, exactly as strictly. The artifact's digests and each evidence file's by path and stat
+identity (_base/statmemo.py: the stat fast path's rule, its same-timestamp window included); a report
+by its whole key (a :class:`ReportKey`: the same parts as the entry's name on disk, with the cache
+directory and the version), together with the identity of the entry file it was read from — while
+that file is the same one (not replaced, edited, removed, chmod'ed or chown'ed) and younger than
+``MAX_AGE``, its JSON is neither read nor parsed nor checked again. The decision is never remembered.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from atip_trust._base.files import open_regular
+from atip_trust._base.statmemo import Ident, StatMemo, ident_of, regular_ident, settled
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact, FileIdentity
 from atip_trust.facts.digest import Algorithm, Digest, hash_fd
 from atip_trust.facts.report import TrustReport
-from atip_trust.state.cache import VerdictCache, cache_key
+from atip_trust.state.cache import VerdictCache, cache_key, fresh
 
 PathLike = str | os.PathLike[str]
 _ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
@@ -29,50 +38,73 @@ def open_cache(enabled: bool) -> VerdictCache | None:
     return VerdictCache() if enabled else None
 
 
-def _ident(identity: FileIdentity) -> list[int]:
-    return [identity.dev, identity.inode, identity.size, identity.mtime_ns, identity.ctime_ns]
+def _ident(identity: FileIdentity) -> Ident:
+    return (identity.dev, identity.inode, identity.size, identity.mtime_ns, identity.ctime_ns)
+
+
+#: Digests of artifacts (and of evidence files) this process hashed or found in the cache, by path and
+#: stat identity.
+_ARTIFACTS: StatMemo[dict[Algorithm, Digest]] = StatMemo(1024)
+_EVIDENCE: StatMemo[str] = StatMemo(1024)
 
 
 def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, Digest]:
-    """sha256 and sha512 of the opened artifact; with a cache, taken from it when the file's
-    (dev, inode, size, mtime_ns, ctime_ns) are those it was hashed with, and remembered otherwise."""
+    """sha256 and sha512 of the opened artifact; with a cache, taken from it (or from this process's
+    memory of it) when the file's (dev, inode, size, mtime_ns, ctime_ns) are those it was hashed with,
+    and remembered otherwise."""
     if cache is None:
         return art.digests(_ALGORITHMS)
     path = str(art.path)
-    known = cache.known_digests(path, _ident(art.identity))
+    ident = _ident(art.identity)
+    here = _ARTIFACTS.get(path, ident)
+    if here is not None:
+        art.adopt_digests(here)
+        return art.digests(_ALGORITHMS)
+    known = cache.known_digests(path, list(ident))
     if known is not None:
         try:
             art.adopt_digests({a: Digest.parse(known[a]) for a in _ALGORITHMS})
         except (KeyError, AtipTrustError):
-            pass  # a malformed entry: hash instead
+            known = None  # a malformed entry: hash instead
     digests = art.digests(_ALGORITHMS)
     if known is None:
         try:
             unchanged = FileIdentity.from_stat(os.fstat(art.fd)) == art.identity
         except OSError:
             unchanged = False
-        if unchanged:  # a file that changed while it was hashed is not remembered
-            cache.remember_digests(path, _ident(art.identity), {a: str(d) for a, d in digests.items()})
+        if not unchanged:  # a file that changed while it was hashed is not remembered
+            return digests
+        cache.remember_digests(path, list(ident), {a: str(d) for a, d in digests.items()})
+    _ARTIFACTS.put(path, ident, dict(digests))
     return digests
 
 
 def evidence_digests(paths: Sequence[PathLike | None]) -> list[list[str]] | None:
     """``[path, sha256:<hex>]`` for each evidence file, or None when one cannot be read as a regular
-    file (then nothing is cached: the evaluation reports that file's failure every time)."""
+    file (then nothing is cached: the evaluation reports that file's failure every time). A file this
+    process hashed before, with the same stat identity, is not read again."""
     out: list[list[str]] = []
     for p in paths:
         if p is None:
             continue
+        name = os.fspath(p)
+        known = _EVIDENCE.get(name, regular_ident(name))
+        if known is not None:
+            out.append([name, known])
+            continue
         try:
-            fd, _ = open_regular(p, what="evidence file")
+            fd, st = open_regular(p, what="evidence file")
         except AtipTrustError:
             return None
         try:
-            out.append([os.fspath(p), str(hash_fd(fd, ("sha256",))["sha256"])])
+            digest = str(hash_fd(fd, ("sha256",))["sha256"])
+            if ident_of(os.fstat(fd)) == ident_of(st):  # not changed while it was hashed
+                _EVIDENCE.put(name, ident_of(st), digest)
         except (AtipTrustError, OSError):
             return None
         finally:
             os.close(fd)
+        out.append([name, digest])
     return out
 
 
@@ -80,26 +112,99 @@ def report_key(kind: str, parts: Mapping[str, Any]) -> str:
     return cache_key({"kind": kind, "atip_trust": __version__, **parts})
 
 
-def cached(cache: VerdictCache | None, key: str | None) -> tuple[TrustReport, dict[str, Any]] | None:
+class ReportKey:
+    """A report's cache key in two forms: ``memo``, compared in this process (hashable: the values of
+    ``parts()``, with ``kind`` and atip-trust's version), and ``hex``, the name of its entry on disk
+    (``report_key`` of ``parts()``), computed only when the disk is consulted."""
+
+    __slots__ = ("kind", "parts", "memo", "_hex")
+
+    def __init__(self, kind: str, parts: Callable[[], Mapping[str, Any]], memo: Hashable) -> None:
+        self.kind = kind
+        self.parts = parts
+        self.memo = (kind, __version__, memo)
+        self._hex: str | None = None
+
+    @property
+    def hex(self) -> str:
+        if self._hex is None:
+            self._hex = report_key(self.kind, self.parts())
+        return self._hex
+
+
+class _Remembered:
+    """What one entry gave this process: its name, the identity of its file, when it was created, the
+    report read from it (handed out as copies) and its payload."""
+
+    __slots__ = ("hex", "ident", "created", "report", "payload")
+
+    def __init__(self, hex: str, ident: Ident, created: float, report: TrustReport,
+                 payload: dict[str, Any]) -> None:
+        self.hex = hex
+        self.ident = ident
+        self.created = created
+        self.report = report
+        self.payload = payload
+
+
+#: Reports this process read from the cache, by (cache directory, ``ReportKey.memo``). Bounded.
+_REPORTS: dict[tuple[str, Hashable], _Remembered] = {}
+_MAX_REPORTS = 256
+
+
+def cached(cache: VerdictCache | None,
+           key: str | ReportKey | None) -> tuple[TrustReport, dict[str, Any]] | None:
     """The report stored under ``key`` and the rest of its payload, or None (absent, or not a report:
-    an entry of another shape is ignored, as a corrupt one is)."""
+    an entry of another shape is ignored, as a corrupt one is). For a ``ReportKey``, what this
+    process read from the same, unchanged entry before (module docstring)."""
     if cache is None or key is None:
         return None
+    if isinstance(key, ReportKey):
+        return _recall(cache, key)
     payload = cache.get(key)
     if payload is None:
         return None
+    report = _report_of(payload)
+    return None if report is None else (report, payload)
+
+
+def _report_of(payload: Mapping[str, Any]) -> TrustReport | None:
     try:
-        report = TrustReport.from_json(payload["report"])
+        return TrustReport.from_json(payload["report"])
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def _recall(cache: VerdictCache, key: ReportKey) -> tuple[TrustReport, dict[str, Any]] | None:
+    slot = (cache.where, key.memo)
+    mem = _REPORTS.get(slot)
+    if mem is not None:
+        if fresh(mem.created) and cache.entry_ident(mem.hex) == mem.ident:
+            key._hex = mem.hex
+            return mem.report.copy(), mem.payload
+        _REPORTS.pop(slot, None)
+    got = cache.get_entry(key.hex)
+    if got is None:
+        return None
+    payload, ident, created = got
+    report = _report_of(payload)
+    if report is None:
+        return None
+    if settled(ident):  # an entry written within the same-timestamp window is read again next time
+        if len(_REPORTS) >= _MAX_REPORTS:
+            _REPORTS.clear()
+        _REPORTS[slot] = _Remembered(key.hex, ident, created, report.copy(), payload)
     return report, payload
 
 
-def store(cache: VerdictCache | None, key: str | None, report: TrustReport, **extra: Any) -> str | None:
+def store(cache: VerdictCache | None, key: str | ReportKey | None, report: TrustReport,
+          **extra: Any) -> str | None:
     """Keep the report's facts (never its decision) under ``key``, with ``report.digest()`` (read
     back by ``stored_digest``); that digest, or None without a cache."""
     if cache is None or key is None:
         return None
+    if isinstance(key, ReportKey):
+        key = key.hex
     body = report.to_json(full=True)
     body["decision"] = None
     digest = report.digest()
@@ -114,5 +219,5 @@ def stored_digest(payload: Mapping[str, Any]) -> str | None:
     return digest if isinstance(digest, str) and digest.startswith("sha256:") else None
 
 
-__all__ = ["cached", "evidence_digests", "hash_artifact", "open_cache", "report_key", "store",
+__all__ = ["ReportKey", "cached", "evidence_digests", "hash_artifact", "open_cache", "report_key", "store",
            "stored_digest"]

@@ -200,8 +200,8 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     if policy.sources_declared:
         sources = tuple(slsa.AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
-    # Every field named (no ``dataclasses.replace``: that module stays off the warm path);
-    # tests/test_policy_constraints.py checks that none is left out.
+    # Every field named (faster than a replace on the warm path); tests/test_policy_constraints.py
+    # checks that none is left out.
     return Constraints(
         signers=signers,
         also_signers=also,

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
 from atip_trust.errors import UsageError
 from atip_trust.facts.report import Check
 
@@ -82,13 +82,16 @@ def _der_utf8(value: bytes) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class CertificateFacts:
+class CertificateFacts(Record):
     """What a Fulcio certificate says about its signer."""
 
+    __slots__ = ("sans", "issuer", "extensions")
     sans: tuple[str, ...]
     issuer: str | None
     extensions: Mapping[str, str]
+
+    def __init__(self, sans: tuple[str, ...], issuer: str | None, extensions: Mapping[str, str]) -> None:
+        init(self, sans, issuer, extensions)
 
     @property
     def identity(self) -> str | None:
@@ -129,39 +132,43 @@ class CertificateFacts:
         return cls(sans=tuple(sans), issuer=issuer, extensions=exts)
 
 
-@dataclass(frozen=True)
-class IdentityRule:
+class IdentityRule(Record):
     """One allowed signer: identity and issuer (exact or full-match regexp) and optional claims.
 
     Claims map an extension short name (``source_repository_uri``, ``runner_environment``, ...) to an
     exact value. ``github_workflow_repository`` etc. are accepted too.
     """
 
-    identity: str | None = None
-    identity_regexp: str | None = None
-    issuer: str | None = None
-    issuer_regexp: str | None = None
-    claims: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("identity", "identity_regexp", "issuer", "issuer_regexp", "claims")
+    identity: str | None
+    identity_regexp: str | None
+    issuer: str | None
+    issuer_regexp: str | None
+    claims: Mapping[str, str]
 
-    def __post_init__(self) -> None:
-        if (self.identity is None) == (self.identity_regexp is None):
+    def __init__(self, identity: str | None = None, identity_regexp: str | None = None,
+                 issuer: str | None = None, issuer_regexp: str | None = None,
+                 claims: Mapping[str, str] | None = None) -> None:
+        claims = {} if claims is None else claims
+        if (identity is None) == (identity_regexp is None):
             raise UsageError(
                 "a signer needs exactly one of --certificate-identity or --certificate-identity-regexp"
             )
-        if (self.issuer is None) == (self.issuer_regexp is None):
+        if (issuer is None) == (issuer_regexp is None):
             raise UsageError(
                 "a signer needs exactly one of --certificate-oidc-issuer or "
                 "--certificate-oidc-issuer-regexp"
             )
-        for pat in (self.identity_regexp, self.issuer_regexp):
+        for pat in (identity_regexp, issuer_regexp):
             if pat is not None:
                 try:
                     re.compile(pat)
                 except re.error as err:
                     raise UsageError(f"invalid regular expression {pat!r}: {err}") from err
-        for k in self.claims:
+        for k in claims:
             if k not in CLAIMS:
                 raise UsageError(f"unknown certificate claim {k!r}; known: {', '.join(CLAIMS)}")
+        init(self, identity, identity_regexp, issuer, issuer_regexp, claims)
 
     @classmethod
     def coerce(cls, obj: Any) -> IdentityRule:

@@ -22,17 +22,18 @@ import binascii
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from functools import cached_property
+from functools import lru_cache
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atip_trust._base.files import read_capped
+from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
-from atip_trust.errors import AtipTrustError, TrustRootError
+from atip_trust._base.record import Record, init
+from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
+from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -52,15 +53,19 @@ _EMBEDDED = {
 }
 
 
-@dataclass(frozen=True)
-class LogKey:
+class LogKey(Record):
     """A transparency log (Rekor) or CT log public key from the trusted root."""
 
+    __slots__ = ("key_id", "public_key", "base_url", "valid_from", "valid_until")
     key_id: bytes
     public_key: PublicKeyTypes
     base_url: str
     valid_from: datetime | None
     valid_until: datetime | None
+
+    def __init__(self, key_id: bytes, public_key: PublicKeyTypes, base_url: str,
+                 valid_from: datetime | None, valid_until: datetime | None) -> None:
+        init(self, key_id, public_key, base_url, valid_from, valid_until)
 
     def valid_at(self, when: datetime) -> bool:
         if self.valid_from is not None and when < self.valid_from:
@@ -70,14 +75,18 @@ class LogKey:
         return True
 
 
-@dataclass(frozen=True)
-class CertificateAuthority:
+class CertificateAuthority(Record):
     """A Fulcio (or TSA) CA: its chain, leaf-most first as in the file, and validity window."""
 
+    __slots__ = ("uri", "chain", "valid_from", "valid_until")
     uri: str
     chain: tuple[x509.Certificate, ...]
     valid_from: datetime | None
     valid_until: datetime | None
+
+    def __init__(self, uri: str, chain: tuple[x509.Certificate, ...], valid_from: datetime | None,
+                 valid_until: datetime | None) -> None:
+        init(self, uri, chain, valid_from, valid_until)
 
 
 def _ts(value: Any) -> datetime | None:
@@ -146,33 +155,51 @@ _PARSED: dict[str, dict[str, Any]] = {}
 _MAX_PARSED = 8
 
 
-@dataclass(frozen=True, eq=False)
-class TrustRoot:
+@lru_cache(maxsize=_MAX_PARSED)
+def _digest_of(raw: bytes) -> str:
+    # By the bytes (a bytes object keeps its own hash once computed): a root reused for many
+    # admissions is hashed once, as the cached property of a dataclass did.
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class TrustRoot(Record):
     """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
     ``check()`` when ``deferred`` (module docstring; until then the four tuples are empty)."""
 
+    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked")
+    _no_repr = frozenset({"raw"})
     #: The file path or given name; for an embedded root, ``production`` or ``staging``.
     label: str
-    raw: bytes = field(repr=False)
+    raw: bytes
     #: True for a root shipped inside the installed sigstore package.
-    embedded_root: bool = False
-    tlogs: tuple[LogKey, ...] = ()
-    ctlogs: tuple[LogKey, ...] = ()
-    fulcio: tuple[CertificateAuthority, ...] = ()
-    tsas: tuple[CertificateAuthority, ...] = ()
+    embedded_root: bool
+    tlogs: tuple[LogKey, ...]
+    ctlogs: tuple[LogKey, ...]
+    fulcio: tuple[CertificateAuthority, ...]
+    tsas: tuple[CertificateAuthority, ...]
     #: True once the file was parsed and checked (the four tuples above are its contents).
-    checked: bool = False
+    checked: bool
 
-    @cached_property
+    def __init__(self, label: str, raw: bytes, embedded_root: bool = False,
+                 tlogs: tuple[LogKey, ...] = (), ctlogs: tuple[LogKey, ...] = (),
+                 fulcio: tuple[CertificateAuthority, ...] = (),
+                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False) -> None:
+        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked)
+
+    # One object, one root: equal only to itself, hashed by identity (a root is compared by digest).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    @property
     def name(self) -> str:
         """Human name used in messages: ``production (embedded in sigstore 4.5.1)`` or the file path."""
         if self.embedded_root:
             return f"{self.label} (embedded in sigstore {sigstore.__version__})"
         return self.label
 
-    @cached_property
+    @property
     def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.raw).hexdigest()
+        return _digest_of(self.raw)
 
     def check(self) -> TrustRoot:
         """Parse and check the file now if that was deferred (``TrustRootError``); the root itself.
@@ -225,10 +252,12 @@ class TrustRoot:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, deferred: bool = False) -> TrustRoot:
-        try:
-            raw = read_capped(path, LIMITS.trusted_root_bytes, what="trusted root")
-        except AtipTrustError as err:
-            raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
+        """The root in ``path``; a file this process read before, with the same stat identity, is not
+        read again (``_ROOT_FILES``)."""
+        name = os.fspath(path)
+        raw = _ROOT_FILES.get(name, regular_ident(name))
+        if raw is None:
+            raw = _read_root(name)
         return cls.from_bytes(raw, name=str(path), deferred=deferred)
 
     @classmethod
@@ -238,16 +267,25 @@ class TrustRoot:
         folder = _EMBEDDED.get(instance)
         if folder is None:
             raise TrustRootError(f"no embedded trusted root named {instance!r}")
-        spec = importlib_util.find_spec("sigstore")
-        locations = list(spec.submodule_search_locations or ()) if spec is not None else []
         try:
-            if not locations:
-                raise FileNotFoundError("the sigstore package is not installed")
-            raw = (Path(locations[0]) / "_store" / folder / "trusted_root.json").read_bytes()
+            file = _EMBEDDED_FILES.get(instance)
+            if file is None:
+                spec = importlib_util.find_spec("sigstore")
+                locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+                if not locations:
+                    raise FileNotFoundError("the sigstore package is not installed")
+                file = str(Path(locations[0]) / "_store" / folder / "trusted_root.json")
+            before = regular_ident(file)
+            raw = _ROOT_FILES.get(file, before)
+            if raw is None:
+                raw = Path(file).read_bytes()
+                if before is not None and regular_ident(file) == before:
+                    _ROOT_FILES.put(file, before, raw)
         except OSError as err:
             raise TrustRootError(
                 f"the {instance} trusted root is missing from the installed sigstore package: {err}"
             ) from err
+        _EMBEDDED_FILES[instance] = file
         return cls.from_bytes(raw, name=instance, deferred=deferred, embedded=True)
 
     def sigstore_trusted_root(self) -> Any:
@@ -261,6 +299,36 @@ class TrustRoot:
             return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(_closed_tsa_windows(self.raw)))
         except (SigstoreError, ValueError, TypeError, KeyError) as err:
             raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
+
+
+#: Trusted-root files read by this process, by path and stat identity (_base/statmemo.py): a runtime
+#: admitting a tool per call neither reads nor hashes an unchanged root again.
+_ROOT_FILES: StatMemo[bytes] = StatMemo(_MAX_PARSED)
+#: Where the installed sigstore package keeps each embedded root (found once per process).
+_EMBEDDED_FILES: dict[str, str] = {}
+
+
+def _read_root(name: str) -> bytes:
+    """``read_capped``'s checks and errors, and the identity of the file that was read."""
+    cap = LIMITS.trusted_root_bytes
+    try:
+        fd, st = open_regular(name, what="trusted root")
+        try:
+            if st.st_size > cap:
+                raise InputTooLargeError(
+                    f"trusted root is {st.st_size} bytes, over the cap of {cap} bytes", path=name)
+            raw = read_fd_capped(fd, cap, what="trusted root", path=name)
+            try:
+                unchanged = ident_of(os.fstat(fd)) == ident_of(st)
+            except OSError:
+                unchanged = False
+        finally:
+            os.close(fd)
+    except AtipTrustError as err:
+        raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
+    if unchanged:  # a file that changed while it was read is not remembered
+        _ROOT_FILES.put(name, ident_of(st), raw)
+    return raw
 
 
 #: datetime's resolution: moving an end this much later turns ``t < end`` into ``t <= end`` exactly.

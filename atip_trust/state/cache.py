@@ -30,7 +30,7 @@ import os
 import stat
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ import platformdirs
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
+from atip_trust._base.record import Record, init
+from atip_trust._base.statmemo import RACY_NS, Ident, ident_of
 from atip_trust.errors import AtipTrustError
 
 #: Entry layout version; an entry of another version is ignored.
@@ -52,9 +54,9 @@ EVICT_EVERY = 64
 ENTRY_BYTES = 4 * 1024 * 1024
 #: An entry older than this is ignored: a bound on how long a report is reused without re-verifying.
 MAX_AGE = 7 * 24 * 3600
-#: A file whose ctime is this close to "now" may still change within the same timestamp tick
-#: (coarse file-system clocks); its stat is not remembered, so its next use hashes it again.
-RACY_NS = 2_000_000_000
+#: RACY_NS (_base/statmemo.py): a file whose ctime is this close to "now" may still change within the
+#: same timestamp tick (coarse file-system clocks); its stat is not remembered, so its next use hashes
+#: it again.
 
 _REPORT_PREFIX = "r-"
 _STAT_PREFIX = "s-"
@@ -70,10 +72,24 @@ _BODY_AT = len(_HEAD) + 64 + len(_MID)
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("ATIP_CACHE_DIR")
+    return _cache_dir(os.environ.get("ATIP_CACHE_DIR"))
+
+
+@lru_cache(maxsize=16)
+def _cache_dir(env: str | None) -> Path:
+    # Per value of ATIP_CACHE_DIR (an admission opens the cache on every call).
     if env:
         return Path(env)
     return Path(platformdirs.user_cache_dir("atip-trust")) / "verdicts"
+
+
+def fresh(created: Any) -> bool:
+    """An entry's ``created`` time is a number within the last ``MAX_AGE`` seconds."""
+    return isinstance(created, (int, float)) and 0 <= time.time() - created <= MAX_AGE
+
+
+def _private_entry(st: os.stat_result) -> bool:
+    return st.st_uid == os.getuid() and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def cache_key(parts: Mapping[str, Any]) -> str:
@@ -81,13 +97,16 @@ def cache_key(parts: Mapping[str, Any]) -> str:
     return canonical_digest(dict(parts), stringify=True).removeprefix("sha256:")
 
 
-@dataclass(frozen=True)
-class CacheStats:
+class CacheStats(Record):
     """The cache directory's path, number of entries and total size (``cache stats``)."""
 
+    __slots__ = ("path", "entries", "bytes")
     path: str
     entries: int
     bytes: int
+
+    def __init__(self, path: str, entries: int, bytes: int) -> None:
+        init(self, path, entries, bytes)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "entries": self.entries, "bytes": self.bytes}
@@ -101,6 +120,8 @@ class VerdictCache:
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
+        #: The directory as text, for names joined on every lookup (``entry_ident``).
+        self.where = str(self.directory)
 
     # -- the directory -------------------------------------------------------------------------------
     def _usable(self, *, create: bool) -> bool:
@@ -129,6 +150,12 @@ class VerdictCache:
     # -- one entry -----------------------------------------------------------------------------------
     def _read(self, name: str) -> dict[str, Any] | None:
         """The body of entry ``name``, or None when it is absent or not to be trusted."""
+        read = self._read_entry(name)
+        return read[0] if read is not None else None
+
+    def _read_entry(self, name: str) -> tuple[dict[str, Any], Ident] | None:
+        """The body of entry ``name`` and the identity of the file it was read from (``_base/statmemo``),
+        or None when it is absent or not to be trusted."""
         if not self._usable(create=False):
             return None
         try:
@@ -136,7 +163,7 @@ class VerdictCache:
         except AtipTrustError:
             return None
         try:
-            if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH):
+            if not _private_entry(st):
                 return None
             data = read_fd_capped(fd, ENTRY_BYTES, what="cache entry")
             if not (data.startswith(_HEAD) and data[_BODY_AT - len(_MID):_BODY_AT] == _MID
@@ -152,10 +179,9 @@ class VerdictCache:
             os.close(fd)
         if not isinstance(body, dict):
             return None
-        created = body.get("created")
-        if not isinstance(created, (int, float)) or not 0 <= time.time() - created <= MAX_AGE:
+        if not fresh(body.get("created")):
             return None
-        return body
+        return body, ident_of(st)
 
     def _write(self, name: str, body: dict[str, Any]) -> None:
         if not self._usable(create=True):
@@ -206,6 +232,29 @@ class VerdictCache:
             return None
         payload: dict[str, Any] = body["payload"]
         return payload
+
+    def get_entry(self, key: str) -> tuple[dict[str, Any], Ident, float] | None:
+        """``get``, with the identity of the entry's file and its ``created`` time: a caller that
+        remembers the payload (gate/cached.py) trusts it again only while ``entry_ident`` is that
+        identity and ``fresh(created)`` holds."""
+        read = self._read_entry(f"{_REPORT_PREFIX}{key}{_SUFFIX}")
+        if read is None:
+            return None
+        body, ident = read
+        if body.get("key") != key or not isinstance(body.get("payload"), dict):
+            return None
+        payload: dict[str, Any] = body["payload"]
+        return payload, ident, body["created"]
+
+    def entry_ident(self, key: str) -> Ident | None:
+        """The identity of the entry for ``key`` now, if it is a regular file (not a link) this user
+        owns and only this user can write, else None: an entry replaced, edited, removed, chmod'ed or
+        chown'ed since (each changes its ctime or inode) no longer has the identity it was read with."""
+        try:
+            st = os.lstat(os.path.join(self.where, f"{_REPORT_PREFIX}{key}{_SUFFIX}"))
+        except (OSError, ValueError):
+            return None
+        return ident_of(st) if stat.S_ISREG(st.st_mode) and _private_entry(st) else None
 
     def put(self, key: str, payload: Mapping[str, Any]) -> None:
         self._write(f"{_REPORT_PREFIX}{key}{_SUFFIX}", {"key": key, "payload": dict(payload)})
@@ -269,4 +318,4 @@ class VerdictCache:
         return removed
 
 
-__all__ = ["CacheStats", "VerdictCache", "cache_key", "default_cache_dir"]
+__all__ = ["CacheStats", "VerdictCache", "cache_key", "default_cache_dir", "fresh"]

@@ -1,0 +1,79 @@
+"""What a file held, remembered in this process by its stat identity: the verdict cache's stat fast path
+(state/cache.py), in memory.
+
+Why: a runtime that admits a tool before every call reads the same small files each time — the bundle,
+the trusted root, the cache entry itself — and hashing or parsing them again was most of a cache hit's
+cost (README "Verdict cache"). A file whose (dev, inode, size, mtime_ns, ctime_ns) are those it had
+when it was read is taken to hold the same bytes: the same rule, and the same limit, as the on-disk
+stat fast path. ctime cannot be set back by any user, so a same-size rewrite that restores the mtime
+is still seen. A file changed within ``RACY_NS`` of being read (a coarse file-system clock may not
+tick between two writes) is not remembered: its next use reads it again.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["RACY_NS", "Ident", "StatMemo", "ident_of", "regular_ident", "settled"]
+
+V = TypeVar("V")
+
+#: (dev, inode, size, mtime_ns, ctime_ns): a file with the same five is taken to hold the same bytes.
+Ident = tuple[int, int, int, int, int]
+
+#: A file whose mtime or ctime is this close to "now" may still change within the same timestamp tick
+#: (coarse file-system clocks); what it held is not remembered, so its next use reads it again.
+RACY_NS = 2_000_000_000
+
+
+def ident_of(st: os.stat_result) -> Ident:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def settled(ident: Ident) -> bool:
+    """The file's last change is older than ``RACY_NS``: what it holds now may be remembered."""
+    return time.time_ns() - max(ident[3], ident[4]) >= RACY_NS
+
+
+def regular_ident(path: str, *, follow_links: bool = True) -> Ident | None:
+    """The identity of the regular file at ``path`` now, or None (absent, unreadable metadata, not a
+    regular file): then the caller reads it the ordinary way, with its ordinary errors."""
+    try:
+        st = os.stat(path) if follow_links else os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return ident_of(st) if stat.S_ISREG(st.st_mode) else None
+
+
+class StatMemo(Generic[V]):
+    """A bounded map from a key (a path, usually) to (identity, value); a value is handed out only for
+    the identity it was stored with, and stored only when that identity is ``settled``."""
+
+    __slots__ = ("_items", "_max")
+
+    def __init__(self, max_items: int = 256) -> None:
+        self._items: dict[Hashable, tuple[Ident, V]] = {}
+        self._max = max_items
+
+    def get(self, key: Hashable, ident: Ident | None) -> V | None:
+        if ident is None:
+            return None
+        item = self._items.get(key)
+        return item[1] if item is not None and item[0] == ident else None
+
+    def put(self, key: Hashable, ident: Ident, value: V) -> None:
+        if not settled(ident):
+            return
+        if len(self._items) >= self._max and key not in self._items:
+            self._items.clear()  # bounded; refilled by the files still in use
+        self._items[key] = (ident, value)
+
+    def forget(self, key: Hashable) -> None:
+        self._items.pop(key, None)
+
+    def clear(self) -> None:
+        self._items.clear()
