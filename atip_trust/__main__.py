@@ -1,3 +1,3 @@
-from atip_trust.cli.main import main
+from atip_trust.cli.launch import main
 
 raise SystemExit(main())

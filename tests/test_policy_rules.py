@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from atip_trust.errors import PolicyError
 from atip_trust.policy.rules import (
@@ -99,3 +103,18 @@ def test_malformed_rules_are_refused_with_their_path(bad: str) -> None:
     with pytest.raises(PolicyError) as info:
         compile_rule(bad, "deny", "local", where="$.permissions.deny[3]")
     assert info.value.path == "$.permissions.deny[3]"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab-_./:=@%+,*;#&| \t\r\n\x0b\x0c\xa0'\"\\")), max_size=24))
+def test_a_command_line_is_split_into_the_words_shlex_gives_whatever_its_characters(text: str) -> None:
+    """split_command skips shlex for plain lines (a cache-hit admission's "--command status"); the
+    words must be exactly shlex's for every line, so a rule never sees a different split (e.g. a
+    no-break space or vertical tab is not a blank for shlex and must not become one here)."""
+    try:
+        expected = tuple(shlex.split(text))
+    except ValueError:
+        with pytest.raises(PolicyError):
+            split_command(text)
+        return
+    assert split_command(text) == expected

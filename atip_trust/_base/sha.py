@@ -5,7 +5,8 @@ and a cache-hit admission hashes only a few small files — it never hashes the 
 path, README "Verdict cache"). CPython's built-in SHA-256 (``_sha2`` from 3.12, ``_sha256`` in 3.11: the
 module hashlib itself falls back to) gives the same digest and loads in under a millisecond. Above
 ``SMALL`` bytes OpenSSL's SHA extensions win by far, so larger inputs go to hashlib (imported then).
-Files of any size — artifacts — are hashed by ``facts/digest.py``, always with hashlib.
+``facts/digest.py`` asks :func:`hasher` for each file it hashes, by the file's size: a bundle gets the
+built-in one, an artifact of any real size OpenSSL's.
 """
 
 from __future__ import annotations
@@ -32,15 +33,24 @@ except ImportError:  # pragma: no cover - depends on the interpreter
 SMALL = 64 * 1024
 
 
+def hasher(algorithm: str, size_hint: int) -> Any:
+    """A fresh hash object (``.update()``, ``.digest()``) for ``algorithm`` ("sha256", "sha512", ...)
+    and input of about ``size_hint`` bytes: the built-in SHA-256 for a small one, else hashlib's. The
+    hint only picks the implementation; the digest is the same whatever is then fed to it."""
+    if algorithm == "sha256" and _builtin_sha256 is not None and size_hint <= SMALL:
+        return _builtin_sha256()
+    return hashlib.new(algorithm)
+
+
 def sha256(data: bytes) -> Any:
     """A finished SHA-256 hash object of ``data`` (``.digest()``, ``.hexdigest()``)."""
-    if _builtin_sha256 is not None and len(data) <= SMALL:
-        return _builtin_sha256(data)
-    return hashlib.sha256(data)
+    h = hasher("sha256", len(data))
+    h.update(data)
+    return h
 
 
 def sha256_hex(data: bytes) -> str:
     return sha256(data).hexdigest()  # type: ignore[no-any-return]
 
 
-__all__ = ["SMALL", "sha256", "sha256_hex"]
+__all__ = ["SMALL", "hasher", "sha256", "sha256_hex"]

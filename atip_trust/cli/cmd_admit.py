@@ -88,10 +88,27 @@ def add_evidence_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
 
 
+class _AuditLogAction(argparse.Action):
+    """``--audit-log FILE`` (stored as given). Its help names the default path, found by platformdirs
+    only when the help is shown: an admission that writes no audit line (or names its file) does not
+    pay for that import (README "Verdict cache")."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+
+    @property
+    def help(self) -> str:
+        return (f"audit log (default: {default_audit_path()}; an org policy's audit.log takes "
+                "precedence and cannot be changed)")
+
+    @help.setter
+    def help(self, _value: str | None) -> None:
+        pass
+
+
 def add_audit_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--audit-log", metavar="FILE",
-                   help=f"audit log (default: {default_audit_path()}; an org policy's audit.log "
-                   "takes precedence and cannot be changed)")
+    p.add_argument("--audit-log", metavar="FILE", action=_AuditLogAction)
     p.add_argument("--no-audit", action="store_true", help="do not write an audit line")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "

@@ -20,7 +20,7 @@ import importlib
 import io
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -317,9 +317,10 @@ def _guarded_stdout() -> Iterator[None]:
             pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, started: Callable[[], None] | None = None) -> int:
+    """Run one command line; ``started`` is called once its command is about to run (cli/launch.py)."""
     with _guarded_stdout():
-        rc = _main(list(sys.argv[1:] if argv is None else argv))
+        rc = _main(list(sys.argv[1:] if argv is None else argv), started)
         try:
             sys.stdout.flush()
         except (OSError, ValueError) as err:  # a full disk, say: the output the verdict needs is lost
@@ -328,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rc
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     fmt = "text"
     for i, a in enumerate(argv):  # known before parsing, so parse errors honour --format too
@@ -348,6 +349,8 @@ def _main(argv: list[str]) -> int:
         if command is None:
             parser.print_help(sys.stderr)
             return EXIT_ERROR
+        if started is not None:  # the command's modules are loaded and its arguments parsed (launch.py)
+            started()
         rc = int(args.func(args))
         if rc not in (EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK):
             return EXIT_ERROR

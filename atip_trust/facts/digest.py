@@ -7,8 +7,6 @@ constant-time. The text form is ``<algorithm>:<lowercase hex>``, the form ATIP u
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import re
 from collections.abc import Iterable
@@ -16,15 +14,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
+from atip_trust._base.sha import hasher
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust.limits import LIMITS
 
 # Only a large file is hashed with a reader thread (``_hash_overlapped``); an admission that takes its
-# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py).
+# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py). Nor
+# does it hash its artifact on a hit (the stat fast path): OpenSSL (through hashlib, which hmac imports
+# too) is loaded when a large file is hashed (_base/sha.py) or two digests are compared.
 if TYPE_CHECKING:
+    import hmac
     import queue
     import threading
 else:
+    hmac = lazy_import("hmac")
     queue = lazy_import("queue")
     threading = lazy_import("threading")
 
@@ -114,11 +117,11 @@ def hash_fd(
     for a in algs:
         if a not in _HEX_LEN:
             raise MalformedInputError(f"unsupported digest algorithm {a!r}")
-    hashers = [hashlib.new(a) for a in algs]
     try:
         size_hint = os.fstat(fd).st_size
     except OSError as err:
         raise ArtifactAccessError(f"cannot stat: {err.strerror}") from err
+    hashers = [hasher(a, size_hint) for a in algs]
     if overlap and size_hint > 4 * chunk:
         _hash_overlapped(fd, hashers, chunk)
     else:
@@ -195,7 +198,9 @@ def _hash_overlapped(fd: int, hashers: list[Any], chunk: int) -> None:
 
 
 def hash_bytes(data: bytes, algorithm: Algorithm = "sha256") -> Digest:
-    return Digest(algorithm, hashlib.new(algorithm, data).digest())
+    h = hasher(algorithm, len(data))
+    h.update(data)
+    return Digest(algorithm, h.digest())
 
 
 __all__ = ["Algorithm", "ALGORITHMS", "Digest", "hash_fd", "hash_bytes"]

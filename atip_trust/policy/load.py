@@ -13,7 +13,6 @@ fails is never remembered; the semantic checks that follow the schema run on eve
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from atip_trust._base.files import read_capped
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import Validator, validator
+from atip_trust._base.sha import sha256_hex
 from atip_trust._base.shipped import shipped_file
 from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
@@ -74,7 +74,7 @@ def _validator() -> Validator:
 def _schema_sha256() -> str:
     """The shipped schema's bytes, by digest: a changed schema (a checkout between versions) validates
     every policy again."""
-    return hashlib.sha256(shipped_file("schema", _SCHEMA).read_bytes()).hexdigest()
+    return sha256_hex(shipped_file("schema", _SCHEMA).read_bytes())
 
 
 #: An extra org (managed) policy file to compose, for tests and staged roll-outs. Safe because org layers

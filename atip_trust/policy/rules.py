@@ -37,10 +37,10 @@ found leftmost with ``str.find``; no regexp, no backtracking), and the command's
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError
 from atip_trust.facts.report import TrustLevel
 from atip_trust.limits import LIMITS
@@ -51,6 +51,12 @@ from atip_trust.policy.model import (
     SignerRule,
 )
 from atip_trust.signature.identity import CLAIMS
+
+if TYPE_CHECKING:
+    import shlex
+else:
+    # Only for words that need quoting or splitting by shell rules (_PLAIN_LINE below).
+    shlex = lazy_import("shlex")
 
 _TOOL_SPEC = re.compile(r"^([A-Za-z0-9_.:+-]+)\((.*)\)$", re.DOTALL)
 #: Rule-tool names meaning "a shell command line" (Claude Code's Bash tool, and a neutral alias).
@@ -74,11 +80,19 @@ def command_line(tool: str, command: Sequence[str]) -> tuple[tuple[str, ...], st
     return tokens, " ".join([_word(t) for t in tokens])
 
 
+#: A command line that shlex (POSIX mode, no comments) splits exactly as on its blanks: no quotes,
+#: backslashes or characters outside shlex's word characters, separated by its whitespace.
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9_@%+=:,./-]*(?:[ \t\r\n]+[A-Za-z0-9_@%+=:,./-]*)*")
+_BLANKS = re.compile(r"[ \t\r\n]+")
+
+
 def split_command(command: str | Sequence[str] | None) -> tuple[str, ...]:
     """``"pr merge"`` → ``("pr", "merge")`` (shlex); a sequence is taken as argv as is."""
     if command is None:
         return ()
     if isinstance(command, str):
+        if _PLAIN_LINE.fullmatch(command):
+            return tuple(w for w in _BLANKS.split(command) if w)
         try:
             return tuple(shlex.split(command))
         except ValueError as err:

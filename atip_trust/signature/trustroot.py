@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import os
 from datetime import datetime, timedelta, timezone
@@ -32,6 +31,7 @@ from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
+from atip_trust._base.sha import sha256_hex
 from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust.limits import LIMITS
@@ -159,7 +159,7 @@ _MAX_PARSED = 8
 def _digest_of(raw: bytes) -> str:
     # By the bytes (a bytes object keeps its own hash once computed): a root reused for many
     # admissions is hashed once, as the cached property of a dataclass did.
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return "sha256:" + sha256_hex(raw)
 
 
 class TrustRoot(Record):

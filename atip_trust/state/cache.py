@@ -24,7 +24,6 @@ Location: ``ATIP_CACHE_DIR``, else ``<platformdirs user_cache_dir("atip-trust")>
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -32,15 +31,23 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import platformdirs
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
+from atip_trust._base.sha import sha256_hex
 from atip_trust._base.statmemo import RACY_NS, Ident, ident_of
 from atip_trust.errors import AtipTrustError
+
+if TYPE_CHECKING:
+    import platformdirs
+else:
+    # Only without ATIP_CACHE_DIR: platformdirs imports tempfile, shutil and random (~10 ms of a warm
+    # admission, README "Verdict cache").
+    platformdirs = lazy_import("platformdirs")
 
 #: Entry layout version; an entry of another version is ignored.
 FORMAT = 2
@@ -170,7 +177,7 @@ class VerdictCache:
                     and data.endswith(b"}")):
                 return None  # another format, or not an entry
             raw = data[_BODY_AT:-1]
-            if hashlib.sha256(raw).hexdigest().encode("ascii") != data[len(_HEAD):_BODY_AT - len(_MID)]:
+            if sha256_hex(raw).encode("ascii") != data[len(_HEAD):_BODY_AT - len(_MID)]:
                 return None
             body = parse_json(raw, what="cache entry")
         except AtipTrustError:
@@ -193,7 +200,7 @@ class VerdictCache:
             raw = json.dumps(body, default=str, separators=(",", ":"), allow_nan=False).encode("utf-8")
         except ValueError:
             return  # not JSON (a NaN, say): not kept, computed again next time
-        data = b"%s%s%s%s}" % (_HEAD, hashlib.sha256(raw).hexdigest().encode("ascii"), _MID, raw)
+        data = b"%s%s%s%s}" % (_HEAD, sha256_hex(raw).encode("ascii"), _MID, raw)
         if len(data) > ENTRY_BYTES:
             return
         try:
@@ -262,7 +269,7 @@ class VerdictCache:
     # -- the stat fast path --------------------------------------------------------------------------
     @staticmethod
     def _stat_name(path: str) -> str:
-        return f"{_STAT_PREFIX}{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()}{_SUFFIX}"
+        return f"{_STAT_PREFIX}{sha256_hex(path.encode('utf-8', 'surrogateescape'))}{_SUFFIX}"
 
     def known_digests(self, path: str, ident: Sequence[int]) -> dict[str, str] | None:
         """The digests remembered for ``path`` if its ``ident`` (dev, inode, size, mtime_ns,

@@ -1,0 +1,42 @@
+"""The process entry point of ``atip-trust`` (the console script and ``python -m atip_trust``).
+
+Start-up builds tens of thousands of objects — modules, classes, functions — that all live until the
+process exits, and the cyclic garbage collector walks them again at every full collection it starts
+meanwhile: ~10 ms of a warm admission (README "Verdict cache", ``python -m bench --only admit``). So
+the collector is paused while the command's modules load and its arguments are parsed; then what
+start-up built is moved out of its sight (``gc.freeze``) and it runs again for the command itself, so a
+long ``scan`` or ``compile`` is collected as usual. Reference counting frees everything else
+throughout. A library caller (``atip_trust.admit`` in an agent runtime) never comes through here: its
+collector is left alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from typing import TYPE_CHECKING
+
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from atip_trust.cli import main as cli_main
+else:
+    # Imported on first use, inside main(), so that its whole import runs with the collector paused.
+    cli_main = lazy_import("atip_trust.cli.main")
+
+
+def _started() -> None:
+    gc.freeze()
+    gc.enable()
+
+
+def main() -> int:
+    gc.disable()
+    try:
+        return cli_main.main(sys.argv[1:], started=_started)
+    finally:
+        if not gc.isenabled():  # the command never started (usage error, --help): nothing to do
+            gc.enable()
+
+
+__all__ = ["main"]
