@@ -452,3 +452,17 @@ def test_m_of_n_counts_distinct_trusted_signers_from_the_evidence() -> None:
     assert decide(pol(doc), rep).behavior == "deny"  # an untrusted signer does not count
     rep.attestations.append(replace(entry, identity=EVIL_ID))
     assert decide(pol(doc), rep).behavior == "allow"
+
+
+def test_a_decisions_report_digest_is_the_digest_of_the_report_it_decided_on() -> None:
+    """The digest is worked out on first read (decide() stays cheap for a caller that does not read
+    it); read, it is the report's own, in the JSON and the audit fields; given, it is taken as is."""
+    rep = report()
+    p = pol({"version": 1, "permissions": {"allow": [{"rule": "gh *", "minTrustLevel": "VERIFIED"}]}})
+    d = policy_decide(p, rep, tool_name="gh", command=["pr", "view"])
+    assert d.report_digest == rep.digest()
+    assert d.to_json()["report_digest"] == rep.digest()
+    given = policy_decide(p, rep, tool_name="gh", command=["pr", "view"], report_digest="sha256:" + "0" * 64)
+    assert given.report_digest == "sha256:" + "0" * 64
+    assert copy.deepcopy(d) == d and d == given.__class__(d.behavior, d.reasons, d.policy_digest,
+                                                          rep.digest(), d.rule_source, d.mode)

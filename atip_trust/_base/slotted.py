@@ -3,7 +3,9 @@
 A few value classes are filled in step by step (a ``TrustReport`` gets its decision, an ``Artifact``
 its digests) and so cannot be :class:`~atip_trust._base.record.Record`\\ s; as ``@dataclass`` they
 cost the same import-time code generation (record.py says why that matters). A ``Slotted`` subclass
-states its fields as ``__slots__`` (declaration order) and writes a plain ``__init__``; equality
+states its fields as ``__slots__`` (declaration order) and writes a plain ``__init__``. A slot named
+``_x`` is the storage of a field ``x`` when the class defines a property ``x`` (a value worked out on
+first read), and internal state otherwise, no field at all. Equality
 (same class, equal fields), ``repr`` (``Name(a=1, b=2)``, without the ``_no_repr`` fields) and being
 unhashable are the base class's, as they were the dataclass's. Pickling is Python's own for slots.
 """
@@ -28,7 +30,11 @@ class Slotted:
         fields: list[str] = []
         for klass in reversed(cls.__mro__):
             slots = klass.__dict__.get("__slots__", ())
-            fields.extend((slots,) if isinstance(slots, str) else slots)
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if not name.startswith("_"):
+                    fields.append(name)
+                elif isinstance(getattr(cls, name[1:], None), property):
+                    fields.append(name[1:])
         cls._fields = tuple(fields)
         cls._shown = tuple(f for f in fields if f not in cls._no_repr)
 

@@ -234,24 +234,42 @@ class Reason(Record):
 class Decision(Slotted):
     """allow / ask / deny, with its reasons and the digests of the policy and report decided on."""
 
-    __slots__ = ("behavior", "reasons", "policy_digest", "report_digest", "rule_source", "mode")
+    __slots__ = ("behavior", "reasons", "policy_digest", "_report_digest", "rule_source", "mode", "_report")
     behavior: Behavior
     reasons: list[Reason]
     policy_digest: str | None
-    report_digest: str | None
     #: Where the deciding rule came from (``org``, ``local``, ``cli``, ``default``).
     rule_source: str | None
     mode: str
 
     def __init__(self, behavior: Behavior, reasons: list[Reason] | None = None,
                  policy_digest: str | None = None, report_digest: str | None = None,
-                 rule_source: str | None = None, mode: str = "enforce") -> None:
+                 rule_source: str | None = None, mode: str = "enforce",
+                 report: TrustReport | None = None) -> None:
+        """``report``: the report decided on, when its digest is not given: the digest (~15 µs of
+        canonical JSON) is then worked out on first read of ``report_digest`` — the audit line and the
+        output read it at once; a runtime that only wants allow/deny never pays for it."""
         self.behavior = behavior
         self.reasons = [] if reasons is None else reasons
         self.policy_digest = policy_digest
-        self.report_digest = report_digest
+        self._report_digest = report_digest
+        self._report = report if report_digest is None else None
         self.rule_source = rule_source
         self.mode = mode
+
+    @property
+    def report_digest(self) -> str | None:
+        """sha256 of the report decided on (``TrustReport.digest``). Reports are complete before they
+        are decided on and are not changed after (evaluate builds them, the cache hands out copies)."""
+        if self._report_digest is None and self._report is not None:
+            self._report_digest = self._report.digest()
+            self._report = None
+        return self._report_digest
+
+    @report_digest.setter
+    def report_digest(self, value: str | None) -> None:
+        self._report_digest = value
+        self._report = None
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -260,7 +260,7 @@ def decide(
     """``effects_unknown``: why the command's effects could not be found in its metadata
     (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
     ``report.digest()`` when the caller already has it (the verdict cache keeps it with the report),
-    so it is not computed again; None computes it."""
+    so it is not computed again; None leaves it to the decision's first read of ``report_digest``."""
     now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
@@ -297,7 +297,8 @@ def decide(
         behavior=final,
         reasons=reasons,
         policy_digest=policy.digest,
-        report_digest=report_digest if report_digest is not None else report.digest(),
+        report_digest=report_digest,
+        report=report,
         rule_source=source,
         mode=mode,
     )
