@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 
 from atip_trust._base.files import open_regular, read_capped, read_fd_capped
-from atip_trust._base.sha import SMALL, sha256, sha256_hex
+from atip_trust._base.sha import SMALL, hasher, sha256, sha256_hex
 from atip_trust._base.jsonio import (
     b64_bytes,
     canonical_digest,
@@ -271,3 +271,8 @@ def test_the_small_document_sha256_agrees_with_hashlib_on_both_sides_of_its_size
         data = os.urandom(n)
         assert sha256_hex(data) == hashlib.sha256(data).hexdigest(), n
         assert sha256(data).digest() == hashlib.sha256(data).digest(), n
+        for algorithm in ("sha256", "sha512"):
+            h = hasher(algorithm, n)
+            h.update(data[: n // 2])
+            h.update(data[n // 2:])
+            assert h.digest() == hashlib.new(algorithm, data).digest(), (algorithm, n)

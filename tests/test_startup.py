@@ -22,21 +22,29 @@ HEAVY = ("sigstore", "sigstore_models", "cryptography", "jsonschema", "referenci
 OWN_COLD = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
             "atip_trust.facts.metadata", "atip_trust.gate.metadata_trust", "atip_trust.cli.sarif")
 
+#: Standard-library and small third-party modules a cache-hit admission (ATIP_CACHE_DIR set, no audit
+#: line) has no use for, each a few ms of start-up (README "Verdict cache"): dataclasses (and inspect),
+#: OpenSSL through hashlib, platformdirs (and tempfile, shutil, random), shlex.
+STD_COLD = ("dataclasses", "inspect", "hashlib", "_hashlib", "hmac", "platformdirs", "tempfile", "shutil",
+            "random", "shlex", "threading", "queue", "concurrent.futures")
+
 PROBE = """
 import json, sys
 from atip_trust.cli.main import main
 rc = main(json.loads(sys.argv[1]))
 heavy = sorted({m.split('.')[0] for m in sys.modules} & set(json.loads(sys.argv[2])))
 own = sorted(set(sys.modules) & set(json.loads(sys.argv[3])))
-sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own}) + chr(10))
+std = sorted(set(sys.modules) & set(json.loads(sys.argv[4])))
+sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own, "std": std}) + chr(10))
 """
 
 
 def probe(argv: list[str], env: dict[str, str] | None = None) -> dict[str, object]:
     """Run the CLI's ``main(argv)`` in a fresh interpreter; its exit code and the heavy packages it
-    loaded (top-level names of HEAVY found in ``sys.modules`` afterwards), and which of OWN_COLD."""
+    loaded (top-level names of HEAVY found in ``sys.modules`` afterwards), and which of OWN_COLD and
+    STD_COLD."""
     p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY),
-                        json.dumps(OWN_COLD)], cwd=REPO,
+                        json.dumps(OWN_COLD), json.dumps(STD_COLD)], cwd=REPO,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
     out: dict[str, object] = json.loads(p.stderr.strip().splitlines()[-1])
     out["stdout"] = p.stdout
@@ -113,6 +121,8 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     assert {"sigstore", "cryptography", "jsonschema"} <= set(cold["heavy"])  # type: ignore[arg-type]
     assert warm["heavy"] == [], warm["heavy"]
     assert warm["own"] == [], warm["own"]
+    assert warm["std"] == [], warm["std"]
+    assert {"hashlib", "dataclasses"} <= set(cold["std"])  # type: ignore[arg-type]
     assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
     assert warm_out["trust_level"] == cold_out["trust_level"]
     assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]

@@ -1,9 +1,9 @@
-"""SHA-256 of small in-memory documents (policies, bundles, trusted roots, cache entries) without OpenSSL.
+"""SHA-256 (and SHA-512) of small inputs — policies, bundles, trusted roots, cache entries — without OpenSSL.
 
 Why: ``import hashlib`` loads OpenSSL's libcrypto through ``_hashlib`` (~5 ms on this project's machines),
 and a cache-hit admission hashes only a few small files — it never hashes the artifact (the stat fast
-path, README "Verdict cache"). CPython's built-in SHA-256 (``_sha2`` from 3.12, ``_sha256`` in 3.11: the
-module hashlib itself falls back to) gives the same digest and loads in under a millisecond. Above
+path, README "Verdict cache"). CPython's built-in SHA-2 (``_sha2`` from 3.12, ``_sha256``/``_sha512`` in
+3.11: what hashlib itself falls back to) gives the same digests and loads in under a millisecond. Above
 ``SMALL`` bytes OpenSSL's SHA extensions win by far, so larger inputs go to hashlib (imported then).
 ``facts/digest.py`` asks :func:`hasher` for each file it hashes, by the file's size: a bundle gets the
 built-in one, an artifact of any real size OpenSSL's.
@@ -22,11 +22,15 @@ else:
 
 try:  # CPython 3.12+
     from _sha2 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
+    from _sha2 import sha512 as _builtin_sha512  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # pragma: no cover - depends on the interpreter
     try:  # CPython 3.11
         from _sha256 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:  # an interpreter without it: hashlib for everything
-        _builtin_sha256 = None
+        from _sha512 import sha512 as _builtin_sha512  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:  # an interpreter without them: hashlib for everything
+        _builtin_sha256 = _builtin_sha512 = None
+
+_BUILTIN = {"sha256": _builtin_sha256, "sha512": _builtin_sha512}
 
 #: Inputs up to this size use the built-in implementation (a 64 KiB document takes well under a
 #: millisecond there); larger ones OpenSSL's.
@@ -37,9 +41,8 @@ def hasher(algorithm: str, size_hint: int) -> Any:
     """A fresh hash object (``.update()``, ``.digest()``) for ``algorithm`` ("sha256", "sha512", ...)
     and input of about ``size_hint`` bytes: the built-in SHA-256 for a small one, else hashlib's. The
     hint only picks the implementation; the digest is the same whatever is then fed to it."""
-    if algorithm == "sha256" and _builtin_sha256 is not None and size_hint <= SMALL:
-        return _builtin_sha256()
-    return hashlib.new(algorithm)
+    builtin = _BUILTIN.get(algorithm) if size_hint <= SMALL else None
+    return builtin() if builtin is not None else hashlib.new(algorithm)
 
 
 def sha256(data: bytes) -> Any:

@@ -394,8 +394,9 @@ class TrustReport(Slotted):
         self.claims = claims
         self.decision = decision
 
-    def to_json(self, *, full: bool = False) -> dict[str, Any]:
-        """The JSON README documents; ``full`` adds each check's ``impact`` (see ``from_json``)."""
+    def to_json(self, *, full: bool = False, decision: bool = True) -> dict[str, Any]:
+        """The JSON README documents; ``full`` adds each check's ``impact`` (see ``from_json``);
+        ``decision=False`` leaves the decision out (the facts alone, as ``digest`` covers them)."""
         return {
             "artifact": {"path": self.path, "digest": dict(self.digests), "size": self.size},
             "trust_level": self.trust_level.name,
@@ -404,7 +405,7 @@ class TrustReport(Slotted):
             "checks": [c.to_json(full=full) for c in self.checks],
             "attestations": [a.to_json(full=full) for a in self.attestations],
             "claims": self.claims,
-            "decision": self.decision.to_json() if self.decision else None,
+            "decision": self.decision.to_json() if self.decision and decision else None,
         }
 
     @classmethod
@@ -444,7 +445,8 @@ class TrustReport(Slotted):
 
     def digest(self) -> str:
         """sha256 of the canonical JSON of the report's facts (without the decision)."""
-        body = self.to_json()
+        # Without the decision, which may be reading this very digest (Decision.report_digest).
+        body = self.to_json(decision=False)
         body.pop("decision", None)
         return canonical_digest(body, stringify=True)
 
