@@ -21,20 +21,21 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
 
 # Processes only for verification (gate/batch.py): ``hash`` of many files, on threads, does not load
-# multiprocessing and the process pool (a quarter of its start-up).
+# multiprocessing and the process pool (a quarter of its start-up). concurrent.futures (which imports
+# logging, ~8 ms) only once two items are to run at once.
 if TYPE_CHECKING:
     import multiprocessing
     import multiprocessing.context
-    from concurrent.futures import process
+    from concurrent import futures
+    from concurrent.futures import Future, process
 else:
+    futures = lazy_import("concurrent.futures")
     multiprocessing = lazy_import("multiprocessing")
     process = lazy_import("concurrent.futures.process")
 
@@ -42,12 +43,15 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Outcome(Generic[R]):
+class Outcome(Record, Generic[R]):
     """One item's result, or why there is none (``error``: the exception, or a description)."""
 
-    value: R | None = None
-    error: BaseException | None = None
+    __slots__ = ("value", "error")
+    value: R | None
+    error: BaseException | None
+
+    def __init__(self, value: R | None = None, error: BaseException | None = None) -> None:
+        init(self, value, error)
 
     @property
     def ok(self) -> bool:
@@ -85,9 +89,12 @@ def map_threads(fn: Callable[[T], R], items: Sequence[T], *, workers: int = 2) -
         for item in items:
             yield _call(fn, item)
         return
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        # At most a few items ahead of the consumer: memory stays bounded by the workers' buffers.
-        window = 2 * workers
+    with futures.ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        # A bounded number of items ahead of the consumer (results are small: digests). Wide enough
+        # that the workers never wait for this thread to hand them more: with a window of a few, a
+        # large item at the head left the other worker idle, and each refill waited for this thread
+        # to be scheduled (~20% of hashing /usr/bin: bench/run.py ``usrbin``).
+        window = 512 * workers
         pending: deque[Future[Outcome[R]]] = deque()
         queued = iter(items)
         for item in queued:
@@ -135,11 +142,11 @@ def map_processes(fn: Callable[[T], R], items: Sequence[T], *, workers: int = 2,
     pool = process.ProcessPoolExecutor(max_workers=n, mp_context=_context())
     broken = False
     try:
-        futures = [pool.submit(_call_many, fn, [items[i] for i in g]) for g in groups]
-        for g, fut in zip(groups, futures):
+        submitted = [pool.submit(_call_many, fn, [items[i] for i in g]) for g in groups]
+        for g, fut in zip(groups, submitted):
             try:
                 outs = fut.result(timeout=None if timeout is None else timeout * len(g))
-            except (process.BrokenProcessPool, FutureTimeout):
+            except (process.BrokenProcessPool, futures.TimeoutError):
                 broken = True
                 break
             for i, o in zip(g, outs):
@@ -164,7 +171,7 @@ def _alone(fn: Callable[[T], R], item: T, timeout: float | None) -> Outcome[R]:
     except process.BrokenProcessPool:
         _kill(pool)
         return Outcome(error=WorkerLost("the worker process running this item died"))
-    except FutureTimeout:
+    except futures.TimeoutError:
         _kill(pool)
         return Outcome(error=WorkerLost(
             f"not finished after {time.monotonic() - started:.1f} s (limit {timeout} s)"))

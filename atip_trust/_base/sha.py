@@ -11,6 +11,7 @@ built-in one, an artifact of any real size OpenSSL's.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.lazy import lazy_import
@@ -41,7 +42,8 @@ def hasher(algorithm: str, size_hint: int) -> Any:
     """A fresh hash object (``.update()``, ``.digest()``) for ``algorithm`` ("sha256", "sha512", ...)
     and input of about ``size_hint`` bytes: the built-in SHA-256 for a small one, else hashlib's. The
     hint only picks the implementation; the digest is the same whatever is then fed to it."""
-    builtin = _BUILTIN.get(algorithm) if size_hint <= SMALL else None
+    # Once OpenSSL is loaded anyway (a verification, ``hash`` of many files), it is faster at every size.
+    builtin = _BUILTIN.get(algorithm) if size_hint <= SMALL and "_hashlib" not in sys.modules else None
     return builtin() if builtin is not None else hashlib.new(algorithm)
 
 

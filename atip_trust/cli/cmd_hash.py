@@ -26,7 +26,6 @@ import hashlib
 import os
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -219,11 +218,13 @@ def _unescape(raw: bytes) -> bytes | None:
     return None if bad else out
 
 
-@dataclass
 class _Entry:
-    name: bytes
-    hexdigest: str
-    line: int
+    __slots__ = ("name", "hexdigest", "line")
+
+    def __init__(self, name: bytes, hexdigest: str, line: int) -> None:
+        self.name = name
+        self.hexdigest = hexdigest
+        self.line = line
 
 
 class _Parser:
