@@ -56,6 +56,8 @@ def probe(argv: list[str], env: dict[str, str] | None = None) -> dict[str, objec
 def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
     out = probe(argv)
     assert (out["rc"], out["heavy"]) == (0, []), out
+    # One file: no thread pool (concurrent.futures imports logging), no dataclasses, no platformdirs.
+    assert not {"dataclasses", "concurrent.futures", "platformdirs", "shutil"} & set(out["std"]), out  # type: ignore[arg-type]
 
 
 def test_hash_of_many_files_loads_no_process_pool_or_sarif() -> None:
