@@ -128,3 +128,24 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
     assert warm_out["trust_level"] == cold_out["trust_level"]
     assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]
+
+
+def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_path: Path) -> None:
+    """``verify`` has the same warm path as ``admit``: the second identical run takes the report from the
+    verdict cache and loads no verifier, HTTP client (``--fetch`` only), metadata model or dataclasses."""
+    ts = testsigstore.TestSigstore(seed=7)
+    body = b"#!/bin/sh\necho tool\n"
+    tool = tmp_path / "tool"
+    tool.write_bytes(body)
+    bundle = tmp_path / "tool.sigstore.json"
+    bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
+    root = ts.write_trusted_root(tmp_path / "trusted_root.json")
+    argv = ["verify", str(tool), "--bundle", str(bundle), "--trusted-root", str(root),
+            "--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--format", "json"]
+    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ATIP_TRUST_ORG_POLICY", None)
+    cold, warm = probe(argv, env), probe(argv, env)
+    assert (json.loads(str(cold["stdout"]))["cache"], json.loads(str(warm["stdout"]))["cache"]) == ("miss", "hit")
+    assert cold["rc"] == warm["rc"] == 0
+    assert "sigstore" in cold["heavy"]  # type: ignore[operator]
+    assert (warm["heavy"], warm["own"], warm["std"]) == ([], [], []), warm

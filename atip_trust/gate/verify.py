@@ -19,17 +19,16 @@ import os
 import re
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atip_trust._base.record import replace
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init, replace
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
 from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
-from atip_trust.net.fetch import fetched_provenance
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide
@@ -38,23 +37,34 @@ from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.cache import VerdictCache
 
+# Only with --fetch: the HTTP client and the metadata model (README "Verdict cache": a warm verify loads
+# neither).
+if TYPE_CHECKING:
+    from atip_trust.net import fetch as net_fetch
+else:
+    net_fetch = lazy_import("atip_trust.net.fetch")
+
 PathLike = str | os.PathLike[str]
 
 _DIGEST_RE = re.compile(r"^sha(256|512):")
 
 
-@dataclass(frozen=True)
-class Verification:
+class Verification(Record):
     """The outcome of one verification: the trust report, the decision, and what it was checked with."""
 
+    __slots__ = ("report", "decision", "trusted_root", "fetched", "fetch", "cache")
     report: TrustReport
     decision: Decision
     trusted_root: TrustRoot
     #: With ``fetch``: what was fetched (url, final_url, sha256, bytes, file).
-    fetched: tuple[dict[str, Any], ...] = field(default=())
-    fetch: bool = False
+    fetched: tuple[dict[str, Any], ...]
+    fetch: bool
     #: The verdict cache: ``hit``, ``miss``, or ``off`` (``cache=False``, ``fetch``, unreadable evidence).
-    cache: str = "off"
+    cache: str
+
+    def __init__(self, report: TrustReport, decision: Decision, trusted_root: TrustRoot,
+                 fetched: tuple[dict[str, Any], ...] = (), fetch: bool = False, cache: str = "off") -> None:
+        init(self, report, decision, trusted_root, fetched, fetch, cache)
 
     @property
     def exit_code(self) -> int:
@@ -168,7 +178,7 @@ def verify(
             # The only network use, and only now that every local input is checked. The fetched
             # bytes are one more untrusted bundle, read from a private temporary directory that is
             # removed when this block ends.
-            material = stack.enter_context(fetched_provenance(metadata))
+            material = stack.enter_context(net_fetch.fetched_provenance(metadata))
             fetched = [m.to_json() for m in material]
             evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
         if store_in is not None:
