@@ -122,6 +122,20 @@ def _plain_absolute(text: str) -> str | None:
     return text
 
 
+#: Path objects (immutable values) for the plain absolute paths ``resolve`` returned: a runtime resolves
+#: the same tool before every call, and building a Path costs more than the lstat walk that checks it.
+_PATHS: dict[str, Path] = {}
+
+
+def _path_of(text: str) -> Path:
+    path = _PATHS.get(text)
+    if path is None:
+        if len(_PATHS) >= 256:
+            _PATHS.clear()
+        path = _PATHS[text] = Path(text)
+    return path
+
+
 def resolve(target: str | os.PathLike[str]) -> Path:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once.
 
@@ -138,7 +152,7 @@ def resolve(target: str | os.PathLike[str]) -> Path:
         text = str(which(text))
     plain = _plain_absolute(text)
     if plain is not None:
-        return Path(plain)
+        return _path_of(plain)
     try:
         # What Path.resolve(strict=True) does, without building a Path from the input first.
         try:

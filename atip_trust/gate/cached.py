@@ -34,8 +34,22 @@ PathLike = str | os.PathLike[str]
 _ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
 
 
+#: One VerdictCache per value of ATIP_CACHE_DIR, so an admission before every tool call does not build
+#: one (and its paths) per call. It holds nothing but its directory: every entry is still read, and
+#: its file checked, through it on each use.
+_OPEN: dict[str | None, VerdictCache] = {}
+
+
 def open_cache(enabled: bool) -> VerdictCache | None:
-    return VerdictCache() if enabled else None
+    if not enabled:
+        return None
+    env = os.environ.get("ATIP_CACHE_DIR")
+    cache = _OPEN.get(env)
+    if cache is None:
+        if len(_OPEN) >= 16:
+            _OPEN.clear()
+        cache = _OPEN[env] = VerdictCache()
+    return cache
 
 
 def _ident(identity: FileIdentity) -> Ident:

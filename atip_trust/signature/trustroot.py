@@ -255,10 +255,16 @@ class TrustRoot(Record):
         """The root in ``path``; a file this process read before, with the same stat identity, is not
         read again (``_ROOT_FILES``)."""
         name = os.fspath(path)
-        raw = _ROOT_FILES.get(name, regular_ident(name))
-        if raw is None:
-            raw = _read_root(name)
-        return cls.from_bytes(raw, name=str(path), deferred=deferred)
+        ident = regular_ident(name)
+        root = _ROOTS.get(name, ident)
+        if root is None:
+            raw = _ROOT_FILES.get(name, ident)
+            if raw is None:
+                raw = _read_root(name)
+            root = cls.from_bytes(raw, name=name, deferred=True)
+            if ident is not None and _ROOT_FILES.get(name, ident) is raw:  # these bytes, this identity
+                _ROOTS.put(name, ident, root)
+        return root if deferred else root.check()
 
     @classmethod
     def embedded(cls, instance: str = "production", *, deferred: bool = False) -> TrustRoot:
@@ -304,6 +310,9 @@ class TrustRoot(Record):
 #: Trusted-root files read by this process, by path and stat identity (_base/statmemo.py): a runtime
 #: admitting a tool per call neither reads nor hashes an unchanged root again.
 _ROOT_FILES: StatMemo[bytes] = StatMemo(_MAX_PARSED)
+#: The TrustRoot objects made from those files, by the same path and identity: a runtime's per-call
+#: admission builds none (a root is immutable once checked; ``check`` fills one from the same bytes).
+_ROOTS: StatMemo[TrustRoot] = StatMemo(_MAX_PARSED)
 #: Where the installed sigstore package keeps each embedded root (found once per process).
 _EMBEDDED_FILES: dict[str, str] = {}
 
