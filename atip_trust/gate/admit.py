@@ -220,16 +220,46 @@ def audit_failure(
     return None
 
 
+class _AuditSettings:
+    """A policy object's ``audit`` settings, read from its layers once (a runtime admits with one
+    policy object before every tool call); kept with the policy's digest, which covers its layers."""
+
+    __slots__ = ("policy", "digest", "required", "log", "log_pinned")
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.digest = policy.digest
+        self.required = policy.audit_required
+        self.log = policy.audit_log
+        self.log_pinned = policy.audit_log_pinned
+
+
+#: The last few, newest last (as ``_MADE`` below).
+_AUDIT_SETTINGS: list[_AuditSettings] = []
+
+
+def _audit_settings(policy: Policy) -> _AuditSettings:
+    for known in _AUDIT_SETTINGS:
+        if known.policy is policy and known.digest == policy.digest:
+            return known
+    known = _AuditSettings(policy)
+    if len(_AUDIT_SETTINGS) >= 8:
+        del _AUDIT_SETTINGS[0]
+    _AUDIT_SETTINGS.append(known)
+    return known
+
+
 def audit_target(policy: Policy, audit: bool, audit_log: PathLike | None) -> PathLike | None:
     """Where this admission's line goes, by the policy's ``audit`` settings: an org that names the log
     fixes it (another ``audit_log`` is refused), ``audit.required`` refuses turning auditing off."""
-    if not audit and policy.audit_required:
+    settings = _audit_settings(policy)
+    if not audit and settings.required:
         raise UsageError("the policy requires an audit line for every admission (audit.required): "
                          "--no-audit is refused")
-    pinned = policy.audit_log
+    pinned = settings.log
     if pinned is None:
         return audit_log
-    if audit_log is not None and policy.audit_log_pinned and \
+    if audit_log is not None and settings.log_pinned and \
             os.path.abspath(os.fspath(audit_log)) != os.path.abspath(pinned):
         raise UsageError(f"the org policy fixes the audit log: expected {pinned}, "
                          f"actual --audit-log {os.fspath(audit_log)}")
@@ -474,11 +504,13 @@ def _constraints(policy: Policy, keys: Sequence[PathLike]) -> Constraints:
     """``constraints_from_policy`` for this admission. Made once per policy object when no public-key
     file is involved (neither ``keys`` nor a ``trust.publicKeys`` path in any layer): then they depend
     on the policy alone. A key file is read, and its digest checked against the policy, every call."""
+    if not keys:
+        # Only a policy without key files is ever kept here (below), and its digest covers its layers.
+        for made in _MADE:
+            if made.policy is policy and made.digest == policy.digest:
+                return made.constraints
     if keys or any(k.path for layer in policy.layers for k in (layer.public_keys or ())):
         return constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
-    for made in _MADE:
-        if made.policy is policy and made.digest == policy.digest:
-            return made.constraints
     made = _PolicyConstraints(policy, constraints_from_policy(policy, Constraints()))
     if len(_MADE) >= 8:
         del _MADE[0]
@@ -492,6 +524,10 @@ def _constraints_text(constraints: Constraints) -> str:
         if made.constraints is constraints:
             return made.text
     return repr(constraints)
+
+
+def _pairs(found: list[list[str]]) -> tuple[tuple[str, ...], ...]:
+    return tuple(map(tuple, found)) if found else ()
 
 
 def _cache_key(
@@ -517,11 +553,15 @@ def _cache_key(
     content (the policy digest names a key file's path, not the key in it)."""
     if cache is None:
         return None
-    files = {role: evidence_digests(paths) for role, paths in (
-        ("bundles", list(bundles)), ("keys", list(keys)), ("signature", [signature]),
-        ("metadata_bundle", [meta_bundle]))}
-    if any(v is None for v in files.values()):
+    # An absent role is an empty list without a call (most admissions have bundles only).
+    given_bundles = evidence_digests(bundles) if bundles else []
+    given_keys = evidence_digests(keys) if keys else []
+    given_signature = evidence_digests((signature,)) if signature is not None else []
+    given_meta_bundle = evidence_digests((meta_bundle,)) if meta_bundle is not None else []
+    if given_bundles is None or given_keys is None or given_signature is None or given_meta_bundle is None:
         return None
+    files = {"bundles": given_bundles, "keys": given_keys, "signature": given_signature,
+             "metadata_bundle": given_meta_bundle}
     path = str(art.path)
     meta = (None if meta_path is None else str(meta_path), from_shim,
             None if doc is None else str(doc.sha256), None if doc is None else doc.source_name)
@@ -534,8 +574,9 @@ def _cache_key(
                 "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
 
     # The same values, hashable, for this process's memory of the entry (gate/cached.py).
+    # The four roles in the fixed order above, each ((path, sha256), ...).
     memo = (path, tuple(digests.items()), tool_name,
-            tuple((role, tuple(tuple(f) for f in v or ())) for role, v in files.items()),
+            _pairs(given_bundles), _pairs(given_keys), _pairs(given_signature), _pairs(given_meta_bundle),
             meta, policy.digest, root_digest, shown)
     return ReportKey("admit", parts, memo)
 
