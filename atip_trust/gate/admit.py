@@ -61,7 +61,7 @@ from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import to_agent_tool
 from atip_trust.policy.load import default_policy_path, load_layer, org_layers
-from atip_trust.policy.model import Policy, PolicyLayer
+from atip_trust.policy.model import Policy, PolicyLayer, SignerRule
 from atip_trust.policy.rules import split_command
 from atip_trust.state.audit import append_audit, audit_error_record, audit_record
 from atip_trust.state.cache import VerdictCache
@@ -395,7 +395,7 @@ def _admit(
             meta_path, meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
             from_shim = meta_path is not None
         doc: MetadataDocument | None = None
-        shim_signers = [s for reg in policy.registries for s in reg.signers]
+        shim_signers: list[SignerRule] | None = None  # a registry's own, when a shim came from it
         lookup_note: Check | None = None
         if metadata is None and not from_shim and policy.registries:
             found = shims.registry_client(policy, trust_root=trust_root,
@@ -448,7 +448,11 @@ def _admit(
         metadata_source = source if isinstance(source, str) else None
     else:
         if doc is not None:
-            signers = shim_signers if from_shim else list(policy.signers)
+            if not from_shim:
+                signers = list(policy.signers)
+            else:
+                signers = shim_signers if shim_signers is not None else \
+                    [s for reg in policy.registries for s in reg.signers]
             trust = metadata_trust.verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
                                     tool_name=tool_name,
                                     signer_kind="registry" if from_shim else "policy")

@@ -129,6 +129,8 @@ class VerdictCache:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         #: The directory as text, for names joined on every lookup (``entry_ident``).
         self.where = str(self.directory)
+        #: ``where`` joined with the report prefix: an entry's path is this, its key and the suffix.
+        self._reports_at = os.path.join(self.where, _REPORT_PREFIX)
 
     # -- the directory -------------------------------------------------------------------------------
     def _usable(self, *, create: bool) -> bool:
@@ -258,7 +260,7 @@ class VerdictCache:
         owns and only this user can write, else None: an entry replaced, edited, removed, chmod'ed or
         chown'ed since (each changes its ctime or inode) no longer has the identity it was read with."""
         try:
-            st = os.lstat(os.path.join(self.where, f"{_REPORT_PREFIX}{key}{_SUFFIX}"))
+            st = os.lstat(f"{self._reports_at}{key}{_SUFFIX}")
         except (OSError, ValueError):
             return None
         return ident_of(st) if stat.S_ISREG(st.st_mode) and _private_entry(st) else None
