@@ -73,7 +73,7 @@ def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, 
     here = _ARTIFACTS.get(path, ident)
     if here is not None:
         art.adopt_digests(here)
-        return art.digests(_ALGORITHMS)
+        return dict(here)  # exactly _ALGORITHMS, in that order (stored below)
     known = cache.known_digests(path, list(ident))
     if known is not None:
         try:
