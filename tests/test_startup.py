@@ -149,3 +149,23 @@ def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_
     assert cold["rc"] == warm["rc"] == 0
     assert "sigstore" in cold["heavy"]  # type: ignore[operator]
     assert (warm["heavy"], warm["own"], warm["std"]) == ([], [], []), warm
+
+
+def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(tmp_path: Path) -> None:
+    """The pre-tool hook runs before every shell command an agent runs: for a command whose program has
+    no evidence it answers (deny or ask, in the agent's format) without loading a verifier, dataclasses,
+    OpenSSL or platformdirs, twice (the second time from the verdict cache)."""
+    request = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "true --version"}})
+    probe_hook = PROBE.replace("rc = main(", "sys.stdin = __import__('io').StringIO(REQUEST); rc = main(")
+    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ATIP_TRUST_ORG_POLICY", None)
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", f"REQUEST = {request!r}\n" + probe_hook,
+                            json.dumps(["hook", "claude-code", "--no-audit"]), json.dumps(HEAVY),
+                            json.dumps(OWN_COLD), json.dumps(STD_COLD)], cwd=REPO, capture_output=True,
+                           text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+        out = json.loads(p.stderr.strip().splitlines()[-1])
+        answer = json.loads(p.stdout)["hookSpecificOutput"]
+        assert answer["permissionDecision"] in ("deny", "ask"), answer
+        assert (out["heavy"], out["std"]) == ([], []), out

@@ -35,10 +35,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
 from atip_trust.facts.artifact import Artifact, FileIdentity, which
 from atip_trust.facts.digest import hash_fd
@@ -71,24 +71,38 @@ class ExecRefused(Exception):
         return EXIT_ASK if self.behavior == "ask" else EXIT_DENY
 
 
-@dataclass
-class Opened:
+class Opened(Slotted):
     """One file about to run: the path it was found at, its open descriptor, its admission."""
 
+    __slots__ = ("found", "art", "admission")
     found: Path
     art: Artifact
     admission: Admission
 
+    def __init__(self, found: Path, art: Artifact, admission: Admission) -> None:
+        self.found = found
+        self.art = art
+        self.admission = admission
 
-@dataclass
-class ExecPlan:
+
+class ExecPlan(Slotted):
     """What is about to be executed: shown to ``before_exec`` (a test's or runtime's hook point)."""
 
+    __slots__ = ("argv", "env", "tool", "interpreter", "audit_record")
+    _no_repr = frozenset({"audit_record"})
     argv: list[str]
     env: dict[str, str]
     tool: Opened
-    interpreter: Opened | None = None
-    audit_record: dict[str, Any] = field(default_factory=dict, repr=False)
+    interpreter: Opened | None
+    audit_record: dict[str, Any]
+
+    def __init__(self, argv: list[str], env: dict[str, str], tool: Opened, interpreter: Opened | None = None,
+                 audit_record: dict[str, Any] | None = None) -> None:
+        self.argv = argv
+        self.env = env
+        self.tool = tool
+        self.interpreter = interpreter
+        self.audit_record = {} if audit_record is None else audit_record
 
     @property
     def exec_target(self) -> Opened:

@@ -37,11 +37,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.record import Record, init
+from atip_trust._base.slotted import Slotted
 from atip_trust.errors import AtipTrustError, MalformedInputError, UsageError
 from atip_trust.facts.artifact import which
 from atip_trust.gate.admit import write_audit
@@ -74,39 +75,56 @@ STDIN_CAP = 1024 * 1024
 _REASON_CHARS = 2000
 
 
-@dataclass(frozen=True)
-class HookRequest:
+class HookRequest(Record):
     """What the agent asked: its tool, and for a shell tool the command (a line, or an argv list)."""
 
+    __slots__ = ("agent", "tool_name", "command", "cwd")
     agent: str
     tool_name: str
     command: str | list[str] | None
-    cwd: str | None = None
+    cwd: str | None
+
+    def __init__(self, agent: str, tool_name: str, command: str | list[str] | None,
+                 cwd: str | None = None) -> None:
+        init(self, agent, tool_name, command, cwd)
 
 
-@dataclass
-class Part:
+class Part(Slotted):
     """One command of the line and what admission said about it."""
 
+    __slots__ = ("argv", "behavior", "reason")
     argv: tuple[str, ...]
     behavior: str
     reason: str
 
+    def __init__(self, argv: tuple[str, ...], behavior: str, reason: str) -> None:
+        self.argv = argv
+        self.behavior = behavior
+        self.reason = reason
 
-@dataclass
-class Verdict:
+
+class Verdict(Slotted):
     """The answer for the whole command line: the most restrictive of its parts."""
 
+    __slots__ = ("behavior", "reason", "parts")
     behavior: str
     reason: str
-    parts: list[Part] = field(default_factory=list)
+    parts: list[Part]
+
+    def __init__(self, behavior: str, reason: str, parts: list[Part] | None = None) -> None:
+        self.behavior = behavior
+        self.reason = reason
+        self.parts = [] if parts is None else parts
 
 
-@dataclass(frozen=True)
-class HookAnswer:
+class HookAnswer(Record):
+    __slots__ = ("stdout", "stderr", "exit_code")
     stdout: str
     stderr: str
     exit_code: int
+
+    def __init__(self, stdout: str, stderr: str, exit_code: int) -> None:
+        init(self, stdout, stderr, exit_code)
 
 
 def _field(obj: dict[str, Any], key: str, kind: type, where: str) -> Any:

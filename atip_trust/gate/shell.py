@@ -20,29 +20,40 @@ a glob or ``~`` in a command name, control structures and function definitions (
 from __future__ import annotations
 
 import re
-import shlex
-
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
+from atip_trust._base.slotted import Slotted
 from atip_trust.gate.env import is_injection
 from atip_trust.limits import LIMITS
+
+if TYPE_CHECKING:
+    import shlex
+else:
+    # Only for ``visible_commands``' reading of a line this module's own lexer could not split.
+    shlex = lazy_import("shlex")
 
 
 class Unsplittable(ValueError):
     """The command line cannot be split into known argv without a shell; the reason says why."""
 
 
-@dataclass(frozen=True)
-class SimpleCommand:
+class SimpleCommand(Record):
     """One command the line runs: its argv, the assignments before it, and whether it is a builtin
     the shell runs itself (no binary to verify)."""
 
+    __slots__ = ("argv", "assignments", "builtin", "via")
     argv: tuple[str, ...]
-    assignments: tuple[tuple[str, str], ...] = ()
-    builtin: bool = False
+    assignments: tuple[tuple[str, str], ...]
+    builtin: bool
     #: The wrapper this command was found inside (``sudo``), for reasons.
-    via: str | None = None
+    via: str | None
+
+    def __init__(self, argv: tuple[str, ...], assignments: tuple[tuple[str, str], ...] = (),
+                 builtin: bool = False, via: str | None = None) -> None:
+        init(self, argv, assignments, builtin, via)
 
 
 #: Builtins that run no binary and change nothing later commands resolve (bash(1) SHELL BUILTIN
@@ -65,16 +76,24 @@ _REDIRECTS = ("<<<", "<<-", "<<", "<>", ">>", ">|", ">&", "<&", "&>>", "&>", ">"
 _GLOB = set("*?[")
 
 
-@dataclass
-class _Word:
-    text: str = ""
+class _Word(Slotted):
+    __slots__ = ("text", "quoted", "expands", "started", "plain")
+    text: str
     #: Some part of the word was quoted (so ``=`` or a leading ``#`` is literal, ``{`` no keyword).
-    quoted: bool = False
+    quoted: bool
     #: An unquoted glob character or a leading unquoted ``~`` (the shell would expand the word).
-    expands: bool = False
-    started: bool = False
+    expands: bool
+    started: bool
     #: How many characters came before the first quoted one (an assignment's name must be unquoted).
-    plain: int | None = None
+    plain: int | None
+
+    def __init__(self, text: str = "", quoted: bool = False, expands: bool = False, started: bool = False,
+                 plain: int | None = None) -> None:
+        self.text = text
+        self.quoted = quoted
+        self.expands = expands
+        self.started = started
+        self.plain = plain
 
     def quote(self) -> None:
         if self.plain is None:
@@ -82,13 +101,21 @@ class _Word:
         self.quoted = self.started = True
 
 
-@dataclass
-class _Token:
+class _Token(Slotted):
+    __slots__ = ("kind", "text", "quoted", "expands", "plain")
     kind: str  # "word", "op", "redir"
     text: str
-    quoted: bool = False
-    expands: bool = False
-    plain: int | None = None
+    quoted: bool
+    expands: bool
+    plain: int | None
+
+    def __init__(self, kind: str, text: str, quoted: bool = False, expands: bool = False,
+                 plain: int | None = None) -> None:
+        self.kind = kind
+        self.text = text
+        self.quoted = quoted
+        self.expands = expands
+        self.plain = plain
 
 
 def _tokens(line: str) -> Iterator[_Token]:
@@ -284,18 +311,22 @@ def _check_assignment(name: str) -> None:
         raise Unsplittable(f"{name}= before a command makes the verified program load or run other code")
 
 
-@dataclass(frozen=True)
-class _Wrapper:
+class _Wrapper(Record):
     """Options of a command that runs another: flags, options that take a value, and how many
     positional operands come before the command (``timeout DURATION``)."""
 
-    flags: frozenset[str] = frozenset()
-    valued: frozenset[str] = frozenset()
-    operands: int = 0
+    __slots__ = ("flags", "valued", "operands", "opaque", "assigns")
+    flags: frozenset[str]
+    valued: frozenset[str]
+    operands: int
     #: Options after which the wrapped command is not what the words say.
-    opaque: frozenset[str] = field(default_factory=frozenset)
+    opaque: frozenset[str]
     #: Leading ``NAME=value`` words are assignments (env).
-    assigns: bool = False
+    assigns: bool
+
+    def __init__(self, flags: frozenset[str] = frozenset(), valued: frozenset[str] = frozenset(),
+                 operands: int = 0, opaque: frozenset[str] = frozenset(), assigns: bool = False) -> None:
+        init(self, flags, valued, operands, opaque, assigns)
 
 
 WRAPPERS: dict[str, _Wrapper] = {
