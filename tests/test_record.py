@@ -34,8 +34,14 @@ def _all_records() -> list[type[Record]]:
 RECORDS = _all_records()
 
 
-def test_the_package_has_records_to_check() -> None:
-    assert len(RECORDS) >= 1
+def test_the_warm_paths_value_classes_are_all_among_the_records_checked() -> None:
+    """The check below covers what a cache-hit admission builds (else it could pass on an empty list)."""
+    names = {f"{c.__module__}.{c.__qualname__}" for c in RECORDS}
+    for expected in ("atip_trust.policy.model.Policy", "atip_trust.facts.report.Check",
+                     "atip_trust.facts.report.Reason", "atip_trust.facts.digest.Digest",
+                     "atip_trust.signature.trustroot.TrustRoot", "atip_trust.gate.admit.Admission",
+                     "atip_trust.evaluate.Constraints", "atip_trust.gate.shell.SimpleCommand"):
+        assert expected in names, expected
 
 
 @pytest.mark.parametrize("cls", RECORDS, ids=lambda c: f"{c.__module__}.{c.__qualname__}")

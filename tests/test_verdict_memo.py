@@ -218,3 +218,37 @@ def test_the_decision_is_made_on_every_call_served_from_memory(world) -> None:
     assert [a.cache for a in (asked, refused, allowed)] == ["hit", "hit", "hit"]
     assert [a.behavior for a in (asked, refused, allowed)] == ["ask", "deny", "allow"]
     assert allowed.report.decision is allowed.decision and asked.report.decision is asked.decision
+
+
+def test_a_deny_rule_added_to_the_policy_between_two_calls_in_one_process_denies_at_once(world) -> None:
+    """A hostile timing: the tool is allowed and served from memory, then the admin adds a deny rule for
+    it. The next call in the same process must deny — the trust report may come from memory, the
+    decision (and the per-policy rule index decide() keeps) must follow the new policy object."""
+    warm(world)
+    assert once(world).behavior == "allow"
+    doc = json.loads(world["policy"].read_text())
+    doc["permissions"]["deny"] = ["Bash(signed status)"]
+    world["policy"].write_text(json.dumps(doc))
+    world["loaded"] = load_admission_policy(world["policy"])
+    after = once(world)
+    assert after.behavior == "deny", after.decision.reasons
+    assert "COMMAND_DENIED" in [r.code for r in after.decision.reasons]
+
+
+@pytest.mark.parametrize("line", ["deploy\tprod", "deploy\nprod", "  deploy   prod  ", "deploy \t\r\n prod"])
+def test_a_command_whose_words_are_split_by_tabs_or_newlines_still_meets_its_ask_rule(
+        world, line: str) -> None:
+    """A crafted --command: blanks other than one space between the words (the plain-line split skips
+    shlex) must reach the same words shlex gives, so ``signed deploy *`` (ask) still applies; in a
+    non-interactive call an ask is not an allow."""
+    got = once(world, command=line)
+    assert got.command == ("deploy", "prod"), got.command
+    assert got.behavior != "allow", got.decision.reasons
+
+
+def test_a_no_break_space_is_one_word_as_the_shell_reads_it_not_two(world) -> None:
+    """``deploy\\u00a0prod`` is one word for shlex and for a POSIX shell (only space, tab and newline
+    split), so it is decided as that one word: the fast split must not invent a ``deploy`` the shell
+    would never pass (nor hide one it would)."""
+    got = once(world, command="deploy\u00a0prod")
+    assert got.command == ("deploy\u00a0prod",)
