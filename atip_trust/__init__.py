@@ -19,7 +19,9 @@ Typical use::
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 #: name -> the module that defines it
 _API: dict[str, str] = {

@@ -26,7 +26,10 @@ import time
 from pathlib import Path
 
 from atip_trust.facts.artifact import Artifact
-from atip_trust.facts.digest import Algorithm
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from atip_trust.facts.digest import Algorithm
 
 MIB = 1024 * 1024
 

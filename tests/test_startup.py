@@ -24,9 +24,11 @@ OWN_COLD = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_tr
 
 #: Standard-library and small third-party modules a cache-hit admission (ATIP_CACHE_DIR set, no audit
 #: line) has no use for, each a few ms of start-up (README "Verdict cache"): dataclasses (and inspect),
-#: OpenSSL through hashlib, platformdirs (and tempfile, shutil, random), shlex.
+#: OpenSSL through hashlib, platformdirs (and tempfile, shutil, random), shlex, typing (annotations are
+#: for mypy only), the pure-Python datetime (_base/clock.py), contextlib, base64 and copy.
 STD_COLD = ("dataclasses", "inspect", "hashlib", "_hashlib", "hmac", "platformdirs", "tempfile", "shutil",
-            "random", "shlex", "threading", "queue", "concurrent.futures")
+            "random", "shlex", "threading", "queue", "concurrent.futures", "typing", "datetime", "base64",
+            "copy")
 
 PROBE = """
 import json, sys

@@ -6,18 +6,27 @@ the canonical JSON that atip-trust hashes.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import re
 from pathlib import Path
 from collections.abc import Collection
-from typing import Any, Literal, TypeVar, overload
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    import base64
+    import binascii
+    from typing import Any, Literal, TypeVar, overload
+
+    T = TypeVar("T")
 
 from atip_trust._base.files import read_capped
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.sha import sha256_hex
 from atip_trust.errors import InputTooLargeError, MalformedInputError
+
+if not TYPE_CHECKING:  # base64 only for a field that carries bytes, never on a cache hit (_base/lazy.py)
+    base64 = lazy_import("base64")
+    binascii = lazy_import("binascii")
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -92,8 +101,6 @@ def load_json_file(
         raise
 
 
-T = TypeVar("T")
-
 _TYPE_NAMES: dict[type, str] = {
     dict: "JSON object", list: "list", str: "string", int: "integer", bool: "boolean", float: "number",
 }
@@ -121,21 +128,24 @@ def expect_object(
     return value
 
 
-@overload
-def get_field(
-    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[True] = ...,
-    nonempty: bool = ..., error: type[MalformedInputError] = ...,
-) -> T: ...
-@overload
-def get_field(
-    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[False],
-    nonempty: bool = ..., error: type[MalformedInputError] = ...,
-) -> T | None: ...
-@overload
-def get_field(
-    obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: bool,
-    nonempty: bool = ..., error: type[MalformedInputError] = ...,
-) -> T | None: ...
+if TYPE_CHECKING:
+    @overload
+    def get_field(
+        obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[True] = ...,
+        nonempty: bool = ..., error: type[MalformedInputError] = ...,
+    ) -> T: ...
+    @overload
+    def get_field(
+        obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: Literal[False],
+        nonempty: bool = ..., error: type[MalformedInputError] = ...,
+    ) -> T | None: ...
+    @overload
+    def get_field(
+        obj: dict[str, Any], key: str, type_: type[T], *, path: str, required: bool,
+        nonempty: bool = ..., error: type[MalformedInputError] = ...,
+    ) -> T | None: ...
+
+
 def get_field(
     obj: dict[str, Any],
     key: str,

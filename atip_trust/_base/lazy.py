@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 class LazyModule:
     """A stand-in for the module ``name``, imported on the first attribute read."""

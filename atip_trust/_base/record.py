@@ -20,11 +20,16 @@ from __future__ import annotations
 
 from operator import attrgetter
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+    R = TypeVar("R", bound="Record")
+else:
+    def dataclass_transform(**_: object) -> object:  # for type checkers only: nothing at run time
+        return lambda cls: cls
 
 __all__ = ["FrozenInstanceError", "Record", "init", "replace"]
-
-R = TypeVar("R", bound="Record")
 
 _set = object.__setattr__
 

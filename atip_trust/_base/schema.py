@@ -24,13 +24,15 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.shipped import shipped_file
 from atip_trust.errors import EnvironmentFailure, InputTooLargeError
 
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     import jsonschema  # type: ignore[import-untyped]
     from jsonschema import exceptions as _jsonschema_exceptions
     from referencing import exceptions as _referencing_exceptions
@@ -39,8 +41,9 @@ else:
     _jsonschema_exceptions = lazy_import("jsonschema.exceptions")
     _referencing_exceptions = lazy_import("referencing.exceptions")
 
-#: A jsonschema ``ValidationError`` (the package is untyped).
-SchemaError = Any
+if TYPE_CHECKING:
+    #: A jsonschema ``ValidationError`` (the package is untyped).
+    SchemaError = Any
 
 
 @functools.cache

@@ -12,7 +12,9 @@ built-in one, an artifact of any real size OpenSSL's.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.lazy import lazy_import
 

@@ -9,7 +9,9 @@ The installed copy is looked at first: it is the one that was built with this co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Literal
 
 from atip_trust.errors import EnvironmentFailure
 

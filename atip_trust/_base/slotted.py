@@ -12,7 +12,9 @@ unhashable are the base class's, as they were the dataclass's. Pickling is Pytho
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["Slotted"]
 

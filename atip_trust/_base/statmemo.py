@@ -16,11 +16,24 @@ import os
 import stat
 import time
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
+    V = TypeVar("V")
+
+    class _Generic(Generic[V]):
+        __slots__ = ()
+else:
+    class _Generic:  # StatMemo[X] in annotations only; subscripting at run time gives the class
+        __slots__ = ()
+
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
+
+    V = None
 
 __all__ = ["RACY_NS", "Ident", "StatMemo", "ident_of", "regular_ident", "settled"]
-
-V = TypeVar("V")
 
 #: (dev, inode, size, mtime_ns, ctime_ns): a file with the same five is taken to hold the same bytes.
 Ident = tuple[int, int, int, int, int]
@@ -49,7 +62,7 @@ def regular_ident(path: str, *, follow_links: bool = True) -> Ident | None:
     return ident_of(st) if stat.S_ISREG(st.st_mode) else None
 
 
-class StatMemo(Generic[V]):
+class StatMemo(_Generic[V]):
     """A bounded map from a key (a path, usually) to (identity, value); a value is handed out only for
     the identity it was stored with, and stored only when that identity is ``settled``."""
 

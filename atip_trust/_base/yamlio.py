@@ -17,7 +17,9 @@ refused rather than turned into a ``date``; quote it).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 import yaml
 

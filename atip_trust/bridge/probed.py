@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import MetadataError

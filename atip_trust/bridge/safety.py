@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.bridge.compile import command_effects, tool_document
 from atip_trust.facts.flatten import flatten_commands

@@ -10,7 +10,9 @@ the result is the same denial), never a pass-through.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import UsageError

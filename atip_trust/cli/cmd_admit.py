@@ -15,7 +15,9 @@ import argparse
 import io
 import os
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.cli.identity_flags import add_identity_flags, identity_rules, signer_entries

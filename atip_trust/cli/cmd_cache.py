@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.cli.main import EXIT_OK
 from atip_trust.cli.output import dump_json, one_line

@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.bridge.compile import PROVIDERS, compile_tools
 from atip_trust.bridge.probed import ProbeRefused, probe_surface_tool

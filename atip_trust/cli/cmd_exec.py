@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.cli.cmd_admit import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
 from atip_trust.cli.main import is_interactive

@@ -27,7 +27,9 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 from atip_trust._base.lazy import lazy_import
 
@@ -43,7 +45,7 @@ from atip_trust.errors import (
     UsageError,
 )
 from atip_trust.facts.artifact import Artifact
-from atip_trust.facts.digest import ALGORITHMS, Algorithm, Digest, hash_fd
+from atip_trust.facts.digest import ALGORITHMS, Digest, hash_fd
 from atip_trust.limits import LIMITS
 
 # SARIF only for ``--format sarif`` and for a file that fails (_base/lazy.py): hashing loads nothing more.
@@ -52,6 +54,9 @@ if TYPE_CHECKING:
     from atip_trust.cli.sarif import Rule
 else:
     sarif = lazy_import("atip_trust.cli.sarif")
+
+if TYPE_CHECKING:
+    from atip_trust.facts.digest import Algorithm
 
 #: SARIF rule ids (stable).
 RULE_UNREADABLE = "atip-trust/hash/unreadable"

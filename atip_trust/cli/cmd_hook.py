@@ -12,7 +12,9 @@ import argparse
 import signal
 import sys
 from types import FrameType
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
 from atip_trust.errors import AtipTrustError

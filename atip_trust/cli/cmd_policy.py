@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.jsonio import load_json_file
 from atip_trust._version import __version__

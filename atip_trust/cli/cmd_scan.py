@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_ASK, EXIT_FAIL, EXIT_OK

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.errors import UsageError
 from atip_trust.signature.identity import IdentityRule

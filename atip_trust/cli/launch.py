@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
 

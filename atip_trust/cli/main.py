@@ -20,9 +20,10 @@ import importlib
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._version import __version__
@@ -279,38 +280,42 @@ def _stdout_to_devnull(fd: int) -> None:
         pass
 
 
-@contextmanager
-def _guarded_stdout() -> Iterator[None]:
+class _GuardedStdout:
     """Route the process's real standard output through ``_PipeGuard`` while a command runs.
 
     Only the interpreter's own stdout is wrapped (tests that capture output into a buffer are left
-    alone); encoding, error handler and line buffering stay as they were.
+    alone); encoding, error handler and line buffering stay as they were. (A class rather than
+    ``contextlib.contextmanager``: contextlib is not imported on a warm admission, README "Verdict
+    cache".)
     """
-    original = sys.stdout
-    try:
-        fd = original.fileno() if original is sys.__stdout__ and original is not None else -1
-    except (AttributeError, ValueError, io.UnsupportedOperation):
-        fd = -1
-    if fd < 0:
-        yield
-        return
-    original.flush()
-    raw = _PipeGuard(fd, "w", closefd=False)
-    wrapped = io.TextIOWrapper(
-        io.BufferedWriter(raw), encoding=original.encoding, errors=original.errors,
-        line_buffering=bool(getattr(original, "line_buffering", False)),
-    )
-    sys.stdout = wrapped
-    try:
-        yield
-    finally:
-        sys.stdout = original
+
+    def __enter__(self) -> None:
+        self.original = original = sys.stdout
+        self.wrapped: io.TextIOWrapper | None = None
+        try:
+            self.fd = original.fileno() if original is sys.__stdout__ and original is not None else -1
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            self.fd = -1
+        if self.fd < 0:
+            return
+        original.flush()
+        raw = _PipeGuard(self.fd, "w", closefd=False)
+        self.wrapped = sys.stdout = io.TextIOWrapper(
+            io.BufferedWriter(raw), encoding=original.encoding, errors=original.errors,
+            line_buffering=bool(getattr(original, "line_buffering", False)),
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        wrapped = self.wrapped
+        if wrapped is None:
+            return
+        sys.stdout = self.original
         try:
             wrapped.flush()
         except (OSError, ValueError):
             # main() reported the failed write; what is still buffered is lost either way, so let it
             # go to the null device rather than fail again here or at the interpreter's exit.
-            _stdout_to_devnull(fd)
+            _stdout_to_devnull(self.fd)
         try:
             wrapped.detach()
         except (OSError, ValueError):
@@ -319,7 +324,7 @@ def _guarded_stdout() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None, *, started: Callable[[], None] | None = None) -> int:
     """Run one command line; ``started`` is called once its command is about to run (cli/launch.py)."""
-    with _guarded_stdout():
+    with _GuardedStdout():
         rc = _main(list(sys.argv[1:] if argv is None else argv), started)
         try:
             sys.stdout.flush()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.report import Check, Reason, TrustReport

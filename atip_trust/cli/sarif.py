@@ -21,7 +21,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 from urllib.parse import quote_from_bytes
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -44,14 +44,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import MetadataError
 from atip_trust.facts.digest import hash_bytes
-from atip_trust.facts.effects import State, classify, merge_declared
+from atip_trust.facts.effects import classify, merge_declared
 from atip_trust.limits import LIMITS
+
+if TYPE_CHECKING:
+    from atip_trust.facts.effects import State
 
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,79}")
 _MOVED_TO_DRIVER = ("code", "run", "runner", "secrets", "network", "entry")

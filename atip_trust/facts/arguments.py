@@ -30,7 +30,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.flatten import FlatCommand

@@ -20,7 +20,12 @@ from atip_trust._base.files import open_regular
 from atip_trust._base.record import Record, init
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, UsageError
-from atip_trust.facts.digest import Algorithm, Digest, hash_fd
+from atip_trust.facts.digest import Digest, hash_fd
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from atip_trust.facts.digest import Algorithm
+
 
 class FileIdentity(Record):
     """What ``fstat`` said about the opened file; used to detect a swap or an edit before exec."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
@@ -24,6 +24,7 @@ from atip_trust.limits import LIMITS
 # too) is loaded when a large file is hashed (_base/sha.py) or two digests are compared.
 if TYPE_CHECKING:
     import hmac
+    from typing import Any, Literal
     import queue
     import threading
 else:
@@ -31,7 +32,8 @@ else:
     queue = lazy_import("queue")
     threading = lazy_import("threading")
 
-Algorithm = Literal["sha256", "sha512"]
+if TYPE_CHECKING:
+    Algorithm = Literal["sha256", "sha512"]
 ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
 _HEX_LEN = {"sha256": 64, "sha512": 128}
 _TEXT_RE = re.compile(r"(sha256|sha512):([0-9a-f]+)")

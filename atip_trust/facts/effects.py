@@ -12,9 +12,16 @@ unknown is risky (Agent Tool: "a tool should not be treated as ... non-destructi
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeGuard
+
+from atip_trust._base.lazy import lazy_import
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    import copy
+    from typing import Any, Literal, TypeGuard
+else:
+    copy = lazy_import("copy")  # only when declared effects are merged (_base/lazy.py)
 
 #: Effect classes that capability gating knows (RFC §3.6: the metadata field that declares each one, in the comment).
 EFFECT_CLASSES: tuple[str, ...] = (
@@ -29,7 +36,8 @@ EFFECT_CLASSES: tuple[str, ...] = (
 )
 
 
-State = Literal["risky", "safe", "unknown"]
+if TYPE_CHECKING:
+    State = Literal["risky", "safe", "unknown"]
 
 
 def _interactive_state(eff: Mapping[str, Any]) -> State:

@@ -46,20 +46,20 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import json_path, parse_json
-from atip_trust._base.schema import (
-    SchemaError,
-    Validator,
-    best_match,
-    validator,
-)
+from atip_trust._base.schema import Validator, best_match, validator
 from atip_trust.errors import InputTooLargeError, MalformedInputError, MetadataError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.effects import merge_declared, walk_command
 from atip_trust.limits import LIMITS, Limits
+
+if TYPE_CHECKING:
+    from atip_trust._base.schema import SchemaError
 
 SCHEMA_FILE = "atip-metadata.schema.json"
 #: Longest schema message we repeat; jsonschema quotes whole instances, which may be megabytes.

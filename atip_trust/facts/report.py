@@ -8,18 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import IntEnum
-from typing import Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from atip_trust._base.jsonio import canonical_digest
 from atip_trust._base.record import Record, init
 from atip_trust._base.slotted import Slotted
 
-CheckStatus = Literal["pass", "fail", "skip", "error"]
-#: What a failing check means for the trust level (principle 2).
-Impact = Literal["compromised", "unsigned", "unverified", "provenance", "none"]
-SignatureStatus = Literal["valid", "invalid", "absent", "unchecked"]
-ProvenanceStatus = Literal["valid", "invalid", "absent", "unchecked", "fail"]
-Behavior = Literal["allow", "ask", "deny"]
+if TYPE_CHECKING:
+    CheckStatus = Literal["pass", "fail", "skip", "error"]
+    #: What a failing check means for the trust level (principle 2).
+    Impact = Literal["compromised", "unsigned", "unverified", "provenance", "none"]
+    SignatureStatus = Literal["valid", "invalid", "absent", "unchecked"]
+    ProvenanceStatus = Literal["valid", "invalid", "absent", "unchecked", "fail"]
+    Behavior = Literal["allow", "ask", "deny"]
 
 
 class TrustLevel(IntEnum):

@@ -34,17 +34,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact, resolve
-from atip_trust.facts.digest import Algorithm, Digest
+from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import (
     ReportKey,
@@ -56,7 +57,7 @@ from atip_trust.gate.cached import (
     stored_digest,
 )
 from atip_trust.gate.command_decision import decide_command
-from atip_trust.gate.interactive import Interactive, can_ask
+from atip_trust.gate.interactive import can_ask
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import to_agent_tool
@@ -68,14 +69,22 @@ from atip_trust.state.cache import VerdictCache
 
 # Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
+# contextlib only for a library caller that hands in an open Artifact.
 if TYPE_CHECKING:
+    import contextlib
+
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.gate import metadata_trust, shims
 else:
+    contextlib = lazy_import("contextlib")
     metadata_mod = lazy_import("atip_trust.facts.metadata")
     metadata_trust = lazy_import("atip_trust.gate.metadata_trust")
     shims = lazy_import("atip_trust.gate.shims")
+
+if TYPE_CHECKING:
+    from atip_trust.facts.digest import Algorithm
+    from atip_trust.gate.interactive import Interactive
 
 PathLike = str | os.PathLike[str]
 
@@ -381,7 +390,7 @@ def _admit(
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
-    with nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
+    with contextlib.nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
 

@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.files import open_regular
 from atip_trust._base.statmemo import Ident, StatMemo, ident_of, regular_ident, settled
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact, FileIdentity
-from atip_trust.facts.digest import Algorithm, Digest, hash_fd
+from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.report import TrustReport
 from atip_trust.state.cache import VerdictCache, cache_key, fresh
+
+if TYPE_CHECKING:
+    from atip_trust.facts.digest import Algorithm
 
 PathLike = str | os.PathLike[str]
 _ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")

@@ -10,7 +10,9 @@ metadata's effects trusted only when verified, then policy/decide.py.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust.facts.effects import command_states
 from atip_trust.facts.report import Decision, TrustReport

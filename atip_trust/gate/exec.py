@@ -36,7 +36,9 @@ import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
@@ -46,9 +48,11 @@ from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
 from atip_trust.gate.cached import hash_artifact, open_cache
 from atip_trust.gate.env import exec_environment
-from atip_trust.gate.interactive import Interactive
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
+
+if TYPE_CHECKING:
+    from atip_trust.gate.interactive import Interactive
 
 PathLike = str | os.PathLike[str]
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Literal
 
 from atip_trust.errors import UsageError
 
-Interactive = Literal["auto", "always", "never"]
+if TYPE_CHECKING:
+    Interactive = Literal["auto", "always", "never"]
 
 
 def can_ask(mode: bool | Interactive = "auto") -> bool:

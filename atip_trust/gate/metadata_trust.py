@@ -22,15 +22,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import DigestSubject
-from atip_trust.facts.digest import Algorithm, Digest, hash_bytes
+from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from atip_trust.facts.digest import Algorithm
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.files import owner_problem
 from atip_trust.facts.artifact import path_entries

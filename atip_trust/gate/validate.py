@@ -35,12 +35,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from atip_trust.errors import UsageError
 from atip_trust.facts.aip14 import ToolContract, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
-from atip_trust.facts.effects import State, classify, merge_states, walk_command
+from atip_trust.facts.effects import classify, merge_states, walk_command
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import Decision, Reason, TrustReport
@@ -48,7 +48,11 @@ from atip_trust.gate.admit import Admission
 from atip_trust.policy.compose import compose
 from atip_trust.policy.decide import decide, effect_classes_of
 from atip_trust.policy.load import layer_from_document
-from atip_trust.policy.model import COST_ORDER, STRICTNESS, Policy, RuleBehavior
+from atip_trust.policy.model import COST_ORDER, STRICTNESS, Policy
+
+if TYPE_CHECKING:
+    from atip_trust.facts.effects import State
+    from atip_trust.policy.model import RuleBehavior
 
 Severity = Literal["error", "warning"]
 

@@ -44,7 +44,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeVar
+
+    T = TypeVar("T")
 
 from atip_trust._base.record import replace
 from atip_trust.facts.report import TrustLevel
@@ -61,15 +65,15 @@ from atip_trust.policy.model import (
     CommandRule,
     Defaults,
     Gate,
-    Mode,
     Policy,
     PolicyLayer,
     Requirements,
-    RuleSource,
     Waiver,
 )
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from atip_trust.policy.model import Mode, RuleSource
+
 
 
 def _max_level(a: TrustLevel | None, b: TrustLevel | None) -> TrustLevel | None:

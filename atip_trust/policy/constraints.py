@@ -10,7 +10,7 @@ first used); public keys are read only when a policy or a flag names them, and c
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError, UsageError

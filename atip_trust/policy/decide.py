@@ -31,9 +31,11 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
+from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.effects import effective_states
 from atip_trust.facts.report import (
@@ -44,14 +46,7 @@ from atip_trust.facts.report import (
     TrustReport,
 )
 from atip_trust.limits import LIMITS
-from atip_trust.policy.model import (
-    STRICTNESS,
-    CommandRule,
-    Policy,
-    RuleBehavior,
-    RuleSource,
-    Waiver,
-)
+from atip_trust.policy.model import STRICTNESS, CommandRule, Policy, Waiver
 from atip_trust.policy.rules import (
     Matcher,
     command_line,
@@ -66,6 +61,9 @@ if TYPE_CHECKING:
     from atip_trust.provenance import slsa
 else:
     slsa = lazy_import("atip_trust.provenance.slsa")
+
+if TYPE_CHECKING:
+    from atip_trust.policy.model import RuleBehavior, RuleSource
 
 #: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
 #: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.

@@ -17,12 +17,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base import jsonio
+from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.files import read_capped
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
@@ -42,8 +44,6 @@ from atip_trust.policy.model import (
     PublicKeyRule,
     RegistryRule,
     Requirements,
-    RuleBehavior,
-    RuleSource,
     SourceRule,
     ToolRule,
     Waiver,
@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from atip_trust.provenance import slsa
 else:
     slsa = lazy_import("atip_trust.provenance.slsa")
+
+if TYPE_CHECKING:
+    from atip_trust.policy.model import RuleBehavior, RuleSource
 
 _SCHEMA = "policy.schema.json"
 

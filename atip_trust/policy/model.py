@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.record import Record, init
 from atip_trust.facts.report import TrustLevel
 
 if TYPE_CHECKING:
-    pass
+    from datetime import datetime
+    from typing import Any, Literal
 
-RuleBehavior = Literal["allow", "ask", "deny"]
-Mode = Literal["enforce", "warn", "audit"]
-#: Where a rule came from; exported as the Agent Tool rule source (the Agent Tool permission decision's rule sources).
-RuleSource = Literal["org", "local", "cli", "default"]
+    RuleBehavior = Literal["allow", "ask", "deny"]
+    Mode = Literal["enforce", "warn", "audit"]
+    #: Where a rule came from; exported as the Agent Tool rule source (the Agent Tool permission decision's rule sources).
+    RuleSource = Literal["org", "local", "cli", "default"]
 
 #: Strictness order used everywhere a "more restrictive answer wins" (the more restrictive answer wins, as hosts compose policies).
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -356,7 +356,8 @@ class PolicyLayer(Record):
              rules, gates, defaults, waivers)
 
 
-EnvMode = Literal["pass", "scrub", "allowlist"]
+if TYPE_CHECKING:
+    EnvMode = Literal["pass", "scrub", "allowlist"]
 
 
 class EnvRule(Record):

@@ -38,18 +38,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError
 from atip_trust.facts.report import TrustLevel
 from atip_trust.limits import LIMITS
-from atip_trust.policy.model import (
-    CommandRule,
-    RuleBehavior,
-    RuleSource,
-    SignerRule,
-)
+from atip_trust.policy.model import CommandRule, SignerRule
 from atip_trust.signature.identity import CLAIMS
 
 if TYPE_CHECKING:
@@ -57,6 +54,9 @@ if TYPE_CHECKING:
 else:
     # Only for words that need quoting or splitting by shell rules (_PLAIN_LINE below).
     shlex = lazy_import("shlex")
+
+if TYPE_CHECKING:
+    from atip_trust.policy.model import RuleBehavior, RuleSource
 
 _TOOL_SPEC = re.compile(r"^([A-Za-z0-9_.:+-]+)\((.*)\)$", re.DOTALL)
 #: Rule-tool names meaning "a shell command line" (Claude Code's Bash tool, and a neutral alias).

@@ -37,7 +37,9 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
@@ -57,12 +59,15 @@ from atip_trust.errors import (
 )
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
-from atip_trust.facts.report import Check, Impact
+from atip_trust.facts.report import Check
 from atip_trust.limits import LIMITS
 from atip_trust.signature.algorithms import Scheme, hash_name, verify_signature
 from atip_trust.signature.bundle import bundle_version, proof_required
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from atip_trust.facts.report import Impact
 
 PublicKey = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | rsa.RSAPublicKey
 

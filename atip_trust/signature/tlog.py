@@ -33,7 +33,9 @@ import hmac
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
 from atip_trust._base.jsonio import b64_bytes, canonical_json, expect_object, get_field, join_path
 from atip_trust.errors import BundleError

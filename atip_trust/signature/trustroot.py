@@ -17,16 +17,15 @@ report under its digest, so a cache hit cannot stand on a broken root.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
-from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from importlib import util as importlib_util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
+from atip_trust._base.clock import datetime, timedelta, timezone
 from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
@@ -36,12 +35,20 @@ from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust.limits import LIMITS
 
+# base64 only for a root's keys and certificates, never on a cache hit (_base/lazy.py).
 if TYPE_CHECKING:
+    import base64
+    import binascii
+    from importlib import util as importlib_util
+
     import sigstore
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 else:
+    base64 = lazy_import("base64")
+    binascii = lazy_import("binascii")
+    importlib_util = lazy_import("importlib.util")
     sigstore = lazy_import("sigstore")
     x509 = lazy_import("cryptography.x509")
     serialization = lazy_import("cryptography.hazmat.primitives.serialization")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import errno
 import os
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
 
+from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
 from atip_trust._base.lazy import lazy_import
