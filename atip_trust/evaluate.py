@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -55,6 +54,9 @@ from atip_trust.signature.identity import (
     match_identities,
 )
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The verifiers (and with them sigstore and cryptography) are imported when evidence is first checked
 # (_base/lazy.py): ``Constraints`` and ``Evidence`` are built on every admission, and a warm one reuses
@@ -533,7 +535,7 @@ class Evaluation:
 
     def report(self, level: TrustLevel) -> TrustReport:
         rep = TrustReport(
-            path=str(self.artifact.path),
+            path=self.artifact.path_text,
             digests={k: v.hex for k, v in self.digests.items()},
             size=self.artifact.identity.size if self.artifact.identity else None,
             trust_level=level,

@@ -305,9 +305,9 @@ def test_standard_org_policy_paths_are_the_documented_ones(monkeypatch) -> None:
     from atip_trust.policy import load
 
     monkeypatch.setattr(sys, "platform", "linux")
-    assert load.standard_org_policy_path() == Path("/etc/atip-trust/org-policy.json")
+    assert load.standard_org_policy_path() == "/etc/atip-trust/org-policy.json"
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert load.standard_org_policy_path() == Path("/Library/Application Support/atip-trust/org-policy.json")
+    assert load.standard_org_policy_path() == "/Library/Application Support/atip-trust/org-policy.json"
     r = cli("admit", "--help")
     text = " ".join(r.out.split())
     assert "/etc/atip-trust/org-policy.json" in text

@@ -41,12 +41,20 @@ sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own, "std": std}) 
 """
 
 
-def probe(argv: list[str], env: dict[str, str] | None = None) -> dict[str, object]:
+#: What a cache-hit admission needs of the standard library is checked in a bare interpreter (``-S``: no
+#: site-packages, whose editable-install hook imports pathlib, re and urllib at start-up, and no
+#: third-party package at all): pathlib (with urllib.parse and ipaddress), typing and contextlib are
+#: not among it (README "Verdict cache").
+BARE_COLD = ("pathlib", "urllib.parse", "ipaddress", "typing", "contextlib", "datetime", "fnmatch")
+
+
+def probe(argv: list[str], env: dict[str, str] | None = None, *, bare: bool = False,
+          cold: tuple[str, ...] = STD_COLD) -> dict[str, object]:
     """Run the CLI's ``main(argv)`` in a fresh interpreter; its exit code and the heavy packages it
     loaded (top-level names of HEAVY found in ``sys.modules`` afterwards), and which of OWN_COLD and
-    STD_COLD."""
-    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY),
-                        json.dumps(OWN_COLD), json.dumps(STD_COLD)], cwd=REPO,
+    ``cold``. ``bare``: without site-packages (``-S``; the package from this checkout)."""
+    p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c", PROBE, json.dumps(argv),
+                        json.dumps(HEAVY), json.dumps(OWN_COLD), json.dumps(cold)], cwd=REPO,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
     out: dict[str, object] = json.loads(p.stderr.strip().splitlines()[-1])
     out["stdout"] = p.stdout
@@ -128,6 +136,13 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     assert warm["std"] == [], warm["std"]
     assert {"hashlib", "dataclasses"} <= set(cold["std"])  # type: ignore[arg-type]
     assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
+    if root == "file":  # (the embedded root is found through the sigstore package: not in a bare run)
+        bare = probe(argv, env, bare=True, cold=BARE_COLD)
+        assert json.loads(str(bare["stdout"]))["decision"] == warm_out["decision"], bare
+        assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
+        # ... and it does look: a miss in the same bare interpreter loads them (through the verifier,
+        # which is not there to load: the run stops with exit 2, having imported pathlib first).
+        assert "pathlib" in probe([*argv, "--no-cache"], env, bare=True, cold=BARE_COLD)["std"]
     assert warm_out["trust_level"] == cold_out["trust_level"]
     assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from collections.abc import Collection
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -24,9 +23,14 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.sha import sha256_hex
 from atip_trust.errors import InputTooLargeError, MalformedInputError
 
-if not TYPE_CHECKING:  # base64 only for a field that carries bytes, never on a cache hit (_base/lazy.py)
+# base64 only for a field that carries bytes, pathlib only to name a file in an error: neither on a
+# cache hit (_base/lazy.py).
+if TYPE_CHECKING:
+    import pathlib
+else:
     base64 = lazy_import("base64")
     binascii = lazy_import("binascii")
+    pathlib = lazy_import("pathlib")
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -97,7 +101,7 @@ def load_json_file(
         return parse_json(data, what=what, max_depth=max_depth)
     except MalformedInputError as err:
         # Keep the JSON path but say which file.
-        err.message = f"{Path(path).name}: {err.message}"
+        err.message = f"{pathlib.Path(path).name}: {err.message}"
         raise
 
 

@@ -8,25 +8,38 @@ The installed copy is looked at first: it is the one that was built with this co
 
 from __future__ import annotations
 
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+import os
+
 if TYPE_CHECKING:
     from typing import Literal
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import EnvironmentFailure
 
-_PKG = Path(__file__).resolve().parent.parent  # the atip_trust package directory
+if TYPE_CHECKING:
+    import pathlib
+    from pathlib import Path
+else:
+    pathlib = lazy_import("pathlib")  # for callers that want a Path; not on a cache hit (_base/lazy.py)
+
+_PKG = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the atip_trust package directory
 _INSTALLED = {"schema": "_schema", "policies": "_policies"}
 
 
-def shipped_file(folder: Literal["schema", "policies"], name: str) -> Path:
+def shipped_path(folder: Literal["schema", "policies"], name: str) -> str:
     """The path of ``folder/name``; an ``EnvironmentFailure`` (exit 2) naming both places when absent."""
-    candidates = (_PKG / _INSTALLED[folder] / name, _PKG.parent / folder / name)
+    candidates = (os.path.join(_PKG, _INSTALLED[folder], name), os.path.join(os.path.dirname(_PKG), folder, name))
     for path in candidates:
-        if path.is_file():
+        if os.path.isfile(path):
             return path
     raise EnvironmentFailure(
         f"atip-trust's own {folder}/{name} is missing (looked in {candidates[0]} and {candidates[1]}); "
         "reinstall the package",
         path=f"{folder}/{name}",
     )
+
+
+def shipped_file(folder: Literal["schema", "policies"], name: str) -> Path:
+    """``shipped_path`` as a ``Path``."""
+    return pathlib.Path(shipped_path(folder, name))

@@ -13,10 +13,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 from types import TracebackType
 
 from atip_trust._base.files import open_regular
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, UsageError
@@ -24,7 +24,12 @@ from atip_trust.facts.digest import Digest, hash_fd
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
+    import pathlib
+    from pathlib import Path
+
     from atip_trust.facts.digest import Algorithm
+else:
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
 
 
 class FileIdentity(Record):
@@ -67,6 +72,11 @@ def path_entries(path_env: str | None = None) -> list[tuple[str, bool]]:
 
 
 def which(name: str, path_env: str | None = None) -> Path:
+    """``which_text`` as a ``Path``."""
+    return pathlib.Path(which_text(name, path_env))
+
+
+def which_text(name: str, path_env: str | None = None) -> str:
     """Look a bare command name up in PATH as a POSIX shell does, minus the current directory.
 
     Each PATH entry in order; the first regular, executable ``entry/name`` wins. A shell takes an empty
@@ -93,7 +103,7 @@ def which(name: str, path_env: str | None = None) -> Path:
                         f"instead of {cand!r}; remove relative entries from PATH or give a path",
                         path=name,
                     )
-            return Path(cand)
+            return cand
     note = ""
     if skipped:
         shown = ", ".join(repr(e) if e else "(empty)" for e in skipped)
@@ -137,12 +147,18 @@ def _path_of(text: str) -> Path:
     if path is None:
         if len(_PATHS) >= 256:
             _PATHS.clear()
-        path = _PATHS[text] = Path(text)
+        path = _PATHS[text] = pathlib.Path(text)
     return path
 
 
 def resolve(target: str | os.PathLike[str]) -> Path:
-    """Turn a path or a bare tool name into an absolute, symlink-free path, once.
+    """Turn a path or a bare tool name into an absolute, symlink-free path, once (``resolve_text``)."""
+    return _path_of(resolve_text(target))
+
+
+def resolve_text(target: str | os.PathLike[str]) -> str:
+    """Turn a path or a bare tool name into an absolute, symlink-free path, once, as text (no pathlib on
+    a warm admission, README "Verdict cache"; ``resolve`` gives the same as a ``Path``).
 
     A bare name (a ``str`` without ``/``) is looked up through PATH only (``which``), as the shell that
     will run it does, and never in the current directory first; anything containing a separator is a
@@ -154,14 +170,14 @@ def resolve(target: str | os.PathLike[str]) -> Path:
     if not text:
         raise ArtifactAccessError("empty artifact name")
     if isinstance(target, str) and _is_bare_name(text):
-        text = str(which(text))
+        text = which_text(text)
     plain = _plain_absolute(text)
     if plain is not None:
-        return _path_of(plain)
+        return plain
     try:
         # What Path.resolve(strict=True) does, without building a Path from the input first.
         try:
-            return Path(os.path.realpath(text, strict=True))
+            return os.path.realpath(text, strict=True)
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise RuntimeError(f"Symlink loop from {err.filename!r}") from err
@@ -181,27 +197,39 @@ class Artifact(Slotted):
     request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
     """
 
-    __slots__ = ("path", "fd", "identity", "_digests")
+    # ``_path`` holds the path as text and ``path`` (a field, slotted.py) gives it as a Path on first
+    # read: the warm path reads ``path_text`` and never imports pathlib (README "Verdict cache").
+    __slots__ = ("_path", "fd", "identity", "_digests")
     _no_repr = frozenset({"_digests"})
-    path: Path
+    _path: str
     fd: int
     identity: FileIdentity
     _digests: dict[Algorithm, Digest]
 
-    def __init__(self, path: Path, fd: int, identity: FileIdentity,
+    def __init__(self, path: str | os.PathLike[str], fd: int, identity: FileIdentity,
                  _digests: dict[Algorithm, Digest] | None = None) -> None:
-        self.path = path
+        self._path = os.fspath(path)
         self.fd = fd
         self.identity = identity
         self._digests = {} if _digests is None else _digests
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False) -> Artifact:
-        """Open ``target`` (``resolve``d first, unless ``resolved``: a ``Path`` the caller just got
-        from ``resolve``, so as not to walk it twice). The last component is never followed."""
-        path = target if resolved and isinstance(target, Path) else resolve(target)
+        """Open ``target`` (``resolve``d first, unless ``resolved``: an absolute path the caller just
+        got from ``resolve_text``, so as not to walk it twice). The last component is never followed."""
+        text = os.fspath(target)
+        path = text if resolved and text.startswith("/") else resolve_text(target)
         fd, st = open_regular(path, what="file", follow_links=False)
         return cls(path, fd, FileIdentity.from_stat(st))
+
+    @property
+    def path(self) -> Path:
+        return _path_of(self._path)
+
+    @property
+    def path_text(self) -> str:
+        """The resolved path as text."""
+        return self._path
 
     def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:
         missing = tuple(a for a in algorithms if a not in self._digests)
@@ -225,7 +253,7 @@ class Artifact(Slotted):
     def unchanged(self) -> bool:
         """True when the path still names the same, unmodified file that was opened (principle 6)."""
         try:
-            now = FileIdentity.from_stat(os.stat(self.path, follow_symlinks=False))
+            now = FileIdentity.from_stat(os.stat(self._path, follow_symlinks=False))
             mine = FileIdentity.from_stat(os.fstat(self.fd))
         except OSError:
             return False
@@ -242,15 +270,15 @@ class Artifact(Slotted):
         through another descriptor is refused, never executed.
         """
         if self.fd < 0:
-            raise ArtifactAccessError("the artifact is closed", path=str(self.path))
+            raise ArtifactAccessError("the artifact is closed", path=self._path)
         try:
             now = FileIdentity.from_stat(os.fstat(self.fd))
         except OSError as err:
-            raise ArtifactAccessError(f"cannot stat: {err.strerror}", path=str(self.path)) from err
+            raise ArtifactAccessError(f"cannot stat: {err.strerror}", path=self._path) from err
         if now != self.identity:
             raise ArtifactAccessError(
                 f"changed since it was verified: expected {self.identity.describe()}, "
-                f"actual {now.describe()}", path=str(self.path))
+                f"actual {now.describe()}", path=self._path)
         os.set_inheritable(self.fd, True)
         return self.fd
 
@@ -271,9 +299,6 @@ class Artifact(Slotted):
         self.close()
 
 
-
-
-
 class DigestSubject(Slotted):
     """An artifact known only by its digest (``verify sha256:<hex>``), as cosign's ``--digest`` or
     ``gh attestation verify`` on a digest: attestations are matched by subject; nothing is opened."""
@@ -288,6 +313,10 @@ class DigestSubject(Slotted):
 
     @property
     def path(self) -> str:
+        return str(self.known)
+
+    @property
+    def path_text(self) -> str:
         return str(self.known)
 
     @property
@@ -312,4 +341,7 @@ class DigestSubject(Slotted):
 
     def __exit__(self, *exc: object) -> None:
         pass
-__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "resolve", "which"]
+
+
+__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "resolve", "resolve_text", "which",
+           "which_text"]

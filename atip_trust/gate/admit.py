@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -44,7 +42,7 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluate import Constraints, Evidence, evaluate
-from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import (
@@ -66,6 +64,12 @@ from atip_trust.policy.model import Policy, PolicyLayer, SignerRule
 from atip_trust.policy.rules import split_command
 from atip_trust.state.audit import append_audit, audit_error_record, audit_record
 from atip_trust.state.cache import VerdictCache
+
+if TYPE_CHECKING:
+    import pathlib
+    from pathlib import Path
+else:
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
 
 # Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
@@ -116,14 +120,19 @@ def load_admission_policy(
 def tool_name_of(tool: PathLike | Artifact) -> str:
     """The name rules and the audit log use: a path's last component, a bare name as given."""
     if isinstance(tool, Artifact):
-        return tool.path.name
+        return _last_component(tool.path_text)
     text = os.fspath(tool)
     return _last_component(text) if "/" in text else text
 
 
-@lru_cache(maxsize=256)
 def _last_component(text: str) -> str:
-    return Path(text).name  # pathlib's idea of it ("a/b/" and "a/b/." name "b"), once per path
+    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (README "Verdict cache"): the
+    last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
+    nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
+    for part in reversed(text.split("/")):
+        if part and part != ".":
+            return part
+    return ""
 
 
 class Admission(Record):
@@ -283,10 +292,10 @@ def write_audit(admission: Admission, audit_log: PathLike | None = None) -> None
 
 
 def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | None]:
-    base = Path(shim_dir)
+    base = pathlib.Path(shim_dir)
     for cand in (base / "sha256" / f"{hexdigest}.json", base / f"{hexdigest}.json"):
         if cand.is_file():
-            bundle = Path(str(cand) + ".bundle")
+            bundle = pathlib.Path(str(cand) + ".bundle")
             return cand, bundle if bundle.is_file() else None
     return None, None
 
@@ -382,11 +391,11 @@ def _admit(
     # (1) Resolve once, open once, hash from the descriptor (a caller's Artifact: its descriptor).
     if isinstance(tool, Artifact):
         if tool.fd < 0:
-            raise UsageError("the artifact is closed: open it again", path=str(tool.path))
-        path = tool.path
+            raise UsageError("the artifact is closed: open it again", path=tool.path_text)
+        path = tool.path_text
     else:
-        path = resolve(os.fspath(tool))
-    known.path = str(path)
+        path = resolve_text(os.fspath(tool))
+    known.path = path
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
@@ -397,8 +406,8 @@ def _admit(
         # (2) Evidence. The metadata file is read once: its signature is checked over these bytes and
         # its claims and effects are parsed from them.
         given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
-        meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else Path(metadata)
-        meta_bundle = Path(metadata_bundle) if metadata_bundle is not None else None
+        meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else pathlib.Path(metadata)
+        meta_bundle = pathlib.Path(metadata_bundle) if metadata_bundle is not None else None
         from_shim = False
         if metadata is None and shim_dir is not None:
             meta_path, meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
@@ -438,8 +447,8 @@ def _admit(
         hit = cached(cache, key)
         if hit is None:
             evidence = Evidence(
-                bundles=tuple(Path(b) for b in bundles),
-                signature=Path(signature) if signature is not None else None,
+                bundles=tuple(pathlib.Path(b) for b in bundles),
+                signature=pathlib.Path(signature) if signature is not None else None,
                 metadata=doc,
             )
             # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
@@ -523,7 +532,7 @@ def _constraints(policy: Policy, keys: Sequence[PathLike]) -> Constraints:
             if made.policy is policy and made.digest == policy.digest:
                 return made.constraints
     if keys or any(k.path for layer in policy.layers for k in (layer.public_keys or ())):
-        return constraints_from_policy(policy, Constraints(keys=tuple(Path(k) for k in keys)))
+        return constraints_from_policy(policy, Constraints(keys=tuple(pathlib.Path(k) for k in keys)))
     made = _PolicyConstraints(policy, constraints_from_policy(policy, Constraints()))
     if len(_MADE) >= 8:
         del _MADE[0]
@@ -575,7 +584,7 @@ def _cache_key(
         return None
     files = {"bundles": given_bundles, "keys": given_keys, "signature": given_signature,
              "metadata_bundle": given_meta_bundle}
-    path = str(art.path)
+    path = art.path_text
     meta = (None if meta_path is None else str(meta_path), from_shim,
             None if doc is None else str(doc.sha256), None if doc is None else doc.source_name)
     shown = _constraints_text(constraints)

@@ -73,7 +73,7 @@ def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, 
     and remembered otherwise."""
     if cache is None:
         return art.digests(_ALGORITHMS)
-    path = str(art.path)
+    path = art.path_text
     ident = _ident(art.identity)
     here = _ARTIFACTS.get(path, ident)
     if here is not None:

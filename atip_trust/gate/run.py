@@ -89,7 +89,7 @@ def run_verified(
         raise UsageError(f"run_verified needs a positive timeout and a byte cap, got {timeout}, {max_output}")
     if not proc_fd_available():
         raise EnvironmentFailure(f"{PROC_FD} is not available: the verified descriptor cannot be "
-                                 "executed, and the path is never run instead", path=str(artifact.path))
+                                 "executed, and the path is never run instead", path=artifact.path_text)
     fd = artifact.exec_fd()
     start = time.monotonic()
     deadline = start + timeout
@@ -102,7 +102,7 @@ def run_verified(
         )
     except OSError as err:
         raise EnvironmentFailure(f"cannot start the verified tool: {err.strerror or err}",
-                                 path=str(artifact.path)) from err
+                                 path=artifact.path_text) from err
     try:
         return _supervise(proc, deadline, start, max_output)
     finally:

@@ -9,7 +9,6 @@ first used); public keys are read only when a policy or a flag names them, and c
 
 from __future__ import annotations
 
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
@@ -18,6 +17,12 @@ from atip_trust.evaluate import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    import pathlib
+    from pathlib import Path
+else:
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
 
 if TYPE_CHECKING:
     from atip_trust.provenance import slsa
@@ -119,7 +124,7 @@ def _listed_digests(rules: tuple[PublicKeyRule, ...] | list[PublicKeyRule]) -> s
     out: set[str] = set()
     for k in rules:
         if k.path is not None:
-            actual = _key_digest_of(Path(k.path))
+            actual = _key_digest_of(pathlib.Path(k.path))
             if k.digest is not None and k.digest != actual:
                 raise PolicyError(
                     f"public key {k.name or k.path} does not have the digest the policy pins: "
@@ -164,7 +169,7 @@ def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
                     f"--key {key_path} is not a trust anchor: the {source} policy's trust.publicKeys "
                     f"expected one of {sorted(allowed) or 'no key (empty list)'}, actual {actual}"
                 )
-    own = tuple(Path(k.path) for k in policy.public_keys if k.path)
+    own = tuple(pathlib.Path(k.path) for k in policy.public_keys if k.path)
     out: list[Path] = []
     for k in own + tuple(given):
         if k not in out:

@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -30,7 +29,7 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import Validator, validator
 from atip_trust._base.sha import sha256_hex
-from atip_trust._base.shipped import shipped_file
+from atip_trust._base.shipped import shipped_file, shipped_path
 from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
 from atip_trust.facts.report import TrustLevel
@@ -56,6 +55,12 @@ from atip_trust.policy.rules import (
 )
 from atip_trust.state.cache import VerdictCache, cache_key
 
+if TYPE_CHECKING:
+    import pathlib
+    from pathlib import Path
+else:
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+
 # Read only for a policy that states trusted builders (_base/lazy.py): the provenance model is most of
 # a warm admission's import time otherwise.
 if TYPE_CHECKING:
@@ -77,7 +82,8 @@ def _validator() -> Validator:
 def _schema_sha256() -> str:
     """The shipped schema's bytes, by digest: a changed schema (a checkout between versions) validates
     every policy again."""
-    return sha256_hex(shipped_file("schema", _SCHEMA).read_bytes())
+    with open(shipped_path("schema", _SCHEMA), "rb") as f:
+        return sha256_hex(f.read())
 
 
 #: An extra org (managed) policy file to compose, for tests and staged roll-outs. Safe because org layers
@@ -85,7 +91,7 @@ def _schema_sha256() -> str:
 ORG_POLICY_ENV = "ATIP_TRUST_ORG_POLICY"
 
 
-def standard_org_policy_path() -> Path | None:
+def standard_org_policy_path() -> str | None:
     """Where an administrator puts the managed policy that ``admit`` and ``verify --policy`` apply.
 
     Like Claude Code's managed settings (``/etc/claude-code/managed-settings.json``,
@@ -94,13 +100,13 @@ def standard_org_policy_path() -> Path | None:
     A module-level function so that tests can replace it in-process instead of writing to /etc.
     """
     if sys.platform == "darwin":
-        return Path("/Library/Application Support/atip-trust/org-policy.json")
+        return "/Library/Application Support/atip-trust/org-policy.json"
     if sys.platform.startswith("linux"):
-        return Path("/etc/atip-trust/org-policy.json")
+        return "/etc/atip-trust/org-policy.json"
     return None
 
 
-def _present(path: Path) -> bool:
+def _present(path: str | os.PathLike[str]) -> bool:
     """Absent only when the path (or a directory on it) does not exist; anything we cannot stat
     counts as present, so that the loader refuses it loudly instead of it being skipped silently."""
     try:
@@ -119,7 +125,7 @@ def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     out: list[str] = []
     std = standard_org_policy_path()
     if std is not None and _present(std):
-        out.append(str(std))
+        out.append(os.fspath(std))
     env = os.environ.get(ORG_POLICY_ENV, "")
     if env:
         out.append(env)
@@ -274,7 +280,7 @@ def _refuse_qualified_deny_ask(doc: Any) -> None:
 
 
 def layer_from_document(
-    doc: Any, *, source: RuleSource, path: str | None = None, base_dir: Path | None = None,
+    doc: Any, *, source: RuleSource, path: str | None = None, base_dir: str | os.PathLike[str] | None = None,
     cache: VerdictCache | None = None,
 ) -> PolicyLayer:
     """Schema-check one policy document and compile it into a ``PolicyLayer``. With ``cache``, a
@@ -285,7 +291,9 @@ def layer_from_document(
         raise err
     assert_dict = doc if isinstance(doc, dict) else {}
     trust = assert_dict.get("trust", {})
-    base = base_dir or Path.cwd()
+    # Relative key and root paths are relative to the policy file's folder (os.path: no pathlib on a
+    # warm admission, README "Verdict cache"; realpath is what Path.resolve() runs).
+    base = os.fspath(base_dir) if base_dir is not None else os.getcwd()
 
     signers = None
     if "signers" in trust:
@@ -296,7 +304,7 @@ def layer_from_document(
     if "publicKeys" in trust:
         keys = tuple(
             PublicKeyRule(
-                path=str((base / k["path"]).resolve()) if "path" in k else None,
+                path=os.path.realpath(os.path.join(base, k["path"])) if "path" in k else None,
                 digest=k.get("digest"),
                 name=k.get("name"),
             )
@@ -305,7 +313,7 @@ def layer_from_document(
     roots = None
     if "trustedRoots" in trust:
         roots = tuple(
-            r if isinstance(r, str) else str((base / r["path"]).resolve())
+            r if isinstance(r, str) else os.path.realpath(os.path.join(base, r["path"]))
             for r in trust["trustedRoots"]
         )
     builders = None
@@ -447,12 +455,12 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
     try:
         doc = parse_json(data, what="policy", max_depth=LIMITS.json_depth)
     except MalformedInputError as err:
-        raise PolicyError(f"{Path(name).name}: {err.message}", path=err.path) from err
+        raise PolicyError(f"{pathlib.Path(name).name}: {err.message}", path=err.path) from err
     try:
-        return layer_from_document(doc, source=source, path=name, base_dir=Path(name).resolve().parent,
+        return layer_from_document(doc, source=source, path=name, base_dir=os.path.dirname(os.path.realpath(name)),
                                    cache=VerdictCache() if cache else None)
     except PolicyError as err:
-        err.message = f"{Path(name).name}: {err.message}"
+        err.message = f"{pathlib.Path(name).name}: {err.message}"
         raise
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -34,6 +33,12 @@ from atip_trust._base.sha import sha256_hex
 from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust.limits import LIMITS
+
+if TYPE_CHECKING:
+    import pathlib
+    from pathlib import Path
+else:
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
 
 # base64 only for a root's keys and certificates, never on a cache hit (_base/lazy.py).
 if TYPE_CHECKING:
@@ -287,11 +292,11 @@ class TrustRoot(Record):
                 locations = list(spec.submodule_search_locations or ()) if spec is not None else []
                 if not locations:
                     raise FileNotFoundError("the sigstore package is not installed")
-                file = str(Path(locations[0]) / "_store" / folder / "trusted_root.json")
+                file = str(pathlib.Path(locations[0]) / "_store" / folder / "trusted_root.json")
             before = regular_ident(file)
             raw = _ROOT_FILES.get(file, before)
             if raw is None:
-                raw = Path(file).read_bytes()
+                raw = pathlib.Path(file).read_bytes()
                 if before is not None and regular_ident(file) == before:
                     _ROOT_FILES.put(file, before, raw)
         except OSError as err:
@@ -376,7 +381,7 @@ def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | 
                        deferred: bool = False) -> TrustRoot:
     """``--trusted-root FILE`` wins; else ``--staging``; else the embedded public-good root."""
     if path is not None:
-        return TrustRoot.from_file(Path(path), deferred=deferred)
+        return TrustRoot.from_file(pathlib.Path(path), deferred=deferred)
     return TrustRoot.embedded("staging" if staging else "production", deferred=deferred)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -35,8 +34,8 @@ else:
     platformdirs = lazy_import("platformdirs")
 
 
-def default_audit_path() -> Path:
-    return Path(platformdirs.user_state_dir("atip-trust")) / "audit.jsonl"
+def default_audit_path() -> str:
+    return os.path.join(platformdirs.user_state_dir("atip-trust"), "audit.jsonl")
 
 
 def _sha256(value: str | None) -> str | None:
@@ -111,7 +110,7 @@ def audit_error_record(
     }
 
 
-def _open_log(target: Path) -> int:
+def _open_log(target: str) -> int:
     """Open the log for appending: a regular file only, never a symlink, never blocking.
 
     ``O_NONBLOCK``: opening a FIFO for writing fails at once (ENXIO) when nobody reads it, and one that
@@ -119,9 +118,11 @@ def _open_log(target: Path) -> int:
     ``admit``. ``O_NOFOLLOW``: a symlink at the log path is refused rather than followed.
     """
     try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # As Path.mkdir(parents=True, mode=0o700): the mode is the last folder's (paths as text: no
+        # pathlib on a warm admission, README "Verdict cache").
+        os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
     except OSError as err:
-        raise ArtifactAccessError(f"cannot open audit log: {err.strerror}", path=str(target)) from err
+        raise ArtifactAccessError(f"cannot open audit log: {err.strerror}", path=target) from err
     fd, _ = open_regular(target, what="audit log", write=True, follow_links=False)
     return fd
 
@@ -162,14 +163,14 @@ def _write_all(fd: int, line: bytes) -> None:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> Path:
+def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> str:
     """Append one line and fsync it; the file is created 0600 (it names tools and identities).
 
     Raises ``NotARegularFileError`` for anything but a regular file (FIFO, device, directory, symlink)
     and ``ArtifactAccessError`` when the line cannot be written whole; the caller treats either as a
     failed decision (exit 2), never as success.
     """
-    target = Path(path) if path is not None else default_audit_path()
+    target = os.fspath(path) if path is not None else default_audit_path()
     line = canonical_json(record, stringify=True) + b"\n"
     fd = _open_log(target)
     try:

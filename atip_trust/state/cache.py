@@ -30,7 +30,6 @@ import stat
 import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -80,16 +79,17 @@ _MID = b'","body":'
 _BODY_AT = len(_HEAD) + 64 + len(_MID)
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir() -> str:
     return _cache_dir(os.environ.get("ATIP_CACHE_DIR"))
 
 
 @lru_cache(maxsize=16)
-def _cache_dir(env: str | None) -> Path:
-    # Per value of ATIP_CACHE_DIR (an admission opens the cache on every call).
+def _cache_dir(env: str | None) -> str:
+    # Per value of ATIP_CACHE_DIR (an admission opens the cache on every call). Text, not a Path: no
+    # pathlib on a warm admission (README "Verdict cache").
     if env:
-        return Path(env)
-    return Path(platformdirs.user_cache_dir("atip-trust")) / "verdicts"
+        return env
+    return os.path.join(platformdirs.user_cache_dir("atip-trust"), "verdicts")
 
 
 def fresh(created: Any) -> bool:
@@ -128,9 +128,9 @@ class VerdictCache:
     _writes = 0
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else default_cache_dir()
-        #: The directory as text, for names joined on every lookup (``entry_ident``).
-        self.where = str(self.directory)
+        self.directory = os.fspath(directory) if directory is not None else default_cache_dir()
+        #: The same, under the name ``entry_ident``'s callers read.
+        self.where = self.directory
         #: ``where`` joined with the report prefix: an entry's path is this, its key and the suffix.
         self._reports_at = os.path.join(self.where, _REPORT_PREFIX)
 
@@ -140,8 +140,8 @@ class VerdictCache:
         not writable by group or others; otherwise the cache is not used at all."""
         return private_dir(self.directory, create=create)
 
-    def _entries(self) -> list[tuple[Path, os.stat_result]]:
-        out: list[tuple[Path, os.stat_result]] = []
+    def _entries(self) -> list[tuple[str, os.stat_result]]:
+        out: list[tuple[str, os.stat_result]] = []
         try:
             names = os.listdir(self.directory)
         except OSError:
@@ -149,7 +149,7 @@ class VerdictCache:
         for name in names:
             if not name.endswith(_SUFFIX) or not name.startswith((_REPORT_PREFIX, _STAT_PREFIX, _VALID_PREFIX)):
                 continue
-            p = self.directory / name
+            p = os.path.join(self.directory, name)
             try:
                 st = os.lstat(p)
             except OSError:
@@ -170,7 +170,7 @@ class VerdictCache:
         if not self._usable(create=False):
             return None
         try:
-            fd, st = open_regular(self.directory / name, what="cache entry", follow_links=False)
+            fd, st = open_regular(os.path.join(self.directory, name), what="cache entry", follow_links=False)
         except AtipTrustError:
             return None
         try:
@@ -210,7 +210,7 @@ class VerdictCache:
         try:
             # Not durable (no fsync): an entry torn by a crash fails its integrity hash and is
             # recomputed, and a scan writes one or two per tool (fsync made it disk-bound).
-            write_atomic(self.directory / name, data)
+            write_atomic(os.path.join(self.directory, name), data)
         except OSError:
             return
         # The bounds are checked on the first write and every EVICT_EVERY writes after it, not on
@@ -229,7 +229,7 @@ class VerdictCache:
             if len(entries) <= MAX_ENTRIES and total <= MAX_BYTES:
                 break
             try:
-                p.unlink()
+                os.unlink(p)
             except OSError:
                 continue
             entries = entries[1:]
@@ -305,15 +305,15 @@ class VerdictCache:
 
     # -- management ----------------------------------------------------------------------------------
     def stats(self) -> CacheStats:
-        entries = self._entries() if self.directory.is_dir() else []
-        return CacheStats(str(self.directory), len(entries), sum(st.st_size for _, st in entries))
+        entries = self._entries() if os.path.isdir(self.directory) else []
+        return CacheStats(self.directory, len(entries), sum(st.st_size for _, st in entries))
 
     def clear(self) -> int:
         """Remove every entry (and stray temporary files); the number of entries removed."""
         removed = 0
         for p, _ in self._entries():
             try:
-                p.unlink()
+                os.unlink(p)
                 removed += 1
             except OSError:
                 pass
@@ -321,7 +321,7 @@ class VerdictCache:
             for name in os.listdir(self.directory):
                 if name.startswith(".tmp-") and name.endswith(".part"):
                     try:
-                        os.unlink(self.directory / name)
+                        os.unlink(os.path.join(self.directory, name))
                     except OSError:
                         pass
         except OSError:
