@@ -68,6 +68,8 @@ def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
     assert (out["rc"], out["heavy"]) == (0, []), out
     # One file: no thread pool (concurrent.futures imports logging), no dataclasses, no platformdirs.
     assert not {"dataclasses", "concurrent.futures", "platformdirs", "shutil"} & set(out["std"]), out  # type: ignore[arg-type]
+    bare = probe(argv, bare=True, cold=BARE_COLD)  # nor pathlib, typing, contextlib (a bare interpreter)
+    assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
 
 
 def test_hash_of_many_files_loads_no_process_pool_or_sarif() -> None:

@@ -21,8 +21,9 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
+from atip_trust._base.generic import Generic
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 
@@ -34,13 +35,15 @@ if TYPE_CHECKING:
     import multiprocessing.context
     from concurrent import futures
     from concurrent.futures import Future, process
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    R = TypeVar("R")
 else:
     futures = lazy_import("concurrent.futures")
     multiprocessing = lazy_import("multiprocessing")
     process = lazy_import("concurrent.futures.process")
-
-T = TypeVar("T")
-R = TypeVar("R")
+    T = R = None  # _base/generic.py
 
 
 class Outcome(Record, Generic[R]):

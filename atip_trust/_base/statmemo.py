@@ -16,22 +16,16 @@ import os
 import stat
 import time
 from collections.abc import Hashable
+
+from atip_trust._base.generic import Generic
+
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
-    from typing import Generic, TypeVar
+    from typing import TypeVar
 
     V = TypeVar("V")
-
-    class _Generic(Generic[V]):
-        __slots__ = ()
 else:
-    class _Generic:  # StatMemo[X] in annotations only; subscripting at run time gives the class
-        __slots__ = ()
-
-        def __class_getitem__(cls, item: object) -> type:
-            return cls
-
-    V = None
+    V = None  # _base/generic.py
 
 __all__ = ["RACY_NS", "Ident", "StatMemo", "ident_of", "regular_ident", "settled"]
 
@@ -62,7 +56,7 @@ def regular_ident(path: str, *, follow_links: bool = True) -> Ident | None:
     return ident_of(st) if stat.S_ISREG(st.st_mode) else None
 
 
-class StatMemo(_Generic[V]):
+class StatMemo(Generic[V]):
     """A bounded map from a key (a path, usually) to (identity, value); a value is handed out only for
     the identity it was stored with, and stored only when that identity is ``settled``."""
 

@@ -26,7 +26,6 @@ import hashlib
 import os
 import re
 import sys
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
@@ -148,7 +147,7 @@ def digest_of(name: str, algorithm: Algorithm, *, path_lookup: bool = False,
     """
     if name == "-":
         return _hash_stdin(algorithm), name
-    with Artifact.open(name if path_lookup else Path(name)) as art:
+    with Artifact.open(name, lookup=path_lookup) as art:
         shown = art.path_text if path_lookup and "/" not in name else name
         return hash_fd(art.fd, (algorithm,), overlap=overlap)[algorithm], shown
 

@@ -16,6 +16,7 @@ sub-parser, so a level that does not repeat them keeps what an outer level parse
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import io
 import os
@@ -83,9 +84,15 @@ FOREIGN_FLAGS = {
 def _terminal_columns() -> int:
     """shutil.get_terminal_size's answer (COLUMNS, else the terminal, else 80) without importing shutil:
     argparse builds a help formatter for every add_argument, and its default one imports shutil (with
-    bz2, lzma and fnmatch) on each start — a few ms of a warm admission (README "Verdict cache")."""
+    bz2, lzma and fnmatch) on each start — a few ms of a warm admission (README "Verdict cache"). Asked
+    of the terminal once per value of COLUMNS, not once per argument."""
+    return _columns(os.environ.get("COLUMNS", "0"))
+
+
+@functools.lru_cache(maxsize=4)
+def _columns(env: str) -> int:
     try:
-        columns = int(os.environ.get("COLUMNS", "0"))
+        columns = int(env)
     except ValueError:
         columns = 0
     if columns <= 0:

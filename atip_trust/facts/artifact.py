@@ -156,20 +156,20 @@ def resolve(target: str | os.PathLike[str]) -> Path:
     return _path_of(resolve_text(target))
 
 
-def resolve_text(target: str | os.PathLike[str]) -> str:
+def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once, as text (no pathlib on
     a warm admission, README "Verdict cache"; ``resolve`` gives the same as a ``Path``).
 
     A bare name (a ``str`` without ``/``) is looked up through PATH only (``which``), as the shell that
     will run it does, and never in the current directory first; anything containing a separator is a
     path (write ``./name`` for a file here), and so is a ``pathlib.Path``, whatever it holds: callers
-    that take *files* (``verify ARTIFACT``) pass a ``Path``. The result is fully resolved so that later
+    that take *files* (``verify ARTIFACT``) pass a ``Path``, or ``lookup=False``. The result is fully resolved so that later
     opens do not depend on PATH or symlinks again.
     """
     text = os.fspath(target)
     if not text:
         raise ArtifactAccessError("empty artifact name")
-    if isinstance(target, str) and _is_bare_name(text):
+    if lookup and isinstance(target, str) and _is_bare_name(text):
         text = which_text(text)
     plain = _plain_absolute(text)
     if plain is not None:
@@ -214,11 +214,12 @@ class Artifact(Slotted):
         self._digests = {} if _digests is None else _digests
 
     @classmethod
-    def open(cls, target: str | os.PathLike[str], *, resolved: bool = False) -> Artifact:
+    def open(cls, target: str | os.PathLike[str], *, resolved: bool = False, lookup: bool = True) -> Artifact:
         """Open ``target`` (``resolve``d first, unless ``resolved``: an absolute path the caller just
-        got from ``resolve_text``, so as not to walk it twice). The last component is never followed."""
+        got from ``resolve_text``, so as not to walk it twice). The last component is never followed.
+        ``lookup=False``: a bare name is a file in the current directory, never looked up on PATH."""
         text = os.fspath(target)
-        path = text if resolved and text.startswith("/") else resolve_text(target)
+        path = text if resolved and text.startswith("/") else resolve_text(target, lookup=lookup)
         fd, st = open_regular(path, what="file", follow_links=False)
         return cls(path, fd, FileIdentity.from_stat(st))
 
