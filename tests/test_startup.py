@@ -45,7 +45,7 @@ sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own, "std": std}) 
 #: site-packages, whose editable-install hook imports pathlib, re and urllib at start-up, and no
 #: third-party package at all): pathlib (with urllib.parse and ipaddress), typing and contextlib are
 #: not among it (README "Verdict cache").
-BARE_COLD = ("pathlib", "urllib.parse", "ipaddress", "typing", "contextlib", "datetime", "fnmatch")
+BARE_COLD = ("pathlib", "urllib.parse", "ipaddress", "typing", "contextlib", "datetime")
 
 
 def probe(argv: list[str], env: dict[str, str] | None = None, *, bare: bool = False,
@@ -145,6 +145,17 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
         # ... and it does look: a miss in the same bare interpreter loads them (through the verifier,
         # which is not there to load: the run stops with exit 2, having imported pathlib first).
         assert "pathlib" in probe([*argv, "--no-cache"], env, bare=True, cold=BARE_COLD)["std"]
+        # As run by default: no ATIP_CACHE_DIR, an audit line. The folders are platformdirs' (XDG here),
+        # found without importing it (state/dirs.py): the bare interpreter has no platformdirs at all.
+        home = {k: v for k, v in env.items() if k != "ATIP_CACHE_DIR"}
+        home.update(XDG_CACHE_HOME=str(tmp_path / "xdg-cache"), XDG_STATE_HOME=str(tmp_path / "xdg-state"))
+        audited = [a for a in argv if a != "--no-audit"]
+        assert json.loads(str(probe(audited, home)["stdout"]))["cache"] == "miss"
+        default = probe(audited, home, bare=True, cold=(*BARE_COLD, "platformdirs"))
+        assert json.loads(str(default["stdout"]))["cache"] == "hit", default
+        assert (default["rc"], default["heavy"], default["std"]) == (0, [], []), default
+        lines = (tmp_path / "xdg-state" / "atip-trust" / "audit.jsonl").read_text().splitlines()
+        assert len(lines) == 2 and json.loads(lines[-1])["decision"] == "allow", lines
     assert warm_out["trust_level"] == cold_out["trust_level"]
     assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]
 

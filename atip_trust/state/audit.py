@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
-from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import ArtifactAccessError
 
 try:  # POSIX; elsewhere lines are appended without the truncate-back guard
@@ -25,17 +24,12 @@ try:  # POSIX; elsewhere lines are appended without the truncate-back guard
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 from atip_trust.facts.report import Decision, TrustReport
+from atip_trust.state import dirs
 
-if TYPE_CHECKING:
-    import platformdirs
-else:
-    # Only when no directory is given (--audit-log, ATIP_CACHE_DIR): platformdirs imports tempfile,
-    # shutil and random, ~10 ms of a warm admission that names its own paths (README "Verdict cache").
-    platformdirs = lazy_import("platformdirs")
 
 
 def default_audit_path() -> str:
-    return os.path.join(platformdirs.user_state_dir("atip-trust"), "audit.jsonl")
+    return os.path.join(dirs.user_state_dir(), "audit.jsonl")
 
 
 def _sha256(value: str | None) -> str | None:

@@ -37,18 +37,12 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
-from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust._base.sha import sha256_hex
 from atip_trust._base.statmemo import RACY_NS, Ident, ident_of
 from atip_trust.errors import AtipTrustError
+from atip_trust.state import dirs
 
-if TYPE_CHECKING:
-    import platformdirs
-else:
-    # Only without ATIP_CACHE_DIR: platformdirs imports tempfile, shutil and random (~10 ms of a warm
-    # admission, README "Verdict cache").
-    platformdirs = lazy_import("platformdirs")
 
 #: Entry layout version; an entry of another version is ignored.
 FORMAT = 2
@@ -89,7 +83,7 @@ def _cache_dir(env: str | None) -> str:
     # pathlib on a warm admission (README "Verdict cache").
     if env:
         return env
-    return os.path.join(platformdirs.user_cache_dir("atip-trust"), "verdicts")
+    return os.path.join(dirs.user_cache_dir(), "verdicts")
 
 
 def fresh(created: Any) -> bool:
