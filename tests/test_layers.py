@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, int, str], ...] = (
     ("atip_trust.provenance", 2, "provenance"),
     ("atip_trust.net", 2, "net"),
     ("atip_trust.evaluate", 3, "evaluate"),
+    ("atip_trust.inputs", 3, "evaluate"),  # evaluate's Evidence and Constraints
     ("atip_trust.state", 3, "state"),
     ("atip_trust.registry", 3, "registry"),
     ("atip_trust.policy", 4, "policy"),

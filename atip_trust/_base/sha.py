@@ -23,15 +23,16 @@ if TYPE_CHECKING:
 else:
     hashlib = lazy_import("hashlib")
 
-try:  # CPython 3.12+
-    from _sha2 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
-    from _sha2 import sha512 as _builtin_sha512  # type: ignore[import-not-found, unused-ignore]
-except ImportError:  # pragma: no cover - depends on the interpreter
-    try:  # CPython 3.11
+# Asked by version, not by trying: a failed import searches every sys.path entry first.
+try:
+    if sys.version_info >= (3, 12):
+        from _sha2 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
+        from _sha2 import sha512 as _builtin_sha512  # type: ignore[import-not-found, unused-ignore]
+    else:
         from _sha256 import sha256 as _builtin_sha256  # type: ignore[import-not-found, unused-ignore]
         from _sha512 import sha512 as _builtin_sha512  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:  # an interpreter without them: hashlib for everything
-        _builtin_sha256 = _builtin_sha512 = None
+except ImportError:  # pragma: no cover - an interpreter without them: hashlib for everything
+    _builtin_sha256 = _builtin_sha512 = None
 
 _BUILTIN = {"sha256": _builtin_sha256, "sha512": _builtin_sha512}
 

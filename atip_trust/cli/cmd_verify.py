@@ -21,7 +21,7 @@ from atip_trust.cli.output import (
     reports_to_sarif,
 )
 from atip_trust.errors import UsageError
-from atip_trust.evaluate import Constraints
+from atip_trust.inputs import Constraints
 from atip_trust.gate.verify import verify
 from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
 

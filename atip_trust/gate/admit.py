@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
-from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.inputs import Constraints, Evidence
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
@@ -73,15 +73,18 @@ else:
 
 # Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
-# contextlib only for a library caller that hands in an open Artifact.
+# contextlib only for a library caller that hands in an open Artifact; the evaluation only on a miss.
 if TYPE_CHECKING:
     import contextlib
+
+    from atip_trust import evaluate as evaluate_mod
 
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.gate import metadata_trust, shims
 else:
     contextlib = lazy_import("contextlib")
+    evaluate_mod = lazy_import("atip_trust.evaluate")
     metadata_mod = lazy_import("atip_trust.facts.metadata")
     metadata_trust = lazy_import("atip_trust.gate.metadata_trust")
     shims = lazy_import("atip_trust.gate.shims")
@@ -452,7 +455,7 @@ def _admit(
                 metadata=doc,
             )
             # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
-            report = evaluate(art, evidence, constraints, trust_root, require_anchor=False)
+            report = evaluate_mod.evaluate(art, evidence, constraints, trust_root, require_anchor=False)
 
     # (4) The metadata's own signature and its binding to this tool.
     effects_verified = False

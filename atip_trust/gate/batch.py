@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.parallel import default_workers, map_processes
 from atip_trust.errors import AtipTrustError, error_code
-from atip_trust.evaluate import Constraints
+from atip_trust.inputs import Constraints
 from atip_trust.gate.verify import verify
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.signature.keyless import KeylessVerifier

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init, replace
-from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.inputs import Constraints, Evidence
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
@@ -39,11 +39,13 @@ from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.cache import VerdictCache
 
-# Only with --fetch: the HTTP client and the metadata model (README "Verdict cache": a warm verify loads
-# neither).
+# Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (README
+# "Verdict cache": a warm verify loads none of them).
 if TYPE_CHECKING:
+    from atip_trust import evaluate as evaluate_mod
     from atip_trust.net import fetch as net_fetch
 else:
+    evaluate_mod = lazy_import("atip_trust.evaluate")
     net_fetch = lazy_import("atip_trust.net.fetch")
 
 PathLike = str | os.PathLike[str]
@@ -189,7 +191,7 @@ def verify(
         if hit is not None:
             report = hit[0]
         else:
-            report = evaluate(subject, evidence, c, root)
+            report = evaluate_mod.evaluate(subject, evidence, c, root)
             store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
     report.decision = decide_verify(applied, report, name) if applied is not None else verdict(report)

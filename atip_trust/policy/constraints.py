@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError, UsageError
-from atip_trust.evaluate import Constraints, SignerSet
+from atip_trust.inputs import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot

@@ -27,7 +27,6 @@ from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.files import read_capped
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
-from atip_trust._base.schema import Validator, validator
 from atip_trust._base.sha import sha256_hex
 from atip_trust._base.shipped import shipped_file, shipped_path
 from atip_trust._version import __version__
@@ -63,9 +62,12 @@ else:
 
 # Read only for a policy that states trusted builders (_base/lazy.py): the provenance model is most of
 # a warm admission's import time otherwise.
+# Likewise the schema validator: a policy found valid before is not validated again (module docstring).
 if TYPE_CHECKING:
+    from atip_trust._base import schema
     from atip_trust.provenance import slsa
 else:
+    schema = lazy_import("atip_trust._base.schema")
     slsa = lazy_import("atip_trust.provenance.slsa")
 
 if TYPE_CHECKING:
@@ -74,8 +76,8 @@ if TYPE_CHECKING:
 _SCHEMA = "policy.schema.json"
 
 
-def _validator() -> Validator:
-    return validator(_SCHEMA)
+def _validator() -> schema.Validator:
+    return schema.validator(_SCHEMA)
 
 
 @functools.cache

@@ -1,0 +1,118 @@
+"""What one evaluation is given (``evaluate.py``): the untrusted ``Evidence`` offered about an artifact, and
+the ``Constraints`` (trust anchors and requirements, from flags or policy) it is held to.
+
+Its own module so that an admission that reuses a cached trust report (README "Verdict cache") builds
+its constraints without loading the evaluation itself; ``atip_trust.evaluate`` re-exports both.
+"""
+
+from __future__ import annotations
+
+from atip_trust._base.record import Record, init
+from atip_trust.signature.identity import match_identities
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.facts.report import Check
+    from atip_trust.provenance.slsa import AllowedSource, BuilderMap
+    from atip_trust.signature.identity import CertificateFacts, IdentityRule
+
+
+class Evidence(Record):
+    """Untrusted material offered about the artifact."""
+
+    __slots__ = ("bundles", "signature", "certificate", "metadata")
+    bundles: tuple[Path, ...]
+    #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``, or with
+    #: ``certificate`` against that certificate (signature/certificate_pair.py).
+    signature: Path | None
+    #: The signing certificate of ``signature`` (cosign ``--cert``): a pair that carries no log entry.
+    certificate: Path | None
+    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
+    #: or a document already read, so that a caller that also verifies the document's own signature
+    #: (metadata_trust.py) checks claims from the very bytes it verified.
+    metadata: Path | MetadataDocument | None
+
+    def __init__(self, bundles: tuple[Path, ...] = (), signature: Path | None = None,
+                 certificate: Path | None = None,
+                 metadata: Path | MetadataDocument | None = None) -> None:
+        init(self, bundles, signature, certificate, metadata)
+
+
+class SignerSet(Record):
+    """Signer rules of one origin (``flags``, a policy layer), any one of which must match."""
+
+    __slots__ = ("source", "rules")
+    source: str
+    rules: tuple[IdentityRule, ...]
+
+    def __init__(self, source: str, rules: tuple[IdentityRule, ...]) -> None:
+        init(self, source, rules)
+
+
+class Constraints(Record):
+    """Trust anchors and requirements: from CLI flags or policy, never from the evidence."""
+
+    __slots__ = ("signers", "also_signers", "keys", "builder_id", "source_uri", "source_tag",
+                 "source_branch", "predicate_type", "min_slsa_level", "require_provenance", "sources",
+                 "builders")
+    #: Allowed keyless signers: any one of them.
+    signers: tuple[IdentityRule, ...]
+    #: Further signer sets a keyless signer must ALSO satisfy, one rule of each (``verify --policy``
+    #: with identity flags: the policy's signers and the flags' both hold; flags only tighten).
+    also_signers: tuple[SignerSet, ...]
+    #: Trusted public keys (PEM files), for detached signatures and public-key bundles.
+    keys: tuple[Path, ...]
+    builder_id: str | None
+    source_uri: str | None
+    source_tag: str | None
+    source_branch: str | None
+    predicate_type: str | None
+    min_slsa_level: int | None
+    require_provenance: bool
+    #: Allowed (repository, refs) pairs from policy ``trust.sources``: provenance must come from one
+    #: of them. None: no such requirement; an empty tuple allows no source (fail closed).
+    sources: tuple[AllowedSource, ...] | None
+    #: Trusted-builder map from policy; None: the shipped map (policies/trusted-builders.json).
+    builders: BuilderMap | None
+
+    def __init__(self, signers: tuple[IdentityRule, ...] = (),
+                 also_signers: tuple[SignerSet, ...] = (), keys: tuple[Path, ...] = (),
+                 builder_id: str | None = None, source_uri: str | None = None,
+                 source_tag: str | None = None, source_branch: str | None = None,
+                 predicate_type: str | None = None, min_slsa_level: int | None = None,
+                 require_provenance: bool = False, sources: tuple[AllowedSource, ...] | None = None,
+                 builders: BuilderMap | None = None) -> None:
+        init(self, signers, also_signers, keys, builder_id, source_uri, source_tag, source_branch,
+             predicate_type, min_slsa_level, require_provenance, sources, builders)
+
+    @property
+    def wants_provenance(self) -> bool:
+        return self.require_provenance or any(
+            v is not None
+            for v in (self.builder_id, self.source_uri, self.source_tag, self.source_branch,
+                      self.predicate_type, self.min_slsa_level, self.sources)
+        )
+
+    @property
+    def has_anchor(self) -> bool:
+        return bool(self.signers or self.keys or self.also_signers)
+
+    def match_signer(
+        self, facts: CertificateFacts, *, evidence: str | None = None
+    ) -> tuple[bool, list[Check]]:
+        """Whether a keyless signer satisfies ``signers`` and every set in ``also_signers``, with the
+        checks to report: the passing ones, and for a failing set its expected and actual values."""
+        rule, checks = match_identities(self.signers, facts, evidence=evidence)
+        ok = rule is not None
+        for extra in self.also_signers:
+            hit, more = match_identities(extra.rules, facts, evidence=evidence,
+                                         origin=extra.source)
+            ok = ok and hit is not None
+            checks.extend(more)
+        return ok, checks
+
+
+__all__ = ["Constraints", "Evidence", "SignerSet"]
