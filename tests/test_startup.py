@@ -181,6 +181,9 @@ def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_
     assert cold["rc"] == warm["rc"] == 0
     assert "sigstore" in cold["heavy"]  # type: ignore[operator]
     assert (warm["heavy"], warm["own"], warm["std"]) == ([], [], []), warm
+    bare = probe(argv, env, bare=True, cold=BARE_COLD)  # nor pathlib, typing or contextlib
+    assert json.loads(str(bare["stdout"]))["cache"] == "hit", bare
+    assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
 
 
 def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(tmp_path: Path) -> None:

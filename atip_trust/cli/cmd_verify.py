@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -20,10 +19,17 @@ from atip_trust.cli.output import (
     render_verify_text,
     reports_to_sarif,
 )
-from atip_trust.errors import UsageError
-from atip_trust.inputs import Constraints
-from atip_trust.gate.verify import verify
+from atip_trust._base.lazy import lazy_import
 from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
+from atip_trust.errors import UsageError
+from atip_trust.gate.verify import verify
+from atip_trust.inputs import Constraints
+
+if TYPE_CHECKING:
+    import pathlib
+else:
+    pathlib = lazy_import("pathlib")  # only for --key files (README "Verdict cache")
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
@@ -76,7 +82,7 @@ def build_constraints(args: argparse.Namespace) -> Constraints:
         raise UsageError(f"--min-slsa-level must be 0 to 3 (SLSA v1.0 Build levels), got {args.min_slsa_level}")
     return Constraints(
         signers=tuple(identity_rules(args)),
-        keys=tuple(Path(k) for k in args.key),
+        keys=tuple(pathlib.Path(k) for k in args.key),
         builder_id=args.builder_id,
         source_uri=args.source_uri,
         source_tag=args.source_tag,

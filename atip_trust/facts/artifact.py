@@ -190,6 +190,16 @@ def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
         raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
 
 
+def path_name(text: str) -> str:
+    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (README "Verdict cache"): the
+    last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
+    nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
+    for part in reversed(text.split("/")):
+        if part and part != ".":
+            return part
+    return ""
+
+
 class Artifact(Slotted):
     """An opened regular file: its resolved path, descriptor, identity and (lazily) its digests.
 
@@ -344,5 +354,5 @@ class DigestSubject(Slotted):
         pass
 
 
-__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "resolve", "resolve_text", "which",
-           "which_text"]
+__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "path_name", "resolve", "resolve_text",
+           "which", "which_text"]

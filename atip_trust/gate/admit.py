@@ -42,7 +42,7 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.inputs import Constraints, Evidence
-from atip_trust.facts.artifact import Artifact, resolve_text
+from atip_trust.facts.artifact import Artifact, path_name, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import (
@@ -123,19 +123,9 @@ def load_admission_policy(
 def tool_name_of(tool: PathLike | Artifact) -> str:
     """The name rules and the audit log use: a path's last component, a bare name as given."""
     if isinstance(tool, Artifact):
-        return _last_component(tool.path_text)
+        return path_name(tool.path_text)
     text = os.fspath(tool)
-    return _last_component(text) if "/" in text else text
-
-
-def _last_component(text: str) -> str:
-    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (README "Verdict cache"): the
-    last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
-    nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
-    for part in reversed(text.split("/")):
-        if part and part != ".":
-            return part
-    return ""
+    return path_name(text) if "/" in text else text
 
 
 class Admission(Record):

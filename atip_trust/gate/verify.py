@@ -18,16 +18,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from contextlib import ExitStack
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init, replace
+from atip_trust._base.record import Record, init
 from atip_trust.inputs import Constraints, Evidence
-from atip_trust.facts.artifact import Artifact, DigestSubject
+from atip_trust.facts.artifact import Artifact, DigestSubject, path_name
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
 from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
@@ -42,11 +40,17 @@ from atip_trust.state.cache import VerdictCache
 # Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (README
 # "Verdict cache": a warm verify loads none of them).
 if TYPE_CHECKING:
+    import contextlib
+    import pathlib
+    from pathlib import Path
+
     from atip_trust import evaluate as evaluate_mod
     from atip_trust.net import fetch as net_fetch
 else:
     evaluate_mod = lazy_import("atip_trust.evaluate")
     net_fetch = lazy_import("atip_trust.net.fetch")
+    pathlib = lazy_import("pathlib")
+    contextlib = lazy_import("contextlib")
 
 PathLike = str | os.PathLike[str]
 
@@ -109,7 +113,7 @@ def decide_verify(policy: Policy, report: TrustReport, artifact: str) -> Decisio
     return decide(
         policy,
         report,
-        tool_name=Path(artifact).name or artifact,
+        tool_name=path_name(artifact) or artifact,
         command=[],
         effects=None,
         effects_verified=False,
@@ -124,9 +128,9 @@ def subject_of(artifact: PathLike | Digest) -> Artifact | DigestSubject:
     if isinstance(artifact, Digest):
         return DigestSubject(artifact)
     text = os.fspath(artifact)
-    if _DIGEST_RE.match(text) and not Path(text).exists():
+    if _DIGEST_RE.match(text) and not os.path.exists(text):
         return DigestSubject(Digest.parse(text))
-    return Artifact.open(Path(text))
+    return Artifact.open(text, lookup=False)
 
 
 def verify(
@@ -166,31 +170,37 @@ def verify(
     # Deferred: parsed only when a cache miss verifies (evaluate checks it first).
     root = choose_trusted_root(applied, os.fspath(trusted_root) if trusted_root is not None else None,
                                staging, deferred=True)
-    evidence = Evidence(
-        bundles=tuple(Path(b) for b in bundles),
-        signature=Path(signature) if signature is not None else None,
-        certificate=Path(certificate) if certificate is not None else None,
-        metadata=Path(metadata) if metadata is not None else None,
-    )
+    # The evidence files as text: the cache key is made from them without pathlib (README "Verdict
+    # cache"); the ``Evidence`` of ``Path``s only when a miss evaluates.
+    given = _Given(tuple(os.fspath(b) for b in bundles), _text(signature), _text(certificate), _text(metadata))
+    extra: tuple[Path, ...] = ()
     fetched: list[dict[str, Any]] = []
     store_in = open_cache(cache and not fetch)
     key: str | None = None
     hit: tuple[TrustReport, dict[str, Any]] | None = None
     subject = subject_of(artifact)
-    with subject, ExitStack() as stack:
-        if fetch and metadata is not None:
+    fetching = fetch and metadata is not None
+    with subject, (contextlib.ExitStack() if fetching else _NoCleanup()) as stack:
+        if fetching:
+            assert stack is not None and metadata is not None
             # The only network use, and only now that every local input is checked. The fetched
             # bytes are one more untrusted bundle, read from a private temporary directory that is
             # removed when this block ends.
             material = stack.enter_context(net_fetch.fetched_provenance(metadata))
             fetched = [m.to_json() for m in material]
-            evidence = replace(evidence, bundles=evidence.bundles + tuple(m.path for m in material))
+            extra = tuple(m.path for m in material)
         if store_in is not None:
-            key = _cache_key(subject, store_in, c, evidence, applied, root)
+            key = _cache_key(subject, store_in, c, given, applied, root)
             hit = cached(store_in, key)
         if hit is not None:
             report = hit[0]
         else:
+            evidence = Evidence(
+                bundles=tuple(pathlib.Path(b) for b in given.bundles) + extra,
+                signature=_path(given.signature),
+                certificate=_path(given.certificate),
+                metadata=_path(given.metadata),
+            )
             report = evaluate_mod.evaluate(subject, evidence, c, root)
             store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
@@ -199,8 +209,40 @@ def verify(
                         cache="off" if key is None else "hit" if hit is not None else "miss")
 
 
+class _NoCleanup:
+    """What ``verify`` holds open while it runs when nothing was fetched (contextlib's ExitStack only
+    with ``--fetch``: contextlib is not loaded on a warm verify, README "Verdict cache")."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Given:
+    """The evidence files named by the caller, as text."""
+
+    __slots__ = ("bundles", "signature", "certificate", "metadata")
+
+    def __init__(self, bundles: tuple[str, ...], signature: str | None, certificate: str | None,
+                 metadata: str | None) -> None:
+        self.bundles = bundles
+        self.signature = signature
+        self.certificate = certificate
+        self.metadata = metadata
+
+
+def _text(path: PathLike | None) -> str | None:
+    return os.fspath(path) if path is not None else None
+
+
+def _path(text: str | None) -> Path | None:
+    return pathlib.Path(text) if text is not None else None
+
+
 def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints,
-               evidence: Evidence, policy: Policy | None, root: TrustRoot) -> str | None:
+               evidence: _Given, policy: Policy | None, root: TrustRoot) -> str | None:
     """Everything ``evaluate`` reads, as the verdict cache's key (gate/cached.py); None when a piece
     of evidence cannot be read (that is evaluated, and reported, again)."""
     digests: dict[str, str]
@@ -208,15 +250,14 @@ def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constr
         digests = {a: str(d) for a, d in hash_artifact(subject, cache).items()}
     else:
         digests = {"known": str(subject.known)}
-    meta = evidence.metadata if isinstance(evidence.metadata, Path) else None
     files = {role: evidence_digests(paths) for role, paths in (
         ("bundles", list(evidence.bundles)), ("keys", list(c.keys)),
         ("signature", [evidence.signature]), ("certificate", [evidence.certificate]),
-        ("metadata", [meta]))}
+        ("metadata", [evidence.metadata]))}
     if any(v is None for v in files.values()):
         return None
     return report_key("verify", {
-        "artifact": {"path": str(subject.path), **digests},
+        "artifact": {"path": subject.path_text, **digests},
         "evidence": files,
         "policy": policy.digest if policy is not None else None,
         "trusted_root": root.digest,
