@@ -195,10 +195,12 @@ def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(
     probe_hook = PROBE.replace("rc = main(", "sys.stdin = __import__('io').StringIO(REQUEST); rc = main(")
     env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("ATIP_TRUST_ORG_POLICY", None)
-    for _ in range(2):
-        p = subprocess.run([sys.executable, "-c", f"REQUEST = {request!r}\n" + probe_hook,
+    # Twice as installed, then in a bare interpreter (no site-packages: no pathlib, typing, contextlib).
+    for bare, cold in ((False, STD_COLD), (False, STD_COLD), (True, BARE_COLD)):
+        p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c",
+                            f"REQUEST = {request!r}\n" + probe_hook,
                             json.dumps(["hook", "claude-code", "--no-audit"]), json.dumps(HEAVY),
-                            json.dumps(OWN_COLD), json.dumps(STD_COLD)], cwd=REPO, capture_output=True,
+                            json.dumps(OWN_COLD), json.dumps(cold)], cwd=REPO, capture_output=True,
                            text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
         out = json.loads(p.stderr.strip().splitlines()[-1])
         answer = json.loads(p.stdout)["hookSpecificOutput"]

@@ -35,14 +35,13 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
-from atip_trust.facts.artifact import Artifact, FileIdentity, which
+from atip_trust.facts.artifact import Artifact, FileIdentity, path_name, which_text
 from atip_trust.facts.digest import hash_fd
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
@@ -76,15 +75,15 @@ class ExecRefused(Exception):
 
 
 class Opened(Slotted):
-    """One file about to run: the path it was found at, its open descriptor, its admission."""
+    """One file about to run: the path it was found at (as text), its open descriptor, its admission."""
 
     __slots__ = ("found", "art", "admission")
-    found: Path
+    found: str
     art: Artifact
     admission: Admission
 
-    def __init__(self, found: Path, art: Artifact, admission: Admission) -> None:
-        self.found = found
+    def __init__(self, found: str | os.PathLike[str], art: Artifact, admission: Admission) -> None:
+        self.found = os.fspath(found)
         self.art = art
         self.admission = admission
 
@@ -113,34 +112,35 @@ class ExecPlan(Slotted):
         return self.interpreter if self.interpreter is not None else self.tool
 
 
-def find_bundles(bundle_dir: PathLike | None, hexdigest: str) -> list[Path]:
+def find_bundles(bundle_dir: PathLike | None, hexdigest: str) -> list[str]:
     """A tool's Sigstore bundles kept by digest: ``DIR/sha256/<hex>.sigstore.json`` (or ``.jsonl``),
-    or the same names directly in ``DIR``: how exec and agent hooks find evidence for any tool."""
+    or the same names directly in ``DIR``: how exec and agent hooks find evidence for any tool. Paths
+    as text (no pathlib on an agent hook's path, README "Verdict cache")."""
     if bundle_dir is None:
         return []
-    base = Path(bundle_dir)
-    found: list[Path] = []
-    for folder in (base / "sha256", base):
+    base = os.fspath(bundle_dir)
+    found: list[str] = []
+    for folder in (os.path.join(base, "sha256"), base):
         for suffix in (".sigstore.json", ".sigstore.jsonl"):
-            cand = folder / f"{hexdigest}{suffix}"
-            if cand.is_file():
+            cand = os.path.join(folder, f"{hexdigest}{suffix}")
+            if os.path.isfile(cand):
                 found.append(cand)
     return found
 
 
-def locate(tool: PathLike, path_env: str | None = None) -> Path:
+def locate(tool: PathLike, path_env: str | None = None) -> str:
     """Where ``tool`` is: a bare name through PATH once (never the current directory), else the path
     as given. Not resolved further: the checks before exec look at this very path again."""
     text = os.fspath(tool)
     if not text:
         raise UsageError("empty tool name")
     if isinstance(tool, str) and "/" not in text:
-        return which(text, path_env)
-    return Path(text)
+        return which_text(text, path_env)
+    return text
 
 
 def admit_file(
-    found: Path,
+    found: PathLike,
     *,
     policy: Policy,
     name: str,
@@ -151,8 +151,9 @@ def admit_file(
     **admit_args: Any,
 ) -> Opened:
     """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
-    added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller."""
-    art = Artifact.open(found)
+    added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller.
+    ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again."""
+    art = Artifact.open(found, lookup=False)
     try:
         more: list[PathLike] = []
         if bundle_dir is not None:
@@ -187,7 +188,7 @@ def read_shebang(art: Artifact) -> tuple[str, str | None] | None:
     return parts[0], (parts[1].strip(" \t") if len(parts) > 1 else None)
 
 
-def _interpreter_path(interp: str, arg: str | None, env: Mapping[str, str]) -> tuple[Path, list[str]]:
+def _interpreter_path(interp: str, arg: str | None, env: Mapping[str, str]) -> tuple[str, list[str]]:
     """The interpreter file to open and the argv words before the script: ``#!/abs/path [arg]``, or
     ``#!/usr/bin/env NAME`` with NAME looked up once on the tool's PATH (env itself is not run)."""
     if not os.path.isabs(interp):
@@ -200,8 +201,8 @@ def _interpreter_path(interp: str, arg: str | None, env: Mapping[str, str]) -> t
                 "SCRIPT_INTERPRETER_UNKNOWN",
                 f"'#!{interp} {arg or ''}' is not the form '#!/usr/bin/env NAME': refused rather than "
                 "guess what env would run", expected="#!/usr/bin/env NAME", actual=f"{interp} {arg or ''}")])
-        return which(arg, env.get("PATH", os.defpath)), [arg]
-    return Path(interp), [interp, *([arg] if arg is not None else [])]
+        return which_text(arg, env.get("PATH", os.defpath)), [arg]
+    return interp, [interp, *([arg] if arg is not None else [])]
 
 
 def admit_interpreter(
@@ -215,7 +216,7 @@ def admit_interpreter(
     """Open and admit the interpreter of a ``#!`` script (``exec.scripts: verify-interpreter``), with
     no command words (the rules see its name); returns it and the argv words before the script."""
     path, words = _interpreter_path(*shebang, env)
-    return admit_file(path, policy=policy, name=path.name, command=(), **admit_args), words
+    return admit_file(path, policy=policy, name=path_name(path), command=(), **admit_args), words
 
 
 def script_interpreter(
@@ -256,7 +257,7 @@ def script_denied(script: Opened, shebang: tuple[str, str | None]) -> ExecRefuse
         rule="exec.scripts", expected="a binary", actual=f"#!{shebang[0]}")], script.admission)
 
 
-def _identity_now(path: Path) -> FileIdentity | None:
+def _identity_now(path: str) -> FileIdentity | None:
     try:
         return FileIdentity.from_stat(os.stat(path))
     except OSError:
@@ -281,7 +282,7 @@ def check_unchanged(opened: Opened) -> list[Reason]:
         return [Reason("CHANGED_SINCE_VERIFIED", f"{what} was modified in place after it was verified: "
                        f"{err.message}", expected=art.identity.describe(), actual="modified")]
     if not art.unchanged():
-        return [Reason("REPLACED_SINCE_VERIFIED", f"{what} (resolved to {art.path}) now names a different "
+        return [Reason("REPLACED_SINCE_VERIFIED", f"{what} (resolved to {art.path_text}) now names a different "
                        "file than the one verified", expected=art.identity.describe(), actual="another file")]
     again = hash_fd(art.fd, ("sha256",))["sha256"]
     if admitted is None or str(again) != _sha(admitted):
@@ -423,7 +424,7 @@ def _execute(plan: ExecPlan) -> None:
         if os.execve in os.supports_fd:
             os.execve(fd, plan.argv, plan.env)
         else:  # no fexecve: the path, right after check_unchanged found it naming the verified file
-            os.execve(target.art.path, plan.argv, plan.env)
+            os.execve(target.art.path_text, plan.argv, plan.env)
     except OSError as err:
         raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
 

@@ -37,16 +37,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
+    import pathlib
     from typing import Any
 
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import AtipTrustError, MalformedInputError, UsageError
-from atip_trust.facts.artifact import which
+from atip_trust.facts.artifact import which_text
 from atip_trust.gate.admit import write_audit
 from atip_trust.gate.env import exec_environment
 from atip_trust.gate.exec import (
@@ -58,6 +59,9 @@ from atip_trust.gate.exec import (
 )
 from atip_trust.gate.shell import SimpleCommand, Unsplittable, split_commands, unwrap, visible_commands
 from atip_trust.policy.model import STRICTNESS, Policy
+
+if not TYPE_CHECKING:
+    pathlib = lazy_import("pathlib")  # only for a relative program path (_locate)
 
 AGENTS = ("claude-code", "codex", "gemini", "copilot")
 #: The hook event each agent names in its input (Copilot's input names none).
@@ -183,16 +187,16 @@ def _commands(request: HookRequest) -> list[SimpleCommand]:
     return split_commands(request.command or "")
 
 
-def _locate(argv0: str, cwd: str | None, moved: bool, path_env: str | None) -> Path:
+def _locate(argv0: str, cwd: str | None, moved: bool, path_env: str | None) -> str:
     if "/" not in argv0:
-        return which(argv0, path_env)
+        return which_text(argv0, path_env)
     if os.path.isabs(argv0):
-        return Path(argv0)
+        return argv0
     if moved:
         raise Unsplittable(f"{argv0!r} is relative to a directory an earlier 'cd' changed")
     if cwd is None or not os.path.isabs(cwd):
         raise Unsplittable(f"{argv0!r} is relative and the hook input names no absolute cwd")
-    return Path(cwd) / argv0
+    return str(pathlib.Path(cwd) / argv0)  # as pathlib joins it; pathlib only for such a name
 
 
 def _script_refusal(opened: Opened, policy: Policy, **admit_args: Any) -> ExecRefused | None:
