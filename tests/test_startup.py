@@ -188,21 +188,35 @@ def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_
 
 def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(tmp_path: Path) -> None:
     """The pre-tool hook runs before every shell command an agent runs: for a command whose program has
-    no evidence it answers (deny or ask, in the agent's format) without loading a verifier, dataclasses,
-    OpenSSL or platformdirs, twice (the second time from the verdict cache)."""
+    no evidence it answers (deny or ask, in the agent's format); the first time it evaluates the
+    program (and validates the default policy), from then on it answers from the verdict cache without
+    loading a verifier, dataclasses, OpenSSL or platformdirs — nor, in a bare interpreter, pathlib,
+    typing or contextlib."""
+    # A program (``true`` would be a shell builtin: nothing to admit, no answer), on a standard input
+    # with bytes under it, as the agent gives it (the hook reads ``sys.stdin.buffer``).
     request = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "true --version"}})
-    probe_hook = PROBE.replace("rc = main(", "sys.stdin = __import__('io').StringIO(REQUEST); rc = main(")
+                          "tool_input": {"command": "ls -l"}})
+    probe_hook = PROBE.replace("rc = main(", "sys.stdin = __import__('io').TextIOWrapper(__import__('io')"
+                               ".BytesIO(REQUEST.encode())); rc = main(")
     env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("ATIP_TRUST_ORG_POLICY", None)
-    # Twice as installed, then in a bare interpreter (no site-packages: no pathlib, typing, contextlib).
-    for bare, cold in ((False, STD_COLD), (False, STD_COLD), (True, BARE_COLD)):
+    # A root file: the embedded one is found through the sigstore package, absent from a bare interpreter.
+    ROOT = str(REPO / "fixtures" / "sigstore" / "trusted_root.json")
+    for run, (bare, cold) in enumerate(((False, STD_COLD), (False, STD_COLD), (True, BARE_COLD))):
         p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c",
                             f"REQUEST = {request!r}\n" + probe_hook,
-                            json.dumps(["hook", "claude-code", "--no-audit"]), json.dumps(HEAVY),
+                            json.dumps(["hook", "claude-code", "--no-audit", "--trusted-root", ROOT]),
+                            json.dumps(HEAVY),
                             json.dumps(OWN_COLD), json.dumps(cold)], cwd=REPO, capture_output=True,
                            text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
         out = json.loads(p.stderr.strip().splitlines()[-1])
         answer = json.loads(p.stdout)["hookSpecificOutput"]
+        # ls has no evidence: UNSIGNED, which the default policy does not allow — a decision, not an
+        # error (an internal error denies too, and must not pass for one).
         assert answer["permissionDecision"] in ("deny", "ask"), answer
+        reason = answer["permissionDecisionReason"]
+        assert "ls -l" in reason and "UNSIGNED" in reason and "error" not in reason, answer
+        if run == 0:
+            assert "jsonschema" in out["heavy"], out  # the probe sees what a first answer loads
+            continue
         assert (out["heavy"], out["std"]) == ([], []), out

@@ -301,6 +301,11 @@ class Artifact(Slotted):
     def __enter__(self) -> Artifact:
         return self
 
+    def borrowed(self) -> _Borrowed:
+        """This artifact in a ``with`` block that leaves it open: its owner closes it (an admission of a
+        file ``exec`` or a hook opened, README "Verdict cache": contextlib's nullcontext, without it)."""
+        return _Borrowed(self)
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -308,6 +313,19 @@ class Artifact(Slotted):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class _Borrowed:
+    __slots__ = ("art",)
+
+    def __init__(self, art: Artifact) -> None:
+        self.art = art
+
+    def __enter__(self) -> Artifact:
+        return self.art
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 class DigestSubject(Slotted):

@@ -73,17 +73,14 @@ else:
 
 # Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
-# contextlib only for a library caller that hands in an open Artifact; the evaluation only on a miss.
+# The evaluation only on a miss.
 if TYPE_CHECKING:
-    import contextlib
-
     from atip_trust import evaluate as evaluate_mod
 
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.gate import metadata_trust, shims
 else:
-    contextlib = lazy_import("contextlib")
     evaluate_mod = lazy_import("atip_trust.evaluate")
     metadata_mod = lazy_import("atip_trust.facts.metadata")
     metadata_trust = lazy_import("atip_trust.gate.metadata_trust")
@@ -392,7 +389,7 @@ def _admit(
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("--metadata-bundle needs --metadata: the file it signs")
-    with contextlib.nullcontext(tool) if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
+    with tool.borrowed() if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
 

@@ -145,9 +145,10 @@ def shipped_policy_file(name: str) -> Path:
     return shipped_file("policies", name)
 
 
-def default_policy_path() -> Path:
-    """The embedded default policy: the checkout's policies/default.json, else the packaged copy."""
-    return shipped_policy_file("default.json")
+def default_policy_path() -> str:
+    """The embedded default policy: the checkout's policies/default.json, else the packaged copy (as
+    text: no pathlib on a warm admission, README "Verdict cache")."""
+    return shipped_path("policies", "default.json")
 
 
 #: ``"trustedBuilders": {"include": "builtin:trusted-builders"}`` names the map shipped in
@@ -159,7 +160,7 @@ BUILTIN_BUILDERS = "builtin:trusted-builders"
 def builtin_builders() -> tuple[BuilderRule, ...]:
     """The shipped trusted-builder map as policy rules (levels, names and sources as published)."""
 
-    path = shipped_policy_file("trusted-builders.json")
+    path = shipped_path("policies", "trusted-builders.json")
     bm = slsa.BuilderMap.load(path)
     return tuple(
         BuilderRule(id=e.pattern.text, level=e.level, name=e.name or None, source=e.source or None,

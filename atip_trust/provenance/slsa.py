@@ -31,23 +31,31 @@ about the same artifact never satisfies them.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.jsonio import json_path, load_json_file, parse_json
-from atip_trust._base.shipped import shipped_file
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
+from atip_trust._base.shipped import shipped_path
+from atip_trust._base.slotted import Slotted
 from atip_trust.errors import AtipTrustError, BundleError, PolicyError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
 from atip_trust.limits import LIMITS
+
+# fnmatch only to match a policy's source refs (a warm admission with the default policy, which includes
+# the shipped builder map, loads this module: README "Verdict cache").
+if TYPE_CHECKING:
+    import fnmatch
+    from pathlib import Path
+else:
+    fnmatch = lazy_import("fnmatch")
 
 #: DSSE payload type of in-toto statements (in-toto attestation spec, Envelope layer).
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -90,22 +98,29 @@ _V02_BUILD_TYPES = (
 # =====================================================================================================
 
 
-@dataclass(frozen=True)
-class Subject:
+class Subject(Record):
+    __slots__ = ("name", "digests", "other")
     name: str
     #: Only the algorithms atip-trust can compare (sha256, sha512); others are kept in ``other``.
     digests: dict[str, Digest]
-    other: dict[str, str] = field(default_factory=dict)
+    other: dict[str, str]
+
+    def __init__(self, name: str, digests: dict[str, Digest], other: dict[str, str] | None = None) -> None:
+        init(self, name, digests, {} if other is None else other)
 
 
-@dataclass(frozen=True)
-class Statement:
+class Statement(Record):
     """An in-toto Statement (v0.1 or v1) as signed: type, subjects, predicate type and predicate."""
 
+    __slots__ = ("statement_type", "predicate_type", "subjects", "predicate")
     statement_type: str
     predicate_type: str
     subjects: tuple[Subject, ...]
     predicate: dict[str, Any]
+
+    def __init__(self, statement_type: str, predicate_type: str, subjects: tuple[Subject, ...],
+                 predicate: dict[str, Any]) -> None:
+        init(self, statement_type, predicate_type, subjects, predicate)
 
 
 def _bad(path: list[str | int], message: str) -> BundleError:
@@ -216,25 +231,33 @@ def match_subject(statement: Statement, artifact_digests: dict[str, Digest]) -> 
 # =====================================================================================================
 
 
-@dataclass(frozen=True)
-class SlsaFacts:
+class SlsaFacts(Record):
     """What a SLSA provenance predicate says about the build, normalised across v0.2 and v1."""
 
+    __slots__ = ("predicate_type", "builder_id", "build_type", "build_type_known", "source_uri", "source_ref",
+                 "source_digest", "workflow", "claimed_level")
     predicate_type: str
     builder_id: str | None
     build_type: str | None
     #: True when ``build_type`` is one this module knows how to read; facts below are None otherwise.
     build_type_known: bool
     #: Source repository, normalised (``https://github.com/o/r``: no ``git+``, no ``.git``, no ``@ref``).
-    source_uri: str | None = None
+    source_uri: str | None
     #: Git ref as written (``refs/tags/v1.2.3``, ``refs/heads/main``), or None when not stated.
-    source_ref: str | None = None
+    source_ref: str | None
     #: Commit digest, ``{"gitCommit"|"sha1": hex}`` as in the provenance.
-    source_digest: dict[str, str] | None = None
+    source_digest: dict[str, str] | None
     #: Workflow file path (GitHub) or job name (GitLab) that ran the build.
-    workflow: str | None = None
+    workflow: str | None
     #: A level the provenance itself claims (never used for decisions; reported only).
-    claimed_level: int | None = None
+    claimed_level: int | None
+
+    def __init__(self, predicate_type: str, builder_id: str | None, build_type: str | None,
+                 build_type_known: bool, source_uri: str | None = None, source_ref: str | None = None,
+                 source_digest: dict[str, str] | None = None, workflow: str | None = None,
+                 claimed_level: int | None = None) -> None:
+        init(self, predicate_type, builder_id, build_type, build_type_known, source_uri, source_ref,
+             source_digest, workflow, claimed_level)
 
     def source_json(self) -> dict[str, Any] | None:
         if self.source_uri is None and self.source_ref is None and self.source_digest is None:
@@ -288,12 +311,15 @@ def source_matches(repository: str, refs: Sequence[str], uri: str | None, ref: s
     return isinstance(ref, str) and any(fnmatch.fnmatchcase(ref, pat) for pat in refs)
 
 
-@dataclass(frozen=True)
-class AllowedSource:
+class AllowedSource(Record):
     """One allowed source repository and the refs it may be built from (policy ``trust.sources``)."""
 
+    __slots__ = ("repository", "refs")
     repository: str
-    refs: tuple[str, ...] = ()
+    refs: tuple[str, ...]
+
+    def __init__(self, repository: str, refs: tuple[str, ...] = ()) -> None:
+        init(self, repository, refs)
 
     def matches(self, uri: str | None, ref: str | None) -> bool:
         return source_matches(self.repository, self.refs, uri, ref)
@@ -474,17 +500,18 @@ def slsa_facts(statement: Statement) -> SlsaFacts | None:
 _GLOB_TAIL = re.compile(r"^[A-Za-z0-9._+-]+$")
 
 
-@dataclass(frozen=True)
-class BuilderPattern:
+class BuilderPattern(Record):
     """A builder id: exact, or ``<id>@refs/<kind>/<prefix>*`` (a glob only at the end of the ref).
 
     principle 3: never a substring or prefix match on the id itself. The part before ``@`` is
     compared exactly; ``*`` stands for one ref-name segment (``[A-Za-z0-9._+-]+``).
     """
 
+    __slots__ = ("text",)
     text: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, text: str) -> None:
+        init(self, text)
         if "*" in self.text:
             head, at, ref = self.text.partition("@")
             if (
@@ -520,8 +547,7 @@ GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com"
 _KEY_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-@dataclass(frozen=True)
-class BuildSigner:
+class BuildSigner(Record):
     """Who signed an attestation, from its *verified* signature, never from the statement.
 
     Keyless: the Fulcio certificate's issuer, subject alternative names and extensions (identity.py short
@@ -529,10 +555,15 @@ class BuildSigner:
     the digest (``sha256:<hex>`` of the DER SubjectPublicKeyInfo) of the trusted key that verified it.
     """
 
-    issuer: str | None = None
-    identities: tuple[str, ...] = ()
-    extensions: Mapping[str, str] = field(default_factory=dict)
-    key_digest: str | None = None
+    __slots__ = ("issuer", "identities", "extensions", "key_digest")
+    issuer: str | None
+    identities: tuple[str, ...]
+    extensions: Mapping[str, str]
+    key_digest: str | None
+
+    def __init__(self, issuer: str | None = None, identities: tuple[str, ...] = (),
+                 extensions: Mapping[str, str] | None = None, key_digest: str | None = None) -> None:
+        init(self, issuer, identities, {} if extensions is None else extensions, key_digest)
 
     @property
     def workflow_uris(self) -> tuple[str, ...]:
@@ -556,8 +587,7 @@ class BuildSigner:
                 f"; runner_environment {env if env is not None else 'absent'}")
 
 
-@dataclass(frozen=True)
-class SignerBinding:
+class SignerBinding(Record):
     """How a trusted-builder entry's signature proves the builder (fields of the map entry).
 
     ``signerWorkflow``: the certificate's build-signer workflow (and SAN) must match one of these builder
@@ -571,10 +601,15 @@ class SignerBinding:
     grants no level: nothing would tie the level to the signature (fail closed).
     """
 
-    workflows: tuple[BuilderPattern, ...] = ()
-    runner_environment: str | None = None
-    issuer: str | None = None
-    keys: tuple[str, ...] = ()
+    __slots__ = ("workflows", "runner_environment", "issuer", "keys")
+    workflows: tuple[BuilderPattern, ...]
+    runner_environment: str | None
+    issuer: str | None
+    keys: tuple[str, ...]
+
+    def __init__(self, workflows: tuple[BuilderPattern, ...] = (), runner_environment: str | None = None,
+                 issuer: str | None = None, keys: tuple[str, ...] = ()) -> None:
+        init(self, workflows, runner_environment, issuer, keys)
 
     @property
     def stated(self) -> bool:
@@ -669,22 +704,29 @@ class SignerBinding:
         return True, actual
 
 
-@dataclass(frozen=True)
-class BuilderEntry:
+class BuilderEntry(Record):
+    __slots__ = ("pattern", "level", "name", "source", "binding")
     pattern: BuilderPattern
     level: int
-    name: str = ""
-    source: str = ""
+    name: str
+    source: str
     #: How the attestation's signature must prove this builder; without one the entry grants no level.
-    binding: SignerBinding = field(default_factory=SignerBinding)
+    binding: SignerBinding
+
+    def __init__(self, pattern: BuilderPattern, level: int, name: str = "", source: str = "",
+                 binding: SignerBinding | None = None) -> None:
+        init(self, pattern, level, name, source, SignerBinding() if binding is None else binding)
 
 
-@dataclass(frozen=True)
-class BuilderMap:
+class BuilderMap(Record):
     """Trusted builders: builder id pattern → SLSA Build level (SLSA v1.0 Build track, levels 0–3)."""
 
+    __slots__ = ("entries", "origin")
     entries: tuple[BuilderEntry, ...]
-    origin: str = ""
+    origin: str
+
+    def __init__(self, entries: tuple[BuilderEntry, ...], origin: str = "") -> None:
+        init(self, entries, origin)
 
     @classmethod
     def from_json(cls, doc: Any, *, origin: str = "") -> BuilderMap:
@@ -729,7 +771,8 @@ class BuilderMap:
         """The map shipped in ``policies/trusted-builders.json`` (installed as ``atip_trust._policies``)."""
 
         try:
-            raw = shipped_file("policies", "trusted-builders.json").read_bytes()
+            with open(shipped_path("policies", "trusted-builders.json"), "rb") as f:
+                raw = f.read()
         except OSError as err:
             raise PolicyError(f"the default trusted-builder map cannot be read: {err}") from err
         return cls.from_json(parse_json(raw, what="trusted-builder map"), origin="trusted-builders.json")
@@ -747,22 +790,28 @@ class BuilderMap:
 # =====================================================================================================
 
 
-@dataclass(frozen=True)
-class ProvenanceRequirements:
+class ProvenanceRequirements(Record):
     """slsa-verifier's flags (README): every field None means "not required"."""
 
-    predicate_type: str | None = None
-    builder_id: str | None = None
-    source_uri: str | None = None
-    source_tag: str | None = None
-    source_branch: str | None = None
-    min_slsa_level: int | None = None
+    __slots__ = ("predicate_type", "builder_id", "source_uri", "source_tag", "source_branch", "min_slsa_level",
+                 "sources", "provenance_required")
+    predicate_type: str | None
+    builder_id: str | None
+    source_uri: str | None
+    source_tag: str | None
+    source_branch: str | None
+    min_slsa_level: int | None
     #: Allowed (repository, refs) pairs; None: no requirement; empty: no source is allowed.
-    sources: tuple[AllowedSource, ...] | None = None
+    sources: tuple[AllowedSource, ...] | None
     #: Policy ``provenanceRequired``: some SLSA provenance must name the artifact.
-    provenance_required: bool = False
+    provenance_required: bool
 
-    def __post_init__(self) -> None:
+    def __init__(self, predicate_type: str | None = None, builder_id: str | None = None,
+                 source_uri: str | None = None, source_tag: str | None = None,
+                 source_branch: str | None = None, min_slsa_level: int | None = None,
+                 sources: tuple[AllowedSource, ...] | None = None, provenance_required: bool = False) -> None:
+        init(self, predicate_type, builder_id, source_uri, source_tag, source_branch, min_slsa_level, sources,
+             provenance_required)
         if self.builder_id is not None:
             BuilderPattern(self.builder_id)  # validates the glob form (PolicyError)
         if self.min_slsa_level is not None and not 0 <= self.min_slsa_level <= 3:
@@ -791,21 +840,32 @@ class ProvenanceRequirements:
         )
 
 
-@dataclass
-class ProvenanceOutcome:
+class ProvenanceOutcome(Slotted):
     """Result of checking one attestation against one artifact and the requirements.
 
     ``applies`` False: the attestation names another artifact (or is filtered out by predicate type);
     it counts as absent. ``passed``: applies and every check passed. ``level``: from the builder map.
     """
 
+    __slots__ = ("checks", "applies", "passed", "statement", "facts", "level", "level_source")
     checks: list[Check]
     applies: bool
     passed: bool
-    statement: Statement | None = None
-    facts: SlsaFacts | None = None
-    level: int | None = None
-    level_source: str | None = None
+    statement: Statement | None
+    facts: SlsaFacts | None
+    level: int | None
+    level_source: str | None
+
+    def __init__(self, checks: list[Check], applies: bool, passed: bool, statement: Statement | None = None,
+                 facts: SlsaFacts | None = None, level: int | None = None,
+                 level_source: str | None = None) -> None:
+        self.checks = checks
+        self.applies = applies
+        self.passed = passed
+        self.statement = statement
+        self.facts = facts
+        self.level = level
+        self.level_source = level_source
 
 
 def _check(name: str, ok: bool, message: str, expected: Any, actual: Any, evidence: str | None) -> Check:
