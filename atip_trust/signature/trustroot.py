@@ -17,6 +17,7 @@ report under its digest, so a cache hit cannot stand on a broken root.
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 from functools import lru_cache
@@ -288,15 +289,19 @@ class TrustRoot(Record):
         try:
             file = _EMBEDDED_FILES.get(instance)
             if file is None:
-                spec = importlib_util.find_spec("sigstore")
+                # sys.path's finder first (importlib.machinery: what a site-packages install is found
+                # by, loaded with the interpreter); importlib.util (which imports contextlib) only for a
+                # package another finder provides. README "Verdict cache".
+                spec = importlib.machinery.PathFinder.find_spec("sigstore") or importlib_util.find_spec("sigstore")
                 locations = list(spec.submodule_search_locations or ()) if spec is not None else []
                 if not locations:
                     raise FileNotFoundError("the sigstore package is not installed")
-                file = str(pathlib.Path(locations[0]) / "_store" / folder / "trusted_root.json")
+                file = os.path.join(locations[0], "_store", folder, "trusted_root.json")
             before = regular_ident(file)
             raw = _ROOT_FILES.get(file, before)
             if raw is None:
-                raw = pathlib.Path(file).read_bytes()
+                with open(file, "rb") as f:
+                    raw = f.read()
                 if before is not None and regular_ident(file) == before:
                     _ROOT_FILES.put(file, before, raw)
         except OSError as err:
