@@ -164,6 +164,16 @@ def read_capped(
         os.close(fd)
 
 
+def path_name(text: str) -> str:
+    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (README "Verdict cache"): the
+    last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
+    nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
+    for part in reversed(text.split("/")):
+        if part and part != ".":
+            return part
+    return ""
+
+
 def private_dir(path: str | os.PathLike[str], *, create: bool) -> bool:
     """A per-user state folder is usable: it exists (made 0700 with its parents if ``create``), is a
     real directory (not a link) owned by this user, and neither group nor others can write it. A
@@ -203,4 +213,5 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
         raise
 
 
-__all__ = ["check_owner", "open_regular", "owner_problem", "private_dir", "read_capped", "read_fd_capped", "write_atomic"]
+__all__ = ["check_owner", "open_regular", "owner_problem", "path_name", "private_dir", "read_capped", "read_fd_capped",
+           "write_atomic"]

@@ -18,19 +18,15 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-from atip_trust._base.files import read_capped
+from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.sha import sha256_hex
 from atip_trust.errors import InputTooLargeError, MalformedInputError
 
-# base64 only for a field that carries bytes, pathlib only to name a file in an error: neither on a
-# cache hit (_base/lazy.py).
-if TYPE_CHECKING:
-    import pathlib
-else:
+# base64 only for a field that carries bytes: never on a cache hit (_base/lazy.py).
+if not TYPE_CHECKING:
     base64 = lazy_import("base64")
     binascii = lazy_import("binascii")
-    pathlib = lazy_import("pathlib")
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -101,7 +97,7 @@ def load_json_file(
         return parse_json(data, what=what, max_depth=max_depth)
     except MalformedInputError as err:
         # Keep the JSON path but say which file.
-        err.message = f"{pathlib.Path(path).name}: {err.message}"
+        err.message = f"{path_name(os.fspath(path))}: {err.message}"
         raise
 
 

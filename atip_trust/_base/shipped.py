@@ -8,9 +8,9 @@ The installed copy is looked at first: it is the one that was built with this co
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 import os
 
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Literal
 

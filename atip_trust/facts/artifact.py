@@ -15,7 +15,7 @@ import os
 import stat
 from types import TracebackType
 
-from atip_trust._base.files import open_regular
+from atip_trust._base.files import open_regular, path_name
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust._base.slotted import Slotted
@@ -188,16 +188,6 @@ def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
         raise ArtifactAccessError(f"cannot resolve path: {err}", path=text) from err
     except ValueError as err:  # embedded NUL, or a lone surrogate the OS cannot encode
         raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
-
-
-def path_name(text: str) -> str:
-    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (README "Verdict cache"): the
-    last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
-    nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
-    for part in reversed(text.split("/")):
-        if part and part != ".":
-            return part
-    return ""
 
 
 class Artifact(Slotted):

@@ -42,7 +42,8 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.inputs import Constraints, Evidence
-from atip_trust.facts.artifact import Artifact, path_name, resolve_text
+from atip_trust._base.files import path_name
+from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust.gate.cached import (

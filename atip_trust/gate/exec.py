@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
-from atip_trust.facts.artifact import Artifact, FileIdentity, path_name, which_text
+from atip_trust._base.files import path_name
+from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
 from atip_trust.facts.digest import hash_fd
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.inputs import Constraints, Evidence
-from atip_trust.facts.artifact import Artifact, DigestSubject, path_name
+from atip_trust._base.files import path_name
+from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
 from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
@@ -40,7 +41,6 @@ from atip_trust.state.cache import VerdictCache
 # Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (README
 # "Verdict cache": a warm verify loads none of them).
 if TYPE_CHECKING:
-    import contextlib
     import pathlib
     from pathlib import Path
 
@@ -50,7 +50,6 @@ else:
     evaluate_mod = lazy_import("atip_trust.evaluate")
     net_fetch = lazy_import("atip_trust.net.fetch")
     pathlib = lazy_import("pathlib")
-    contextlib = lazy_import("contextlib")
 
 PathLike = str | os.PathLike[str]
 
@@ -173,51 +172,32 @@ def verify(
     # The evidence files as text: the cache key is made from them without pathlib (README "Verdict
     # cache"); the ``Evidence`` of ``Path``s only when a miss evaluates.
     given = _Given(tuple(os.fspath(b) for b in bundles), _text(signature), _text(certificate), _text(metadata))
-    extra: tuple[Path, ...] = ()
     fetched: list[dict[str, Any]] = []
-    store_in = open_cache(cache and not fetch)
+    store_in = open_cache(cache and not fetch)  # fetched material is new each time: never cached
     key: str | None = None
     hit: tuple[TrustReport, dict[str, Any]] | None = None
     subject = subject_of(artifact)
-    fetching = fetch and metadata is not None
-    with subject, (contextlib.ExitStack() if fetching else _NoCleanup()) as stack:
-        if fetching:
-            assert stack is not None and metadata is not None
+    with subject:
+        if fetch and metadata is not None:
             # The only network use, and only now that every local input is checked. The fetched
             # bytes are one more untrusted bundle, read from a private temporary directory that is
             # removed when this block ends.
-            material = stack.enter_context(net_fetch.fetched_provenance(metadata))
-            fetched = [m.to_json() for m in material]
-            extra = tuple(m.path for m in material)
-        if store_in is not None:
-            key = _cache_key(subject, store_in, c, given, applied, root)
-            hit = cached(store_in, key)
-        if hit is not None:
-            report = hit[0]
+            with net_fetch.fetched_provenance(metadata) as material:
+                fetched = [m.to_json() for m in material]
+                report = evaluate_mod.evaluate(subject, given.evidence(tuple(m.path for m in material)), c, root)
         else:
-            evidence = Evidence(
-                bundles=tuple(pathlib.Path(b) for b in given.bundles) + extra,
-                signature=_path(given.signature),
-                certificate=_path(given.certificate),
-                metadata=_path(given.metadata),
-            )
-            report = evaluate_mod.evaluate(subject, evidence, c, root)
-            store(store_in, key, report)
+            if store_in is not None:
+                key = _cache_key(subject, store_in, c, given, applied, root)
+                hit = cached(store_in, key)
+            if hit is not None:
+                report = hit[0]
+            else:
+                report = evaluate_mod.evaluate(subject, given.evidence(), c, root)
+                store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
     report.decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
     return Verification(report, report.decision, root, tuple(fetched), fetch,
                         cache="off" if key is None else "hit" if hit is not None else "miss")
-
-
-class _NoCleanup:
-    """What ``verify`` holds open while it runs when nothing was fetched (contextlib's ExitStack only
-    with ``--fetch``: contextlib is not loaded on a warm verify, README "Verdict cache")."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 class _Given:
@@ -231,6 +211,15 @@ class _Given:
         self.signature = signature
         self.certificate = certificate
         self.metadata = metadata
+
+    def evidence(self, fetched: tuple[Path, ...] = ()) -> Evidence:
+        """The ``Evidence`` an evaluation reads (``Path``s: only a miss or a fetch gets here)."""
+        return Evidence(
+            bundles=tuple(pathlib.Path(b) for b in self.bundles) + fetched,
+            signature=_path(self.signature),
+            certificate=_path(self.certificate),
+            metadata=_path(self.metadata),
+        )
 
 
 def _text(path: PathLike | None) -> str | None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base import jsonio
 from atip_trust._base.clock import UTC, datetime
-from atip_trust._base.files import read_capped
+from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.sha import sha256_hex
@@ -55,10 +55,7 @@ from atip_trust.policy.rules import (
 from atip_trust.state.cache import VerdictCache, cache_key
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
 
 # Read only for a policy that states trusted builders (_base/lazy.py): the provenance model is most of
 # a warm admission's import time otherwise.
@@ -458,12 +455,12 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
     try:
         doc = parse_json(data, what="policy", max_depth=LIMITS.json_depth)
     except MalformedInputError as err:
-        raise PolicyError(f"{pathlib.Path(name).name}: {err.message}", path=err.path) from err
+        raise PolicyError(f"{path_name(name)}: {err.message}", path=err.path) from err
     try:
         return layer_from_document(doc, source=source, path=name, base_dir=os.path.dirname(os.path.realpath(name)),
                                    cache=VerdictCache() if cache else None)
     except PolicyError as err:
-        err.message = f"{pathlib.Path(name).name}: {err.message}"
+        err.message = f"{path_name(name)}: {err.message}"
         raise
 
 
