@@ -76,6 +76,7 @@ _API: dict[str, str] = {
     "Admission": "atip_trust.gate.admit",
     "admit": "atip_trust.gate.admit",
     "load_admission_policy": "atip_trust.gate.admit",
+    "HeldTool": "atip_trust.gate.held",
     "Verification": "atip_trust.gate.verify",
     "verify": "atip_trust.gate.verify",
     "audit_record": "atip_trust.state.audit",
@@ -135,6 +136,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from atip_trust.signature.trustroot import TrustRoot, default_trust_root
     from atip_trust.state.audit import append_audit, audit_record
     from atip_trust.gate.admit import Admission, admit, load_admission_policy
+    from atip_trust.gate.held import HeldTool
     from atip_trust.gate.verify import Verification, verify
     from atip_trust.gate.exec import ExecRefused, exec_verified
     from atip_trust.gate.validate import CallDecision, check_call

@@ -27,7 +27,7 @@ REVIEWED = sorted([
     "Policy", "PolicyLayer", "load_layer", "compose", "load_policy", "constraints_from_policy",
     "choose_trusted_root", "decide", "to_agent_tool", "explain_policy", "append_audit", "audit_record",
     # gate: the library pipelines
-    "admit", "Admission", "load_admission_policy", "verify", "Verification",
+    "admit", "Admission", "load_admission_policy", "HeldTool", "verify", "Verification",
     # runtime gate and discovery
     "exec_verified", "ExecRefused", "check_call", "CallDecision", "discover", "ToolSurface", "run_verified",
     # bridge (the rest of it: atip_trust.bridge)

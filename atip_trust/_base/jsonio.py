@@ -67,6 +67,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: One decoder for every document: ``json.loads`` with options builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+
+
 def parse_json(data: bytes, *, what: str = "document", max_depth: int = 64) -> Any:
     """Strict UTF-8, strict JSON (no NaN, no duplicate keys), bounded depth."""
     try:
@@ -80,7 +84,7 @@ def parse_json(data: bytes, *, what: str = "document", max_depth: int = 64) -> A
         raise MalformedInputError(f"{what} starts with a byte-order mark", path="$")
     check_depth(data, max_depth, what=what)
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as err:
         raise MalformedInputError(
             f"{what} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", path="$"

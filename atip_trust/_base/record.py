@@ -31,7 +31,6 @@ else:
 
 __all__ = ["FrozenInstanceError", "Record", "init", "replace"]
 
-_set = object.__setattr__
 
 
 class FrozenInstanceError(AttributeError):
@@ -54,6 +53,10 @@ class Record:
     _no_repr: ClassVar[frozenset[str]] = frozenset()
     #: The compared fields' values as a tuple (a C-level getter built once per class).
     _key: ClassVar[Callable[..., tuple[Any, ...]]] = staticmethod(lambda _obj: ())
+    #: Each field's slot setter (its member descriptor's ``__set__``), in field order: :func:`init`
+    #: calls these directly instead of ``object.__setattr__`` looking each name up through the MRO
+    #: (a record is made on every decision; python -m bench --only decide).
+    _setters: ClassVar[tuple[Callable[[Any, Any], None], ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -62,6 +65,7 @@ class Record:
             slots = klass.__dict__.get("__slots__", ())
             fields.extend((slots,) if isinstance(slots, str) else slots)
         cls._fields = tuple(fields)
+        cls._setters = tuple(_slot_setter(cls, f) for f in fields)
         cls._compared = tuple(f for f in fields if f not in cls._no_compare)
         cls._shown = tuple(f for f in fields if f not in cls._no_repr)
         # One C-level getter per class: equality and hashing compare these tuples.
@@ -92,8 +96,22 @@ class Record:
 
 def init(self: Record, *values: Any) -> None:
     """Set a record's fields, in slot order, from its ``__init__`` (the only writer of a record)."""
-    for name, value in zip(self._fields, values, strict=True):  # a count mismatch is a bug: ValueError
-        _set(self, name, value)
+    setters = self._setters
+    if len(values) != len(setters):  # a bug in a hand-written __init__ (tests/test_record.py)
+        raise ValueError(f"{type(self).__name__} has {len(setters)} fields, {len(values)} values given")
+    for setter, value in zip(setters, values):
+        setter(self, value)
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The ``__set__`` of the member descriptor that the class (or the base declaring it) made for
+    slot ``name``."""
+    for klass in cls.__mro__:
+        desc = klass.__dict__.get(name)
+        if desc is not None and "__slots__" in klass.__dict__:
+            setter: Callable[[Any, Any], None] = desc.__set__
+            return setter
+    raise TypeError(f"{cls.__name__}: no slot named {name!r}")
 
 
 def _tuple_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -107,8 +125,8 @@ def _tuple_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
 
 def _rebuild(cls: type[R], values: tuple[Any, ...]) -> R:
     obj = cls.__new__(cls)
-    for name, value in zip(cls._fields, values):
-        _set(obj, name, value)
+    for setter, value in zip(cls._setters, values):
+        setter(obj, value)
     return obj
 
 

@@ -33,7 +33,7 @@ asserts which packages (and which of our own modules) a cache-hit ``admit`` load
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -76,7 +76,7 @@ else:
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
 # The evaluation only on a miss.
 if TYPE_CHECKING:
-    from atip_trust import evaluate as evaluate_mod
+    import atip_trust.evaluate as evaluate_mod
 
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.metadata import MetadataDocument
@@ -184,7 +184,7 @@ class Admission(Record):
         return out
 
 
-class _Known:
+class Known:
     """What is known so far about this admission, for the audit line of a failed evaluation."""
 
     __slots__ = ("tool", "words", "path", "digest", "policy")
@@ -333,20 +333,37 @@ def admit(
     (``ATIP_OFFLINE`` still forbids it); without it only cached verified shims and folder registries
     are read, so an admission makes no request unless told to (README: no network unless asked).
     """
-    known = _Known(tool=name or tool_name_of(tool), policy=policy)
-    audit_log = audit_target(policy, audit, audit_log)
-    try:
-        admission = _admit(
+    known = Known(tool=name or tool_name_of(tool), policy=policy)
+    return audited(
+        known, policy, audit=audit, audit_log=audit_log, defer_audit=defer_audit,
+        run=lambda target: _admit(
             tool, known, policy=policy, command=command, metadata=metadata,
             metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch,
-            audit_log=os.fspath(audit_log) if audit_log is not None else None,
-        )
+            interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
+        ),
+    )
+
+
+def audited(
+    known: Known,
+    policy: Policy,
+    *,
+    audit: bool,
+    audit_log: PathLike | None,
+    defer_audit: bool,
+    run: Callable[[str | None], Admission],
+) -> Admission:
+    """``run(audit log)``, with the admission's audit line: the decision's (unless deferred), or, when
+    ``run`` raises, the deny line naming the error (``audit_failure``). ``known`` is what ``run`` found
+    out before it failed. Every admission goes through here: ``admit`` and a held tool's (gate/held.py)."""
+    target = audit_target(policy, audit, audit_log)
+    try:
+        admission = run(os.fspath(target) if target is not None else None)
     except Exception as err:
         if audit:
             audit_failure(err, tool=known.tool, command=known.words, policy=policy, path=known.path,
-                          digest=known.digest, audit_log=audit_log)
+                          digest=known.digest, audit_log=target)
         raise
     if audit and not defer_audit:
         write_audit(admission)
@@ -355,7 +372,7 @@ def admit(
 
 def _admit(
     tool: PathLike | Artifact,
-    known: _Known,
+    known: Known,
     *,
     policy: Policy,
     command: Sequence[str] | str | None,
@@ -476,6 +493,30 @@ def _admit(
         report_digest = None
 
     # (5) Decide.
+    return decided(policy, report, tool_name=tool_name, words=words, path=path, doc=doc,
+                   effects_verified=effects_verified, metadata_source=metadata_source,
+                   interactive=interactive, report_digest=report_digest, audit_log=audit_log,
+                   cache="off" if key is None else "hit" if hit is not None else "miss")
+
+
+def decided(
+    policy: Policy,
+    report: TrustReport,
+    *,
+    tool_name: str,
+    words: list[str],
+    path: str,
+    doc: MetadataDocument | None,
+    effects_verified: bool,
+    metadata_source: str | None,
+    interactive: bool,
+    report_digest: str | None,
+    audit_log: str | None,
+    cache: str,
+) -> Admission:
+    """Step (5): the decision for ``words`` on this report (which gets it: the report is this
+    admission's own), as an ``Admission``. The one place an admission is decided: ``admit`` and a held
+    tool's calls (gate/held.py)."""
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
         command=words, effects_verified=effects_verified, metadata_source=metadata_source,
@@ -485,14 +526,14 @@ def _admit(
     return Admission(
         tool=tool_name,
         command=tuple(words),
-        path=str(path),
+        path=path,
         report=report,
         decision=decision,
         effects_verified=effects_verified,
         metadata_source=metadata_source,
         audit_record=audit_record(decision, report, tool=tool_name, command=words),
         audit_log=audit_log,
-        cache="off" if key is None else "hit" if hit is not None else "miss",
+        cache=cache,
         metadata=doc,
     )
 

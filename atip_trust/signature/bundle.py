@@ -19,13 +19,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from atip_trust._base.files import read_capped
+from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 from atip_trust.limits import LIMITS
@@ -189,8 +188,9 @@ def route_of(doc: Any) -> Route | None:
 
 def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
     """Read one bundle file. ``.jsonl``: one bundle per non-empty line, labelled ``file#N`` (1-based)."""
-    p = Path(path)
-    is_lines = p.name.endswith(".jsonl")
+    p = os.fspath(path)  # text, not a Path: this runs for every bundle of every verification
+    name = path_name(p)
+    is_lines = name.endswith(".jsonl")
     cap = LIMITS.bundle_lines_bytes if is_lines else LIMITS.bundle_bytes
     raw = read_capped(p, cap, what="bundle")
     out: list[BundleInput] = []
@@ -198,13 +198,13 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
         lines = [ln for ln in raw.split(b"\n") if ln.strip()]
         if len(lines) > LIMITS.bundle_lines:
             raise InputTooLargeError(
-                f"{len(lines)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=str(p)
+                f"{len(lines)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=p
             )
-        chunks = [(f"{p.name}#{i}", ln) for i, ln in enumerate(lines, 1)]
+        chunks = [(f"{name}#{i}", ln) for i, ln in enumerate(lines, 1)]
     else:
-        chunks = [(p.name, raw)]
+        chunks = [(name, raw)]
     if not chunks:
-        raise BundleError("no bundle in file", path=str(p))
+        raise BundleError("no bundle in file", path=p)
     for label, data in chunks:
         if len(data) > LIMITS.bundle_bytes:
             raise InputTooLargeError(f"bundle is over the cap of {LIMITS.bundle_bytes} bytes", path=label)
@@ -220,7 +220,7 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
             out.extend(_classify(b) for b in _github_attestations(doc, label))
             if len(out) > LIMITS.bundle_lines:
                 raise InputTooLargeError(
-                    f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=str(p)
+                    f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=p
                 )
             continue
         if "rekorBundle" in doc and "mediaType" not in doc:

@@ -297,7 +297,6 @@ class KeylessVerifier:
         cert = bundle.signing_certificate
         out.facts = CertificateFacts.from_certificate(cert)
         out.integrated_time = _integrated_time(b.doc)
-        key = cert.public_key()
 
         # (A) Bind the bundle to this artifact: the declared message digest (a comparison), and for DSSE
         # whether the statement names this artifact. The signature itself is verified once, by
@@ -330,6 +329,7 @@ class KeylessVerifier:
             out.applies = names_artifact(payload_info[1], digests)
 
         # (B) sigstore-python: chain, SCT, profile, log entry, times, signature, entry consistency.
+        # The certificate's public key is loaded only for our own check, which runs only on failure.
         message_sig = bundle.signature if b.content == "message_signature" else b""
         recorder = _RecordingPolicy()
         try:
@@ -340,7 +340,7 @@ class KeylessVerifier:
             else:
                 out.payload_type, out.payload = self._verifier.verify_dsse(bundle, recorder)
         except SigstoreError as err:
-            if _signature_fails(b, key, sha256, payload_info, message_sig, out):
+            if _signature_fails(b, cert.public_key(), sha256, payload_info, message_sig, out):
                 return
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             # Step (8) runs only after the chain, SCT and log entry verified: an authentic log entry
@@ -357,7 +357,7 @@ class KeylessVerifier:
         except Exception:
             # An exception sigstore lets escape (module docstring) is still a failure of this bundle:
             # tampering if our own signature check says so, else the error boundary in verify().
-            if _signature_fails(b, key, sha256, payload_info, message_sig, out):
+            if _signature_fails(b, cert.public_key(), sha256, payload_info, message_sig, out):
                 return
             raise
         if recorder.certificate is None:  # sigstore returned without running the policy: fail closed

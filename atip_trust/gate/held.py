@@ -1,0 +1,247 @@
+"""A tool admitted once and held open: a runtime's call-time decisions (RFC §4 "at call time") without
+reading again what has not changed.
+
+An agent runtime decides before every call of the same few tools. ``admit`` on a verdict-cache hit
+still resolves the path, opens and closes the file, stats every piece of evidence and the cache entry,
+builds the cache key and copies the cached report (~100 µs, ``python -m bench --only decide``). A
+``HeldTool`` does all of ``admit`` once (:meth:`HeldTool.open`, the same library admission, verdict
+cache included) and keeps the descriptor it hashed. Each :meth:`HeldTool.admit` then:
+
+1. checks that nothing the trust report stands on changed — the held descriptor's identity (``fstat``:
+   dev, inode, size, mtime_ns, ctime_ns, as the verdict cache's stat fast path), that the resolved path
+   still names that same file (a rename over it, a directory swapped for a symlink), every evidence,
+   metadata and key file's identity, and the trusted root ``admit`` would choose now (its digest);
+2. if anything changed, or any of those files was changed within ``RACY_NS`` of being read (a coarse
+   file-system clock could hide a second write), admits the tool again in full, from its path;
+3. decides anew, exactly as ``admit`` does (``admission.decided``): the policy's rules, waivers (with
+   their expiry, at this call's time), the command, its effects and interactivity are evaluated on
+   every call. Only the trust report is reused, never a decision (issue 12, DESIGN principle 9).
+
+What it does not re-read: the policy file (the runtime holds the ``Policy`` object, as with ``admit``)
+and the verdict cache's entry (a ``cache clear`` empties the disk; a held tool keeps the report it
+verified in this process). A tool found through a shim folder or a registry is not held: every call
+is a full ``admit``, since the shim it would find may change with any file there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.facts.report import TrustReport
+    from atip_trust.gate.interactive import Interactive
+
+    class _Options(TypedDict):
+        """``admit``'s arguments about the evidence, kept for every full admission again."""
+
+        metadata: PathLike | bytes | None
+        metadata_bundle: PathLike | None
+        bundles: Sequence[PathLike]
+        keys: Sequence[PathLike]
+        signature: PathLike | None
+        shim_dir: PathLike | None
+        trusted_root: PathLike | None
+        staging: bool
+        cache: bool
+        fetch: bool
+
+from atip_trust._base.statmemo import Ident, regular_ident, settled
+from atip_trust.errors import UsageError
+from atip_trust.facts.artifact import Artifact, resolve_text
+from atip_trust.gate.admit import Admission, Known, PathLike, admit, audited, decided, tool_name_of
+from atip_trust.gate.interactive import can_ask
+from atip_trust.policy.constraints import choose_trusted_root
+from atip_trust.policy.model import Policy
+from atip_trust.policy.rules import split_command
+
+__all__ = ["HeldTool"]
+
+
+class HeldTool:
+    """One tool, admitted once (``open``) and decided for on every call (``admit``). Close it (or use
+    it as a context manager) to release its descriptor. Not thread-safe: one per thread, or a lock."""
+
+    __slots__ = ("policy", "_tool", "_name", "_options", "_files", "_art", "_ident", "_root",
+                 "_report", "_report_digest", "_doc", "_effects_verified", "_metadata_source",
+                 "_holdable", "_steady", "_fresh")
+
+    def __init__(self, tool: PathLike, *, policy: Policy, name: str | None, options: _Options,
+                 files: tuple[str, ...], holdable: bool) -> None:
+        self.policy = policy
+        self._tool = tool
+        self._name = name
+        self._options = options
+        self._files = files
+        self._holdable = holdable
+        self._art: Artifact | None = None
+        self._ident: Ident | None = None
+        self._root = ""
+        self._report: TrustReport | None = None
+        self._report_digest: str | None = None
+        self._doc: MetadataDocument | None = None
+        self._effects_verified = False
+        self._metadata_source: str | None = None
+        #: (file, identity) for the artifact's path and every input file, as read; None when closed or
+        #: when one was not settled when read (then every call admits the tool again).
+        self._steady: tuple[tuple[str, Ident | None], ...] | None = None
+        #: The verdict cache's answer for the admission that made the held report, until a call used it.
+        self._fresh: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        tool: PathLike,
+        *,
+        policy: Policy,
+        name: str | None = None,
+        metadata: PathLike | bytes | None = None,
+        metadata_bundle: PathLike | None = None,
+        bundles: Sequence[PathLike] = (),
+        keys: Sequence[PathLike] = (),
+        signature: PathLike | None = None,
+        shim_dir: PathLike | None = None,
+        trusted_root: PathLike | None = None,
+        staging: bool = False,
+        cache: bool = True,
+        fetch: bool = False,
+    ) -> HeldTool:
+        """Admit ``tool`` (as :func:`~atip_trust.gate.admit.admit`, with the same arguments) and hold
+        it. Errors raise as ``admit``'s do, after its audit line."""
+        options: _Options = dict(  # a TypedDict for mypy, a plain dict at run time
+            metadata=metadata, metadata_bundle=metadata_bundle, bundles=tuple(bundles), keys=tuple(keys),
+            signature=signature, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
+            cache=cache, fetch=fetch)
+        # Every file the trust report stands on, besides the tool: the evidence, the metadata file,
+        # the key files (``--key`` and the policy's own PEM files, read on every admission).
+        files = [os.fspath(p) for p in (*bundles, *keys) if p is not None]
+        files += [os.fspath(p) for p in (metadata_bundle, signature) if p is not None]
+        if metadata is not None and not isinstance(metadata, (bytes, bytearray)):
+            files.append(os.fspath(metadata))
+        files += [os.fspath(k.path) for layer in policy.layers for k in (layer.public_keys or ()) if k.path]
+        holdable = shim_dir is None and not policy.registries
+        held = cls(tool, policy=policy, name=name, options=options, files=tuple(files), holdable=holdable)
+        held._hold()
+        return held
+
+    def _hold(self, command: Sequence[str] | str | None = None, audit: bool = True,
+              audit_log: PathLike | None = None) -> None:
+        """Admit the tool in full and keep what the calls reuse. A failure raises after its deny line
+        (naming ``command``, in ``audit_log``): the call's, when a call admits the tool again."""
+        self.close()
+        # Identities first, then the reads: a file changed after this stat (even before admit reads
+        # it) no longer has the identity kept here, so the next call admits again.
+        steady = [(f, regular_ident(f)) for f in self._files]
+        # Settled when read (these stats come first): a file changed within RACY_NS of its read may
+        # change again unseen, within the same timestamp. Judged now, never at a later call, when every
+        # file looks old: that would accept the very identity the window makes unreliable.
+        was_settled = all(i is not None and settled(i) for _, i in steady)
+        root = _root_digest(self.policy, self._options)
+        path = resolve_text(os.fspath(self._tool))
+        art = Artifact.open(path, resolved=True)
+        was_settled = was_settled and settled(_ident_of(art))  # before it is hashed
+        try:
+            first = admit(art, policy=self.policy, name=self._name or tool_name_of(self._tool),
+                          command=command, audit=audit, audit_log=audit_log, defer_audit=True,
+                          **self._options)
+        except BaseException:
+            art.close()
+            raise
+        self._art = art
+        self._ident = _ident_of(art)
+        self._root = root
+        report = first.report
+        self._report_digest = first.decision.report_digest  # of the facts, before any decision
+        report.decision = None
+        self._report = report
+        self._doc = first.metadata
+        self._effects_verified = first.effects_verified
+        self._metadata_source = first.metadata_source
+        self._fresh = first.cache
+        self._steady = ((art.path_text, self._ident), *steady) if was_settled else None
+
+    def _unchanged(self) -> bool:
+        """Step 1 of the module docstring: True only when the held report may be decided on."""
+        art, steady = self._art, self._steady
+        if art is None or steady is None or art.fd < 0:
+            return False
+        for path, ident in steady:
+            # The artifact's own path is stat'ed like the evidence: following links, so a path that
+            # now leads elsewhere, by any route, names another identity. Its identity equal to the one
+            # held also means the held descriptor's file is that file, unchanged: the open descriptor
+            # keeps its inode from being reused, so no ``fstat`` is needed.
+            if regular_ident(path) != ident:
+                return False
+        return _root_digest(self.policy, self._options) == self._root
+
+    def admit(
+        self,
+        command: Sequence[str] | str | None = None,
+        *,
+        interactive: bool | Interactive = False,
+        audit: bool = True,
+        audit_log: PathLike | None = None,
+        defer_audit: bool = False,
+    ) -> Admission:
+        """The admission for ``command`` now, as :func:`~atip_trust.gate.admit.admit` would decide it
+        (same arguments). ``Admission.cache`` is ``held`` when the held report was decided on, and the
+        verdict cache's ``hit`` / ``miss`` / ``off`` when this call (or ``open``) admitted the tool."""
+        if not self._holdable:
+            return admit(self._tool, policy=self.policy, command=command, name=self._name,
+                         interactive=interactive, audit=audit, audit_log=audit_log,
+                         defer_audit=defer_audit, **self._options)
+        if not self._unchanged():
+            self._hold(command, audit, audit_log)
+        art, report = self._art, self._report
+        if art is None or report is None:  # pragma: no cover - _hold either sets both or raises
+            raise UsageError("the held tool is closed")
+        known = Known(tool=self._name or tool_name_of(self._tool), policy=self.policy,
+                      path=art.path_text, digest=report.digests.get("sha256"))
+        words = list(split_command(command))
+        known.words = words
+        cache, self._fresh = self._fresh or "held", None
+        return audited(
+            known, self.policy, audit=audit, audit_log=audit_log, defer_audit=defer_audit,
+            run=lambda target: decided(
+                self.policy, report.copy(), tool_name=known.tool, words=words, path=art.path_text,
+                doc=self._doc, effects_verified=self._effects_verified,
+                metadata_source=self._metadata_source, interactive=can_ask(interactive),
+                report_digest=self._report_digest, audit_log=target, cache=cache),
+        )
+
+    @property
+    def artifact(self) -> Artifact:
+        """The held, verified descriptor (``Artifact.exec_fd`` runs exactly these bytes)."""
+        if self._art is None:
+            raise UsageError("the held tool is closed")
+        return self._art
+
+    def close(self) -> None:
+        if self._art is not None:
+            self._art.close()
+            self._art = None
+        self._steady = None
+
+    def __enter__(self) -> HeldTool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _ident_of(art: Artifact) -> Ident:
+    i = art.identity
+    return (i.dev, i.inode, i.size, i.mtime_ns, i.ctime_ns)
+
+
+def _root_digest(policy: Policy, options: _Options) -> str:
+    """The digest of the trusted root ``admit`` would choose now (the same call, deferred: digested,
+    not parsed; remembered by its stat identity, signature/trustroot.py). Taken before an admission
+    reads the root: a root replaced meanwhile has another digest at the next call."""
+    given = options["trusted_root"]
+    return choose_trusted_root(policy, os.fspath(given) if given is not None else None, options["staging"],
+                               deferred=True).digest

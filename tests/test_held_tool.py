@@ -1,0 +1,221 @@
+"""A held tool (gate/held.py): admitted once, decided for on every call. Each attack changes one thing
+the held trust report stands on between two calls in one process — the tool's bytes, what its path
+names, its bundle, the trusted root, a waiver's clock — and the next call must see it exactly as a
+fresh ``admit`` would; each promise is checked against ``admit`` itself.
+
+Files are first let age past the same-timestamp window (2 s: a file changed within it is never taken
+as unchanged), and each test checks the held report is in use (``cache == "held"``) before it attacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testsigstore
+from test_verdict_memo import ISSUER, OTHER_ID, SETTLE, SIGNED, rewrite_same_size, world  # noqa: F401
+
+from atip_trust.errors import AtipTrustError, UsageError
+from atip_trust.gate.admit import Admission, admit, load_admission_policy
+from atip_trust.gate.held import HeldTool
+
+
+def hold(w: dict[str, Any], policy: Any = None, **extra: Any) -> HeldTool:
+    return HeldTool.open(w["tool"], policy=policy or w["loaded"], bundles=[w["bundle"]],
+                         trusted_root=w["root"], **extra)
+
+
+def fresh(w: dict[str, Any], command: str, policy: Any = None) -> Admission:
+    return admit(w["tool"], policy=policy or w["loaded"], command=command, bundles=[w["bundle"]],
+                 trusted_root=w["root"], audit=False)
+
+
+def same(a: Admission, b: Admission) -> None:
+    """``a`` decided as ``b``: behavior, reasons, digests, report facts."""
+    assert a.decision.to_json() == b.decision.to_json()
+    assert a.report.to_json(full=True) == b.report.to_json(full=True)
+    assert (a.tool, a.command, a.path, a.effects_verified) == (b.tool, b.command, b.path, b.effects_verified)
+
+
+def steady(w: dict[str, Any], policy: Any = None) -> HeldTool:
+    """A held tool whose files have aged past the window, with its report in use."""
+    time.sleep(SETTLE)
+    held = hold(w, policy)
+    assert held.admit("status", audit=False).cache in ("hit", "miss")  # the admission that made it
+    assert held.admit("status", audit=False).cache == "held"
+    return held
+
+
+def test_a_held_tool_decides_each_command_exactly_as_admit_does(world) -> None:
+    with steady(world) as held:
+        for command in ("status", "deploy prod", "status --verbose"):
+            got = held.admit(command, audit=False)
+            assert got.cache == "held"
+            same(got, fresh(world, command))
+        # The ask rule is asked anew on each call: answered with someone there, denied without.
+        assert held.admit("deploy prod", audit=False).behavior == "deny"
+        assert held.admit("deploy prod", interactive=True, audit=False).behavior == "ask"
+
+
+def test_each_call_gets_its_own_report_so_a_caller_cannot_change_the_next_decision(world) -> None:
+    with steady(world) as held:
+        first = held.admit("status", audit=False)
+        first.report.checks.clear()
+        first.report.signature.extensions.clear()
+        again = held.admit("status", audit=False)
+        assert again.report.checks and again.report.to_json(full=True) == fresh(world, "status").report.to_json(
+            full=True)
+
+
+def test_a_held_tool_rewritten_in_place_with_its_old_mtime_is_verified_again_and_denied(world) -> None:
+    with steady(world) as held:
+        rewrite_same_size(world["tool"], SIGNED.replace(b"signed", b"SIGNED"))
+        after = held.admit("status", audit=False)
+        assert after.cache != "held"
+        assert (after.report.trust_level.name, after.behavior) == ("COMPROMISED", "deny")
+        same(after, fresh(world, "status"))
+
+
+def test_a_held_tool_whose_path_now_names_another_file_decides_for_that_file(world) -> None:
+    """A rename over the path leaves the held descriptor's file untouched: only the path tells."""
+    with steady(world) as held:
+        held_fd_file = os.fstat(held.artifact.fd)
+        impostor = world["dir"] / "impostor"
+        impostor.write_bytes(b"#!/bin/sh\necho impostor\n")
+        os.replace(impostor, world["tool"])
+        assert os.fstat(held.artifact.fd).st_ino == held_fd_file.st_ino  # the old file, still held
+        after = held.admit("status", audit=False)
+        assert after.cache != "held" and after.behavior == "deny"
+        assert after.report.trust_level.name != "VERIFIED"
+        assert os.fstat(held.artifact.fd).st_ino == os.stat(world["tool"]).st_ino  # now holds the new one
+
+
+def test_a_held_tool_reached_through_a_directory_swapped_for_a_symlink_decides_for_the_new_file(
+        world, tmp_path: Path) -> None:
+    real = tmp_path / "bin"
+    real.mkdir()
+    tool = real / "signed"
+    tool.write_bytes(SIGNED)
+    tool.chmod(0o755)
+    w = {**world, "tool": tool}
+    with steady(w) as held:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "signed").write_bytes(b"#!/bin/sh\necho other\n")
+        real.rename(tmp_path / "old-bin")
+        real.symlink_to(elsewhere)
+        after = held.admit("status", audit=False)
+        assert after.cache != "held" and after.behavior == "deny"
+        assert after.path == str(elsewhere / "signed")
+
+
+def test_a_held_tool_whose_bundle_was_replaced_by_another_signers_is_decided_on_the_new_bundle(
+        world) -> None:
+    with steady(world) as held:
+        other = world["ts"].sign_artifact(SIGNED, identity=OTHER_ID, issuer=ISSUER)
+        rewrite_same_size(world["bundle"], json.dumps(other, separators=(",", ":")).encode())
+        after = held.admit("status", audit=False)
+        assert after.cache != "held"
+        assert (after.report.trust_level.name, after.behavior) == ("UNVERIFIED", "deny")
+        same(after, fresh(world, "status"))
+
+
+def test_a_held_tool_whose_bundle_was_removed_fails_as_admit_does(world) -> None:
+    with steady(world) as held:
+        world["bundle"].unlink()
+        with pytest.raises(AtipTrustError) as from_admit:
+            fresh(world, "status")
+        with pytest.raises(type(from_admit.value)):
+            held.admit("status", audit=False)
+
+
+def test_a_held_tool_whose_pinned_trusted_root_was_replaced_is_verified_against_the_new_root(world) -> None:
+    with steady(world) as held:
+        compact = json.dumps(json.loads(world["other_root"].read_text()), separators=(",", ":")).encode()
+        rewrite_same_size(world["root"], compact)
+        after = held.admit("status", audit=False)
+        assert after.cache != "held" and after.behavior == "deny"
+        assert after.report.trust_level.name != "VERIFIED"
+        same(after, fresh(world, "status"))
+
+
+def test_an_expired_waiver_takes_effect_on_a_held_tool(world, tmp_path: Path) -> None:
+    """The report is held, the decision is not: a waiver stops lifting the minimum at its expiry."""
+    ts = testsigstore.TestSigstore(seed=31)
+    other = tmp_path / "other.sigstore.json"
+    other.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=OTHER_ID, issuer=ISSUER)))
+    expires = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)
+    doc = json.loads(world["policy"].read_text())
+    doc = {**doc, "requirements": {"minTrustLevel": "VERIFIED"}, "permissions": {"allow": ["Bash(signed *)"]},
+           "waivers": [{"tool": "signed", "reason": "vendor re-signs next week",
+                        "expires": expires.isoformat().replace("+00:00", "Z")}]}
+    pol = tmp_path / "waived.json"
+    pol.write_text(json.dumps(doc))
+    time.sleep(SETTLE)
+    with HeldTool.open(world["tool"], policy=load_admission_policy(pol), bundles=[other],
+                       trusted_root=world["root"]) as held:
+        held.admit("status", audit=False)
+        live = held.admit("status", audit=False)
+        assert (live.cache, live.behavior, live.report.trust_level.name) == ("held", "allow", "UNVERIFIED")
+        assert "WAIVED" in [r.code for r in live.decision.reasons]
+        time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1.0)
+        dead = held.admit("status", audit=False)
+        assert (dead.cache, dead.behavior) == ("held", "deny")
+        codes = [r.code for r in dead.decision.reasons]
+        assert "WAIVER_EXPIRED" in codes and "WAIVED" not in codes
+
+
+def test_files_changed_within_the_same_timestamp_window_are_never_taken_as_unchanged(world) -> None:
+    """Just written: a coarse file-system clock could hide a second write, so each call admits again."""
+    for name in ("tool", "bundle"):
+        world[name].write_bytes(world[name].read_bytes())
+    held = hold(world)
+    try:
+        assert "held" not in [held.admit("status", audit=False).cache for _ in range(3)]
+        time.sleep(SETTLE)
+        assert held.admit("status", audit=False).cache in ("hit", "miss")  # held anew, now settled
+        assert held.admit("status", audit=False).cache == "held"
+    finally:
+        held.close()
+
+
+def test_a_tool_found_through_a_shim_folder_is_admitted_in_full_on_every_call(world, tmp_path: Path) -> None:
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    time.sleep(SETTLE)
+    with hold(world, shim_dir=shims) as held:
+        got = [held.admit("status", audit=False) for _ in range(3)]
+        assert {a.cache for a in got} <= {"hit", "miss"}
+        same(got[-1], fresh(world, "status"))
+
+
+def test_every_held_call_leaves_its_audit_line_with_its_command(world, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    with steady(world) as held:
+        held.admit("status", audit_log=log)
+        held.admit("deploy prod", audit_log=log)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(line["command"], line["decision"]) for line in lines] == [
+        (["status"], "allow"), (["deploy", "prod"], "deny")]
+
+
+def test_a_held_tool_whose_re_verification_fails_leaves_a_deny_line(world, tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    with steady(world) as held:
+        world["bundle"].write_text("{not json")
+        with pytest.raises(AtipTrustError):
+            held.admit("status", audit_log=log)
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["decision"] == "deny" and line["tool"] == "signed"
+
+
+def test_a_closed_held_tool_refuses_its_descriptor(world) -> None:
+    held = hold(world)
+    held.close()
+    with pytest.raises(UsageError):
+        held.artifact  # noqa: B018
