@@ -124,6 +124,8 @@ def effective_states(
 
     ``effects`` is either an RFC §3.6 effects object or an already merged class → state map.
     """
+    if effects is None:  # no declaration (most tools): every class unknown, so risky; nothing disregarded
+        return dict(_ALL_RISKY), []
     states: dict[str, State] = merge_states(effects) if _is_state_map(effects) else classify(effects)
     disregarded: list[str] = []
     for cls, st in states.items():  # assigning to existing keys only: the dict's size stays
@@ -137,6 +139,7 @@ def effective_states(
 
 
 _CLASS_NAMES = frozenset(EFFECT_CLASSES)
+_ALL_RISKY: dict[str, State] = {cls: "risky" for cls in classify(None)}
 
 
 def _is_state_map(effects: object) -> TypeGuard[Mapping[str, State]]:

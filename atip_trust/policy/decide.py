@@ -86,7 +86,7 @@ class _Plan:
 
     __slots__ = ("defaults_source", "gates", "gates_below", "org_silent_signers", "per_tool", "policy",
                  "requirements_source", "signer_layers", "signers_declared", "signers_missed", "source_ok",
-                 "sources_declared")
+                 "sources_declared", "sources_text")
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -103,6 +103,8 @@ class _Plan:
         self.per_tool: dict[str, tuple[_Compiled, _Compiled, _Compiled]] = {}
         #: ``_source_allowed`` answers by (uri, ref): a pure function of the policy's sources.
         self.source_ok: dict[tuple[str | None, str | None], bool] = {}
+        #: The allowed sources as SOURCE_NOT_ALLOWED names them (``sources_expected``).
+        self.sources_text = [f"{s.repository} {list(s.refs) or '*'}" for s in policy.sources]
         #: ``signers_missing`` answers by (identity, issuer, claims): a pure function of the signer rules.
         self.signers_missed: dict[tuple[str, str | None, frozenset[tuple[str, str]]], tuple[int, ...]] = {}
 
@@ -120,6 +122,10 @@ class _Plan:
             if key is not None and len(self.signers_missed) < _PLAN_TOOLS:
                 self.signers_missed[key] = got
         return got
+
+    def sources_expected(self) -> list[str] | str:
+        """SOURCE_NOT_ALLOWED's expected value: a new list each time (a reason's values are the caller's)."""
+        return list(self.sources_text) or "no source (empty list)"
 
     def rules(self, tool: str) -> tuple[_Compiled, _Compiled, _Compiled]:
         """(deny, ask, allow) rules that can match a command of ``tool``, in policy order."""
@@ -445,8 +451,7 @@ def _core(
             trust_failures.append(Reason("SOURCE_NOT_ALLOWED",
                                          "provenance source repository or ref is not one policy allows",
                                          rule="trust.sources",
-                                         expected=[f"{s.repository} {list(s.refs) or '*'}"
-                                                   for s in policy.sources] or "no source (empty list)",
+                                         expected=plan.sources_expected(),
                                          actual=f"{src_fact.get('uri')} {src_fact.get('ref')}"
                                          if src_fact else "no valid provenance"))
     if req.metadata_sources is not None:
@@ -664,14 +669,20 @@ def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason
     reasons += info
     if len(reasons) < 2:
         return final, reasons, source
-    # The same reason reached twice (e.g. by two layers) is said once.
-    seen: set[tuple[str, str | None, str, str]] = set()
+    # The same reason reached twice (e.g. by two layers) is said once: same code and rule, and the same
+    # expected and actual values (by repr, so 1 and True differ), compared only within one code and rule.
+    seen: dict[tuple[str, str | None], list[Reason]] = {}
     unique: list[Reason] = []
     for r in reasons:
-        key = (r.code, r.rule, repr(r.expected), repr(r.actual))
-        if key not in seen:
-            seen.add(key)
-            unique.append(r)
+        same_rule = seen.get((r.code, r.rule))
+        if same_rule is None:
+            seen[(r.code, r.rule)] = [r]
+        elif any(repr(p.expected) == repr(r.expected) and repr(p.actual) == repr(r.actual)
+                 for p in same_rule):
+            continue
+        else:
+            same_rule.append(r)
+        unique.append(r)
     return final, unique, source
 
 
