@@ -60,6 +60,7 @@ EXTENSIONS: dict[str, tuple[int, str]] = {
 #: Claims a rule may constrain (everything but the issuer, which has its own field).
 CLAIMS = tuple(k for k in EXTENSIONS if k not in ("issuer", "issuer_v1"))
 _OTHERNAME_OID = "1.3.6.1.4.1.57264.1.7"
+_SAN_OID = "2.5.29.17"  # x509.ExtensionOID.SUBJECT_ALTERNATIVE_NAME, without importing x509 to name it
 #: Fulcio extension OID -> (short name, encoding), built once.
 _BY_OID: dict[str, tuple[str, str]] = {f"{_FULCIO}{n}": (name, enc) for name, (n, enc) in EXTENSIONS.items()}
 
@@ -101,20 +102,28 @@ class CertificateFacts(Record):
 
     @classmethod
     def from_certificate(cls, cert: x509.Certificate) -> CertificateFacts:
-        sans: list[str] = []
-        try:
-            san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-            sans.extend(san.get_values_for_type(x509.UniformResourceIdentifier))
-            sans.extend(san.get_values_for_type(x509.RFC822Name))
-            for on in san.get_values_for_type(x509.OtherName):
-                if on.type_id.dotted_string == _OTHERNAME_OID:
-                    text = _der_utf8(on.value)
-                    sans.append(text if text is not None else on.value.decode("utf-8", "replace"))
-        except x509.ExtensionNotFound:
-            pass
+        # One pass over the extensions, and one over the SAN's names (cryptography refuses a certificate
+        # with an extension twice): ``get_extension_for_class`` and one ``get_values_for_type`` per name
+        # type each walked them again, on every verification. SANs are listed URIs first, then e-mail
+        # addresses, then Fulcio's OtherName identities, each in certificate order.
+        uris: list[str] = []
+        emails: list[str] = []
+        others: list[str] = []
         exts: dict[str, str] = {}
         for ext in cert.extensions:
-            hit = _BY_OID.get(ext.oid.dotted_string)
+            oid = ext.oid.dotted_string
+            if oid == _SAN_OID:
+                for general in ext.value:
+                    kind = type(general)
+                    if kind is x509.UniformResourceIdentifier:
+                        uris.append(general.value)
+                    elif kind is x509.RFC822Name:
+                        emails.append(general.value)
+                    elif kind is x509.OtherName and general.type_id.dotted_string == _OTHERNAME_OID:
+                        text = _der_utf8(general.value)
+                        others.append(text if text is not None else general.value.decode("utf-8", "replace"))
+                continue
+            hit = _BY_OID.get(oid)
             if hit is None:
                 continue
             name, enc = hit
@@ -131,7 +140,7 @@ class CertificateFacts(Record):
             if text is not None:
                 exts[name] = text
         issuer = exts.get("issuer", exts.get("issuer_v1"))
-        return cls(sans=tuple(sans), issuer=issuer, extensions=exts)
+        return cls(sans=(*uris, *emails, *others), issuer=issuer, extensions=exts)
 
 
 class IdentityRule(Record):
