@@ -42,6 +42,15 @@ def same(a: Admission, b: Admission) -> None:
     assert (a.tool, a.command, a.path, a.effects_verified) == (b.tool, b.command, b.path, b.effects_verified)
 
 
+def admitted_again(w: dict[str, Any], held: HeldTool, level: str) -> Admission:
+    """The next call admits the tool again, sees ``level`` and denies, exactly as a fresh ``admit``."""
+    after = held.admit("status", audit=False)
+    assert after.cache != "held"
+    assert (after.report.trust_level.name, after.behavior) == (level, "deny")
+    same(after, fresh(w, "status"))
+    return after
+
+
 def steady(w: dict[str, Any], policy: Any = None) -> HeldTool:
     """A held tool whose files have aged past the window, with its report in use."""
     time.sleep(SETTLE)
@@ -75,10 +84,7 @@ def test_each_call_gets_its_own_report_so_a_caller_cannot_change_the_next_decisi
 def test_a_held_tool_rewritten_in_place_with_its_old_mtime_is_verified_again_and_denied(world) -> None:
     with steady(world) as held:
         rewrite_same_size(world["tool"], SIGNED.replace(b"signed", b"SIGNED"))
-        after = held.admit("status", audit=False)
-        assert after.cache != "held"
-        assert (after.report.trust_level.name, after.behavior) == ("COMPROMISED", "deny")
-        same(after, fresh(world, "status"))
+        admitted_again(world, held, "COMPROMISED")
 
 
 def test_a_held_tool_whose_path_now_names_another_file_decides_for_that_file(world) -> None:
@@ -119,10 +125,7 @@ def test_a_held_tool_whose_bundle_was_replaced_by_another_signers_is_decided_on_
     with steady(world) as held:
         other = world["ts"].sign_artifact(SIGNED, identity=OTHER_ID, issuer=ISSUER)
         rewrite_same_size(world["bundle"], json.dumps(other, separators=(",", ":")).encode())
-        after = held.admit("status", audit=False)
-        assert after.cache != "held"
-        assert (after.report.trust_level.name, after.behavior) == ("UNVERIFIED", "deny")
-        same(after, fresh(world, "status"))
+        admitted_again(world, held, "UNVERIFIED")
 
 
 def test_a_held_tool_whose_bundle_was_removed_fails_as_admit_does(world) -> None:
