@@ -61,11 +61,14 @@ class Record:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         fields: list[str] = []
+        setters: list[Callable[[Any, Any], None]] = []
         for klass in reversed(cls.__mro__):
             slots = klass.__dict__.get("__slots__", ())
-            fields.extend((slots,) if isinstance(slots, str) else slots)
+            for name in (slots,) if isinstance(slots, str) else slots:
+                fields.append(name)
+                setters.append(klass.__dict__[name].__set__)  # the member descriptor the slot made
         cls._fields = tuple(fields)
-        cls._setters = tuple(_slot_setter(cls, f) for f in fields)
+        cls._setters = tuple(setters)
         cls._compared = tuple(f for f in fields if f not in cls._no_compare)
         cls._shown = tuple(f for f in fields if f not in cls._no_repr)
         # One C-level getter per class: equality and hashing compare these tuples.
@@ -101,17 +104,6 @@ def init(self: Record, *values: Any) -> None:
         raise ValueError(f"{type(self).__name__} has {len(setters)} fields, {len(values)} values given")
     for setter, value in zip(setters, values):
         setter(self, value)
-
-
-def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    """The ``__set__`` of the member descriptor that the class (or the base declaring it) made for
-    slot ``name``."""
-    for klass in cls.__mro__:
-        desc = klass.__dict__.get(name)
-        if desc is not None and "__slots__" in klass.__dict__:
-            setter: Callable[[Any, Any], None] = desc.__set__
-            return setter
-    raise TypeError(f"{cls.__name__}: no slot named {name!r}")
 
 
 def _tuple_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
