@@ -162,6 +162,50 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     assert warm_out["decision"]["behavior"] == cold_out["decision"]["behavior"]
 
 
+LAUNCH_PROBE = """
+import json, sys
+entry, argv = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.argv = ["atip-trust", *argv]
+if entry == "launch":
+    from atip_trust.cli.launch import main
+    run = main
+else:
+    from atip_trust.cli.main import main as cli_main
+    run = lambda: cli_main(sys.argv[1:])
+try:
+    rc = run()
+except SystemExit as exit:
+    rc = exit.code
+sys.stderr.write(json.dumps({"rc": rc, "locale": "locale" in sys.modules}) + chr(10))
+"""
+
+
+def test_the_console_entry_builds_its_parser_without_looking_up_translations(tmp_path: Path) -> None:
+    """argparse's messages are used as written by the console script (cli/launch.py): no gettext
+    lookup, which imports locale; a library caller's argparse (``cli.main.main``) is left alone, and
+    the messages read the same either way."""
+    file = tmp_path / "f"
+    file.write_bytes(b"x")
+
+    def run(entry: str, argv: list[str]) -> tuple[dict[str, object], str]:
+        p = subprocess.run([sys.executable, "-c", LAUNCH_PROBE,
+                            json.dumps(entry), json.dumps(argv)], cwd=REPO, capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        lines = p.stderr.strip().splitlines()
+        return json.loads(lines[-1]), "\n".join(lines[:-1])
+
+    launched, _ = run("launch", ["hash", str(file)])
+    assert launched == {"rc": 0, "locale": False}
+    library, _ = run("library", ["hash", str(file)])
+    assert library == {"rc": 0, "locale": True}  # the probe sees the lookup where it still happens
+    for argv in (["admit"], ["admit", "x", "--bogus"], ["admit", "x", "--command"],
+                 ["hash", "--algorithm", "md5", str(file)]):
+        (a, a_err), (b, b_err) = run("launch", argv), run("library", argv)
+        assert a["rc"] == b["rc"] == 2 and a_err == b_err and "error:" in a_err, (argv, a_err, b_err)
+        assert a["locale"] is False, argv
+    assert "the following arguments are required: TOOL" in run("launch", ["admit"])[1]
+
+
 def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_path: Path) -> None:
     """``verify`` has the same warm path as ``admit``: the second identical run takes the report from the
     verdict cache and loads no verifier, HTTP client (``--fetch`` only), metadata model or dataclasses."""
