@@ -22,7 +22,8 @@ def test_quick_bench_prints_every_figure_as_a_ratio(tmp_path: Path) -> None:
     rows = [ln for ln in p.stdout.splitlines() if re.search(r"ratio +[0-9.]+x", ln)]
     labels = " ".join(rows)
     for needle in ("hash 32 MiB", "admit, warm", "python -m sigstore", "python -c pass",
-                   "verify in-process", "decide()", "admit() on a cache hit", "batch of 40",
+                   "verify in-process", "decide()", "admit(), cache hit", "held tool, a call",
+                   "admit(), cache hit, strict", "held tool, a call, strict", "batch of 40",
                    "/usr/bin executables", "peak RSS"):
         assert needle in labels, p.stdout
     assert not list(tmp_path.iterdir()), "the bench left files behind"
