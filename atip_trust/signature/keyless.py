@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 from cryptography import x509
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
@@ -49,6 +50,24 @@ from atip_trust.signature.tlog import (
     integrated_time_utc,
 )
 from atip_trust.signature.trustroot import TrustRoot
+
+# sigstore-python and its models, and rfc3161-client, on first use (_base/lazy.py): this module is also
+# imported for ``names_artifact`` / ``subjects_of``, which need neither; and a name bound once, not an
+# import statement run on every verification.
+if TYPE_CHECKING:
+    import rfc3161_client
+    import sigstore.errors as sigstore_errors
+    import sigstore.hashes as sigstore_hashes
+    import sigstore.models as sigstore_models
+    import sigstore.verify as sigstore_verify
+    import sigstore_models.common.v1 as sigstore_common
+else:
+    rfc3161_client = lazy_import("rfc3161_client")
+    sigstore_errors = lazy_import("sigstore.errors")
+    sigstore_hashes = lazy_import("sigstore.hashes")
+    sigstore_models = lazy_import("sigstore.models")
+    sigstore_verify = lazy_import("sigstore.verify")
+    sigstore_common = lazy_import("sigstore_models.common.v1")
 
 #: What (A) checks itself: ECDSA P-256 with SHA-256, the key Fulcio issues; other key types are left to
 #: sigstore-python's step (7).
@@ -139,14 +158,12 @@ def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
     tokens = (tvd.get("rfc3161Timestamps") if isinstance(tvd, dict) else None) or []
     if not isinstance(tokens, list):
         return None
-    from rfc3161_client import decode_timestamp_response
-
     for i, t in enumerate(tokens):
         raw = t.get("signedTimestamp") if isinstance(t, dict) else None
         if not isinstance(raw, str):
             continue
         try:
-            decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time
+            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time
         except binascii.Error:
             continue  # not base64: the bundle parser names it
         except Exception as err:  # noqa: BLE001 - the Rust parser raises several types
@@ -231,15 +248,13 @@ class KeylessVerifier:
     """sigstore-python's ``Verifier`` for one trusted root, built once per root digest and reused."""
 
     def __init__(self, trust_root: TrustRoot) -> None:
-        from sigstore.verify import Verifier
-
         self.trust_root = trust_root
         known = _VERIFIERS.get(trust_root.digest)
         if known is not None:
             self._verifier = known
             return
         try:
-            self._verifier = Verifier(trusted_root=trust_root.sigstore_trusted_root())
+            self._verifier = sigstore_verify.Verifier(trusted_root=trust_root.sigstore_trusted_root())
         except TrustRootError:
             raise
         except Exception as err:  # noqa: BLE001 - sigstore raises several types for a bad root
@@ -270,10 +285,7 @@ class KeylessVerifier:
     def _verify(
         self, b: BundleInput, digests: dict[str, Digest], sha256: Digest, out: KeylessOutcome
     ) -> None:
-        from sigstore.errors import Error as SigstoreError
-        from sigstore.hashes import Hashed
-        from sigstore.models import Bundle
-        from sigstore_models.common.v1 import HashAlgorithm
+        SigstoreError = sigstore_errors.Error  # noqa: N806 - the class, bound once for the handlers below
 
         ev = b.label
         try:
@@ -288,7 +300,7 @@ class KeylessVerifier:
             out.checks.append(bad_token)
             return
         try:
-            bundle = Bundle.from_json(b.raw)
+            bundle = sigstore_models.Bundle.from_json(b.raw)
         except SigstoreError as err:
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             out.checks.append(Check("bundle", "fail", f"bundle rejected: {first}{b.instance_hint()}",
@@ -335,7 +347,8 @@ class KeylessVerifier:
         try:
             if b.content == "message_signature":
                 self._verifier.verify_artifact(
-                    Hashed(algorithm=HashAlgorithm.SHA2_256, digest=sha256.value), bundle, recorder
+                    sigstore_hashes.Hashed(algorithm=sigstore_common.HashAlgorithm.SHA2_256, digest=sha256.value),
+                    bundle, recorder
                 )
             else:
                 out.payload_type, out.payload = self._verifier.verify_dsse(bundle, recorder)
