@@ -7,12 +7,13 @@ builds the cache key and copies the cached report (~100 µs, ``python -m bench -
 ``HeldTool`` does all of ``admit`` once (:meth:`HeldTool.open`, the same library admission, verdict
 cache included) and keeps the descriptor it hashed. Each :meth:`HeldTool.admit` then:
 
-1. checks that nothing the trust report stands on changed — the held descriptor's identity (``fstat``:
-   dev, inode, size, mtime_ns, ctime_ns, as the verdict cache's stat fast path), that the resolved path
-   still names that same file (a rename over it, a directory swapped for a symlink), every evidence,
-   metadata and key file's identity, and the trusted root ``admit`` would choose now (its digest);
-2. if anything changed, or any of those files was changed within ``RACY_NS`` of being read (a coarse
-   file-system clock could hide a second write), admits the tool again in full, from its path;
+1. checks that nothing the trust report stands on changed: that the resolved path still names the held
+   file, unchanged (its dev, inode, size, mtime_ns and ctime_ns, as the verdict cache's stat fast path;
+   a rename over it or a directory swapped for a symlink gives another identity, and while the
+   descriptor is held its inode cannot be reused), every evidence, metadata and key file's identity, and
+   the trusted root ``admit`` would choose now (its digest);
+2. if anything changed, or if any of those files had changed within ``RACY_NS`` before it was read (a
+   coarse file-system clock could hide a second write), admits the tool again in full, from its path;
 3. decides anew, exactly as ``admit`` does (``admission.decided``): the policy's rules, waivers (with
    their expiry, at this call's time), the command, its effects and interactivity are evaluated on
    every call. Only the trust report is reused, never a decision (issue 12, DESIGN principle 9).
