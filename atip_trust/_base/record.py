@@ -32,7 +32,6 @@ else:
 __all__ = ["FrozenInstanceError", "Record", "init", "replace"]
 
 
-
 class FrozenInstanceError(AttributeError):
     """Assignment to a field of a record (the same contract as ``dataclasses.FrozenInstanceError``)."""
 

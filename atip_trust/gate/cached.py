@@ -57,7 +57,8 @@ def open_cache(enabled: bool) -> VerdictCache | None:
     return cache
 
 
-def _ident(identity: FileIdentity) -> Ident:
+def file_ident(identity: FileIdentity) -> Ident:
+    """An opened file's identity as the stat fast path compares it (dev, inode, size, mtime_ns, ctime_ns)."""
     return (identity.dev, identity.inode, identity.size, identity.mtime_ns, identity.ctime_ns)
 
 
@@ -74,7 +75,7 @@ def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, 
     if cache is None:
         return art.digests(_ALGORITHMS)
     path = art.path_text
-    ident = _ident(art.identity)
+    ident = file_ident(art.identity)
     here = _ARTIFACTS.get(path, ident)
     if here is not None:
         art.adopt_digests(here)
@@ -238,5 +239,5 @@ def stored_digest(payload: Mapping[str, Any]) -> str | None:
     return digest if isinstance(digest, str) and digest.startswith("sha256:") else None
 
 
-__all__ = ["ReportKey", "cached", "evidence_digests", "hash_artifact", "open_cache", "report_key", "store",
+__all__ = ["ReportKey", "cached", "evidence_digests", "file_ident", "hash_artifact", "open_cache", "report_key", "store",
            "stored_digest"]

@@ -55,6 +55,7 @@ from atip_trust._base.statmemo import Ident, regular_ident, settled
 from atip_trust.errors import UsageError
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.gate.admit import Admission, Known, PathLike, admit, audited, decided, tool_name_of
+from atip_trust.gate.cached import file_ident
 from atip_trust.gate.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
@@ -144,7 +145,7 @@ class HeldTool:
         root = _root_digest(self.policy, self._options)
         path = resolve_text(os.fspath(self._tool))
         art = Artifact.open(path, resolved=True)
-        was_settled = was_settled and settled(_ident_of(art))  # before it is hashed
+        was_settled = was_settled and settled(file_ident(art.identity))  # before it is hashed
         try:
             first = admit(art, policy=self.policy, name=self._name or tool_name_of(self._tool),
                           command=command, audit=audit, audit_log=audit_log, defer_audit=True,
@@ -153,7 +154,7 @@ class HeldTool:
             art.close()
             raise
         self._art = art
-        self._ident = _ident_of(art)
+        self._ident = file_ident(art.identity)
         self._root = root
         report = first.report
         self._report_digest = first.decision.report_digest  # of the facts, before any decision
@@ -232,11 +233,6 @@ class HeldTool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _ident_of(art: Artifact) -> Ident:
-    i = art.identity
-    return (i.dev, i.inode, i.size, i.mtime_ns, i.ctime_ns)
 
 
 def _root_digest(policy: Policy, options: _Options) -> str:
