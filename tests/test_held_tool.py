@@ -222,3 +222,59 @@ def test_a_closed_held_tool_refuses_its_descriptor(world) -> None:
     held.close()
     with pytest.raises(UsageError):
         held.artifact  # noqa: B018
+
+
+@pytest.mark.parametrize("command", [
+    ["--verbose", "deploy", "prod"],  # a leading option before the sub-command the ask rule names
+    "deploy  prod",                    # extra blanks in a command line
+    "'deploy' prod",                   # shell quoting around the sub-command
+    ["deploy", "prod", "--force"],
+])
+def test_a_crafted_command_line_is_asked_on_a_held_tool_as_admit_asks(world, command: Any) -> None:
+    """The ask rule ``Bash(signed deploy *)`` must match however the command is spelled: a held call
+    decides the words anew through admit's own decision step, never from an earlier call's answer."""
+    with steady(world) as held:
+        assert held.admit("status", audit=False).behavior == "allow"  # an allow just before
+        got = held.admit(command, audit=False)
+        assert got.cache == "held" and got.behavior == "deny"
+        assert "COMMAND_ASK" in [r.code for r in got.decision.reasons]
+        same(got, admit(world["tool"], policy=world["loaded"], command=command, bundles=[world["bundle"]],
+                        trusted_root=world["root"], audit=False))
+
+
+def test_the_tools_own_unsigned_metadata_claiming_read_only_never_allows_and_a_swap_is_seen(
+        world, tmp_path: Path) -> None:
+    """A tool's own metadata says every command is read-only. Unsigned, it relaxes nothing, on the first
+    call or any later one; rewritten meanwhile (another claim), the next call reads the new file."""
+    def claim(description: str) -> bytes:
+        return json.dumps({
+            "atip": {"version": "0.6"}, "name": "signed", "version": "1.0.0", "description": description,
+            "commands": {"status": {"description": "Show status", "effects": {
+                "destructive": False, "reversible": True, "idempotent": True, "network": False,
+                "filesystem": {"write": False, "delete": False}, "cost": {"billable": False}}}},
+        }, indent=2).encode()
+
+    meta = tmp_path / "signed.atip.json"
+    meta.write_bytes(claim("read-only, honestly"))
+    doc = json.loads(world["policy"].read_text())
+    doc = {**doc, "permissions": {}, "defaults": {"allowVerifiedReadOnly": True, "noMatch": "deny"}}
+    pol_file = tmp_path / "read-only.json"
+    pol_file.write_text(json.dumps(doc))
+    pol = load_admission_policy(pol_file)
+
+    def fresh_meta() -> Admission:
+        return admit(world["tool"], policy=pol, command="status", metadata=meta, bundles=[world["bundle"]],
+                     trusted_root=world["root"], audit=False)
+
+    time.sleep(SETTLE)
+    with HeldTool.open(world["tool"], policy=pol, metadata=meta, bundles=[world["bundle"]],
+                       trusted_root=world["root"]) as held:
+        calls = [held.admit("status", audit=False) for _ in range(3)]
+        assert [c.cache for c in calls][1:] == ["held", "held"]
+        for c in calls:
+            assert c.behavior == "deny" and c.effects_verified is False
+            same(c, fresh_meta())
+        rewrite_same_size(meta, claim("read-only, trust me").replace(b"  ", b" "))
+        after = held.admit("status", audit=False)
+        assert after.cache != "held" and after.behavior == "deny"
+        assert after.metadata_sha256 == fresh_meta().metadata_sha256 != calls[0].metadata_sha256
