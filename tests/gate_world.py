@@ -58,6 +58,8 @@ class World:
             "permissions": {"allow": [{"rule": r, "minTrustLevel": "VERIFIED"} for r in
                                       ("gh pr *", "sh", "tool *", "tool", "victim *", "victim")]},
             "defaults": {"noMatch": "deny"},
+            # This organisation wants every program it does not name denied by the agent hooks too.
+            "hooks": {"unlisted": "deny"},
             **extra,
         }
         path = self.dir / f"{name}.json"

@@ -1,4 +1,4 @@
-"""`atip-trust hook AGENT` through the CLI, with the hook JSON each agent really sends (gate/hooks.py
+"""`atip-trust hook AGENT` through the CLI, with the hook JSON each agent really sends (agents/formats.py
 cites the formats): verified programs are allowed, unsigned ones denied, a line is judged by every
 command in it, anything unreadable is a denial in the agent's own format."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from gate_world import World, make_world
 
-from atip_trust.gate.shell import Unsplittable, split_commands
+from atip_trust.agents.shell_model import Unprovable, programs
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 
@@ -159,25 +159,30 @@ def test_each_program_admission_leaves_an_audit_line(world: World) -> None:
 @pytest.mark.parametrize(("line", "argvs"), [
     ("gh pr view 1; rm -rf ~", [["gh", "pr", "view", "1"], ["rm", "-rf", "~"]]),
     ("A=1 gh pr list 2>&1 | xargs -n1 echo && (cd /tmp || true)",
-     [["gh", "pr", "list"], ["xargs", "-n1", "echo"], ["echo"], ["cd", "/tmp"], ["true"]]),
-    ("sudo -u root gh repo delete x", [["sudo", "-u", "root", "gh", "repo", "delete", "x"],
-                                       ["gh", "repo", "delete", "x"]]),
+     [["gh", "pr", "list"], ["xargs", "-n1", "echo"], ["echo"]]),
+    ("sudo -u root /usr/bin/gh repo delete x", [["sudo", "-u", "root", "/usr/bin/gh", "repo", "delete", "x"],
+                                                ["/usr/bin/gh", "repo", "delete", "x"]]),
     ("bash -c 'gh pr list && rm x'", [["bash", "-c", "gh pr list && rm x"], ["gh", "pr", "list"], ["rm", "x"]]),
-    ("echo 'a;b' \"c|d\" # ; rm -rf /", [["echo", "a;b", "c|d"]]),
+    ("echo 'a;b' \"c|d\" # ; rm -rf /", []),
 ])
 def test_shell_lines_split_into_every_command_they_run(line: str, argvs: list[list[str]]) -> None:
-    assert [list(c.argv) for c in split_commands(line)] == argvs
+    assert [list(p.argv) for p in programs(line)] == argvs
 
 
 @pytest.mark.parametrize("line", [
-    "gh $(echo repo) delete", "gh `echo repo` delete", "gh $CMD", "LD_PRELOAD=/tmp/x.so gh pr list",
+    "gh $(echo repo) delete", "gh `echo repo` delete", "LD_PRELOAD=/tmp/x.so gh pr list",
     "PATH=/tmp/evil gh pr list", "gh() { rm -rf ~; }; gh pr list", "alias gh=rm; gh pr list",
-    "cat <<EOF\nx\nEOF", "env -S 'rm -rf ~'", "sudo -s", "bash -lc 'rm -rf ~'", "x=1", "g* pr list",
-    "eval 'rm -rf ~'", "diff <(ls) <(ls)",
+    "cat <<EOF\nx\nEOF", "env -S 'rm -rf ~'", "sudo -s", "x=1", "g* pr list",
+    "eval 'rm -rf ~'", "diff <(ls) <(ls)", "sudo -u root gh repo delete x",
 ])
-def test_lines_that_cannot_be_split_safely_are_refused_by_the_splitter(line: str) -> None:
-    with pytest.raises(Unsplittable):
-        split_commands(line)
+def test_lines_that_cannot_be_proven_are_refused_by_the_model(line: str) -> None:
+    with pytest.raises(Unprovable):
+        programs(line)
+
+
+@pytest.mark.parametrize("line", ["gh $CMD", "bash -lc 'rm -rf ~'", "ls *.py", "gh pr view {1,2}"])
+def test_words_the_shell_expands_are_marked_unknown(line: str) -> None:
+    assert not programs(line)[-1].literal
 
 
 def test_no_answer_in_time_is_a_denial(world: World) -> None:

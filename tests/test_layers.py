@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, int, str], ...] = (
     ("atip_trust.policy", 4, "policy"),
     ("atip_trust.gate", 5, "gate"),
     ("atip_trust.bridge", 6, "bridge"),  # above gate: the loop runs calls through admission and exec
+    ("atip_trust.agents", 6, "agents"),  # above gate: hooks admit each program of a shell line
     ("atip_trust.cli", 7, "cli"),
     ("atip_trust.__main__", 7, "cli"),
 )
@@ -57,6 +58,8 @@ BOUNDARIES: dict[str, tuple[str, ...]] = {
     "platformdirs": ("atip_trust.state",),
     "rich": ("atip_trust.cli",),
     "yaml": ("atip_trust._base.yamlio",),
+    "tree_sitter": ("atip_trust.agents.bash_syntax",),
+    "tree_sitter_bash": ("atip_trust.agents.bash_syntax",),
 }
 
 

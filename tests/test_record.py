@@ -40,7 +40,7 @@ def test_the_warm_paths_value_classes_are_all_among_the_records_checked() -> Non
     for expected in ("atip_trust.policy.model.Policy", "atip_trust.facts.report.Check",
                      "atip_trust.facts.report.Reason", "atip_trust.facts.digest.Digest",
                      "atip_trust.signature.trustroot.TrustRoot", "atip_trust.gate.admit.Admission",
-                     "atip_trust.inputs.Constraints", "atip_trust.gate.shell.SimpleCommand"):
+                     "atip_trust.inputs.Constraints", "atip_trust.agents.words.Word"):
         assert expected in names, expected
 
 

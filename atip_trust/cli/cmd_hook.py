@@ -1,5 +1,6 @@
-"""``atip-trust hook claude-code|codex|gemini|copilot``: an agent's pre-tool hook JSON on stdin, its
-allow / ask / deny answer on stdout (gate/hooks.py has the formats and the rules).
+"""``atip-trust hook claude-code|codex|gemini|copilot|cursor``: an agent's pre-tool hook JSON on stdin,
+its allow / ask / deny (or no-opinion) answer on stdout (agents/hooks.py has the rules, agents/formats.py
+the formats).
 
 Everything is answered in the agent's format, errors included: a policy that does not load, input
 that is not what the agent sends, a timeout (``--timeout``, below the agents' own hook timeouts) or
@@ -16,15 +17,17 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
+from atip_trust.agents.hooks import Options, answer
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
-from atip_trust.errors import AtipTrustError
-from atip_trust.gate.hooks import AGENTS, STDIN_CAP, HookAnswer, answer, render_error
+from atip_trust.errors import AtipTrustError, UsageError
 
 DEFAULT_TIMEOUT = 25  # seconds: under Copilot CLI's 30 s default, Claude Code's and Gemini's 60 s
 
 
-class _Timeout(Exception):
-    pass
+class HookTimeout(BaseException):
+    """``--timeout`` ran out. A ``BaseException``, so no ``except Exception`` on the way (the library
+    fails closed with its own reasons there) can catch it and answer with another reason."""
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -32,9 +35,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "hook",
         parents=[common],
         help="answer an agent's pre-tool hook: verify the programs a shell command runs",
-        description="Read the agent's pre-tool hook JSON on stdin, split the shell command into the "
-        "programs it runs (no shell), resolve each through PATH, admit it with its words, and print "
-        "the agent's allow / ask / deny answer. Tools other than the shell get no opinion. Any error "
+        description="Read the agent's pre-tool hook JSON on stdin, parse the shell command with bash's "
+        "grammar, resolve each program it runs through PATH, admit it with its words, and print the "
+        "agent's answer: allow only what is proven, no opinion for programs the policy does not name "
+        "(hooks.unlisted), ask or deny otherwise. Tools other than the shell get no opinion. Any error "
         "is a deny.",
     )
     p.add_argument("agent", choices=AGENTS, help="the agent whose hook format is read and written")
@@ -44,12 +48,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="Sigstore bundles by digest (DIR/sha256/<hex>.sigstore.json), for every program")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"deny when no answer is ready in time (default {DEFAULT_TIMEOUT})")
+    p.add_argument("--pin", action="store_true",
+                   help="rewrite each program of an allowed line to run through 'atip-trust exec "
+                   "--expect-digest', so the bytes admitted are the bytes that run (Claude Code, Codex)")
     add_audit_flags(p)
     p.set_defaults(func=run)
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:
-    raise _Timeout()
+    raise HookTimeout()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             previous = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, args.timeout)
         result = _answer(args)
-    except _Timeout:
+    except HookTimeout:
         result = render_error(args.agent, f"no answer within {args.timeout:g} s (--timeout)")
     except AtipTrustError as err:
         result = render_error(args.agent, err.diagnostics())
@@ -75,14 +82,37 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def pin_prefix(argv: list[str]) -> tuple[str, ...]:
+    """``atip-trust exec`` with the policy and evidence flags this hook was given (its own command line
+    minus the agent, ``--pin`` and ``--timeout``), run by this interpreter."""
+    at = argv.index("hook") if "hook" in argv else -1
+    flags: list[str] = []
+    skip = False
+    for word in argv[at + 2:] if at >= 0 else []:
+        if skip:
+            skip = False
+            continue
+        if word == "--pin" or word.startswith("--timeout="):
+            continue
+        if word == "--timeout":
+            skip = True
+            continue
+        flags.append(word)
+    return (sys.executable, "-m", "atip_trust", *argv[1:max(at, 1)], "exec", *flags)
+
+
 def _answer(args: argparse.Namespace) -> HookAnswer:
+    if args.pin and args.agent not in CAN_REWRITE:
+        raise UsageError(f"--pin rewrites the command, which only {' and '.join(sorted(CAN_REWRITE))} "
+                         f"hooks may do; {args.agent}'s cannot")
     data = sys.stdin.buffer.read(STDIN_CAP + 1) if sys.stdin is not None else b""
     if len(data) > STDIN_CAP:
         return render_error(args.agent, f"the hook input is larger than {STDIN_CAP} bytes")
     policy = policy_from_args(args)
-    return answer(args.agent, data, policy=policy, bundle_dir=args.bundle_dir, shim_dir=args.shim_dir,
-                  trusted_root=args.trusted_root, staging=args.staging, audit=not args.no_audit,
-                  audit_log=args.audit_log, cache=not args.no_cache)
+    options = Options(bundle_dir=args.bundle_dir, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
+                      staging=args.staging, audit=not args.no_audit, audit_log=args.audit_log,
+                      cache=not args.no_cache, pin=pin_prefix(sys.argv) if args.pin else None)
+    return answer(args.agent, data, policy=policy, options=options)
 
 
-__all__ = ["register", "run"]
+__all__ = ["HookTimeout", "pin_prefix", "register", "run"]

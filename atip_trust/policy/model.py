@@ -566,6 +566,19 @@ class Policy(Record):
         return ExecSettings(scripts=scripts, env=tuple(env))
 
     @property
+    def hooks_unlisted(self) -> Literal["passthrough", "ask", "deny"]:
+        """``hooks.unlisted`` of every layer, the strictest winning (deny > ask > passthrough): what the
+        agent hooks answer for a program the policy does not name (agents/hooks.py)."""
+        order = ("passthrough", "ask", "deny")
+        out: Literal["passthrough", "ask", "deny"] = "passthrough"
+        for layer in self.layers:
+            hooks = layer.document.get("hooks")
+            value = hooks.get("unlisted") if isinstance(hooks, dict) else None
+            if value in order and order.index(value) > order.index(out):
+                out = value
+        return out
+
+    @property
     def discovery(self) -> DiscoverySettings:
         """``discovery`` of every layer, composed: any ``never`` wins, the smallest bounds apply."""
         out = DiscoverySettings()

@@ -1,0 +1,327 @@
+"""Agent pre-tool hooks: the shell line an agent is about to run, judged program by program.
+
+Coding agents match command *strings* against their rules; none checks which binary a name runs or who
+signed it. ``atip-trust hook AGENT`` is that check. The line is parsed with bash's grammar
+(shell_model.py); every program it can execute is resolved through PATH only
+(``facts.artifact.which_text``), opened once and admitted with its words (gate/exec.admit_file, so
+capability gates see ``repo delete``). A line the model cannot prove is a question, never an allow.
+
+Each program's answer is one of four, and the line's is the strictest (deny > ask > passthrough >
+allow; formats.ORDER):
+
+* **allow** only when admission allows it *and* its words are all known (no expansion, no words a
+  runner appends), and no time-of-check gap is open: when something earlier in the line can write files,
+  a program file the user can change (or git, whose configuration and hooks are files) is asked instead;
+* **passthrough** (the agent's own permissions decide) for a program the policy does not name, whose
+  effects no verified metadata declares, and whose admission failed only for generic reasons (no rule,
+  unknown effects, trust below a minimum); ``hooks.unlisted`` makes that ``ask`` or ``deny``;
+* otherwise admission's ask or deny.
+
+``--pin`` (agents that may rewrite the command: formats.CAN_REWRITE) rewrites each program of an
+allowed line to ``atip-trust exec --expect-digest sha256:<hex> -- /abs/path ...``, so what runs is the
+bytes that were admitted; a line whose programs cannot all be rewritten (one run by a runner) is asked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
+
+from atip_trust._base.record import Record, init
+from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
+from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
+from atip_trust.errors import ArtifactAccessError, AtipTrustError
+from atip_trust.facts.artifact import which_text
+from atip_trust.facts.report import TrustLevel
+from atip_trust.gate.admit import Admission, write_audit
+from atip_trust.gate.env import exec_environment
+from atip_trust.gate.exec import ExecRefused, Opened, admit_file, interpreter_refusal, script_interpreter
+from atip_trust.policy.model import Policy
+
+#: Reason codes that say only "nothing in the policy vouches for this program": a program the policy
+#: does not name, denied or asked for these alone, gets the agent's own permissions (passthrough).
+GENERIC_REASONS = frozenset({
+    "NO_MATCHING_RULE", "CAPABILITY_GATED", "EFFECT_RESTRICTED", "TRUST_BELOW_MINIMUM", "PROVENANCE_REQUIRED",
+    "SLSA_LEVEL_TOO_LOW", "SOURCE_NOT_ALLOWED", "METADATA_SOURCE_NOT_ALLOWED", "SIGNATURE_THRESHOLD",
+    "EFFECTS_UNKNOWN", "EFFECTS_UNVERIFIED", "NO_SIGNERS_IN_POLICY", "SIGNER_NOT_IN_POLICY", "TRUST_NOT_VERIFIED",
+})
+#: How many programs of an unprovable line are still admitted (each is one admission).
+MAX_VISIBLE = 16
+
+
+class Part(Record):
+    """One program of the line and what the gate said about it."""
+
+    __slots__ = ("argv", "behavior", "reason", "path", "digest", "program")
+    argv: tuple[str, ...]
+    behavior: str
+    reason: str
+    #: The file admitted and its sha256 (for --pin), when one was.
+    path: str | None
+    digest: str | None
+    program: Program | None
+
+    def __init__(self, argv: tuple[str, ...], behavior: str, reason: str, path: str | None = None,
+                 digest: str | None = None, program: Program | None = None) -> None:
+        init(self, argv, behavior, reason, path, digest, program)
+
+
+class Verdict(Record):
+    """The answer for the whole line: the strictest of its parts, and the rewritten line (--pin)."""
+
+    __slots__ = ("behavior", "reason", "parts", "rewritten")
+    behavior: str
+    reason: str
+    parts: tuple[Part, ...]
+    rewritten: str | None
+
+    def __init__(self, behavior: str, reason: str, parts: tuple[Part, ...] = (),
+                 rewritten: str | None = None) -> None:
+        init(self, behavior, reason, parts, rewritten)
+
+
+class Options(Record):
+    """What every admission of one hook answer is given (the hook's flags)."""
+
+    __slots__ = ("bundle_dir", "shim_dir", "trusted_root", "staging", "audit", "audit_log", "cache", "path_env",
+                 "pin")
+    bundle_dir: str | None
+    shim_dir: str | None
+    trusted_root: str | None
+    staging: bool
+    audit: bool
+    audit_log: str | None
+    cache: bool
+    #: PATH as the agent's shell has it (None: this process's).
+    path_env: str | None
+    #: ``--pin``: the argv that runs ``atip-trust exec`` with this hook's policy flags, or None.
+    pin: tuple[str, ...] | None
+
+    def __init__(self, bundle_dir: str | None = None, shim_dir: str | None = None,
+                 trusted_root: str | None = None, staging: bool = False, audit: bool = True,
+                 audit_log: str | None = None, cache: bool = True, path_env: str | None = None,
+                 pin: tuple[str, ...] | None = None) -> None:
+        init(self, bundle_dir, shim_dir, trusted_root, staging, audit, audit_log, cache, path_env, pin)
+
+    def admit_args(self) -> dict[str, Any]:
+        return dict(bundle_dir=self.bundle_dir, shim_dir=self.shim_dir, trusted_root=self.trusted_root,
+                    staging=self.staging, audit=self.audit, audit_log=self.audit_log, cache=self.cache)
+
+
+def names_program(policy: Policy, name: str) -> bool:
+    """True when a permission rule, a tool entry or a delegation list of ``policy`` names ``name``
+    (a rule whose first word is a pattern counts when the pattern matches it; a bare ``Bash`` names
+    every program)."""
+    for rule in (*policy.deny_rules, *policy.ask_rules, *policy.allow_rules):
+        if rule.kind == "any":
+            return True
+        if rule.kind == "tokens":
+            if rule.tokens and name in rule.tokens[0]:
+                return True
+            continue
+        first = rule.first_word if rule.first_word is not None else rule.pattern.split(" ", 1)[0]
+        if first.strip("*") and re.fullmatch(".*".join(re.escape(p) for p in first.split("*")),
+                                             name) is not None:
+            return True
+        if first.rsplit("/", 1)[-1] == name:
+            return True
+    tools = [*policy.tool_allow, *policy.tool_deny, *(t for _, allow in policy.tool_allowlists for t in allow)]
+    return any(t.name == name for t in tools) or any(name in names for _, names in policy.delegation_allowlists)
+
+
+def _unlisted(program: Program, adm: Admission, policy: Policy) -> bool:
+    """The policy has no opinion on this program (module docstring, passthrough)."""
+    return (adm.report.trust_level != TrustLevel.COMPROMISED and not adm.effects_verified
+            and all(r.code in GENERIC_REASONS for r in adm.decision.reasons)
+            and not names_program(policy, os.path.basename(program.argv[0])))
+
+
+def changeable(path: str) -> bool:
+    """The current user can change the file at ``path``: it, or a directory on its path (as written or
+    with links resolved), is writable, so the file can be rewritten or replaced."""
+    for p in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        if os.access(p, os.W_OK):
+            return True
+        d = os.path.dirname(p)
+        while True:
+            if os.access(d, os.W_OK):
+                return True
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+    return False
+
+
+def _cap(program: Program, path: str) -> str | None:
+    """Why an allowed program is only asked (module docstring), or None."""
+    if not program.literal:
+        return ("the words it gets are not all known before it runs (an expansion, or input a runner "
+                "appends), so they were not all checked")
+    if program.after_writer and program.state_dependent:
+        return "git reads configuration and hooks, which an earlier part of the line can write"
+    if program.after_writer and changeable(path):
+        return (f"an earlier part of the line can write files and {path} is a file you can change: what "
+                "runs may not be what was checked")
+    return None
+
+
+def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
+    name = program.argv[0]
+    if "/" not in name:
+        return which_text(name, program.search if program.search is not None else path_env)
+    if os.path.isabs(name):
+        return name
+    if program.moved:
+        raise Unprovable(f"{name!r} is relative to a directory an earlier 'cd' (or a runner) changed")
+    if cwd is None or not os.path.isabs(cwd):
+        raise Unprovable(f"{name!r} is relative and the hook input names no absolute cwd")
+    return os.path.join(cwd, name)
+
+
+def _script_refusal(opened: Opened, policy: Policy, options: Options) -> ExecRefused | None:
+    """A ``#!`` program runs its interpreter too: refused under ``exec.scripts: deny``, otherwise the
+    interpreter is admitted as ``exec`` would (gate/exec.py), its own audit line written."""
+    try:
+        planned = script_interpreter(opened, policy=policy, env=exec_environment(policy), interactive=True,
+                                     **options.admit_args())
+    except ExecRefused as refused:
+        return refused
+    if planned is None:
+        return None
+    interp = planned[0]
+    try:
+        if options.audit:
+            write_audit(interp.admission)
+        return interpreter_refusal(opened, interp)
+    finally:
+        interp.art.close()
+
+
+def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -> Part:
+    """One admitted program's part: admission's answer, then the hook's own rules (module docstring)."""
+    adm = opened.admission
+    line = " ".join(program.argv)
+    digest = adm.report.digests.get("sha256")
+    found = os.fspath(opened.found)
+    refused = _script_refusal(opened, policy, options) if adm.behavior == "allow" and not program.script \
+        else None
+    if refused is not None:
+        return Part(program.argv, refused.behavior, f"{line}: {refused}", found, digest, program)
+    level = adm.report.trust_level.name
+    if adm.behavior == "allow":
+        cap = _cap(program, found)
+        if cap is not None:
+            return Part(program.argv, "ask", f"{line}: admitted ({level}) but {cap}", found, digest, program)
+        signer = adm.report.signature.identity
+        who = f", signed by {signer}" if signer else ""
+        return Part(program.argv, "allow", f"{line}: allowed ({level}{who})", found, digest, program)
+    why = "; ".join(f"{r.code}: {r.message}" for r in adm.decision.reasons[:3])
+    if _unlisted(program, adm, policy):
+        unlisted = policy.hooks_unlisted
+        verdict = "no opinion, the agent's own permissions decide" if unlisted == "passthrough" else unlisted
+        return Part(program.argv, unlisted, f"{line}: {verdict} ({level}): the policy names no rule for "
+                    f"this program (hooks.unlisted); {why}", found, digest, program)
+    return Part(program.argv, adm.behavior, f"{line}: {adm.behavior} ({level}): {why}", found, digest, program)
+
+
+def _admit(program: Program, request: HookRequest, policy: Policy, options: Options) -> Part:
+    line = " ".join(program.argv)
+    try:
+        found = _locate(program, request.cwd, options.path_env)
+        opened = admit_file(found, policy=policy, name=os.path.basename(program.argv[0]),
+                            command=program.argv[1:], interactive=True, **options.admit_args())
+    except Unprovable as why:
+        return Part(program.argv, "ask", f"{line}: {why}", program=program)
+    except ArtifactAccessError as err:
+        # Not there now (a file the line itself may make): nothing to check, so a person decides.
+        return Part(program.argv, "ask", f"{line}: cannot be checked: {err.diagnostics()}", program=program)
+    except AtipTrustError as err:
+        return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
+    try:
+        if options.audit:
+            write_audit(opened.admission)
+        return _judge(program, opened, policy, options)
+    except ExecRefused as err:
+        return Part(program.argv, err.behavior, f"{line}: {err}", program=program)
+    except AtipTrustError as err:
+        return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
+    finally:
+        opened.art.close()
+
+
+def _pin(line: str, parts: list[Part], prefix: tuple[str, ...]) -> tuple[str | None, str]:
+    """The line with each program run through ``atip-trust exec --expect-digest`` (or None, and why)."""
+    source = line.encode("utf-8", "surrogatepass")
+    edits: list[tuple[int, int, bytes]] = []
+    for part in parts:
+        program = part.program
+        if program is None or program.span is None or part.digest is None or part.path is None:
+            return None, (f"{' '.join(part.argv)}: --pin can only rewrite a program named at the top of "
+                          "the line, not one a runner or a shell string runs")
+        words = [*prefix, "--expect-digest", f"sha256:{part.digest}", "--", os.path.abspath(part.path)]
+        edits.append((*program.span, " ".join(shlex.quote(w) for w in words).encode()))
+    for start, end, text in sorted(edits, reverse=True):
+        source = source[:start] + text + source[end:]
+    return source.decode("utf-8", "surrogatepass"), ""
+
+
+def _unprovable(request: HookRequest, policy: Policy, why: Unprovable, options: Options) -> Verdict:
+    """A line the model cannot prove is a question; what its text plainly names is still admitted, so a
+    program the policy denies keeps the line denied whatever is appended to it (``gh repo delete x | sh``)."""
+    question = f"cannot prove what this line runs ({why}); review it yourself"
+    visible = visible_programs(request.command) if isinstance(request.command, str) else []
+    denied = [p for p in (_admit(v, request, policy, options) for v in visible[:MAX_VISIBLE])
+              if p.behavior == "deny"]
+    if denied:
+        return Verdict("deny", "atip-trust: " + " | ".join(p.reason for p in denied) + " | " + question,
+                       tuple(denied))
+    return Verdict("ask", "atip-trust: " + question)
+
+
+def decide_command(request: HookRequest, *, policy: Policy, options: Options | None = None) -> Verdict | None:
+    """The verdict for a shell command, or None (no opinion) for another tool or a line of shell
+    builtins only. Each program's admission writes its own audit line."""
+    if request.command is None:
+        return None
+    options = options or Options()
+    try:
+        if request.tool_name == "powershell":
+            raise Unprovable("PowerShell commands are not read by bash's grammar")
+        found = programs_of_argv(request.command) if isinstance(request.command, list) \
+            else programs(request.command)
+    except Unprovable as why:
+        return _unprovable(request, policy, why, options)
+    parts = [_admit(p, request, policy, options) for p in found]
+    if not parts:
+        return None
+    worst = max(parts, key=lambda p: ORDER[p.behavior]).behavior
+    shown = [p.reason for p in parts if worst == "allow" or p.behavior == worst]
+    if worst != "allow" or options.pin is None:
+        return Verdict(worst, "atip-trust: " + " | ".join(shown), tuple(parts))
+    line = request.command if isinstance(request.command, str) else shlex.join(request.command)
+    rewritten, why_not = _pin(line, parts, options.pin) if isinstance(request.command, str) else (None, "")
+    if rewritten is None:
+        return Verdict("ask", "atip-trust: " + (why_not or "--pin cannot rewrite an argv command"), tuple(parts))
+    return Verdict("allow", "atip-trust: " + " | ".join(shown) + " (pinned to the admitted bytes)",
+                   tuple(parts), rewritten)
+
+
+def answer(agent: str, data: bytes, *, policy: Policy, options: Options | None = None) -> HookAnswer:
+    """The whole hook: parse, decide, render; an error of ours is a denial (:func:`render_error`)."""
+    try:
+        request = parse_request(agent, data)
+        verdict = decide_command(request, policy=policy, options=options)
+    except AtipTrustError as err:
+        return render_error(agent, err.diagnostics())
+    if verdict is None:
+        return render(agent, None)
+    return render(agent, verdict.behavior, verdict.reason, verdict.rewritten)
+
+
+__all__ = ["GENERIC_REASONS", "Options", "Part", "Verdict", "answer", "changeable", "decide_command",
+           "names_program"]

@@ -1,0 +1,335 @@
+"""The programs a bash line can execute, read from its syntax tree, or the reason that cannot be known.
+
+The hook may only allow a line when it has identified every program the line can execute, each with
+its words, and nothing in the line can change which program or which bytes run (issue 22). So the
+walk is an allowlist: the node types below are read, any other node makes the line
+:class:`Unprovable` (a function definition, ``case``, ``for``, ``[[``, a here-document, an
+assignment standing alone...). Within what is read:
+
+* every command word, and every word a runner treats as its command, must be literal (words.py);
+* builtins that change lookup or loading (``read``, ``declare``, ``hash``, ``set``, ``source``...) and
+  assignments to variables that do (``PATH=``, ``LD_*``, ``GIT_*``, runners.changes_lookup) refuse;
+* runners are unwrapped by their own grammar (runners.py); ``sh -c STRING`` is parsed again;
+* each program records whether something earlier in the line can write files (an earlier program, an
+  output redirection) and whether an earlier ``cd`` moved the directory relative names resolve in,
+  for the hook's time-of-check rules.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+
+from atip_trust._base.record import Record, init
+from atip_trust.agents import bash_syntax
+from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
+from atip_trust.agents.words import Unprovable, Word, word
+from atip_trust.limits import LIMITS
+
+if TYPE_CHECKING:
+    from atip_trust.agents.bash_syntax import Node
+
+
+class Program(Record):
+    """One program the line executes, with the words it gets and what the hook must know about it."""
+
+    __slots__ = ("argv", "literal", "search", "via", "after_writer", "moved", "script", "state_dependent",
+                 "span")
+    argv: tuple[str, ...]
+    #: Every word is known and no runner appends words at run time.
+    literal: bool
+    #: Where a bare name is looked up: None for the line's PATH (runners.Inner.search).
+    search: str | None
+    #: The runners this program was found inside, outermost first (``("sudo", "env")``).
+    via: tuple[str, ...]
+    #: Something earlier in the line (a program, an output redirection) can write files.
+    after_writer: bool
+    #: An earlier ``cd`` (or a runner's own directory change) makes a relative path mean another file.
+    moved: bool
+    #: A script a shell reads (``bash ./x.sh``), not a program it executes.
+    script: bool
+    #: Its behaviour depends on files the user can write (git: configuration and hooks).
+    state_dependent: bool
+    #: Byte range of the command word in the line when it is a plain top-level command (for --pin).
+    span: tuple[int, int] | None
+
+    def __init__(self, argv: tuple[str, ...], literal: bool = True, search: str | None = None,
+                 via: tuple[str, ...] = (), after_writer: bool = False, moved: bool = False,
+                 script: bool = False, state_dependent: bool = False,
+                 span: tuple[int, int] | None = None) -> None:
+        init(self, argv, literal, search, via, after_writer, moved, script, state_dependent, span)
+
+
+#: Builtins and keywords after which the line's later words or lookups are not what the text says
+#: (bash(1) SHELL BUILTIN COMMANDS): they assign variables, define names, change options or read code.
+STATEFUL_BUILTINS = frozenset({
+    "read", "declare", "typeset", "local", "export", "readonly", "mapfile", "readarray", "getopts", "let",
+    "hash", "alias", "unalias", "shopt", "enable", "trap", "set", "unset", "source", ".", "eval", "fc",
+    "bind", "complete", "compgen", "compopt", "history", "coproc", "ulimit", "bg", "fg", "suspend",
+    "caller", "wait",
+})
+#: Builtins that run no program and change nothing later commands resolve.
+INERT_BUILTINS = frozenset({"echo", "true", "false", ":", "test", "[", "pwd", "type", "help", "times", "dirs",
+                            "jobs", "exit", "return", "shift", "break", "continue", "kill", "umask", "logout",
+                            "disown", "printf"})
+DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
+#: Statement nodes whose children are statements (and the keywords and operators between them).
+_CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command",
+                         "do_group", "if_statement", "elif_clause", "else_clause", "while_statement"})
+_TOKENS = frozenset({";", "&", "&&", "||", "|", "|&", "(", ")", "{", "}", "!", "if", "then", "else", "elif",
+                     "fi", "while", "until", "do", "done", "\n", "comment"})
+_OUTPUT = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+MAX_SHELL_DEPTH = 3
+MAX_NESTING = 200
+
+
+class _Walk:
+    """The walk's running state: what has happened earlier in the line."""
+
+    __slots__ = ("programs", "writer", "moved")
+
+    def __init__(self) -> None:
+        self.programs: list[Program] = []
+        self.writer = False
+        self.moved = False
+
+    def add(self, program: Program) -> None:
+        if len(self.programs) >= LIMITS.command_words:
+            raise Unprovable("the line runs too many programs to check each")
+        self.programs.append(program)
+
+
+def programs(line: str) -> list[Program]:
+    """Every program ``line`` can execute, in order, or :class:`Unprovable` (module docstring)."""
+    state = _Walk()
+    _line(line, state, depth=0, via=())
+    return state.programs
+
+
+def programs_of_argv(argv: list[str]) -> list[Program]:
+    """The programs an argv runs when it is executed directly (an agent's argv shell tool, such as
+    Codex's ``["bash", "-lc", "..."]``): its words are literal, its runners unwrapped as in a line."""
+    if not argv or len(argv) > LIMITS.command_words or sum(map(len, argv)) > LIMITS.command_chars:
+        raise Unprovable("the argv is empty or larger than the gate reads")
+    if any("\x00" in w for w in argv):
+        raise Unprovable("the argv holds a NUL character")
+    state = _Walk()
+    _dispatch([Word(w) for w in argv], state, 0, (), external=True, inner=Inner())
+    return state.programs
+
+
+def visible_programs(line: str) -> list[Program]:
+    """Best effort, for a line :func:`programs` refused: the programs its text plainly names (each
+    command whose words read as literal, and what the runner table finds in them).
+
+    Only ever used to *tighten* the answer for an unprovable line (an ask stays an ask unless one of
+    these is denied), never to allow."""
+    source = line[: LIMITS.command_chars].encode("utf-8", "surrogatepass")
+    found: list[Program] = []
+    for node in bash_syntax.walk(bash_syntax.parse_lenient(source)):
+        if node.type != "command" or len(found) >= LIMITS.command_words:
+            continue
+        words: list[Word] = []
+        for child in node.children:
+            if child.type not in ("command_name", "word", "string", "raw_string", "concatenation", "number"):
+                continue
+            try:
+                w = word(child.named_children[0] if child.type == "command_name" and child.named_children
+                         else child)
+            except Unprovable:
+                break
+            if not w.literal:
+                break
+            words.append(w)
+        if not words:
+            continue
+        state = _Walk()
+        try:
+            _dispatch(words, state, 1, (), external=True, inner=Inner())
+        except Unprovable:
+            pass
+        found.extend(state.programs or [Program(tuple(w.text for w in words))])
+    return found
+
+
+def _line(line: str, state: _Walk, depth: int, via: tuple[str, ...]) -> None:
+    if len(line) > LIMITS.command_chars:
+        raise Unprovable(f"the command line is longer than {LIMITS.command_chars} characters")
+    if "\x00" in line:
+        raise Unprovable("the command line holds a NUL character")
+    source = line.encode("utf-8", "surrogatepass")
+    try:
+        root = bash_syntax.parse(source)
+    except bash_syntax.SyntaxRefused as why:
+        raise Unprovable(str(why)) from None
+    skipped = bash_syntax.uncovered(root, source)
+    if skipped is not None:
+        raise Unprovable(f"the shell grammar skipped input at byte {skipped} "
+                         f"({source[skipped:skipped + 20]!r}) that bash would read")
+    _statement(root, state, depth, via, 0)
+
+
+def _statement(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting: int) -> None:
+    if nesting > MAX_NESTING:
+        raise Unprovable("the line nests deeper than the gate follows")
+    kind = node.type
+    if kind in _CONTAINERS:
+        for child in node.children:
+            if child.type in _TOKENS:
+                continue
+            _statement(child, state, depth, via, nesting + 1)
+        return
+    if kind == "comment":
+        return
+    if kind == "redirected_statement":
+        body = node.child_by_field_name("body")
+        for child in node.children:
+            if body is None or child.id != body.id:
+                _redirect(child, state)
+        if body is not None:
+            _statement(body, state, depth, via, nesting + 1)
+        return
+    if kind == "command":
+        _command(node, state, depth, via)
+        return
+    raise Unprovable(f"the line holds {kind.replace('_', ' ')} ({_text(node)[:40]!r}), which the gate "
+                     "does not read: it cannot know what runs")
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogateescape")
+
+
+def _redirect(node: Node, state: _Walk) -> None:
+    """A redirection: ``>FILE`` and its kin write a file before the command runs."""
+    if node.type == "herestring_redirect":
+        for child in node.children:
+            if child.is_named:
+                word(child)  # a substitution in it runs code
+        return
+    if node.type != "file_redirect":
+        raise Unprovable(f"the redirection {_text(node)[:40]!r} ({node.type.replace('_', ' ')}) is not "
+                         "one the gate reads")
+    ops = [c.type for c in node.children if not c.is_named]
+    target = node.child_by_field_name("destination")
+    value = word(target) if target is not None else None
+    if not any(op in _OUTPUT for op in ops):
+        return
+    if "&>" not in ops and "&>>" not in ops and ">&" in ops and value is not None and value.literal and \
+            (value.text.isdigit() or value.text == "-"):
+        return  # 2>&1: a descriptor copied, no file opened
+    if value is None or not value.literal or value.text not in _HARMLESS_TARGETS:
+        state.writer = True
+
+
+def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None:
+    name_node: Node | None = None
+    words: list[Word] = []
+    for child in node.children:
+        kind = child.type
+        if kind == "variable_assignment":
+            _assignment(child)
+        elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+            _redirect(child, state)
+        elif kind == "command_name":
+            name_node = child
+            inner = child.named_children
+            if len(inner) != 1:
+                raise Unprovable(f"the command name {_text(child)!r} is not one word")
+            words.append(word(inner[0]))
+        elif child.is_named:
+            words.append(word(child))
+    if name_node is None or not words:
+        raise Unprovable(f"{_text(node)[:40]!r} sets variables without running a command")
+    keyword = _text(name_node) == words[0].text  # a quoted 'time' is a program, not the keyword
+    span = (name_node.start_byte, name_node.end_byte) if depth == 0 and not via else None
+    _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span)
+
+
+def _assignment(node: Node) -> None:
+    name = node.child_by_field_name("name")
+    text = _text(name) if name is not None else ""
+    if name is None or name.type != "variable_name":
+        raise Unprovable(f"the assignment {_text(node)[:40]!r} is not to a plain name")
+    if changes_lookup(text):
+        raise Unprovable(f"{text}= before a command changes which program runs or what it loads")
+    value = node.child_by_field_name("value")
+    if value is not None:
+        word(value)  # a substitution in the value runs code
+
+
+def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], *, external: bool,
+              keyword: bool = False, span: tuple[int, int] | None = None, inner: Inner | None = None) -> None:
+    """One command's words: a builtin, a shell runner, or a program (and what a runner runs)."""
+    first = words[0]
+    if not first.literal:
+        raise Unprovable(f"the program name {first.text!r} is not known before the shell runs")
+    name = first.text
+    if not name:
+        raise Unprovable("the program name is empty")
+    if not external and "/" not in name and _builtin(words, state, depth, via, keyword):
+        return
+    base = name.rsplit("/", 1)[-1]
+    open_args = inner is not None and inner.open_args
+    state.add(Program(
+        argv=tuple(w.text for w in words), literal=all(w.literal for w in words) and not open_args,
+        search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
+        moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
+        state_dependent=base == "git", span=span))
+    model = RUNNERS.get(base)
+    if model is not None and not (inner is not None and inner.script):
+        outcome = model(words)
+        if open_args and not outcome.inner:
+            raise Unprovable(f"{via[-1] if via else 'a runner'} feeds its input to {base}: the program "
+                             "it runs comes from that input")
+        if outcome.writes:
+            state.writer = True
+        _inner(outcome.inner, state, depth, (*via, base), open_args)
+    state.writer = True  # any program may write files before the next one runs
+
+
+def _builtin(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], keyword: bool) -> bool:
+    """True when bash runs ``words`` itself (a builtin, or one of its own runners)."""
+    name = words[0].text
+    if name in STATEFUL_BUILTINS:
+        raise Unprovable(f"{name!r} changes variables, names or options that decide what later words run")
+    if name in DIRECTORY_BUILTINS:
+        state.moved = True
+        return True
+    if name == "printf" and len(words) > 1 and (not words[1].literal or words[1].text.startswith("-v")):
+        raise Unprovable("printf -v assigns a variable")
+    if name in INERT_BUILTINS:
+        return True
+    if name == "builtin":
+        if len(words) < 2 or not words[1].literal:
+            raise Unprovable("builtin with no name the line shows")
+        if words[1].text not in INERT_BUILTINS | DIRECTORY_BUILTINS | STATEFUL_BUILTINS:
+            raise Unprovable(f"builtin {words[1].text!r} is not a builtin the gate knows")
+        return _builtin(words[1:], state, depth, via, keyword=False)
+    model = SHELL_RUNNERS.get(name)
+    if model is None or (name == "time" and not keyword):
+        return False
+    outcome = model(words)
+    # exec replaces the shell with a program (never a builtin); command and time may run a builtin.
+    external = name == "exec"
+    for inner in outcome.inner:
+        _dispatch(list(inner.words), state, depth, (*via, name), external=external, inner=inner)
+    return True
+
+
+def _inner(inners: tuple[Inner, ...], state: _Walk, depth: int, via: tuple[str, ...], open_args: bool) -> None:
+    for inner in inners:
+        if inner.shell_string is not None:
+            if depth + 1 > MAX_SHELL_DEPTH:
+                raise Unprovable(f"sh -c nested more than {MAX_SHELL_DEPTH} deep")
+            _line(inner.shell_string, state, depth + 1, via)
+            continue
+        if open_args and not inner.open_args:
+            inner = Inner(inner.words, inner.search, True, inner.chdir, None, inner.script)
+        if inner.chdir and "/" in inner.words[0].text and not inner.words[0].text.startswith("/"):
+            raise Unprovable(f"{via[-1]} changes directory before it runs {inner.words[0].text!r}")
+        _dispatch(list(inner.words), state, depth, via, external=True, inner=inner)
+
+
+__all__ = ["DIRECTORY_BUILTINS", "INERT_BUILTINS", "Program", "STATEFUL_BUILTINS", "Unprovable", "programs",
+           "programs_of_argv", "visible_programs"]
