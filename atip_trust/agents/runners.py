@@ -207,6 +207,8 @@ def _xargs(words: list[Word]) -> Outcome:
     cmd = words[parsed.rest:] or [Word("echo")]  # xargs(1): the default command is echo
     if any(r and r in cmd[0].text for r in replace):
         raise Unprovable("xargs puts its input in the program's name (-I)")
+    # With -I, each word holding the replacement string becomes the input: not known from the line.
+    cmd = [Word(w.text, literal=False) if any(r and r in w.text for r in replace) else w for w in cmd]
     return Outcome((Inner(tuple(cmd), open_args=True),))
 
 

@@ -62,20 +62,22 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 def run(args: argparse.Namespace) -> int:
     previous = None
     try:
-        if args.timeout > 0 and hasattr(signal, "SIGALRM"):
-            previous = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, args.timeout)
-        result = _answer(args)
+        try:
+            if args.timeout > 0 and hasattr(signal, "SIGALRM"):
+                previous = signal.signal(signal.SIGALRM, _alarm)
+                signal.setitimer(signal.ITIMER_REAL, args.timeout)
+            result = _answer(args)
+        finally:
+            # An alarm that fires in here still raises HookTimeout, which the outer handler answers.
+            if previous is not None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
     except HookTimeout:
         result = render_error(args.agent, f"no answer within {args.timeout:g} s (--timeout)")
     except AtipTrustError as err:
         result = render_error(args.agent, err.diagnostics())
     except Exception as err:  # noqa: BLE001 - a hook fails closed, in the agent's format
         result = render_error(args.agent, f"internal error: {type(err).__name__}")
-    finally:
-        if previous is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
     sys.stdout.write(result.stdout)
     if result.stderr:
         sys.stderr.write(result.stderr)

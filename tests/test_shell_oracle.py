@@ -1,0 +1,105 @@
+"""Bash is the oracle: no line the shell gate allows may run an unsigned program.
+
+Hypothesis draws hostile lines from fixtures/shell_lines.py's grammar (runners fed by xargs, expansions
+in a wrapper's operand, builtins that change lookup, files written then run, env's grammar, programs
+that run programs); the gate judges each in-process, exactly as ``atip-trust hook`` does; every line it
+allows is then run by real bash in a world whose unsigned programs append to a sentinel file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shell_lines import ShellWorld, line, make_world
+
+from atip_trust.agents.formats import HookRequest
+from atip_trust.agents.hooks import Options, decide_command
+from atip_trust.gate.admit import load_admission_policy
+from atip_trust.policy.model import Policy
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
+LINES = 2000
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy]:
+    world = make_world(tmp_path_factory.mktemp("oracle"))
+    return world, load_admission_policy(str(world.policy))
+
+
+def judge(world: ShellWorld, policy: Policy, text: str) -> str | None:
+    verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
+                             options=Options(bundle_dir=str(world.bundles), audit=False,
+                                             path_env=world.env["PATH"]))
+    return None if verdict is None else verdict.behavior
+
+
+def run_in_bash(world: ShellWorld, text: str) -> bool:
+    """Run ``text`` as an agent's shell would (its background jobs waited for, the whole process group
+    killed if it outlives 20 s); True when an unsigned program ran."""
+    proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=world.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    try:
+        return world.sentinel.exists()
+    finally:
+        world.sentinel.unlink(missing_ok=True)
+        world.reset()
+
+
+def test_the_worlds_unsigned_programs_do_leave_the_sentinel(oracle: tuple[ShellWorld, Policy]) -> None:
+    """The oracle can fail: these lines run an unsigned program, and the gate does not allow them."""
+    world, policy = oracle
+    for text in ("evil", "env evil", "echo evil | xargs env", "cp ./evil bin/tool; tool", "command ./[d]/evil",
+                 "E=x; $E", "tool; ./evil"):
+        assert run_in_bash(world, text.replace("E=x; $E", "$E")), text
+        assert judge(world, policy, text) != "allow", text
+
+
+def test_the_worlds_signed_tools_are_allowed(oracle: tuple[ShellWorld, Policy]) -> None:
+    world, policy = oracle
+    for text in ("tool pr list", "env tool x", "nice -n 1 tool", "bash -c 'tool pr'", "tool > /dev/null",
+                 "timeout 5 env -- tool"):
+        assert judge(world, policy, text) == "allow", text
+        assert not run_in_bash(world, text), text
+
+
+def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWorld, Policy]) -> None:
+    world, policy = oracle
+    seen = {"lines": 0, "allowed": 0}
+    escaped: list[str] = []
+
+    @settings(max_examples=LINES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.randoms(use_true_random=False))
+    def check(rng: random.Random) -> None:
+        text = line(rng)
+        seen["lines"] += 1
+        if judge(world, policy, text) != "allow":
+            return
+        seen["allowed"] += 1
+        if run_in_bash(world, text):
+            escaped.append(text)
+        assert not escaped, f"allowed, and bash ran an unsigned program: {text!r}"
+
+    check()
+    assert seen["lines"] >= LINES
+    assert seen["allowed"] >= LINES // 20, seen  # enough allowed lines that the oracle is exercised
