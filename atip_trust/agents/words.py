@@ -118,8 +118,9 @@ def _parts(node: Node, out: list[tuple[str, bool]]) -> bool:
         return known
     if kind in _CODE_EXPANSIONS:
         what = kind.replace("_", " ")
-        raise Unprovable(f"the {what} {_text(node)[:60]!r} runs code while the line is expanded "
-                         "(arithmetic evaluates variables as code): what it runs is not in the text")
+        why = " (it evaluates variables' values as code)" if kind == "arithmetic_expansion" else ""
+        raise Unprovable(f"the {what} {_text(node)[:60]!r} runs code while the line is expanded{why}: "
+                         "what it runs is not in the text")
     if kind == "expansion":
         _expansion(node)
         out.append((_text(node), False))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.policy.model import CommandRule, Policy
 
 
@@ -97,10 +98,29 @@ def explain_policy(policy: Policy) -> list[str]:
         lines.append(f"A command that verified metadata declares read-only is allowed for "
                      f"{d.read_only_min_trust_level.name} tools.")
     lines.append(f"Anything else: {'ask (deny when no one can answer)' if d.no_match == 'ask' else 'deny'}.")
+    lines.append({"passthrough": "Agent shell hooks: a program this policy does not name gets no opinion (the "
+                                 "agent's own permissions decide); a tampered tool is still denied.",
+                  "ask": "Agent shell hooks: a program this policy does not name is asked.",
+                  "deny": "Agent shell hooks: a program this policy does not name is denied."}[policy.hooks_unlisted])
+    lines.extend(f"Warning: {w}" for w in runner_warnings(policy))
     for w in policy.waivers:
         lines.append(f"Waiver for {w.digest or w.tool} until {w.expires.isoformat()}: {w.reason}")
     lines.extend(f"Note: {n}" for n in policy.notes)
     return lines
 
 
-__all__ = ["explain_policy"]
+def runner_warnings(policy: Policy) -> list[str]:
+    """Allow rules ending in ``*`` whose program runs code it is given and that the agent shell gate
+    does not unwrap (facts/programs.py): allowing it allows whatever it runs."""
+    out: list[str] = []
+    for rule in policy.allow_rules:
+        first = rule.first_word
+        if first is not None and rule.kind in ("prefix", "wildcard") and rule.pattern.rstrip().endswith("*") \
+                and is_unmodelled_runner(first):
+            out.append(f"allow rule {rule.text!r} [{rule.source}] lets {first} run whatever it is given "
+                       f"(a script, a command string, a build recipe): the shell gate cannot see inside it, so "
+                       "this allows every program it runs")
+    return out
+
+
+__all__ = ["explain_policy", "runner_warnings"]
