@@ -10,8 +10,13 @@
     interpreter must pass the same policy as any tool). ``#!/usr/bin/env NAME`` looks NAME up on the
     tool's PATH once and runs that verified interpreter directly: env's own bytes never run, so only
     the interpreter is admitted. The verified interpreter descriptor is executed on ``/dev/fd/N``,
-    the verified script's descriptor, left open for it: what the kernel does for ``fexecve`` of a
-    script, without it opening the interpreter's path again;
+    where N is a sealed copy of the script (``Artifact.sealed_copy``: a ``memfd`` no one can write,
+    grow or shrink, holding exactly the bytes hashed), never the script's own file: an interpreter
+    reads its script lazily (bash a command at a time), so a same-size rewrite in place would run
+    new bytes after every check here (issue 22);
+(2a) ``expect_digest`` (``--expect-digest sha256:<hex>``, what an agent hook pins when it rewrites an
+    allowed command): the opened file's sha256 must be that one, or nothing is admitted or run
+    (``EXPECTED_DIGEST_MISMATCH``). An extra condition, never a bypass: the admission still decides;
 (4) the environment by policy ``exec.env`` (gate/env.py);
 (5) the audit line (the admission's, plus ``argv`` and what is about to run), written before exec;
 (6) right before exec, for each descriptor: its identity (``Artifact.exec_fd``), the path it was
@@ -25,8 +30,9 @@ A refusal raises :class:`ExecRefused` (exit 1 deny, 3 ask) after its audit line;
 ``AtipTrustError`` (exit 2). On success this function does not return: the process is the tool, its
 exit status and signals are the caller's.
 
-What no check here can close: a writer who changes the file in place between the last hash and the
-``execve`` (microseconds; Linux refuses the exec with ETXTBSY while the file is open for writing).
+What no check here can close: a writer who changes a *binary* in place between the last hash and the
+``execve`` (microseconds; Linux refuses the exec with ETXTBSY while the file is open for writing). A
+script's bytes are copied and sealed after their last hash, so it has no such window.
 """
 
 from __future__ import annotations
@@ -40,10 +46,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.slotted import Slotted
-from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
 from atip_trust._base.files import path_name
 from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
-from atip_trust.facts.digest import hash_fd
+from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
 from atip_trust.gate.cached import hash_artifact, open_cache
@@ -92,21 +98,24 @@ class Opened(Slotted):
 class ExecPlan(Slotted):
     """What is about to be executed: shown to ``before_exec`` (a test's or runtime's hook point)."""
 
-    __slots__ = ("argv", "env", "tool", "interpreter", "audit_record")
+    __slots__ = ("argv", "env", "tool", "interpreter", "audit_record", "script_fd")
     _no_repr = frozenset({"audit_record"})
     argv: list[str]
     env: dict[str, str]
     tool: Opened
     interpreter: Opened | None
     audit_record: dict[str, Any]
+    #: A ``#!`` script's sealed copy (``sealed_script``), read by the interpreter at ``/dev/fd/N``; -1.
+    script_fd: int
 
     def __init__(self, argv: list[str], env: dict[str, str], tool: Opened, interpreter: Opened | None = None,
-                 audit_record: dict[str, Any] | None = None) -> None:
+                 audit_record: dict[str, Any] | None = None, script_fd: int = -1) -> None:
         self.argv = argv
         self.env = env
         self.tool = tool
         self.interpreter = interpreter
         self.audit_record = {} if audit_record is None else audit_record
+        self.script_fd = script_fd
 
     @property
     def exec_target(self) -> Opened:
@@ -149,22 +158,64 @@ def admit_file(
     bundles: Sequence[PathLike] = (),
     bundle_dir: PathLike | None = None,
     cache: bool = True,
+    expect_digest: Digest | None = None,
     **admit_args: Any,
 ) -> Opened:
     """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
     added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller.
-    ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again."""
+    ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again.
+    ``expect_digest``: the file's sha256 must be this one, checked before admission
+    (``ExecRefused`` deny, ``EXPECTED_DIGEST_MISMATCH``, naming both digests; nothing admitted)."""
     art = Artifact.open(found, lookup=False)
     try:
         more: list[PathLike] = []
-        if bundle_dir is not None:
-            more = list(find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex))
+        if bundle_dir is not None or expect_digest is not None:
+            digest = hash_artifact(art, open_cache(cache))["sha256"]
+            if expect_digest is not None and digest != expect_digest:
+                raise ExecRefused("deny", [Reason(
+                    "EXPECTED_DIGEST_MISMATCH",
+                    f"{os.fspath(found)} has other bytes than the ones this command was pinned to "
+                    f"(--expect-digest): expected {expect_digest}, actual {digest}",
+                    rule="--expect-digest", expected=str(expect_digest), actual=str(digest))])
+            if bundle_dir is not None:
+                more = list(find_bundles(bundle_dir, digest.hex))
         admission = admit(art, policy=policy, name=name, command=list(command),
                           bundles=[*bundles, *more], cache=cache, defer_audit=True, **admit_args)
     except BaseException:
         art.close()
         raise
     return Opened(found=found, art=art, admission=admission)
+
+
+def expected_digest(text: str | Digest | None) -> Digest | None:
+    """``--expect-digest``'s value: ``sha256:<64 lowercase hex>`` (the digest admissions record), or a
+    ``Digest``; anything else is a usage error, never ignored."""
+    if text is None or isinstance(text, Digest):
+        if isinstance(text, Digest) and text.algorithm != "sha256":
+            raise UsageError(f"--expect-digest must be a sha256 digest, got {text.algorithm}")
+        return text
+    try:
+        digest = Digest.parse(text)
+    except MalformedInputError as err:
+        raise UsageError(f"--expect-digest: {err.message}") from None
+    if digest.algorithm != "sha256":
+        raise UsageError(f"--expect-digest must be 'sha256:<hex>', got {text!r:.80}")
+    return digest
+
+
+def sealed_script(script: Opened) -> int:
+    """A sealed copy of the admitted ``#!`` script for its interpreter to read at ``/dev/fd/N``
+    (``Artifact.sealed_copy``), holding exactly the bytes whose digest the admission verified; the
+    caller closes it. Bytes that no longer hash to that digest are refused (``CHANGED_SINCE_VERIFIED``)."""
+    admitted = script.admission.report.digests.get("sha256")
+    try:
+        if admitted is None:
+            raise ArtifactAccessError("the admission recorded no sha256", path=script.found)
+        return script.art.sealed_copy(Digest.parse(_sha(admitted)))
+    except ArtifactAccessError as err:
+        raise ExecRefused("deny", [Reason(
+            "CHANGED_SINCE_VERIFIED", f"{script.found}'s bytes differ from the bytes verified: {err.message}",
+            expected=_sha(admitted or "?"), actual="other bytes")], script.admission) from None
 
 
 def read_shebang(art: Artifact) -> tuple[str, str | None] | None:
@@ -317,6 +368,7 @@ def exec_verified(
     audit_log: PathLike | None = None,
     cache: bool = True,
     before_exec: Callable[[ExecPlan], None] | None = None,
+    expect_digest: str | Digest | None = None,
     **admit_args: Any,
 ) -> None:
     """Admit ``tool`` for ``args`` (its arguments, ``argv[1:]``) and replace this process with exactly
@@ -326,7 +378,9 @@ def exec_verified(
     ``bundles`` and ``admit_args`` (``metadata``, ``keys``, ``shim_dir``, ``trusted_root``, ...) are
     the tool's evidence as for :func:`gate.admit.admit`; ``bundle_dir`` finds bundles by digest for
     the tool and for a script's interpreter. ``before_exec`` is called with the plan after the audit
-    line and before the last checks (a runtime's, or a test's, hook point).
+    line and before the last checks (a runtime's, or a test's, hook point). ``expect_digest``
+    (``"sha256:<hex>"``): the tool file must have exactly these bytes, else ``ExecRefused`` (deny,
+    ``EXPECTED_DIGEST_MISMATCH``) before admission; when they match, the admission still decides.
     """
     args = [str(a) for a in args]
     name = tool_name_of(tool)
@@ -339,11 +393,14 @@ def exec_verified(
     #: The line for this exec so far (the admission's plus what runs); None until admission.
     record: dict[str, Any] | None = None
     written = False
+    plan: ExecPlan | None = None
+    found: str | None = None
     try:
+        pinned = expected_digest(expect_digest)
         found = locate(tool, (os.environ if environ is None else environ).get("PATH", os.defpath))
         main = admit_file(found, policy=policy, name=name, command=args, bundles=bundles,
                           bundle_dir=bundle_dir, cache=cache, interactive=interactive,
-                          audit=audit, audit_log=target_log, **admit_args)
+                          audit=audit, audit_log=target_log, expect_digest=pinned, **admit_args)
         opened.append(main)
         record = dict(main.admission.audit_record, argv=[argv0, *args])
         if main.admission.behavior != "allow":
@@ -370,7 +427,8 @@ def exec_verified(
             if refusal is not None:
                 raise refusal
             plan.interpreter = interp
-            plan.argv = [*words, f"/dev/fd/{main.art.fd}", *args]
+            plan.script_fd = sealed_script(main)
+            plan.argv = [*words, f"/dev/fd/{plan.script_fd}", *args]
         record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
         plan.audit_record = record
         if audit:
@@ -386,7 +444,7 @@ def exec_verified(
         if audit:
             if record is None:
                 record = {"tool": name, "argv": [argv0, *args], "decision": refused.behavior,
-                          "reasons": []}
+                          "reasons": [], **({"path": found} if found is not None else {})}
             own = refused.admission is not None and not written and \
                 refused.reasons == refused.admission.decision.reasons
             append_audit(record if own else _refusal_record(record, refused.reasons, refused.behavior), log)
@@ -401,16 +459,19 @@ def exec_verified(
     finally:
         for o in opened:
             o.art.close()
+        if plan is not None and plan.script_fd >= 0:
+            os.close(plan.script_fd)
 
 
 def _execute(plan: ExecPlan) -> None:
-    """Replace the process. The script descriptor stays open for its interpreter (``/dev/fd/N``);
-    a binary's own descriptor is closed by the exec. Python ignores SIGPIPE and SIGXFSZ, and ignored
+    """Replace the process. A script's sealed copy stays open for its interpreter (``/dev/fd/N``);
+    the script's own file and a binary's own descriptor are closed by the exec. Python ignores SIGPIPE and SIGXFSZ, and ignored
     signals survive execve(2): the tool gets the default dispositions a shell would give it."""
     target = plan.exec_target
     fd = target.art.fd
-    if plan.interpreter is not None:
-        os.set_inheritable(plan.tool.art.fd, True)  # the interpreter reads the script at /dev/fd/N
+    if plan.script_fd >= 0:
+        os.set_inheritable(plan.script_fd, True)  # the interpreter reads the sealed copy at /dev/fd/N
+    os.set_inheritable(plan.tool.art.fd, False)  # never the script's own file (read lazily by path)
     os.set_inheritable(fd, False)  # a binary needs no descriptor of its own after exec
     for name in ("SIGPIPE", "SIGXFSZ"):
         sig = getattr(signal, name, None)
@@ -431,5 +492,5 @@ def _execute(plan: ExecPlan) -> None:
 
 
 __all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_refusal",
-           "script_denied", "check_unchanged", "exec_verified", "find_bundles",
-           "locate", "read_shebang"]
+           "script_denied", "check_unchanged", "exec_verified", "expected_digest", "find_bundles",
+           "locate", "read_shebang", "sealed_script"]
