@@ -172,6 +172,39 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
     assert "memtool" in r.out and '"metadata"' in r.out, r.out
 
 
+@pytest.mark.skipif(not BASH.exists(), reason="needs bash")
+def test_run_verified_of_a_script_rewritten_in_place_while_it_runs_never_runs_the_new_bytes(tmp_path: Path) -> None:
+    """The bounded runner (gate/run.py) given a #! file: the kernel reads the #! line and hands the
+    interpreter a name to read the script by; that name is the sealed copy, not the file."""
+    from atip_trust.facts.artifact import Artifact
+    from atip_trust.gate.run import run_verified
+
+    target, sentinel = tmp_path / "tool", tmp_path / "sentinel"
+    body = _self_rewriting_script(target, sentinel)
+    target.write_bytes(body)
+    target.chmod(0o755)
+    with Artifact.open(target) as art:
+        art.sha256  # verified
+        res = run_verified(art, [], timeout=30, max_output=4096, env={"PATH": "/usr/bin:/bin"})
+    assert not sentinel.exists(), "the interpreter ran bytes written after the script was verified"
+    assert res.exit_code == 0 and res.stdout == b"original-bytes-ran\n", res
+    assert target.read_bytes() != body
+
+
+def test_the_bridge_call_loop_runs_a_script_tool_from_its_sealed_copy(tmp_path: Path) -> None:
+    """run_tool_call (bridge/loop.py) of a #! tool: its verified interpreter reads the sealed copy."""
+    from test_bridge_loop import loop as make_loop, response, shown
+
+    lp = make_loop.__wrapped__(tmp_path)  # type: ignore[attr-defined]
+    lp.world.tool("gh", lp.body('readlink "$0"\n'))
+    policy = lp.policy()
+    surface = lp.surface("openai", policy)
+    [out] = lp.call("openai", response("openai", "gh_pr_list", {"state": "open"}), surface, policy)
+    result = shown("openai", out.message)
+    assert out.status == "ok" and result["exit_code"] == 0, result
+    assert f"/{MEMFD}" in result["stdout"] and str(lp.gh) not in result["stdout"], result["stdout"]
+
+
 def _scan_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ, ATIP_CACHE_DIR=str(tmp / "cache"), XDG_CACHE_HOME=str(tmp / "xdg-cache"),
                XDG_STATE_HOME=str(tmp / "xdg-state"))

@@ -36,9 +36,10 @@ else:
     fcntl = lazy_import("fcntl")  # only when a #! script is copied for its interpreter (sealed_copy)
     tempfile = lazy_import("tempfile")
 
-#: memfd_create(2)'s MFD_NOEXEC_SEAL (Linux 6.3; Python 3.11 has no name for it): the copy can never
-#: be made executable, and a kernel with ``vm.memfd_noexec = 2`` refuses a memfd without it.
-_MFD_NOEXEC_SEAL = 0x0008
+#: memfd_create(2)'s MFD_NOEXEC_SEAL and MFD_EXEC (Linux 6.3; Python 3.11 has no names for them): a
+#: copy for an interpreter to read can never be made executable; one the kernel itself runs (its ``#!``
+#: line read from the copy) says so, or ``vm.memfd_noexec = 1`` would make it non-executable.
+_MFD_NOEXEC_SEAL, _MFD_EXEC = 0x0008, 0x0010
 #: How much of the file is read, hashed and written at a time by ``sealed_copy``.
 _COPY_CHUNK = 256 * 1024
 
@@ -294,7 +295,7 @@ class Artifact(Slotted):
         os.set_inheritable(self.fd, True)
         return self.fd
 
-    def sealed_copy(self, expected: Digest) -> int:
+    def sealed_copy(self, expected: Digest, *, executable: bool = False) -> int:
         """A copy of this file that nobody can change, holding exactly the bytes whose digest is
         ``expected``: a close-on-exec descriptor (offset 0) the caller owns and closes.
 
@@ -306,11 +307,12 @@ class Artifact(Slotted):
         Linux it is a ``memfd`` sealed against write, grow and shrink, and against more seals
         (memfd_create(2), fcntl(2) "File Sealing"): the running script cannot change it either, through
         any descriptor or ``/proc/self/fd/N``. Elsewhere it is an unnamed temporary file (0600, unlinked
-        at once), which no other process can open by a name.
+        at once), which no other process can open by a name. ``executable``: the copy is to be
+        executed itself (``/proc/self/fd/N``; the kernel then hands it to the interpreter by that name).
         """
         if self.fd < 0:
             raise ArtifactAccessError("the artifact is closed", path=self._path)
-        out = _anonymous_file()
+        out = _anonymous_file(executable)
         try:
             digest = hasher(expected.algorithm, self.identity.size)
             offset = 0
@@ -373,15 +375,17 @@ class _Borrowed:
         return None
 
 
-def _anonymous_file() -> int:
-    """A new file no other process can open by a name: a sealable memfd on Linux (close-on-exec, never
-    executable where the kernel knows MFD_NOEXEC_SEAL), elsewhere a temporary file unlinked at once."""
+def _anonymous_file(executable: bool = False) -> int:
+    """A new file no other process can open by a name: a sealable memfd on Linux (close-on-exec; never
+    executable unless asked, where the kernel knows MFD_NOEXEC_SEAL), elsewhere a temporary file
+    unlinked at once."""
     if hasattr(os, "memfd_create"):
         flags = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
         try:
-            return os.memfd_create("atip-trust-verified-script", flags | _MFD_NOEXEC_SEAL)
+            return os.memfd_create("atip-trust-verified-script",
+                                   flags | (_MFD_EXEC if executable else _MFD_NOEXEC_SEAL))
         except OSError as err:
-            if err.errno != errno.EINVAL:  # EINVAL: a kernel before 6.3, without MFD_NOEXEC_SEAL
+            if err.errno != errno.EINVAL:  # EINVAL: a kernel before 6.3, without these flags
                 raise ArtifactAccessError(f"cannot create a sealed copy: {err.strerror}") from err
         try:
             return os.memfd_create("atip-trust-verified-script", flags)
