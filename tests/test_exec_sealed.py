@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,39 @@ def test_a_bash_script_rewritten_in_place_while_exec_runs_it_never_runs_the_new_
     # The control: the file on disk did change, at the same size (so only reading it again would tell).
     after = target.read_bytes()
     assert after != body and len(after) == len(body)
+
+
+@pytest.mark.skipif(not BASH.exists(), reason="needs bash")
+def test_a_script_another_process_rewrites_in_place_while_it_runs_never_runs_the_new_bytes(world: World) -> None:
+    """The writer is another process: the running script waits on a FIFO (an external `cat`, so bash
+    seeks back to its next line before it forks), the test rewrites the file in place at the same size,
+    then lets it go on. From the file, bash would read the rewritten line next."""
+    fifo, sentinel = world.dir / "go", world.dir / "sentinel"
+    os.mkfifo(fifo)
+    good, evil = "echo original-bytes-ran; exit 0", f"touch '{sentinel}'; exit 0"
+    width = max(len(good), len(evil))
+    body = f"#!/bin/bash\necho started\ncat '{fifo}' >/dev/null\n{good.ljust(width)}\n".encode()
+    target = world.tool("tool", body)
+    proc = subprocess.Popen([sys.executable, "-m", "atip_trust", "exec", "--policy", str(world.policy),
+                             "--bundle-dir", str(world.bundles), "--audit-log", str(world.audit), "--", "tool"],
+                            env=world.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "started\n"  # admitted, verified, running
+        with open(target, "r+b") as f:  # same inode, same size
+            f.seek(len(body) - width - 1)
+            f.write(evil.ljust(width).encode())
+        assert len(target.read_bytes()) == len(body)
+        with open(fifo, "wb"):
+            pass  # let the script go on
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not sentinel.exists(), "the interpreter ran bytes written after the script was verified"
+    assert proc.returncode == 0 and out == "original-bytes-ran\n", err
 
 
 PROBES = {
@@ -251,7 +285,17 @@ def test_the_hooks_rewritten_command_line_runs_the_tool_with_its_words_untouched
     r = _exec(world, str(tool), *words, extra=("--expect-digest", _sha(ECHO)))
     assert r.returncode == 0, r.stderr
     assert r.stdout == "".join(f"[{w}]" for w in words) + "\n"
-    assert _audit(world)[-1]["argv"] == [str(tool), *words]
+    line = _audit(world)[-1]
+    assert line["argv"] == [str(tool), *words] and line["expect_digest"] == _sha(ECHO)
+
+
+def test_a_leading_double_dash_after_the_tool_is_the_tools_own_word(world: World) -> None:
+    """`atip-trust exec -- TOOL -- -x`: TOOL gets `-- -x` (for `rm -- -rf`, `grep -- -v FILE`, `env -- X=1
+    prog`, the `--` is what makes the next word an operand); it was dropped."""
+    tool = world.tool("tool", ECHO)
+    r = _exec(world, str(tool), "--", "-x")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[--][-x]\n"
 
 
 @pytest.mark.parametrize("value", ["sha256:ABC", "sha512:" + "0" * 128, "deadbeef", "sha256:" + "0" * 63])

@@ -403,6 +403,8 @@ def exec_verified(
                           audit=audit, audit_log=target_log, expect_digest=pinned, **admit_args)
         opened.append(main)
         record = dict(main.admission.audit_record, argv=[argv0, *args])
+        if pinned is not None:
+            record["expect_digest"] = str(pinned)  # the bytes an agent hook admitted this command for
         if main.admission.behavior != "allow":
             # The admission's own line says why (its reasons): nothing to add.
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
