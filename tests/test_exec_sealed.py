@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from gate_world import World, make_world
 
+from atip_trust.errors import UsageError
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memfd and /proc are Linux")
 
 BASH, DASH, PYTHON, GIT = Path("/bin/bash"), Path("/usr/bin/dash"), Path("/usr/bin/python3"), Path("/usr/bin/git")
@@ -287,6 +289,30 @@ def test_the_hooks_rewritten_command_line_runs_the_tool_with_its_words_untouched
     assert r.stdout == "".join(f"[{w}]" for w in words) + "\n"
     line = _audit(world)[-1]
     assert line["argv"] == [str(tool), *words] and line["expect_digest"] == _sha(ECHO)
+
+
+@pytest.mark.skipif(not BASH.exists(), reason="needs bash")
+def test_a_pinned_command_joined_for_the_shell_reaches_the_tool_word_for_word(world: World) -> None:
+    """gate/exec.py ``pinned_argv``, ``shlex.join``ed as a hook's ``updatedInput`` and run by real bash:
+    quotes, ``$``, backticks, globs, newlines and ``;`` are the tool's words, never the shell's."""
+    import shlex
+
+    from atip_trust.gate.exec import pinned_argv
+
+    tool = world.tool("tool", ECHO)
+    sentinel = world.dir / "sentinel"
+    words = ["a b", f"$(touch {sentinel})", f"`touch {sentinel}`", "*", "x\ny", f"; touch {sentinel}", "'\"", "--",
+             "-rf", ""]
+    argv = pinned_argv(str(tool), _sha(ECHO), words, program=[sys.executable, "-m", "atip_trust"],
+                       options=["--policy", str(world.policy), "--bundle-dir", str(world.bundles),
+                                "--audit-log", str(world.audit)])
+    r = subprocess.run([str(BASH), "-c", shlex.join(argv)], capture_output=True, text=True, env=world.env(),
+                       stdin=subprocess.DEVNULL, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "".join(f"[{w}]" for w in words) + "\n"
+    assert not sentinel.exists()
+    with pytest.raises(UsageError, match="absolute"):
+        pinned_argv("tool", _sha(ECHO), [])
 
 
 def test_a_leading_double_dash_after_the_tool_is_the_tools_own_word(world: World) -> None:

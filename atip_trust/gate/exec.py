@@ -203,6 +203,21 @@ def expected_digest(text: str | Digest | None) -> Digest | None:
     return digest
 
 
+def pinned_argv(path: str, digest: str | Digest, args: Sequence[str], *,
+                program: Sequence[str] = ("atip-trust",), options: Sequence[str] = ()) -> list[str]:
+    """The command an agent hook runs instead of an allowed program (Claude Code ``updatedInput``):
+    ``PROGRAM exec --expect-digest sha256:<hex> [OPTIONS] -- PATH ARGS...``, so what runs is the file
+    admitted, with exactly these bytes, and admitted again. ``path``: the absolute path the program was
+    found at (as the shell would find it: not resolved further, so a multi-call binary keeps its name);
+    ``options``: exec's own (``--policy FILE``, ``--bundle-dir DIR``: the evidence the hook used).
+    ``shlex.join`` of it is one shell command whose words reach the tool unchanged."""
+    if not os.path.isabs(path):
+        raise UsageError(f"a pinned command needs the program's absolute path, got {path!r:.200}")
+    pin = expected_digest(digest)
+    assert pin is not None
+    return [*program, "exec", "--expect-digest", str(pin), *options, "--", path, *args]
+
+
 def sealed_script(script: Opened) -> int:
     """A sealed copy of the admitted ``#!`` script for its interpreter to read at ``/dev/fd/N``
     (``Artifact.sealed_copy``), holding exactly the bytes whose digest the admission verified; the
@@ -467,8 +482,9 @@ def exec_verified(
 
 def _execute(plan: ExecPlan) -> None:
     """Replace the process. A script's sealed copy stays open for its interpreter (``/dev/fd/N``);
-    the script's own file and a binary's own descriptor are closed by the exec. Python ignores SIGPIPE and SIGXFSZ, and ignored
-    signals survive execve(2): the tool gets the default dispositions a shell would give it."""
+    the script's own file and a binary's own descriptor are closed by the exec. Python ignores
+    SIGPIPE and SIGXFSZ, and ignored signals survive execve(2): the tool gets the default
+    dispositions a shell would give it."""
     target = plan.exec_target
     fd = target.art.fd
     if plan.script_fd >= 0:
@@ -495,4 +511,4 @@ def _execute(plan: ExecPlan) -> None:
 
 __all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_refusal",
            "script_denied", "check_unchanged", "exec_verified", "expected_digest", "find_bundles",
-           "locate", "read_shebang", "sealed_script"]
+           "locate", "pinned_argv", "read_shebang", "sealed_script"]

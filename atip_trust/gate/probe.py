@@ -164,8 +164,8 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
                 return ProbeOutcome("failed", "run_error", str(refused))
             try:
                 outcome = _run(interp.art, admission.tool, settings.probe_timeout_ms,
-                               settings.max_output_bytes, env, args=[*words[1:], f"/dev/fd/{sealed}", *PROBE_ARGS],
-                               argv0=words[0], keep_fds=(sealed,))
+                               settings.max_output_bytes, env, argv0=words[0], keep_fds=(sealed,),
+                               args=[*words[1:], f"/dev/fd/{sealed}", *PROBE_ARGS])
             finally:
                 os.close(sealed)
     if cache is not None and outcome.reason != "run_error":
