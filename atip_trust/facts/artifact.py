@@ -280,10 +280,10 @@ class Artifact(Slotted):
         executed through its descriptor is read back by its interpreter as ``/dev/fd/N``, which a
         close-on-exec descriptor no longer names after the exec. That interpreter reads the *file*,
         lazily, while it runs: the runners here hand a script's interpreter a ``sealed_copy``
-        instead (gate/exec.py, gate/run.py), and keep this for binaries, whose bytes the kernel loads
-        at the exec. The file's identity (dev, inode,
-        size, mtime_ns, ctime_ns) is checked against the one verified: a file rewritten in place
-        through another descriptor is refused, never executed.
+        instead (gate/exec.py, gate/run.py), and keep this for binaries, whose bytes the kernel
+        loads at the exec. The file's identity (dev, inode, size, mtime_ns, ctime_ns) is checked
+        against the one verified: a file rewritten in place through another descriptor is refused,
+        never executed.
         """
         if self.fd < 0:
             raise ArtifactAccessError("the artifact is closed", path=self._path)

@@ -85,8 +85,8 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def named_explicitly(name: str, patterns: tuple[str, ...]) -> bool:
-    """An injection or command variable is kept only when named exactly (or by a prefix pattern longer than
-    a bare ``*``): ``allow: ["*"]`` never lets ``LD_PRELOAD`` through."""
+    """An injection or command variable is kept only when named exactly (or by a prefix pattern
+    longer than a bare ``*``): ``allow: ["*"]`` never lets ``LD_PRELOAD`` through."""
     return any(name == p or (p.endswith("*") and len(p) > 1 and name.startswith(p[:-1]))
                for p in patterns)
 
@@ -100,7 +100,7 @@ def _apply(rule: EnvRule, env: dict[str, str]) -> dict[str, str]:
 
 def injection_allowed(policy: Policy, name: str) -> bool:
     """True when every layer that states ``exec.env`` names ``name`` in its ``allow`` list (and at
-    least one does): the only way an injection variable reaches a verified tool."""
+    least one does): the only way an injection or command variable reaches a verified tool."""
     rules = policy.exec_settings.env
     return bool(rules) and all(named_explicitly(name, r.allow) for r in rules)
 

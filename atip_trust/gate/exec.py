@@ -3,6 +3,9 @@
 ``exec_verified`` is ``atip-trust exec``'s pipeline (README "exec"; architecture.md principle 6):
 
 (1) resolve the tool once (a bare name through PATH only, ``facts.artifact.which``) and open it once;
+(1a) ``expect_digest`` (``--expect-digest sha256:<hex>``, what an agent hook pins when it rewrites an
+    allowed command): the opened file's sha256 must be that one, or nothing is admitted or run
+    (``EXPECTED_DIGEST_MISMATCH``). An extra condition, never a bypass: the admission still decides;
 (2) admit that open ``Artifact`` with the same library admission as ``admit`` (gate/admit.py), the
     tool's arguments as the command words, so capability gates see ``repo delete``;
 (3) a ``#!`` script: policy ``exec.scripts`` refuses it (``deny``) or resolves, opens and admits its
@@ -14,9 +17,6 @@
     grow or shrink, holding exactly the bytes hashed), never the script's own file: an interpreter
     reads its script lazily (bash a command at a time), so a same-size rewrite in place would run
     new bytes after every check here (issue 22);
-(2a) ``expect_digest`` (``--expect-digest sha256:<hex>``, what an agent hook pins when it rewrites an
-    allowed command): the opened file's sha256 must be that one, or nothing is admitted or run
-    (``EXPECTED_DIGEST_MISMATCH``). An extra condition, never a bypass: the admission still decides;
 (4) the environment by policy ``exec.env`` (gate/env.py);
 (5) the audit line (the admission's, plus ``argv`` and what is about to run), written before exec;
 (6) right before exec, for each descriptor: its identity (``Artifact.exec_fd``), the path it was
@@ -402,7 +402,6 @@ def exec_verified(
     args = [str(a) for a in args]
     name = tool_name_of(tool)
     argv0 = os.fspath(tool)
-    settings = policy.exec_settings
     env = exec_environment(policy, environ)
     target_log = audit_target(policy, audit, audit_log)
     log = os.fspath(target_log) if target_log is not None else None
@@ -427,27 +426,13 @@ def exec_verified(
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
 
         plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
-        shebang = read_shebang(main.art)
-        if shebang is not None:
-            if settings.scripts == "deny":
-                raise script_denied(main, shebang)
-            interp, words = admit_interpreter(
-                main, shebang, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache,
-                interactive=interactive, audit=audit, audit_log=target_log,
-                shim_dir=admit_args.get("shim_dir"), trusted_root=admit_args.get("trusted_root"),
-                staging=admit_args.get("staging", False))
-            opened.append(interp)
-            verdict = interp.admission
-            record["interpreter"] = {"path": verdict.path,
-                                     "digest": _sha(verdict.report.digests.get("sha256", "?")),
-                                     "trust_level": verdict.report.trust_level.name,
-                                     "decision": verdict.behavior}
-            refusal = interpreter_refusal(main, interp)
-            if refusal is not None:
-                raise refusal
-            plan.interpreter = interp
-            plan.script_fd = sealed_script(main)
-            plan.argv = [*words, f"/dev/fd/{plan.script_fd}", *args]
+        planned = script_interpreter(
+            main, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache, interactive=interactive,
+            audit=audit, audit_log=target_log, shim_dir=admit_args.get("shim_dir"),
+            trusted_root=admit_args.get("trusted_root"), staging=admit_args.get("staging", False))
+        if planned is not None:
+            opened.append(planned[0])
+            _plan_script(plan, *planned, record)
         record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
         plan.audit_record = record
         if audit:
@@ -480,6 +465,21 @@ def exec_verified(
             o.art.close()
         if plan is not None and plan.script_fd >= 0:
             os.close(plan.script_fd)
+
+
+def _plan_script(plan: ExecPlan, interp: Opened, words: list[str], record: dict[str, Any]) -> None:
+    """A ``#!`` tool (step 3) whose interpreter ``script_interpreter`` opened and admitted: recorded in
+    ``record``, refused unless admitted, and ``plan`` set to run it on a sealed copy of the script."""
+    script = plan.tool
+    verdict = interp.admission
+    record["interpreter"] = {"path": verdict.path, "digest": _sha(verdict.report.digests.get("sha256", "?")),
+                             "trust_level": verdict.report.trust_level.name, "decision": verdict.behavior}
+    refusal = interpreter_refusal(script, interp)
+    if refusal is not None:
+        raise refusal
+    plan.interpreter = interp
+    plan.script_fd = sealed_script(script)
+    plan.argv = [*words, f"/dev/fd/{plan.script_fd}", *plan.argv[1:]]
 
 
 def _execute(plan: ExecPlan) -> None:
