@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from gate_world import World, make_world
 
 from atip_trust.errors import UsageError
@@ -313,6 +315,25 @@ def test_a_pinned_command_joined_for_the_shell_reaches_the_tool_word_for_word(wo
     assert not sentinel.exists()
     with pytest.raises(UsageError, match="absolute"):
         pinned_argv("tool", _sha(ECHO), [])
+
+
+_WORD = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+_OPTION_LIKE = st.sampled_from(["--", "-", "-h", "--help", "--policy", "--expect-digest", "--no-audit",
+                                "--bundle-dir=x", "-v", "--interactive", "@file", "%s", "--=", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_WORD, _OPTION_LIKE), max_size=8))
+def test_exec_hands_every_word_after_the_tool_over_unchanged(words: list[str]) -> None:
+    """The exec command line's parser (the same one `atip-trust exec` uses): whatever the words after
+    TOOL look like, they come out as TOOL's arguments, in order, none taken as exec's own option."""
+    from atip_trust.cli.main import build_parser
+    from atip_trust.gate.exec import pinned_argv
+
+    argv = pinned_argv("/usr/bin/tool", "sha256:" + "0" * 64, words, program=[], options=["--no-audit"])
+    ns = build_parser("exec").parse_args(argv)
+    assert ns.expect_digest == "sha256:" + "0" * 64 and ns.no_audit
+    assert [ns.tool, *ns.args] == ["/usr/bin/tool", *words]
 
 
 def test_a_leading_double_dash_after_the_tool_is_the_tools_own_word(world: World) -> None:
