@@ -158,6 +158,24 @@ def test_each_interpreter_reads_a_sealed_memfd_copy_never_the_scripts_own_file(w
     assert line["decision"] == "allow" and line["exec"]["argv"][1].startswith("/dev/fd/")
 
 
+def test_without_memfd_create_the_script_runs_from_an_unlinked_private_copy(world: World) -> None:
+    """Where there is no memfd_create (macOS), the copy is a temporary file unlinked at once: the script
+    runs from it, never from its own file, and nothing is left behind in the temporary directory."""
+    tmp = world.dir / "tmp"
+    tmp.mkdir()
+    world.tool("tool", b'#!/bin/sh\nreadlink "$0"\necho ran "$@"\n')
+    launcher = ("import os, sys\ndel os.memfd_create\nfrom atip_trust.cli.launch import main\n"
+                "sys.argv = ['atip-trust', *sys.argv[1:]]\nsys.exit(main())\n")
+    r = subprocess.run([sys.executable, "-c", launcher, "exec", "--policy", str(world.policy), "--bundle-dir",
+                        str(world.bundles), "--audit-log", str(world.audit), "--", "tool", "x"],
+                       capture_output=True, text=True, env=world.env(TMPDIR=str(tmp)), stdin=subprocess.DEVNULL,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    source, said = r.stdout.splitlines()
+    assert source.startswith(str(tmp / "atip-trust-script-")) and source.endswith(" (deleted)"), source
+    assert said == "ran x" and list(tmp.iterdir()) == []
+
+
 def test_a_script_whose_bytes_changed_before_the_copy_is_refused_not_copied(tmp_path: Path) -> None:
     """The copy is hashed as it is made and must have the verified digest (Artifact.sealed_copy)."""
     from atip_trust.errors import ArtifactAccessError
