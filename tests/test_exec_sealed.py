@@ -422,6 +422,20 @@ def test_git_config_from_the_environment_cannot_make_a_verified_git_run_an_alias
     assert sentinel.exists(), r.stderr
 
 
+@pytest.mark.skipif(not GIT.exists(), reason="needs git")
+def test_git_ssh_command_from_the_environment_never_runs_under_a_verified_git(world: World) -> None:
+    """`GIT_SSH_COMMAND='touch S; false' git ls-remote ssh://...`: git runs the variable's command through
+    a shell. Dropped, git runs ssh, which finds nothing listening on loopback port 1."""
+    sentinel = world.dir / "sentinel"
+    attack = {"GIT_SSH_COMMAND": f"touch '{sentinel}'; false", "GIT_SSH_VARIANT": "ssh", "HOME": str(world.dir)}
+    r = _exec(world, str(GIT), "ls-remote", "ssh://127.0.0.1:1/nothing", env=world.env(**attack))
+    assert not sentinel.exists()
+    assert r.returncode != 0, r.stderr
+    named = _policy(world, "named", exec={"env": {"mode": "pass", "allow": ["GIT_SSH_COMMAND"]}})
+    _exec(world, str(GIT), "ls-remote", "ssh://127.0.0.1:1/nothing", env=world.env(**attack), policy=named)
+    assert sentinel.exists()
+
+
 def test_is_command_running_variable_names_the_git_pager_and_editor_variables() -> None:
     from atip_trust.gate.env import changes_what_runs, is_command_running_variable, is_injection
 
