@@ -294,7 +294,7 @@ def script_interpreter(
     """The one rule for running a ``#!`` file (``exec``, hooks, the bridge's call loop, probes): None
     for a binary; ``ExecRefused`` under ``exec.scripts: deny``; otherwise the interpreter opened and
     admitted (the caller closes it and applies ``interpreter_refusal``) and the argv words before the
-    script's ``/dev/fd/N``."""
+    script's ``/dev/fd/N`` (N: the script's ``sealed_script`` copy, never its own file)."""
     shebang = read_shebang(script.art)
     if shebang is None:
         return None
