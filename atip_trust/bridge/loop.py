@@ -16,7 +16,7 @@ provider's tool-result message out, and in between only the verified bytes run.
     the binary may have changed since the surface was compiled, and what runs must be what is admitted
     now. Its digest and its metadata must still be the ones compiled for (else ``tool_changed``:
     compile again); a ``#!`` script follows policy ``exec.scripts`` as ``atip-trust exec`` does (its
-    interpreter admitted too, and run on the verified script's descriptor);
+    interpreter admitted too, and run on a sealed copy of the verified script, ``sealed_script``);
 (6) run the verified descriptor as a child (gate/run.py ``run_verified``): no stdin, the policy's
     environment (``exec.env``, gate/env.py), its own process group, ``bridge.callTimeoutMs`` and
     ``bridge.maxOutputBytes``;
@@ -66,6 +66,7 @@ from atip_trust.gate.exec import (
     admit_file,
     interpreter_refusal,
     script_interpreter,
+    sealed_script,
 )
 from atip_trust.gate.run import RunResult, run_verified
 from atip_trust.gate.validate import CallDecision, check_call
@@ -250,6 +251,7 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
                               "interactive": interactive, "audit": ctx.audit, "audit_log": ctx.audit_log}
     env = exec_environment(ctx.policy, ctx.environ)
     opened: list[Opened] = []
+    sealed = -1
     try:
         try:
             main = admit_file(Path(tool.admission.path), name=tool.admission.tool, command=argv[1:],
@@ -280,7 +282,8 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
             refusal = interpreter_refusal(main, interp)
             if refusal is not None:
                 raise refusal
-            run_argv0, run_args, target = words[0], [*words[1:], f"/dev/fd/{main.art.fd}", *argv[1:]], interp
+            sealed = sealed_script(main)
+            run_argv0, run_args, target = words[0], [*words[1:], f"/dev/fd/{sealed}", *argv[1:]], interp
             record["interpreter"] = {"path": interp.admission.path, "trust_level":
                                      interp.admission.report.trust_level.name}
         if decision.behavior == "ask" or adm.behavior == "ask":
@@ -296,7 +299,7 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
         try:
             res = run_verified(target.art, run_args, env=env,
                                timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,
-                               keep_fds=(main.art.fd,) if target is not main else ())
+                               keep_fds=(sealed,) if sealed >= 0 else ())
         except ArtifactAccessError as err:
             return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: {err.diagnostics()}", [],
                             decision=decision, argv=argv)
@@ -312,6 +315,8 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
     finally:
         for o in opened:
             o.art.close()
+        if sealed >= 0:
+            os.close(sealed)
     return _ran(ctx, call, entry, decision, argv, res)
 
 

@@ -1,6 +1,10 @@
-"""``atip-trust exec [--policy FILE] [flags] -- TOOL [ARGS...]``: admit, then become exactly the verified bytes.
+"""``atip-trust exec [--policy FILE] [--expect-digest sha256:HEX] [flags] -- TOOL [ARGS...]``: admit, then
+become exactly the verified bytes.
 
-Flags -> ``gate.exec.exec_verified`` (its steps are documented there). On success this process IS the
+Flags -> ``gate.exec.exec_verified`` (its steps are documented there). Everything after TOOL is the
+tool's, word for word (a ``--``, an option of this command's, anything): an agent hook that rewrites
+``git diff -- -x`` into ``atip-trust exec --expect-digest sha256:... -- /usr/bin/git diff -- -x`` must
+run exactly that ``git`` command line. On success this process IS the
 tool after ``execve``: the tool's exit status and signals are what the caller sees. A refusal prints
 the reasons on stderr and exits 1 (deny) or 3 (ask); an error exits 2. Either leaves an audit line.
 """
@@ -39,6 +43,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--interactive", choices=("auto", "always", "never"), default="auto",
                    help="who can answer an ask (as for admit); exec never runs a tool on ask: exit 3")
     p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
+    p.add_argument("--expect-digest", metavar="sha256:HEX",
+                   help="run TOOL only if its bytes have this sha256 (what an agent hook pins when it "
+                   "rewrites an allowed command); the policy's admission still applies")
     add_audit_flags(p)
     p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the tool's arguments")
@@ -46,9 +53,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # argparse has taken the '--' before TOOL; what follows TOOL is passed through untouched, a
+    # leading '--' included ('exec -- /bin/rm -- -rf' removes the file named '-rf').
     tool_args = list(args.args)
-    if tool_args[:1] == ["--"]:
-        tool_args = tool_args[1:]
     if args.tool.startswith("-"):
         raise UsageError(f"expected the tool after '--', actual option {args.tool!r}")
     try:
@@ -63,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             metadata=args.metadata, metadata_bundle=args.metadata_bundle, keys=args.key,
             signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
             staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
-            audit_log=args.audit_log, cache=not args.no_cache,
+            audit_log=args.audit_log, cache=not args.no_cache, expect_digest=args.expect_digest,
         )
     except ExecRefused as refused:
         line = " ".join([args.tool, *tool_args])

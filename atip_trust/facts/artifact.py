@@ -18,18 +18,30 @@ from types import TracebackType
 from atip_trust._base.files import open_regular, path_name
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
+from atip_trust._base.sha import hasher
 from atip_trust._base.slotted import Slotted
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
+    import fcntl
     import pathlib
+    import tempfile
     from pathlib import Path
 
     from atip_trust.facts.digest import Algorithm
 else:
     pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+    fcntl = lazy_import("fcntl")  # only when a #! script is copied for its interpreter (sealed_copy)
+    tempfile = lazy_import("tempfile")
+
+#: memfd_create(2)'s MFD_NOEXEC_SEAL and MFD_EXEC (Linux 6.3; Python 3.11 has no names for them): a
+#: copy for an interpreter to read can never be made executable; one the kernel itself runs (its ``#!``
+#: line read from the copy) says so, or ``vm.memfd_noexec = 1`` would make it non-executable.
+_MFD_NOEXEC_SEAL, _MFD_EXEC = 0x0008, 0x0010
+#: How much of the file is read, hashed and written at a time by ``sealed_copy``.
+_COPY_CHUNK = 256 * 1024
 
 
 class FileIdentity(Record):
@@ -266,9 +278,12 @@ class Artifact(Slotted):
 
         The descriptor is opened close-on-exec; it is made inheritable here because a ``#!`` script
         executed through its descriptor is read back by its interpreter as ``/dev/fd/N``, which a
-        close-on-exec descriptor no longer names after the exec. The file's identity (dev, inode,
-        size, mtime_ns, ctime_ns) is checked against the one verified: a file rewritten in place
-        through another descriptor is refused, never executed.
+        close-on-exec descriptor no longer names after the exec. That interpreter reads the *file*,
+        lazily, while it runs: the runners here hand a script's interpreter a ``sealed_copy``
+        instead (gate/exec.py, gate/run.py), and keep this for binaries, whose bytes the kernel
+        loads at the exec. The file's identity (dev, inode, size, mtime_ns, ctime_ns) is checked
+        against the one verified: a file rewritten in place through another descriptor is refused,
+        never executed.
         """
         if self.fd < 0:
             raise ArtifactAccessError("the artifact is closed", path=self._path)
@@ -282,6 +297,51 @@ class Artifact(Slotted):
                 f"actual {now.describe()}", path=self._path)
         os.set_inheritable(self.fd, True)
         return self.fd
+
+    def sealed_copy(self, expected: Digest, *, executable: bool = False) -> int:
+        """A copy of this file that nobody can change, holding exactly the bytes whose digest is
+        ``expected``: a close-on-exec descriptor (offset 0) the caller owns and closes.
+
+        Why: a ``#!`` script is read by its interpreter, lazily and by path (bash reads a script a
+        command at a time and seeks back before each one), so ``/dev/fd/N`` of the verified file lets a
+        same-size rewrite in place run new bytes after every check (issue 22). The copy is hashed while
+        it is made, from this descriptor, and refused (``ArtifactAccessError``) unless that digest is
+        ``expected``: the bytes copied are the bytes verified, whatever the file holds by then. On
+        Linux it is a ``memfd`` sealed against write, grow and shrink, and against more seals
+        (memfd_create(2), fcntl(2) "File Sealing"): the running script cannot change it either, through
+        any descriptor or ``/proc/self/fd/N``. Elsewhere it is an unnamed temporary file (0600, unlinked
+        at once), which no other process can open by a name. ``executable``: the copy is to be
+        executed itself (``/proc/self/fd/N``; the kernel then hands it to the interpreter by that name).
+        """
+        if self.fd < 0:
+            raise ArtifactAccessError("the artifact is closed", path=self._path)
+        out = _anonymous_file(executable)
+        try:
+            digest = hasher(expected.algorithm, self.identity.size)
+            offset = 0
+            while True:
+                try:
+                    block = os.pread(self.fd, _COPY_CHUNK, offset)
+                except OSError as err:
+                    raise ArtifactAccessError(f"read failed at offset {offset}: {err.strerror}",
+                                              path=self._path) from err
+                if not block:
+                    break
+                digest.update(block)
+                _write_all(out, block)
+                offset += len(block)
+            got = Digest(expected.algorithm, digest.digest())
+            if got.value != expected.value:  # public values: no constant-time == (it loads OpenSSL)
+                raise ArtifactAccessError(f"changed since it was verified: expected {expected}, actual "
+                                          f"{got}", path=self._path)
+            if hasattr(os, "memfd_create"):
+                fcntl.fcntl(out, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW
+                            | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+            os.lseek(out, 0, os.SEEK_SET)  # where a dup of it (macOS /dev/fd/N) starts reading
+        except BaseException:
+            os.close(out)
+            raise
+        return out
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -316,6 +376,37 @@ class _Borrowed:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _anonymous_file(executable: bool = False) -> int:
+    """A new file no other process can open by a name: a sealable memfd on Linux (close-on-exec; never
+    executable unless asked, where the kernel knows MFD_NOEXEC_SEAL), elsewhere a temporary file
+    unlinked at once."""
+    if hasattr(os, "memfd_create"):
+        flags = os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+        try:
+            return os.memfd_create("atip-trust-verified-script",
+                                   flags | (_MFD_EXEC if executable else _MFD_NOEXEC_SEAL))
+        except OSError as err:
+            if err.errno != errno.EINVAL:  # EINVAL: a kernel before 6.3, without these flags
+                raise ArtifactAccessError(f"cannot create a sealed copy: {err.strerror}") from err
+        try:
+            return os.memfd_create("atip-trust-verified-script", flags)
+        except OSError as err:
+            raise ArtifactAccessError(f"cannot create a sealed copy: {err.strerror}") from err
+    fd, name = tempfile.mkstemp(prefix="atip-trust-script-")
+    os.unlink(name)
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with memoryview(data) as view:
+        done = 0
+        while done < len(view):
+            try:
+                done += os.write(fd, view[done:])
+            except OSError as err:
+                raise ArtifactAccessError(f"cannot write the sealed copy: {err.strerror}") from err
 
 
 class DigestSubject(Slotted):

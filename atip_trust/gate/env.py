@@ -5,9 +5,15 @@ verifying those bytes means little if the environment makes the process load oth
 loader reads ``LD_PRELOAD`` / ``LD_AUDIT`` / ``LD_LIBRARY_PATH`` (ld.so(8)), macOS's dyld the
 ``DYLD_*`` variables, and interpreters their own start-up and module-path variables (python(1)
 ``PYTHONSTARTUP``/``PYTHONPATH``, perlrun(1) ``PERL5OPT``/``PERL5LIB``, node ``NODE_OPTIONS``, ruby
-``RUBYOPT``, bash(1) ``BASH_ENV``/``ENV`` and exported ``BASH_FUNC_*`` functions). Those are
-dropped in every mode unless a policy names them in ``exec.env.allow`` (architecture.md principle 6:
-verify the bytes you run).
+``RUBYOPT``, bash(1) ``BASH_ENV``/``ENV`` and exported ``BASH_FUNC_*`` functions). Other variables
+name a *command* the tool runs on its own: git(1) "ENVIRONMENT VARIABLES" (``GIT_SSH_COMMAND``,
+``GIT_PAGER``, ``GIT_EDITOR``, ``GIT_EXTERNAL_DIFF``, ``GIT_EXEC_PATH``, and ``GIT_CONFIG_COUNT`` /
+``GIT_CONFIG_KEY_n`` / ``GIT_CONFIG_VALUE_n`` / ``GIT_CONFIG_PARAMETERS``, which set any configuration,
+``core.sshCommand`` and ``alias.x=!cmd`` included), the pagers and editors POSIX and man(1) name
+(``PAGER``, ``EDITOR``, ``VISUAL``, ``MANPAGER``), less(1)'s input preprocessor ``LESSOPEN``, the
+askpass helpers, GNU tar's ``TAR_OPTIONS`` (``--to-command``). A verified ``git`` told to run
+``GIT_SSH_COMMAND`` runs bytes nobody verified (issue 22). Both kinds are dropped in every mode unless
+a policy names them in ``exec.env.allow`` (architecture.md principle 6: verify the bytes you run).
 """
 
 from __future__ import annotations
@@ -35,6 +41,20 @@ INJECTION_NAMES: frozenset[str] = frozenset({
 #: Prefixes of such variables: the dynamic loaders' whole namespaces, bash's exported functions.
 INJECTION_PREFIXES: tuple[str, ...] = ("LD_", "DYLD_", "BASH_FUNC_", "LUA_INIT_", "LUA_PATH_",
                                        "LUA_CPATH_")
+#: Variables that name a command the tool itself runs (module docstring; exact names).
+COMMAND_NAMES: frozenset[str] = frozenset({
+    # git(1) ENVIRONMENT VARIABLES: programs git starts, and where it finds its own (GIT_EXEC_PATH)
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_TEMPLATE_DIR",
+    # pagers, editors, browsers, askpass helpers (POSIX, man(1), less(1), ssh(1), sudo(8))
+    "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    # remote shells of rsync and cvs; GNU tar's default options (--to-command, --use-compress-program)
+    "RSYNC_RSH", "CVS_RSH", "TAR_OPTIONS",
+})
+#: Prefixes of such variables: git's environment configuration (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n,
+#: GIT_CONFIG_VALUE_n, GIT_CONFIG_PARAMETERS, GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG).
+COMMAND_PREFIXES: tuple[str, ...] = ("GIT_CONFIG",)
 #: What ``scrub`` keeps besides ``allow``: what a command-line tool needs to find its user and locale.
 SCRUB_KEEP: tuple[str, ...] = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TZ",
                                "TMPDIR")
@@ -45,13 +65,28 @@ def is_injection(name: str) -> bool:
     return name in INJECTION_NAMES or name.startswith(INJECTION_PREFIXES)
 
 
+def is_command_running_variable(name: str) -> bool:
+    """True for a variable that names a command (or configuration that names one) the tool runs by
+    itself: ``GIT_SSH_COMMAND``, ``GIT_CONFIG_*``, ``PAGER``, ``EDITOR`` ... (module docstring). The
+    loader and interpreter variables are :func:`is_injection`; :func:`changes_what_runs` is either."""
+    return name in COMMAND_NAMES or name.startswith(COMMAND_PREFIXES)
+
+
+def changes_what_runs(name: str) -> bool:
+    """True for every variable ``exec_environment`` drops unless the policy names it: one that makes
+    the process load foreign code (:func:`is_injection`) or run a command of its own choosing
+    (:func:`is_command_running_variable`). An assignment ``NAME=value prog`` to such a name changes
+    which bytes a verified ``prog`` runs."""
+    return is_injection(name) or is_command_running_variable(name)
+
+
 def _matches(name: str, patterns: tuple[str, ...]) -> bool:
     return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in patterns)
 
 
 def named_explicitly(name: str, patterns: tuple[str, ...]) -> bool:
-    """An injection variable is kept only when named exactly (or by a prefix pattern longer than
-    a bare ``*``): ``allow: ["*"]`` never lets ``LD_PRELOAD`` through."""
+    """An injection or command variable is kept only when named exactly (or by a prefix pattern
+    longer than a bare ``*``): ``allow: ["*"]`` never lets ``LD_PRELOAD`` through."""
     return any(name == p or (p.endswith("*") and len(p) > 1 and name.startswith(p[:-1]))
                for p in patterns)
 
@@ -65,7 +100,7 @@ def _apply(rule: EnvRule, env: dict[str, str]) -> dict[str, str]:
 
 def injection_allowed(policy: Policy, name: str) -> bool:
     """True when every layer that states ``exec.env`` names ``name`` in its ``allow`` list (and at
-    least one does): the only way an injection variable reaches a verified tool."""
+    least one does): the only way an injection or command variable reaches a verified tool."""
     rules = policy.exec_settings.env
     return bool(rules) and all(named_explicitly(name, r.allow) for r in rules)
 
@@ -75,12 +110,13 @@ def exec_environment(policy: Policy, environ: Mapping[str, str] | None = None) -
 
     ``environ`` defaults to this process's. Each layer's filter applies in turn (pass / scrub /
     allowlist), so a variable survives only where every layer that speaks keeps it; injection
-    variables (:func:`is_injection`) are dropped unless every such layer names them in ``allow``.
+    variables and command variables (:func:`changes_what_runs`) are dropped unless every such layer
+    names them in ``allow``.
     """
     env = dict(os.environ if environ is None else environ)
     for rule in policy.exec_settings.env:
         env = _apply(rule, env)
-    return {k: v for k, v in env.items() if not is_injection(k) or injection_allowed(policy, k)}
+    return {k: v for k, v in env.items() if not changes_what_runs(k) or injection_allowed(policy, k)}
 
 
 def dropped_names(policy: Policy, environ: Mapping[str, str] | None = None) -> list[str]:
@@ -90,5 +126,6 @@ def dropped_names(policy: Policy, environ: Mapping[str, str] | None = None) -> l
     return sorted(k for k in before if k not in after)
 
 
-__all__ = ["INJECTION_NAMES", "INJECTION_PREFIXES", "dropped_names", "exec_environment",
-           "injection_allowed", "is_injection"]
+__all__ = ["COMMAND_NAMES", "COMMAND_PREFIXES", "INJECTION_NAMES", "INJECTION_PREFIXES", "changes_what_runs",
+           "dropped_names", "exec_environment", "injection_allowed", "is_command_running_variable",
+           "is_injection"]

@@ -3,6 +3,9 @@
 ``exec_verified`` is ``atip-trust exec``'s pipeline (README "exec"; architecture.md principle 6):
 
 (1) resolve the tool once (a bare name through PATH only, ``facts.artifact.which``) and open it once;
+(1a) ``expect_digest`` (``--expect-digest sha256:<hex>``, what an agent hook pins when it rewrites an
+    allowed command): the opened file's sha256 must be that one, or nothing is admitted or run
+    (``EXPECTED_DIGEST_MISMATCH``). An extra condition, never a bypass: the admission still decides;
 (2) admit that open ``Artifact`` with the same library admission as ``admit`` (gate/admit.py), the
     tool's arguments as the command words, so capability gates see ``repo delete``;
 (3) a ``#!`` script: policy ``exec.scripts`` refuses it (``deny``) or resolves, opens and admits its
@@ -10,8 +13,10 @@
     interpreter must pass the same policy as any tool). ``#!/usr/bin/env NAME`` looks NAME up on the
     tool's PATH once and runs that verified interpreter directly: env's own bytes never run, so only
     the interpreter is admitted. The verified interpreter descriptor is executed on ``/dev/fd/N``,
-    the verified script's descriptor, left open for it: what the kernel does for ``fexecve`` of a
-    script, without it opening the interpreter's path again;
+    where N is a sealed copy of the script (``Artifact.sealed_copy``: a ``memfd`` no one can write,
+    grow or shrink, holding exactly the bytes hashed), never the script's own file: an interpreter
+    reads its script lazily (bash a command at a time), so a same-size rewrite in place would run
+    new bytes after every check here (issue 22);
 (4) the environment by policy ``exec.env`` (gate/env.py);
 (5) the audit line (the admission's, plus ``argv`` and what is about to run), written before exec;
 (6) right before exec, for each descriptor: its identity (``Artifact.exec_fd``), the path it was
@@ -25,8 +30,9 @@ A refusal raises :class:`ExecRefused` (exit 1 deny, 3 ask) after its audit line;
 ``AtipTrustError`` (exit 2). On success this function does not return: the process is the tool, its
 exit status and signals are the caller's.
 
-What no check here can close: a writer who changes the file in place between the last hash and the
-``execve`` (microseconds; Linux refuses the exec with ETXTBSY while the file is open for writing).
+What no check here can close: a writer who changes a *binary* in place between the last hash and the
+``execve`` (microseconds; Linux refuses the exec with ETXTBSY while the file is open for writing). A
+script's bytes are copied and sealed after their last hash, so it has no such window.
 """
 
 from __future__ import annotations
@@ -40,10 +46,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.slotted import Slotted
-from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
 from atip_trust._base.files import path_name
 from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
-from atip_trust.facts.digest import hash_fd
+from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
 from atip_trust.gate.cached import hash_artifact, open_cache
@@ -92,21 +98,24 @@ class Opened(Slotted):
 class ExecPlan(Slotted):
     """What is about to be executed: shown to ``before_exec`` (a test's or runtime's hook point)."""
 
-    __slots__ = ("argv", "env", "tool", "interpreter", "audit_record")
+    __slots__ = ("argv", "env", "tool", "interpreter", "audit_record", "script_fd")
     _no_repr = frozenset({"audit_record"})
     argv: list[str]
     env: dict[str, str]
     tool: Opened
     interpreter: Opened | None
     audit_record: dict[str, Any]
+    #: A ``#!`` script's sealed copy (``sealed_script``), read by the interpreter at ``/dev/fd/N``; -1.
+    script_fd: int
 
     def __init__(self, argv: list[str], env: dict[str, str], tool: Opened, interpreter: Opened | None = None,
-                 audit_record: dict[str, Any] | None = None) -> None:
+                 audit_record: dict[str, Any] | None = None, script_fd: int = -1) -> None:
         self.argv = argv
         self.env = env
         self.tool = tool
         self.interpreter = interpreter
         self.audit_record = {} if audit_record is None else audit_record
+        self.script_fd = script_fd
 
     @property
     def exec_target(self) -> Opened:
@@ -149,22 +158,81 @@ def admit_file(
     bundles: Sequence[PathLike] = (),
     bundle_dir: PathLike | None = None,
     cache: bool = True,
+    expect_digest: Digest | None = None,
     **admit_args: Any,
 ) -> Opened:
     """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
     added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller.
-    ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again."""
+    ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again.
+    ``expect_digest``: the file's sha256 must be this one, checked before admission
+    (``ExecRefused`` deny, ``EXPECTED_DIGEST_MISMATCH``, naming both digests; nothing admitted)."""
     art = Artifact.open(found, lookup=False)
     try:
         more: list[PathLike] = []
-        if bundle_dir is not None:
-            more = list(find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex))
+        if bundle_dir is not None or expect_digest is not None:
+            digest = hash_artifact(art, open_cache(cache))["sha256"]
+            # Public values, compared as bytes: Digest's constant-time == would load OpenSSL (digest.py).
+            if expect_digest is not None and (digest.algorithm, digest.value) != \
+                    (expect_digest.algorithm, expect_digest.value):
+                raise ExecRefused("deny", [Reason(
+                    "EXPECTED_DIGEST_MISMATCH",
+                    f"{os.fspath(found)} has other bytes than the ones this command was pinned to "
+                    f"(--expect-digest): expected {expect_digest}, actual {digest}",
+                    rule="--expect-digest", expected=str(expect_digest), actual=str(digest))])
+            if bundle_dir is not None:
+                more = list(find_bundles(bundle_dir, digest.hex))
         admission = admit(art, policy=policy, name=name, command=list(command),
                           bundles=[*bundles, *more], cache=cache, defer_audit=True, **admit_args)
     except BaseException:
         art.close()
         raise
     return Opened(found=found, art=art, admission=admission)
+
+
+def expected_digest(text: str | Digest | None) -> Digest | None:
+    """``--expect-digest``'s value: ``sha256:<64 lowercase hex>`` (the digest admissions record), or a
+    ``Digest``; anything else is a usage error, never ignored."""
+    if text is None or isinstance(text, Digest):
+        if isinstance(text, Digest) and text.algorithm != "sha256":
+            raise UsageError(f"--expect-digest must be a sha256 digest, got {text.algorithm}")
+        return text
+    try:
+        digest = Digest.parse(text)
+    except MalformedInputError as err:
+        raise UsageError(f"--expect-digest: {err.message}") from None
+    if digest.algorithm != "sha256":
+        raise UsageError(f"--expect-digest must be 'sha256:<hex>', got {text!r:.80}")
+    return digest
+
+
+def pinned_argv(path: str, digest: str | Digest, args: Sequence[str], *,
+                program: Sequence[str] = ("atip-trust",), options: Sequence[str] = ()) -> list[str]:
+    """The command an agent hook runs instead of an allowed program (Claude Code ``updatedInput``):
+    ``PROGRAM exec --expect-digest sha256:<hex> [OPTIONS] -- PATH ARGS...``, so what runs is the file
+    admitted, with exactly these bytes, and admitted again. ``path``: the absolute path the program was
+    found at (as the shell would find it: not resolved further, so a multi-call binary keeps its name);
+    ``options``: exec's own (``--policy FILE``, ``--bundle-dir DIR``: the evidence the hook used).
+    ``shlex.join`` of it is one shell command whose words reach the tool unchanged."""
+    if not os.path.isabs(path):
+        raise UsageError(f"a pinned command needs the program's absolute path, got {path!r:.200}")
+    pin = expected_digest(digest)
+    assert pin is not None
+    return [*program, "exec", "--expect-digest", str(pin), *options, "--", path, *args]
+
+
+def sealed_script(script: Opened) -> int:
+    """A sealed copy of the admitted ``#!`` script for its interpreter to read at ``/dev/fd/N``
+    (``Artifact.sealed_copy``), holding exactly the bytes whose digest the admission verified; the
+    caller closes it. Bytes that no longer hash to that digest are refused (``CHANGED_SINCE_VERIFIED``)."""
+    admitted = script.admission.report.digests.get("sha256")
+    try:
+        if admitted is None:
+            raise ArtifactAccessError("the admission recorded no sha256", path=script.found)
+        return script.art.sealed_copy(Digest.parse(_sha(admitted)))
+    except ArtifactAccessError as err:
+        raise ExecRefused("deny", [Reason(
+            "CHANGED_SINCE_VERIFIED", f"{script.found}'s bytes differ from the bytes verified: {err.message}",
+            expected=_sha(admitted or "?"), actual="other bytes")], script.admission) from None
 
 
 def read_shebang(art: Artifact) -> tuple[str, str | None] | None:
@@ -226,7 +294,7 @@ def script_interpreter(
     """The one rule for running a ``#!`` file (``exec``, hooks, the bridge's call loop, probes): None
     for a binary; ``ExecRefused`` under ``exec.scripts: deny``; otherwise the interpreter opened and
     admitted (the caller closes it and applies ``interpreter_refusal``) and the argv words before the
-    script's ``/dev/fd/N``."""
+    script's ``/dev/fd/N`` (N: the script's ``sealed_script`` copy, never its own file)."""
     shebang = read_shebang(script.art)
     if shebang is None:
         return None
@@ -317,6 +385,7 @@ def exec_verified(
     audit_log: PathLike | None = None,
     cache: bool = True,
     before_exec: Callable[[ExecPlan], None] | None = None,
+    expect_digest: str | Digest | None = None,
     **admit_args: Any,
 ) -> None:
     """Admit ``tool`` for ``args`` (its arguments, ``argv[1:]``) and replace this process with exactly
@@ -326,12 +395,13 @@ def exec_verified(
     ``bundles`` and ``admit_args`` (``metadata``, ``keys``, ``shim_dir``, ``trusted_root``, ...) are
     the tool's evidence as for :func:`gate.admit.admit`; ``bundle_dir`` finds bundles by digest for
     the tool and for a script's interpreter. ``before_exec`` is called with the plan after the audit
-    line and before the last checks (a runtime's, or a test's, hook point).
+    line and before the last checks (a runtime's, or a test's, hook point). ``expect_digest``
+    (``"sha256:<hex>"``): the tool file must have exactly these bytes, else ``ExecRefused`` (deny,
+    ``EXPECTED_DIGEST_MISMATCH``) before admission; when they match, the admission still decides.
     """
     args = [str(a) for a in args]
     name = tool_name_of(tool)
     argv0 = os.fspath(tool)
-    settings = policy.exec_settings
     env = exec_environment(policy, environ)
     target_log = audit_target(policy, audit, audit_log)
     log = os.fspath(target_log) if target_log is not None else None
@@ -339,38 +409,30 @@ def exec_verified(
     #: The line for this exec so far (the admission's plus what runs); None until admission.
     record: dict[str, Any] | None = None
     written = False
+    plan: ExecPlan | None = None
+    found: str | None = None
     try:
+        pinned = expected_digest(expect_digest)
         found = locate(tool, (os.environ if environ is None else environ).get("PATH", os.defpath))
         main = admit_file(found, policy=policy, name=name, command=args, bundles=bundles,
                           bundle_dir=bundle_dir, cache=cache, interactive=interactive,
-                          audit=audit, audit_log=target_log, **admit_args)
+                          audit=audit, audit_log=target_log, expect_digest=pinned, **admit_args)
         opened.append(main)
         record = dict(main.admission.audit_record, argv=[argv0, *args])
+        if pinned is not None:
+            record["expect_digest"] = str(pinned)  # the bytes an agent hook admitted this command for
         if main.admission.behavior != "allow":
             # The admission's own line says why (its reasons): nothing to add.
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
 
         plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
-        shebang = read_shebang(main.art)
-        if shebang is not None:
-            if settings.scripts == "deny":
-                raise script_denied(main, shebang)
-            interp, words = admit_interpreter(
-                main, shebang, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache,
-                interactive=interactive, audit=audit, audit_log=target_log,
-                shim_dir=admit_args.get("shim_dir"), trusted_root=admit_args.get("trusted_root"),
-                staging=admit_args.get("staging", False))
-            opened.append(interp)
-            verdict = interp.admission
-            record["interpreter"] = {"path": verdict.path,
-                                     "digest": _sha(verdict.report.digests.get("sha256", "?")),
-                                     "trust_level": verdict.report.trust_level.name,
-                                     "decision": verdict.behavior}
-            refusal = interpreter_refusal(main, interp)
-            if refusal is not None:
-                raise refusal
-            plan.interpreter = interp
-            plan.argv = [*words, f"/dev/fd/{main.art.fd}", *args]
+        planned = script_interpreter(
+            main, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache, interactive=interactive,
+            audit=audit, audit_log=target_log, shim_dir=admit_args.get("shim_dir"),
+            trusted_root=admit_args.get("trusted_root"), staging=admit_args.get("staging", False))
+        if planned is not None:
+            opened.append(planned[0])
+            _plan_script(plan, *planned, record)
         record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
         plan.audit_record = record
         if audit:
@@ -386,7 +448,7 @@ def exec_verified(
         if audit:
             if record is None:
                 record = {"tool": name, "argv": [argv0, *args], "decision": refused.behavior,
-                          "reasons": []}
+                          "reasons": [], **({"path": found} if found is not None else {})}
             own = refused.admission is not None and not written and \
                 refused.reasons == refused.admission.decision.reasons
             append_audit(record if own else _refusal_record(record, refused.reasons, refused.behavior), log)
@@ -401,16 +463,35 @@ def exec_verified(
     finally:
         for o in opened:
             o.art.close()
+        if plan is not None and plan.script_fd >= 0:
+            os.close(plan.script_fd)
+
+
+def _plan_script(plan: ExecPlan, interp: Opened, words: list[str], record: dict[str, Any]) -> None:
+    """A ``#!`` tool (step 3) whose interpreter ``script_interpreter`` opened and admitted: recorded in
+    ``record``, refused unless admitted, and ``plan`` set to run it on a sealed copy of the script."""
+    script = plan.tool
+    verdict = interp.admission
+    record["interpreter"] = {"path": verdict.path, "digest": _sha(verdict.report.digests.get("sha256", "?")),
+                             "trust_level": verdict.report.trust_level.name, "decision": verdict.behavior}
+    refusal = interpreter_refusal(script, interp)
+    if refusal is not None:
+        raise refusal
+    plan.interpreter = interp
+    plan.script_fd = sealed_script(script)
+    plan.argv = [*words, f"/dev/fd/{plan.script_fd}", *plan.argv[1:]]
 
 
 def _execute(plan: ExecPlan) -> None:
-    """Replace the process. The script descriptor stays open for its interpreter (``/dev/fd/N``);
-    a binary's own descriptor is closed by the exec. Python ignores SIGPIPE and SIGXFSZ, and ignored
-    signals survive execve(2): the tool gets the default dispositions a shell would give it."""
+    """Replace the process. A script's sealed copy stays open for its interpreter (``/dev/fd/N``);
+    the script's own file and a binary's own descriptor are closed by the exec. Python ignores
+    SIGPIPE and SIGXFSZ, and ignored signals survive execve(2): the tool gets the default
+    dispositions a shell would give it."""
     target = plan.exec_target
     fd = target.art.fd
-    if plan.interpreter is not None:
-        os.set_inheritable(plan.tool.art.fd, True)  # the interpreter reads the script at /dev/fd/N
+    if plan.script_fd >= 0:
+        os.set_inheritable(plan.script_fd, True)  # the interpreter reads the sealed copy at /dev/fd/N
+    os.set_inheritable(plan.tool.art.fd, False)  # never the script's own file (read lazily by path)
     os.set_inheritable(fd, False)  # a binary needs no descriptor of its own after exec
     for name in ("SIGPIPE", "SIGXFSZ"):
         sig = getattr(signal, name, None)
@@ -431,5 +512,5 @@ def _execute(plan: ExecPlan) -> None:
 
 
 __all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_refusal",
-           "script_denied", "check_unchanged", "exec_verified", "find_bundles",
-           "locate", "read_shebang"]
+           "script_denied", "check_unchanged", "exec_verified", "expected_digest", "find_bundles",
+           "locate", "pinned_argv", "read_shebang", "sealed_script"]

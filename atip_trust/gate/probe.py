@@ -24,6 +24,7 @@ cache's atomic, owner-checked entries), so a tool that hangs costs its timeout o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import TrustLevel
 from atip_trust.gate.admit import Admission
 from atip_trust.gate.cached import report_key
-from atip_trust.gate.exec import ExecRefused, Opened, interpreter_refusal, script_interpreter
+from atip_trust.gate.exec import ExecRefused, Opened, interpreter_refusal, script_interpreter, sealed_script
 from atip_trust.gate.run import minimal_env, run_verified
 from atip_trust.policy.model import Policy
 from atip_trust.state.cache import VerdictCache
@@ -129,7 +130,9 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
 
     A ``#!`` tool runs its interpreter, so the interpreter must pass the same rule ``exec`` applies
     (``exec.scripts``; gate/exec.py ``script_interpreter``), admitted with ``interpreter_args`` (evidence
-    options); otherwise the tool is not probed: the kernel would load an interpreter nobody checked."""
+    options); otherwise the tool is not probed: the kernel would load an interpreter nobody checked.
+    The interpreter reads a sealed copy of the verified script (gate/exec.py ``sealed_script``), never
+    the script's file, which it would read lazily while a writer changes it."""
     allowed = probe_permission(admission, policy)
     if not allowed.allowed:
         return ProbeOutcome("not_probed", allowed.reason, allowed.message)
@@ -155,9 +158,16 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
             refusal = interpreter_refusal(script, interp)
             if refusal is not None:
                 return ProbeOutcome("not_probed", "script_refused", str(refusal))
-            outcome = _run(interp.art, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes,
-                           env, args=[*words[1:], f"/dev/fd/{artifact.fd}", *PROBE_ARGS], argv0=words[0],
-                           keep_fds=(artifact.fd,))
+            try:
+                sealed = sealed_script(script)
+            except ExecRefused as refused:  # the file no longer holds the verified bytes
+                return ProbeOutcome("failed", "run_error", str(refused))
+            try:
+                outcome = _run(interp.art, admission.tool, settings.probe_timeout_ms,
+                               settings.max_output_bytes, env, argv0=words[0], keep_fds=(sealed,),
+                               args=[*words[1:], f"/dev/fd/{sealed}", *PROBE_ARGS])
+            finally:
+                os.close(sealed)
     if cache is not None and outcome.reason != "run_error":
         cache.put(key, {**outcome.to_json(),
                         "metadata": None if outcome.metadata is None

@@ -2,8 +2,11 @@
 
 ``run_verified`` executes the artifact's own open descriptor (``Artifact.exec_fd``): the child is
 started as ``/proc/self/fd/N`` with only that descriptor passed, so the kernel loads the file the
-descriptor names, whatever the path holds by now (principle 6: verify the bytes you run). Where
-``/proc/self/fd`` does not exist the run is refused, never done through the path.
+descriptor names, whatever the path holds by now (principle 6: verify the bytes you run). A ``#!``
+script is not loaded by the kernel but read by its interpreter, lazily, by that name: it is run from a
+sealed copy of its verified bytes instead (``Artifact.sealed_copy``), so a rewrite of the file in
+place while it runs changes nothing (issue 22). Where ``/proc/self/fd`` does not exist the run is
+refused, never done through the path.
 
 The child gets no standard input (``/dev/null``), a scrubbed environment (``minimal_env``), its own
 session and process group (``start_new_session``), and a deadline. Its standard output and error are
@@ -78,8 +81,9 @@ def run_verified(
 ) -> RunResult:
     """Run ``artifact`` (open, verified) with ``args``; see the module docstring for the bounds.
 
-    ``keep_fds``: more descriptors the child inherits (a verified ``#!`` script's, which its verified
-    interpreter reads at ``/dev/fd/N``); nothing else is passed.
+    ``keep_fds``: more descriptors the child inherits (a verified ``#!`` script's sealed copy,
+    gate/exec.py ``sealed_script``, which its verified interpreter reads at ``/dev/fd/N``); nothing
+    else is passed.
 
     Raises ``EnvironmentFailure`` when the descriptor cannot be executed by path (no ``/proc/self/fd``)
     or the child cannot be started, and ``ArtifactAccessError`` (from ``exec_fd``) when the file changed
@@ -91,18 +95,24 @@ def run_verified(
         raise EnvironmentFailure(f"{PROC_FD} is not available: the verified descriptor cannot be "
                                  "executed, and the path is never run instead", path=artifact.path_text)
     fd = artifact.exec_fd()
+    # The kernel reads the #! line from the copy and hands its interpreter /proc/self/fd/N: the copy.
+    sealed = artifact.sealed_copy(artifact.sha256, executable=True) if os.pread(fd, 2, 0) == b"#!" else -1
+    run_fd = sealed if sealed >= 0 else fd
     start = time.monotonic()
     deadline = start + timeout
     try:
         proc = subprocess.Popen(
-            [argv0 or artifact.path.name, *args], executable=f"{PROC_FD}/{fd}", pass_fds=(fd, *keep_fds),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=dict(minimal_env() if env is None else env), start_new_session=True, close_fds=True,
-            cwd="/",
+            [argv0 or artifact.path.name, *args], executable=f"{PROC_FD}/{run_fd}",
+            pass_fds=(run_fd, *keep_fds), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=dict(minimal_env() if env is None else env), start_new_session=True,
+            close_fds=True, cwd="/",
         )
     except OSError as err:
         raise EnvironmentFailure(f"cannot start the verified tool: {err.strerror or err}",
                                  path=artifact.path_text) from err
+    finally:
+        if sealed >= 0:
+            os.close(sealed)  # the child has its own
     try:
         return _supervise(proc, deadline, start, max_output)
     finally:
