@@ -134,9 +134,12 @@ def test_no_answer_in_time_is_a_denial_naming_the_timeout(world: World) -> None:
                              str(world.policy), "--timeout", "1", "--no-audit"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=world.env())
     try:
-        out, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)  # stdin stays open: the hook has nothing to read until its timeout
+        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
     finally:
         proc.kill()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()  # type: ignore[union-attr]
     assert proc.returncode == 2
     behavior, reason = decision("claude-code", out)
     assert behavior == "deny" and "no answer within 1 s" in reason, out + err
@@ -167,7 +170,8 @@ def test_a_pinned_program_swapped_after_the_hook_does_not_run(world: World, tmp_
 
 
 def test_pin_asks_for_a_program_it_cannot_rewrite(world: World) -> None:
-    r = hook(world, "claude-code", "sh -c 'gh pr list'", world.policy, "--pin")
+    allow = [{"rule": r, "minTrustLevel": "VERIFIED"} for r in ("gh pr *", "sh *", "sh")]
+    r = hook(world, "claude-code", "sh -c 'gh pr list'", world_policy(world, permissions={"allow": allow}), "--pin")
     behavior, reason = decision("claude-code", r.stdout)
     assert behavior == "ask" and "--pin" in reason
 

@@ -39,7 +39,14 @@ from atip_trust.facts.artifact import which_text
 from atip_trust.facts.report import TrustLevel
 from atip_trust.gate.admit import Admission, write_audit
 from atip_trust.gate.env import exec_environment
-from atip_trust.gate.exec import ExecRefused, Opened, admit_file, interpreter_refusal, script_interpreter
+from atip_trust.gate.exec import (
+    ExecRefused,
+    Opened,
+    admit_file,
+    interpreter_refusal,
+    pinned_argv,
+    script_interpreter,
+)
 from atip_trust.policy.model import Policy
 
 #: Reason codes that say only "nothing in the policy vouches for this program": a program the policy
@@ -88,7 +95,7 @@ class Options(Record):
     """What every admission of one hook answer is given (the hook's flags)."""
 
     __slots__ = ("bundle_dir", "shim_dir", "trusted_root", "staging", "audit", "audit_log", "cache", "path_env",
-                 "pin")
+                 "pin", "pin_options")
     bundle_dir: str | None
     shim_dir: str | None
     trusted_root: str | None
@@ -98,14 +105,17 @@ class Options(Record):
     cache: bool
     #: PATH as the agent's shell has it (None: this process's).
     path_env: str | None
-    #: ``--pin``: the argv that runs ``atip-trust exec`` with this hook's policy flags, or None.
+    #: ``--pin``: the words that run atip-trust (before ``exec``), or None when not pinning.
     pin: tuple[str, ...] | None
+    #: ``exec``'s options for a pinned program: the hook's own policy and evidence flags.
+    pin_options: tuple[str, ...]
 
     def __init__(self, bundle_dir: str | None = None, shim_dir: str | None = None,
                  trusted_root: str | None = None, staging: bool = False, audit: bool = True,
                  audit_log: str | None = None, cache: bool = True, path_env: str | None = None,
-                 pin: tuple[str, ...] | None = None) -> None:
-        init(self, bundle_dir, shim_dir, trusted_root, staging, audit, audit_log, cache, path_env, pin)
+                 pin: tuple[str, ...] | None = None, pin_options: tuple[str, ...] = ()) -> None:
+        init(self, bundle_dir, shim_dir, trusted_root, staging, audit, audit_log, cache, path_env, pin,
+             pin_options)
 
     def admit_args(self) -> dict[str, Any]:
         return dict(bundle_dir=self.bundle_dir, shim_dir=self.shim_dir, trusted_root=self.trusted_root,
@@ -157,14 +167,15 @@ def changeable(path: str) -> bool:
     return False
 
 
-def _cap(program: Program, path: str) -> str | None:
-    """Why an allowed program is only asked (module docstring), or None."""
+def _cap(program: Program, path: str, pinned: bool) -> str | None:
+    """Why an allowed program is only asked (module docstring), or None. A pinned line (``--pin``) runs
+    each program through ``exec --expect-digest``, which refuses other bytes: no time-of-check gap."""
     if not program.literal:
         return ("the words it gets are not all known before it runs (an expansion, or input a runner "
                 "appends), so they were not all checked")
     if program.after_writer and program.state_dependent:
         return "git reads configuration and hooks, which an earlier part of the line can write"
-    if program.after_writer and changeable(path):
+    if program.after_writer and not pinned and changeable(path):
         return (f"an earlier part of the line can write files and {path} is a file you can change: what "
                 "runs may not be what was checked")
     return None
@@ -214,7 +225,7 @@ def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -
         return Part(program.argv, refused.behavior, f"{line}: {refused}", found, digest, program)
     level = adm.report.trust_level.name
     if adm.behavior == "allow":
-        cap = _cap(program, found)
+        cap = _cap(program, found, options.pin is not None)
         if cap is not None:
             return Part(program.argv, "ask", f"{line}: admitted ({level}) but {cap}", found, digest, program)
         signer = adm.report.signature.identity
@@ -254,8 +265,9 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
         opened.art.close()
 
 
-def _pin(line: str, parts: list[Part], prefix: tuple[str, ...]) -> tuple[str | None, str]:
-    """The line with each program run through ``atip-trust exec --expect-digest`` (or None, and why)."""
+def _pin(line: str, parts: list[Part], options: Options) -> tuple[str | None, str]:
+    """The line with each program run through ``atip-trust exec --expect-digest`` (gate/exec.pinned_argv),
+    or None and why not."""
     source = line.encode("utf-8", "surrogatepass")
     edits: list[tuple[int, int, bytes]] = []
     for part in parts:
@@ -263,8 +275,9 @@ def _pin(line: str, parts: list[Part], prefix: tuple[str, ...]) -> tuple[str | N
         if program is None or program.span is None or part.digest is None or part.path is None:
             return None, (f"{' '.join(part.argv)}: --pin can only rewrite a program named at the top of "
                           "the line, not one a runner or a shell string runs")
-        words = [*prefix, "--expect-digest", f"sha256:{part.digest}", "--", os.path.abspath(part.path)]
-        edits.append((*program.span, " ".join(shlex.quote(w) for w in words).encode()))
+        words = pinned_argv(os.path.abspath(part.path), f"sha256:{part.digest}", (),
+                            program=options.pin or (), options=options.pin_options)
+        edits.append((*program.span, shlex.join(words).encode()))
     for start, end, text in sorted(edits, reverse=True):
         source = source[:start] + text + source[end:]
     return source.decode("utf-8", "surrogatepass"), ""
@@ -304,7 +317,7 @@ def decide_command(request: HookRequest, *, policy: Policy, options: Options | N
     if worst != "allow" or options.pin is None:
         return Verdict(worst, "atip-trust: " + " | ".join(shown), tuple(parts))
     line = request.command if isinstance(request.command, str) else shlex.join(request.command)
-    rewritten, why_not = _pin(line, parts, options.pin) if isinstance(request.command, str) else (None, "")
+    rewritten, why_not = _pin(line, parts, options) if isinstance(request.command, str) else (None, "")
     if rewritten is None:
         return Verdict("ask", "atip-trust: " + (why_not or "--pin cannot rewrite an argv command"), tuple(parts))
     return Verdict("allow", "atip-trust: " + " | ".join(shown) + " (pinned to the admitted bytes)",

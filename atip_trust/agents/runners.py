@@ -23,22 +23,15 @@ from collections.abc import Callable
 from atip_trust._base.record import Record, init
 from atip_trust.agents.getopt import Grammar, Parsed, parse_options
 from atip_trust.agents.words import Unprovable, Word
-from atip_trust.gate.env import is_injection
+from atip_trust.gate.env import changes_what_runs
 
 #: glibc's execvp(3) search path when PATH is unset (confstr _CS_PATH), which ``env -i`` leaves.
 DEFAULT_PATH = "/bin:/usr/bin"
-#: Variables that name a program another program runs (git(1) ENVIRONMENT VARIABLES, the pager and
-#: editor conventions); an assignment to one before a command runs a program the line does not show.
-COMMAND_VARIABLES = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_PAGER", "GIT_EDITOR", "GIT_EXTERNAL_DIFF",
-                               "GIT_EXEC_PATH", "GIT_ASKPASS", "SSH_ASKPASS", "PAGER", "EDITOR", "VISUAL",
-                               "MANPAGER", "LESSOPEN", "LESSCLOSE", "BROWSER", "SUDO_ASKPASS"})
-
-
 def changes_lookup(name: str) -> bool:
-    """An assignment to ``name`` changes which program runs or makes it load other code: ``PATH``,
-    the loader and interpreter variables (gate/env.py), git's whole namespace (``GIT_CONFIG_*``
-    injects configuration), and :data:`COMMAND_VARIABLES`."""
-    return name == "PATH" or is_injection(name) or name.startswith("GIT_") or name in COMMAND_VARIABLES
+    """An assignment to ``name`` changes which program runs or makes it load other code: ``PATH``, every
+    variable ``exec`` drops unless a policy names it (gate/env.changes_what_runs: loader, interpreter and
+    command-running variables) and git's whole namespace (``GIT_CONFIG_*`` injects configuration)."""
+    return name == "PATH" or changes_what_runs(name) or name.startswith("GIT_")
 
 
 class Inner(Record):
@@ -504,5 +497,5 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
     "time": _time,
 }
 
-__all__ = ["COMMAND_VARIABLES", "DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
+__all__ = ["DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
            "git"]

@@ -84,23 +84,21 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def pin_prefix(argv: list[str]) -> tuple[str, ...]:
-    """``atip-trust exec`` with the policy and evidence flags this hook was given (its own command line
-    minus the agent, ``--pin`` and ``--timeout``), run by this interpreter."""
-    at = argv.index("hook") if "hook" in argv else -1
+def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """For ``--pin``: the words that run atip-trust with this interpreter (and the global options before
+    ``hook``), and ``exec``'s options: this hook's own flags minus the agent, ``--pin`` and ``--timeout``,
+    so ``exec`` admits with the same policy and evidence."""
+    at = argv.index("hook") if "hook" in argv else len(argv)
     flags: list[str] = []
     skip = False
-    for word in argv[at + 2:] if at >= 0 else []:
+    for word in argv[at + 2:]:
         if skip:
             skip = False
-            continue
-        if word == "--pin" or word.startswith("--timeout="):
-            continue
-        if word == "--timeout":
+        elif word == "--timeout":
             skip = True
-            continue
-        flags.append(word)
-    return (sys.executable, "-m", "atip_trust", *argv[1:max(at, 1)], "exec", *flags)
+        elif word != "--pin" and not word.startswith("--timeout="):
+            flags.append(word)
+    return (sys.executable, "-m", "atip_trust", *argv[1:at]), tuple(flags)
 
 
 def _answer(args: argparse.Namespace) -> HookAnswer:
@@ -111,10 +109,11 @@ def _answer(args: argparse.Namespace) -> HookAnswer:
     if len(data) > STDIN_CAP:
         return render_error(args.agent, f"the hook input is larger than {STDIN_CAP} bytes")
     policy = policy_from_args(args)
+    program, flags = pin_words(sys.argv)
     options = Options(bundle_dir=args.bundle_dir, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
                       staging=args.staging, audit=not args.no_audit, audit_log=args.audit_log,
-                      cache=not args.no_cache, pin=pin_prefix(sys.argv) if args.pin else None)
+                      cache=not args.no_cache, pin=program if args.pin else None, pin_options=flags)
     return answer(args.agent, data, policy=policy, options=options)
 
 
-__all__ = ["HookTimeout", "pin_prefix", "register", "run"]
+__all__ = ["HookTimeout", "pin_words", "register", "run"]
