@@ -55,7 +55,7 @@ from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.limits import LIMITS
-from atip_trust.net.fetch import fetch_conditional
+from atip_trust.net.fetch import env_flag, fetch_conditional
 
 #: RFC §4.7: re-check a cached shim after this many seconds.
 DEFAULT_TTL = 24 * 3600.0
@@ -159,12 +159,6 @@ class ShimResult:
 
 class _Rejected(Exception):
     """A shim (or bundle) that was received but does not count; the message says why."""
-
-
-def env_flag(name: str) -> bool:
-    """An on/off environment variable: unset, empty, ``0``, ``false``, ``no``, ``off`` are off; any
-    other value is on (``ATIP_OFFLINE=maybe`` means no network: the safe reading)."""
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def _norm(url: str) -> str:
