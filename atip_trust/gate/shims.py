@@ -27,7 +27,7 @@ def registry_specs(policy: Policy) -> tuple[RegistrySpec, ...]:
     """Policy's registries, in policy order (the client sorts by priority, stably)."""
     return tuple(
         RegistrySpec(url=r.url, signers=tuple(r.signers), priority=r.priority, mode=r.mode,
-                     name=r.name, token_env=r.token_env)
+                     name=r.name, token_env=r.token_env, max_cache_age=r.max_cache_age_hours * 3600.0)
         for r in policy.registries
     )
 

@@ -360,7 +360,8 @@ def _request(
     answers: frozenset[int] = frozenset({200}),
 ) -> tuple[int, bytes, str, dict[str, str]]:
     """Steps (1)-(6). Returns the status (one of ``answers``), the body (read only for 200), the final
-    URL (after same-origin redirects) and the response's ``ETag`` / ``Last-Modified`` headers.
+    URL (after same-origin redirects) and the response's ``ETag`` / ``Last-Modified`` /
+    ``Cache-Control`` headers.
 
     ``headers`` go with every hop; every hop is on the first URL's origin (step 3), so a credential
     among them never reaches another host."""
@@ -399,7 +400,7 @@ def _hops(current: httpx.URL, url: str, *, timeout: float, deadline: float, watc
                         f"fetching {shown} failed: expected status {want}, got {resp.status_code} "
                         f"{resp.reason_phrase}".rstrip()
                     )
-                kept = {k: v for k in ("etag", "last-modified")
+                kept = {k: v for k in ("etag", "last-modified", "cache-control")
                         if (v := resp.headers.get(k)) is not None}
                 body = (_read_capped(resp, shown, max_bytes, deadline, timeout, watch)
                         if resp.status_code == 200 else b"")
@@ -450,6 +451,8 @@ class HttpAnswer:
     body: bytes
     etag: str | None
     last_modified: str | None
+    #: The ``Cache-Control`` header as sent (RFC §4.7: honoured by the registry cache).
+    cache_control: str | None = None
 
 
 def fetch_conditional(
@@ -461,7 +464,8 @@ def fetch_conditional(
     max_redirects: int = MAX_REDIRECTS,
 ) -> HttpAnswer:
     """GET ``url`` under the rules of this module's docstring, for a caller that keeps a cache (the
-    shim registry client, RFC §4.7): ``headers`` (``If-None-Match``, ``Authorization``) are sent to
+    shim registry client, RFC §4.7): ``headers`` (``If-None-Match``, ``If-Modified-Since``,
+    ``Authorization``) are sent to
     ``url``'s origin only (redirects to any other origin are refused before a connection is made);
     200, 304 and 404 are answers, any other status is a ``NetworkError``."""
     for key, value in (headers or {}).items():
@@ -474,7 +478,7 @@ def fetch_conditional(
                                          max_redirects=max_redirects, headers=headers,
                                          answers=frozenset({200, 304, 404}))
     return HttpAnswer(url=url, final_url=final, status=status, body=body, etag=kept.get("etag"),
-                      last_modified=kept.get("last-modified"))
+                      last_modified=kept.get("last-modified"), cache_control=kept.get("cache-control"))
 
 
 def fetch_bytes(
