@@ -16,7 +16,11 @@ must not see credentials). Beyond the reference (README "Bridge"):
   constant per position (bench/bridge.py measures 10 MB of near misses). JavaScript's variable-width
   lookbehind ``(?<=api[_-]?key[=:\\s])`` is written as a captured prefix kept in the output;
 * ``password: value`` (a colon or ``=`` followed by spaces, the YAML and log form) is redacted too; the
-  reference's lookbehind requires the value right after one separator character and leaves it visible.
+  reference's lookbehind requires the value right after one separator character and leaves it visible;
+* the forms machines print are redacted too (the reference misses them all): a quoted value after a key
+  naming a secret (``{"password": "…"}``, ``"token"``, ``"api_key"``, AWS STS's ``"SecretAccessKey"`` and
+  ``"SessionToken"``), keys with words around the keyword (``aws_secret_access_key = …``,
+  ``export AWS_SECRET_ACCESS_KEY=…``, ``DB_PASSWORD=…``), and temporary AWS key IDs (``ASIA…``).
 """
 
 from __future__ import annotations
@@ -38,8 +42,26 @@ DEFAULT_MAX_RESULT_LENGTH = 100_000
 
 _KEYWORD_VALUE = r"(?:[=:][ \t]*|\s)"
 
-#: Built-in secret patterns: (pattern, keep group 1). The reference's list, in its order.
+#: A key that names a secret, as machines print it: ``password``, ``DB_PASSWORD``, ``api_key``,
+#: ``aws_secret_access_key``, ``AWS_SECRET_ACCESS_KEY``, ``SecretAccessKey``, ``SessionToken``,
+#: ``client-secret``. It starts where a run of key characters starts (the look-behind), so each
+#: position of the output starts at most one attempt, and the words around the keyword are bounded
+#: (``{0,40}``): the work per attempt is a constant, the whole scan linear.
+_SECRET_KEY = (r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?"
+               r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+               r"|credential)[A-Za-z0-9_.-]{0,40}")
+#: The key's own closing quote (JSON, a Python dict), then ``:`` or ``=`` (JSON, YAML, INI, shell).
+_SECRET_SEP = r"[\"']?[ \t]*[=:][ \t]*"
+
+#: Built-in secret patterns: (pattern, keep group 1). The reference's list, in its order, between
+#: ours (module docstring).
 DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
+    # Beyond the reference, first: a quoted value after a secret's key (``{"password": "…"}``,
+    # ``"SecretAccessKey": "…"``, ``{'token': '…'}``, ``PASSWORD="…"``); escapes inside it are skipped
+    # as pairs (unrolled loop: each character is looked at once); the closing quote stays. Before the
+    # reference's patterns, which would take ``"a`` of ``PASSWORD="a b"`` and leave `` b"`` visible.
+    (re.compile(rf'({_SECRET_KEY}{_SECRET_SEP}")[^"\\\n]*(?:\\.[^"\\\n]*)*', re.IGNORECASE), True),
+    (re.compile(rf"({_SECRET_KEY}{_SECRET_SEP}')[^'\\\n]*(?:\\.[^'\\\n]*)*", re.IGNORECASE), True),
     (re.compile(r"Bearer\s+[A-Za-z0-9\-._~+/]+=*"), False),
     (re.compile(r"Basic\s+[A-Za-z0-9+/]+=*"), False),
     (re.compile(r"ghp_[A-Za-z0-9]+"), False),
@@ -52,6 +74,11 @@ DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(rf"(secret{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
     (re.compile(rf"(token{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
     (re.compile(rf"(api[_-]?key{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
+    # Beyond the reference: AWS temporary key IDs.
+    (re.compile(r"ASIA[A-Z0-9]{16}"), False),
+    # An unquoted one: ``aws_secret_access_key = …``, ``export AWS_SECRET_ACCESS_KEY=…``,
+    # ``api_key: …``, ``"token": 12345``.
+    (re.compile(rf"({_SECRET_KEY}{_SECRET_SEP})(?=[^\s\"'{{\[])[^\s]+", re.IGNORECASE), True),
 )
 
 
