@@ -7,6 +7,7 @@ status line and then one header byte at a time), pytest-httpserver for the rest.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from pytest_httpserver import HTTPServer
-from test_fetch import verify, write_metadata
+from test_fetch import GOOD, IDENTITY, ISSUER, JSON, SIG, verify, write_metadata
 
 from atip_trust.errors import NetworkError
 from atip_trust.net.fetch import fetch_bytes, fetch_conditional
@@ -121,3 +122,37 @@ def test_atip_offline_refuses_every_request_of_the_one_http_client(
     with pytest.raises(NetworkError, match="ATIP_OFFLINE"):
         fetch_conditional(httpserver.url_for("/x"))
     assert httpserver.log == []
+
+
+def _metadata_with_signature_bundle(tmp_path: Path, bundle_url: str, provenance_url: str | None) -> Path:
+    """hello-tool's metadata declaring where its signature bundle lives (RFC §3.2.2
+    ``trust.integrity.signature.bundle``), and optionally its provenance."""
+    meta = write_metadata(tmp_path, provenance_url)
+    doc = json.loads(meta.read_text())
+    doc["trust"]["integrity"] = {"signature": {"type": "cosign", "identity": IDENTITY, "issuer": ISSUER,
+                                               "bundle": bundle_url}}
+    meta.write_text(json.dumps(doc))
+    return meta
+
+
+def test_fetch_follows_the_declared_signature_bundle_url(httpserver: HTTPServer, tmp_path: Path) -> None:
+    # The old --fetch read only trust.provenance.url and refused this metadata (nothing to fetch).
+    body = (SIG / "good" / "hello-tool.v0.3.sigstore.json").read_bytes()
+    httpserver.expect_request("/hello-tool.sigstore.json").respond_with_data(body, content_type=JSON)
+    meta = _metadata_with_signature_bundle(tmp_path, httpserver.url_for("/hello-tool.sigstore.json"), None)
+    r = verify(meta, "--fetch", subprocess=True)
+    assert r.code == 0, (r.out, r.err)
+    assert r.json["signature"]["status"] == "valid"
+    assert [f["file"] for f in r.json["fetched"]] == ["fetched-signature.json"]
+
+
+def test_fetch_takes_both_the_signature_bundle_and_the_provenance(httpserver: HTTPServer, tmp_path: Path) -> None:
+    httpserver.expect_request("/sig.json").respond_with_data(
+        (SIG / "good" / "hello-tool.v0.3.sigstore.json").read_bytes(), content_type=JSON)
+    httpserver.expect_request("/prov.json").respond_with_data(GOOD.read_bytes(), content_type=JSON)
+    meta = _metadata_with_signature_bundle(tmp_path, httpserver.url_for("/sig.json"),
+                                           httpserver.url_for("/prov.json"))
+    r = verify(meta, "--fetch", subprocess=True)
+    assert r.code == 0, (r.out, r.err)
+    assert [f["file"] for f in r.json["fetched"]] == ["fetched-signature.json", "fetched-provenance.json"]
+    assert r.json["trust_level"] == "VERIFIED"

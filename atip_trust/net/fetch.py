@@ -1,7 +1,8 @@
 """Fetching named material over HTTPS, for ``verify --fetch`` (principle 5).
 
-ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``). That URL is a
-*claim* from an untrusted document, so fetching it is opt-in (``--fetch``; README: no network
+ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``) and where the
+binary's signature bundle lives (``trust.integrity.signature.bundle``). Those URLs are *claims* from an
+untrusted document, so fetching it is opt-in (``--fetch``; README: no network
 request unless told to fetch something by URL) and every step is bounded:
 
 (1) the URL is checked before any connection: ``https://`` only (plain ``http://`` only for loopback
@@ -538,19 +539,26 @@ def _write_private(dest_dir: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def provenance_url(metadata: str | os.PathLike[str]) -> str:
-    """The ``trust.provenance.url`` a metadata file declares; ``UsageError`` when it declares none
-    (the caller asked to fetch and there is nothing to fetch: fail closed)."""
-
+def declared_urls(metadata: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """What ``--fetch`` fetches, as ``(kind, url)``: the binary's signature bundle the metadata
+    declares (RFC §3.2.2 ``trust.integrity.signature.bundle``) and its provenance
+    (``trust.provenance.url``), once each. ``UsageError`` when it declares neither: the caller asked
+    to fetch and there is nothing to fetch (fail closed)."""
     claims = load_metadata(metadata).claims
-    url = claims.provenance.url if claims.provenance is not None else None
-    if not url:
+    found: list[tuple[str, str]] = []
+    if claims.signature is not None and claims.signature.bundle:
+        found.append(("signature", claims.signature.bundle))
+    if claims.provenance is not None and claims.provenance.url \
+            and claims.provenance.url not in [u for _, u in found]:
+        found.append(("provenance", claims.provenance.url))
+    if not found:
         raise UsageError(
-            "--fetch was given but the metadata declares no trust.provenance.url: nothing to "
-            "fetch (drop --fetch, or pass the material with --bundle)",
+            "--fetch was given but the metadata declares no trust.provenance.url and no "
+            "trust.integrity.signature.bundle: nothing to fetch (drop --fetch, or pass the material "
+            "with --bundle)",
             path=os.fspath(metadata),
         )
-    return url
+    return found
 
 
 def fetch_provenance(
@@ -560,15 +568,19 @@ def fetch_provenance(
     timeout: float = LIMITS.fetch_timeout,
     max_bytes: int = LIMITS.fetch_bytes,
 ) -> list[FetchedMaterial]:
-    """Fetch the metadata's ``trust.provenance.url`` into ``dest_dir`` as a bundle file.
+    """Fetch what the metadata declares (``declared_urls``: its signature bundle, its provenance) into
+    ``dest_dir``, one bundle file each (``fetched-signature.json``, ``fetched-provenance.json``).
 
-    Pass each ``FetchedMaterial.path`` to ``Evidence(bundles=...)``; the material is untrusted.
+    Pass each ``FetchedMaterial.path`` to ``Evidence(bundles=...)``; the material is untrusted. Each
+    URL has its own deadline; any failure fails the whole fetch (the caller asked for all of it).
     """
-    url = provenance_url(metadata)
-    data, final = _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=MAX_REDIRECTS)
-    digest = hash_bytes(data)
-    path = _write_private(Path(dest_dir), "fetched-provenance" + bundle_suffix(data), data)
-    return [FetchedMaterial(url=url, final_url=final, path=path, sha256=digest, size=len(data))]
+    out: list[FetchedMaterial] = []
+    for kind, url in declared_urls(metadata):
+        data, final = _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=MAX_REDIRECTS)
+        path = _write_private(Path(dest_dir), f"fetched-{kind}" + bundle_suffix(data), data)
+        out.append(FetchedMaterial(url=url, final_url=final, path=path, sha256=hash_bytes(data),
+                                   size=len(data)))
+    return out
 
 
 @contextmanager
@@ -584,8 +596,8 @@ def fetched_provenance(
         yield fetch_provenance(metadata, tmp, timeout=timeout, max_bytes=max_bytes)
 
 
-# Public API: the fetch itself and its result. check_url, redirect_target, is_loopback, bundle_suffix and
-# provenance_url are importable for tests and callers who want the same rules, but not re-exported.
+# Public API: the fetch itself and its result. check_url, redirect_target, is_loopback, bundle_suffix
+# and declared_urls are importable for tests and callers who want the same rules, but not re-exported.
 __all__ = [
     "FetchedMaterial",
     "HttpAnswer",
