@@ -42,26 +42,26 @@ DEFAULT_MAX_RESULT_LENGTH = 100_000
 
 _KEYWORD_VALUE = r"(?:[=:][ \t]*|\s)"
 
-#: A key that names a secret, as machines print it: ``password``, ``DB_PASSWORD``, ``api_key``,
+#: A secret's key as machines print it, from its keyword on (``password``, ``DB_PASSWORD``, ``api_key``,
 #: ``aws_secret_access_key``, ``AWS_SECRET_ACCESS_KEY``, ``SecretAccessKey``, ``SessionToken``,
-#: ``client-secret``. It starts where a run of key characters starts (the look-behind), so each
-#: position of the output starts at most one attempt, and the words around the keyword are bounded
-#: (``{0,40}``): the work per attempt is a constant, the whole scan linear.
-_SECRET_KEY = (r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?"
-               r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
-               r"|credential)[A-Za-z0-9_.-]{0,40}")
-#: The key's own closing quote (JSON, a Python dict), then ``:`` or ``=`` (JSON, YAML, INI, shell).
-_SECRET_SEP = r"[\"']?[ \t]*[=:][ \t]*"
+#: ``client-secret``: what precedes the keyword stays as it is), the rest of the key bounded
+#: (``{0,40}``), its own closing quote (JSON, a Python dict), ``:`` or ``=`` (JSON, YAML, INI, shell),
+#: and the value's opening quote if any: group 1, kept.
+_SECRET_KEY = (r"((?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+               r"|credential)[A-Za-z0-9_.-]{0,40}[\"']?[ \t]*[=:][ \t]*[\"']?)")
+#: The value, replaced: inside double or single quotes up to the closing one (escapes skipped as pairs,
+#: the unrolled loop: each character looked at once; the closing quote stays), or unquoted up to the next
+#: blank (not a ``{`` or ``[``: a nested object is not a value to hide, its own keys are looked at).
+_SECRET_VALUE = (r"""(?:(?<=")[^"\\\n]*(?:\\.[^"\\\n]*)*|(?<=')[^'\\\n]*(?:\\.[^'\\\n]*)*"""
+                 r"""|(?<=[=: \t])(?=[^\s"'{\[])\S+)""")
 
 #: Built-in secret patterns: (pattern, keep group 1). The reference's list, in its order, between
 #: ours (module docstring).
 DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
-    # Beyond the reference, first: a quoted value after a secret's key (``{"password": "…"}``,
-    # ``"SecretAccessKey": "…"``, ``{'token': '…'}``, ``PASSWORD="…"``); escapes inside it are skipped
-    # as pairs (unrolled loop: each character is looked at once); the closing quote stays. Before the
-    # reference's patterns, which would take ``"a`` of ``PASSWORD="a b"`` and leave `` b"`` visible.
-    (re.compile(rf'({_SECRET_KEY}{_SECRET_SEP}")[^"\\\n]*(?:\\.[^"\\\n]*)*', re.IGNORECASE), True),
-    (re.compile(rf"({_SECRET_KEY}{_SECRET_SEP}')[^'\\\n]*(?:\\.[^'\\\n]*)*", re.IGNORECASE), True),
+    # Beyond the reference, first (module docstring): a value under a key that names a secret. Before
+    # the reference's patterns, which would take ``"a`` of ``PASSWORD="a b"`` and leave `` b"`` visible.
+    # One pass, and linear: the keyword is a literal, what follows it is bounded or a single class.
+    (re.compile(_SECRET_KEY + _SECRET_VALUE, re.IGNORECASE), True),
     (re.compile(r"Bearer\s+[A-Za-z0-9\-._~+/]+=*"), False),
     (re.compile(r"Basic\s+[A-Za-z0-9+/]+=*"), False),
     (re.compile(r"ghp_[A-Za-z0-9]+"), False),
@@ -76,9 +76,6 @@ DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(rf"(api[_-]?key{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
     # Beyond the reference: AWS temporary key IDs.
     (re.compile(r"ASIA[A-Z0-9]{16}"), False),
-    # An unquoted one: ``aws_secret_access_key = …``, ``export AWS_SECRET_ACCESS_KEY=…``,
-    # ``api_key: …``, ``"token": 12345``.
-    (re.compile(rf"({_SECRET_KEY}{_SECRET_SEP})(?=[^\s\"'{{\[])[^\s]+", re.IGNORECASE), True),
 )
 
 
