@@ -170,3 +170,17 @@ def test_a_cached_probe_answer_is_not_used_once_the_scripts_interpreter_is_no_lo
     again = cli_subprocess("scan", str(b), "--policy", str(pol), "--format", "json", "--surface", env=env)
     assert "script_refused" in again.out, again.out
     assert '"status": "probed"' not in again.out
+
+
+def test_a_locked_tool_whose_directory_is_no_longer_scanned_is_removed_not_drift(tmp_path: Path) -> None:
+    # The control for not_scanned: nothing refused it, the scanned path simply no longer holds it.
+    w = World(tmp_path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    w.tool(a, "ta", agent_script(agent_json("ta")), identity=ORG_ID)
+    w.tool(b, "tb", agent_script(agent_json("tb")), identity=ORG_ID)
+    lock, pol = tmp_path / "atip-trust.lock", w.policy()
+    common = ["--bundle-dir", str(w.bundles), "--policy", str(pol), "--lock", str(lock)]
+    assert cli_subprocess("lock", *common, str(a), str(b), env=_env(tmp_path)).code == 0
+    r = cli_subprocess("scan", *common, str(a), "--locked", "--format", "json", "--surface", env=_env(tmp_path))
+    assert r.code == 0, r.out + r.err
+    assert [(c["tool"], c["kind"]) for c in r.json["lock"]["changes"]] == [("tb", "removed")]

@@ -181,14 +181,17 @@ def compare_entry(name: str, old: LockEntry, new: LockEntry) -> Change:
     return change
 
 
-#: Scan skips about a directory (or a PATH entry) rather than a file: they do not name a tool.
+#: Scan skips only a directory (or a PATH entry) gets: they do not name a tool.
 _DIRECTORY_SKIPS = ("path_entry_", "directory_", "ancestor_", "duplicate_directory", "not_a_directory")
+#: Scan skips a PATH entry or a tool's link may get (scan.py ``_link_problem``).
+_LINK_SKIPS = ("symlink_foreign_owner", "symlink_in_unsafe_directory", "symlink_loop", "symlink_unreadable")
 
 
 def unscanned(surface: ToolSurface, old: Mapping[str, LockEntry]) -> dict[str, str]:
     """Locked names the scan did not vouch for although something by that name is still there, each
     with why (module docstring, ``not_scanned``): a skipped file of that name, a row that was never
-    hashed, or the locked path still present (its directory was skipped as a whole)."""
+    hashed, or the locked path still present in a directory the scan refused as a whole. A locked
+    tool whose directory is simply no longer scanned (PATH changed) is removed: no shell finds it."""
     found: dict[str, str] = {}
     for skip in surface.skipped:
         name = os.path.basename(skip.path)
@@ -197,10 +200,16 @@ def unscanned(surface: ToolSurface, old: Mapping[str, LockEntry]) -> dict[str, s
     for row in surface.rows:
         if row.name in old and row.digest is None:
             found.setdefault(row.name, f"{row.placement_reason}: {row.error or 'not opened and hashed'}")
+    # A directory on the scanned path that the scan refused as a whole (it became writable by others,
+    # an ancestor did, it is reached through someone else's link): its tools are not listed one by one.
+    refused = {os.path.realpath(p) for s in surface.skipped
+               if s.reason.startswith((*_DIRECTORY_SKIPS, *_LINK_SKIPS)) and s.reason != "duplicate_directory"
+               for p in (s.path, s.resolved) if p}
     for name, entry in old.items():
-        if name not in found and os.path.lexists(entry.path):
-            found[name] = f"{entry.path} still exists but the scan did not reach it (its directory was " \
-                          "skipped, or it is no longer on the scanned path)"
+        if name not in found and os.path.lexists(entry.path) \
+                and os.path.realpath(os.path.dirname(entry.path)) in refused:
+            found[name] = (f"{entry.path} still exists in a directory the scan refused as a whole "
+                           "(see the skipped directories)")
     return found
 
 
