@@ -151,3 +151,26 @@ def test_registry_cache_control_no_store_keeps_no_copy(
     assert result.found and result.shim_path is not None
     assert list(cache_dir.rglob(f"{world['hex']}.json")) == []
     assert os.path.exists(result.shim_path)  # readable while the client lives (its scratch copy)
+
+
+def test_a_registry_trickling_its_headers_is_an_error_attempt_within_the_lookup_timeout(
+        world, tmp_path, cache_dir) -> None:
+    from test_attacks_network import TrickleServer
+
+    from atip_trust.gate.admit import load_admission_policy
+    from atip_trust.gate.shims import registry_specs, shim_verifier
+    from atip_trust.registry import RegistryClient
+    from atip_trust.signature.trustroot import TrustRoot
+
+    server = TrickleServer()
+    try:
+        policy = load_admission_policy(registry_policy(world, tmp_path, {"url": server.url("")}))
+        root = TrustRoot.from_file(world["dir"] / "trusted_root.json")
+        client = RegistryClient(registry_specs(policy), shim_verifier(root), cache_dir=cache_dir, timeout=0.6)
+        result = client.lookup(world["digest"])
+        assert not result.found
+        assert [a.outcome for a in result.attempts] == ["error"]
+        assert "timed out: not complete after 0.6 s" in reasons(result)
+        assert server.client_hung_up.wait(5) and not server.finished_answer.is_set()
+    finally:
+        server.close()
