@@ -184,3 +184,23 @@ def test_a_locked_tool_whose_directory_is_no_longer_scanned_is_removed_not_drift
     r = cli_subprocess("scan", *common, str(a), "--locked", "--format", "json", "--surface", env=_env(tmp_path))
     assert r.code == 0, r.out + r.err
     assert [(c["tool"], c["kind"]) for c in r.json["lock"]["changes"]] == [("tb", "removed")]
+
+
+def test_a_locked_tool_made_unsafe_is_not_replaced_by_a_same_named_tool_later_on_path(tmp_path: Path) -> None:
+    # PATH a:c. The shell runs a/t, whatever the scan thinks of it; the old scan skipped the now
+    # group-writable a/t and scanned c/t in its place, so the lock saw a harmless path change.
+    w = World(tmp_path)
+    a, c = tmp_path / "a", tmp_path / "c"
+    body = agent_script(agent_json("t"), "v1")
+    w.tool(a, "t", body, identity=ORG_ID)
+    w.tool(c, "t", body, identity=ORG_ID)
+    lock, pol = tmp_path / "atip-trust.lock", w.policy()
+    common = ["--bundle-dir", str(w.bundles), "--policy", str(pol), "--lock", str(lock), str(a), str(c)]
+    assert cli_subprocess("lock", *common, env=_env(tmp_path)).code == 0
+    (a / "t").write_bytes(agent_script(agent_json("t", destructive=True), "rewritten by the group"))
+    (a / "t").chmod(0o775)
+    r = cli_subprocess("scan", *common, "--locked", "--format", "json", "--surface", env=_env(tmp_path))
+    assert r.code == 1, r.out + r.err
+    assert [(c["tool"], c["kind"]) for c in r.json["lock"]["changes"]] == [("t", "not_scanned")]
+    skipped = {(Path(s["path"]).parent.name, s["reason"]) for s in r.json["surface"]["skipped"]}
+    assert {("a", "file_writable"), ("c", "shadowed")} <= skipped

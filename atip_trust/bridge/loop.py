@@ -380,8 +380,8 @@ def _ran(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecisio
         result["signal"] = res.signal
     if res.timed_out:
         result["error"] = "timeout"
-        result["message"] = ("the tool did not finish within the policy's bridge.callTimeoutMs; it was killed "
-                             "(an incomplete last line is not shown)")
+        result["message"] = ("the tool did not finish within the policy's bridge.callTimeoutMs; it was "
+                             "killed (an incomplete last line is not shown)")
     elif res.truncated:
         result["error"] = "output_too_large"
         result["message"] = ("the tool's output passed the policy's bridge.maxOutputBytes; it was killed "

@@ -16,16 +16,16 @@ same issuer) from the same source repository, gaining none of the gated effects.
 * ``unsigned_update``: the bytes changed and nothing policy trusts signs the new ones;
 * ``effects_gained``: a gated effect (``destructive``, ``network``) that was declared safe now is not
   (metadata that disappears counts as every effect unknown, hence gained);
-* ``new_tool``: a tool the lock does not list.
-
+* ``new_tool``: a tool the lock does not list;
 * ``not_scanned``: the lock lists the tool and something by that name is still there, but the scan
   could not vouch for it: skipped as unsafe (made group-writable, foreign-owned, reached through a link
   someone else controls, in a directory that became unsafe), shadowed, or not opened and hashed. The
   shell still runs it from PATH, so it is drift, never a removal.
 
 A tool the lock lists is reported as ``removed`` (no approval needed: it cannot run) only when nothing
-by that name exists any more: not a scanned tool, not a skipped file, not the locked path itself. The file is JSON with sorted keys and a fixed indent, so it diffs well under review, and
-is replaced atomically.
+by that name exists any more: not a scanned tool, not a skipped file, not the locked path in a
+directory the scan refused. The file is JSON with sorted keys and a fixed indent, so it diffs well
+under review, and is replaced atomically.
 """
 
 from __future__ import annotations

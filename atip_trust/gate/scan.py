@@ -11,7 +11,9 @@ Directories come from PATH (in order) or from the caller. Skipped, each with a m
   others from renaming or removing the entry that leads to ours. Every ancestor up to ``/`` must
   otherwise pass the same owner and mode test (a parent writable by others can swap the directory);
 * a directory seen before (``/bin`` -> ``/usr/bin``): scanned once;
-* a file whose name an earlier directory already provides (``shadowed``: a shell runs the first);
+* a file whose name an earlier directory already provides (``shadowed``: a shell runs the first), even
+  when that earlier file was itself skipped as unsafe: the shell still runs it, so a later one must not
+  be scanned (or locked) in its place;
 * a symbolic link is resolved once, and the row says where it leads; a link into a directory that
   fails the test above is skipped with that reason, as is a file writable by group or others or owned
   by someone else;
@@ -250,11 +252,13 @@ def _scan_one(entry: str, real: str, checker: _DirCheck, seen_names: dict[str, s
             linked = _link_problem(here, checker)
             if linked is not None:
                 out.skipped.append(Skipped(path, linked[0], linked[1], target))
+                seen_names.setdefault(name, path)  # a shell may still run it: it shadows later ones
                 continue
             problem = checker.problem(os.path.dirname(target))
             if problem is not None:
                 out.skipped.append(Skipped(path, "symlink_into_unsafe_directory",
                                            f"{path} -> {target}: {problem[1]}", target))
+                seen_names.setdefault(name, path)
                 continue
         try:
             st = os.stat(target)
@@ -268,6 +272,9 @@ def _scan_one(entry: str, real: str, checker: _DirCheck, seen_names: dict[str, s
         if (why := owner_problem(st)) is not None:
             out.skipped.append(Skipped(path, _owner_reason(st, "file"), f"{target} is {why}",
                                        target if target != here else None))
+            # A shell still runs this one for the name: a later file of the same name must not be
+            # scanned (and locked) in its place.
+            seen_names.setdefault(name, path)
             continue
         if name in seen_names:
             out.skipped.append(Skipped(path, "shadowed", f"{seen_names[name]} comes first: a shell "

@@ -2,7 +2,7 @@
 
 ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``) and where the
 binary's signature bundle lives (``trust.integrity.signature.bundle``). Those URLs are *claims* from an
-untrusted document, so fetching it is opt-in (``--fetch``; README: no network
+untrusted document, so fetching them is opt-in (``--fetch``; README: no network
 request unless told to fetch something by URL) and every step is bounded:
 
 (1) the URL is checked before any connection: ``https://`` only (plain ``http://`` only for loopback
@@ -110,9 +110,7 @@ class _Watchdog:
         self._timer.daemon = True
         self._timer.start()
 
-    def add(self, sock: socket.socket | None) -> None:
-        if sock is None:
-            return
+    def add(self, sock: socket.socket) -> None:
         dup = sock.dup()
         with self._lock:
             self._socks.append(dup)
@@ -146,20 +144,29 @@ def _watched_backend(inner: httpcore.NetworkBackend, watch: _Watchdog) -> httpco
     """httpcore's network backend, with each new connection's socket handed to ``watch``."""
     import httpcore
 
+    def watched(stream: httpcore.NetworkStream) -> httpcore.NetworkStream:
+        sock = stream.get_extra_info("socket")
+        try:
+            if not isinstance(sock, socket.socket):
+                raise OSError("the connection exposes no socket")
+            watch.add(sock)
+        except OSError as err:
+            # A connection the watchdog cannot shut would have no deadline: refuse it (httpx maps
+            # this to ConnectError, hence NetworkError).
+            stream.close()
+            raise httpcore.ConnectError(f"cannot bound the connection by the deadline: {err}") from err
+        return stream
+
     class Watched(httpcore.NetworkBackend):
         def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                         local_address: str | None = None,
                         socket_options: Any = None) -> httpcore.NetworkStream:
-            stream = inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
-                                       socket_options=socket_options)
-            watch.add(stream.get_extra_info("socket"))
-            return stream
+            return watched(inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                             socket_options=socket_options))
 
         def connect_unix_socket(self, path: str, timeout: float | None = None,
                                 socket_options: Any = None) -> httpcore.NetworkStream:
-            stream = inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
-            watch.add(stream.get_extra_info("socket"))
-            return stream
+            return watched(inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options))
 
         def sleep(self, seconds: float) -> None:
             inner.sleep(seconds)
