@@ -371,9 +371,9 @@ def _ran(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecisio
     filt = create_result_filter([meta] if isinstance(meta, (Mapping, MetadataDocument)) else [],
                                 max_length=ctx.max_result_length, redact_patterns=ctx.redact_patterns)
     status: Status = "timeout" if res.timed_out else "ok" if res.ok else "failed"
-    cut = res.truncated or res.timed_out
-    stdout, stderr = (_complete_lines(res.stdout), _complete_lines(res.stderr)) if cut else (res.stdout,
-                                                                                            res.stderr)
+    stdout, stderr = res.stdout, res.stderr
+    if res.truncated or res.timed_out:
+        stdout, stderr = _complete_lines(stdout), _complete_lines(stderr)
     result: dict[str, Any] = {"status": status, "exit_code": res.exit_code,
                               "stdout": filt.filter(stdout), "stderr": filt.filter(stderr)}
     if res.signal is not None:
