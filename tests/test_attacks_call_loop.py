@@ -11,9 +11,13 @@ import json
 from typing import Any
 
 import pytest
-from test_bridge_loop import SECRET, Loop, loop, response, shown  # noqa: F401 - the fixture is used by name
+import test_bridge_loop
+from test_bridge_loop import SECRET, Loop, response, shown
 
 from atip_trust.bridge.safety import create_result_filter
+
+#: The signed fake gh of test_bridge_loop.py, by name.
+loop = test_bridge_loop.loop
 
 #: What machines print: JSON (AWS STS ``get-session-token``), an AWS credentials file, a shell export,
 #: a dotenv line, a Python dict. Each secret value below must never reach the model.

@@ -13,14 +13,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from discovery_world import ORG_ID, OTHER_ID, World, agent_json, agent_script, sentinel_script
-from test_discovery_lock import _lock, _scan_locked, locked  # noqa: F401 - the fixture is used by name
+import test_discovery_lock
+from discovery_world import (
+    ORG_ID,
+    OTHER_ID,
+    World,
+    agent_json,
+    agent_script,
+    sentinel_script,
+)
+from test_discovery_lock import _lock, _scan_locked
 from test_discovery_scan import _env
 from verify_helpers import cli_subprocess
 
 from atip_trust.gate.scan import scan_directories
 
 NOBODY = 65534
+#: A directory with one signed tool, locked (test_discovery_lock.py), by name.
+locked = test_discovery_lock.locked
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="making another user's link needs root")
 

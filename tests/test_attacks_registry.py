@@ -14,20 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_registry_client
 from pytest_httpserver import HTTPServer
-from test_registry_client import (  # noqa: F401 - fixtures used by name
-    base,
-    cache_dir,
-    client_for,
-    reasons,
-    registry_policy,
-    serve,
-    world,
-)
+from test_registry_client import base, client_for, reasons, registry_policy, serve
 from verify_helpers import cli
 from werkzeug import Request, Response
 
 from atip_trust.errors import UsageError
+
+#: The fixtures of test_registry_client.py, by name (a signed shim world, a private cache directory).
+world = test_registry_client.world
+cache_dir = test_registry_client.cache_dir
 
 
 def _admit(world: dict[str, Any], policy: Path, *extra: str) -> Any:

@@ -25,7 +25,14 @@ from atip_trust.cli.output import is_terminal, json_text, one_line, rich_text
 from atip_trust.cli.sarif import surface_to_sarif
 from atip_trust.gate.admit import load_admission_policy
 from atip_trust.gate.discover import ToolRow, ToolSurface, discover
-from atip_trust.gate.lock import LOCK_FILE, Change, compare, entries_of, read_lock, unscanned
+from atip_trust.gate.lock import (
+    LOCK_FILE,
+    Change,
+    compare,
+    entries_of,
+    read_lock,
+    unscanned,
+)
 
 #: Skip reasons that are findings (a place someone else can write), not bookkeeping.
 UNSAFE_SKIPS = frozenset({"directory_writable", "directory_foreign_owner", "ancestor_writable",

@@ -170,12 +170,12 @@ def _link_problem(path: str, checker: _DirCheck) -> tuple[str, str] | None:
         if hops > MAX_LINKS:
             return ("symlink_loop", f"{path}: more than {MAX_LINKS} symbolic links")
         if st.st_uid not in (0, os.getuid()):
-            return ("symlink_foreign_owner", f"{path}: symbolic link {here} is owned by uid {st.st_uid}, "
-                    f"expected root (0) or the current user ({os.getuid()}): its owner can re-point it")
+            return ("symlink_foreign_owner", (f"{path}: symbolic link {here} is owned by uid {st.st_uid}, "
+                    f"expected root (0) or the current user ({os.getuid()}): its owner can re-point it"))
         problem = checker.ancestor_problem(current)
         if problem is not None:
-            return ("symlink_in_unsafe_directory", f"{path}: symbolic link {here} sits in a directory "
-                    f"others can change: {problem[1]}")
+            return ("symlink_in_unsafe_directory", (f"{path}: symbolic link {here} sits in a directory "
+                    f"others can change: {problem[1]}"))
         try:
             target = os.readlink(here)
         except OSError as err:
