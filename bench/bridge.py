@@ -118,7 +118,8 @@ def bench_compile(ref_dir: str | None) -> None:
 
 def hostile(size: int, near_misses: int) -> str:
     near = ["ghp_ ", "AKIA123 ", "Bearer ! ", "Basic ! ", "passwords ", "tokens ", "api_ke= ", "secrets ",
-            "gho_- ", "password", "=\n"]
+            "gho_- ", "password", "=\n", '"password" ', "aws_secret_access_key ", 'SecretAccessKey" ',
+            "export TOKEN ", "'api_key' = {", "ASIA12 "]
     block = "".join(near)
     text = block * (near_misses // len(near))
     return text + "x" * max(0, size - len(text))

@@ -173,7 +173,7 @@ def test_fetch_without_metadata_is_a_usage_error() -> None:
 def test_fetch_with_metadata_declaring_no_url_fails_closed(tmp_path: Path) -> None:
     r = cli("verify", str(ARTIFACT), *SIGNER, "--fetch", "--metadata", str(write_metadata(tmp_path, None)))
     assert r.code == 2
-    assert "declares no trust.provenance.url" in r.err
+    assert "declares no trust.provenance.url and no trust.integrity.signature.bundle" in r.err
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_slow_server_times_out(second_server: HTTPServer) -> None:
     url = second_server.url_for("/slow")
     started = time.monotonic()
     try:
-        with pytest.raises(NetworkError, match=r"timed out after 0.3 s") as info:
+        with pytest.raises(NetworkError, match=r"timed out.* after 0.3 s") as info:
             fetch_bytes(url, timeout=0.3)
     finally:
         release.set()

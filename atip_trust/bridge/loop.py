@@ -20,8 +20,9 @@ provider's tool-result message out, and in between only the verified bytes run.
 (6) run the verified descriptor as a child (gate/run.py ``run_verified``): no stdin, the policy's
     environment (``exec.env``, gate/env.py), its own process group, ``bridge.callTimeoutMs`` and
     ``bridge.maxOutputBytes``;
-(7) filter stdout and stderr (``create_result_filter``: secrets redacted, then truncated) and wrap the
-    result with ``handle_tool_result``.
+(7) filter stdout and stderr (``create_result_filter``: secrets redacted over the whole output, then
+    truncated) and wrap the result with ``handle_tool_result``. Output the byte cap or the deadline cut
+    loses its incomplete last line first: a secret cut there may be too short for any pattern.
 
 A refusal is a normal tool result the model reads (``status: denied``, an ``error`` class such as
 ``permission_denied``, ``confirmation_required``, ``unknown_tool``, ``tool_changed``, the ``reasons``
@@ -34,7 +35,10 @@ every check and right before the run. Without ``confirm`` nobody can answer, so 
 ``ask`` back to the model as an answer: a model's "yes" is not a person's.
 
 Each call that reaches a decision leaves one audit line (the call-time admission's, with ``argv`` and
-``via: bridge``), as ``exec`` does.
+``via: bridge``), as ``exec`` does; an allowed call that then fails to start leaves a second, ``deny``
+line (``NOT_STARTED``). Each call of a response is settled on its own: a string no argv can carry (a
+lone surrogate) is ``ARGUMENT_INVALID`` before anything is logged as allowed, and an unexpected error
+in one call is that call's ``error`` result, never an exception that loses the other calls' outcomes.
 """
 
 from __future__ import annotations
@@ -150,7 +154,22 @@ def run_tool_call(
             return [_outcome(ctx, "", None, "invalid", {
                 "status": "invalid", "error": "parse_error", "provider": err.provider,
                 "message": err.message, "path": err.path})]
-    return [_one(ctx, c) for c in calls]
+    return [_settled(ctx, c) for c in calls]
+
+
+def _settled(ctx: _Ctx, call: ToolCall) -> CallOutcome:
+    """One call, settled on its own: whatever goes wrong in it (a bug included) is that call's
+    ``error`` result, so the other calls of the response keep their outcomes (a model told nothing
+    about a call that ran would run it again)."""
+    try:
+        return _one(ctx, call)
+    except AtipTrustError as err:
+        return _refusal(ctx, call, "evaluation_failed", f"{call.name} was not run: {err.diagnostics()}",
+                        [], status="error")
+    except Exception as err:  # noqa: BLE001 - one call's failure must not drop the others' outcomes
+        return _refusal(ctx, call, "internal_error", f"{call.name} was not run: {type(err).__name__} "
+                        "while handling the call (a defect in atip-trust; the other calls are unaffected)",
+                        [], status="error")
 
 
 def _outcome(ctx: _Ctx, id: str, name: str | None, status: Status, result: dict[str, Any], **more: Any
@@ -286,6 +305,11 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
             run_argv0, run_args, target = words[0], [*words[1:], f"/dev/fd/{sealed}", *argv[1:]], interp
             record["interpreter"] = {"path": interp.admission.path, "trust_level":
                                      interp.admission.report.trust_level.name}
+        unencodable = _unencodable([run_argv0, *run_args], env)
+        if unencodable is not None:
+            _write(ctx, record, "deny", [unencodable])
+            return _refusal(ctx, call, "invalid_arguments", f"{call.name} was not run: {unencodable.message}",
+                            [unencodable], status="invalid", decision=decision, argv=argv)
         if decision.behavior == "ask" or adm.behavior == "ask":
             assert ctx.confirm is not None  # without a person, ask was already deny
             if not ctx.confirm(call, decision):
@@ -300,10 +324,14 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
             res = run_verified(target.art, run_args, env=env,
                                timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,
                                keep_fds=(sealed,) if sealed >= 0 else ())
-        except ArtifactAccessError as err:
-            return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: {err.diagnostics()}", [],
-                            decision=decision, argv=argv)
         except AtipTrustError as err:
+            # The allow line is written; say in the log that the call did not run after all.
+            _write(ctx, record, "deny", [Reason("NOT_STARTED", f"the allowed call did not start: "
+                                                f"{err.diagnostics()}", expected="started",
+                                                actual="not started")])
+            if isinstance(err, ArtifactAccessError):
+                return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: {err.diagnostics()}",
+                                [], decision=decision, argv=argv)
             return _refusal(ctx, call, "execution_failed", f"{call.name} could not be started: "
                             f"{err.diagnostics()}", [], status="error", decision=decision, argv=argv)
     except ExecRefused as refused:
@@ -320,22 +348,49 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
     return _ran(ctx, call, entry, decision, argv, res)
 
 
+def _unencodable(argv: Sequence[str], env: Mapping[str, str]) -> Reason | None:
+    """A word the kernel could not be handed (``os.fsencode`` fails: a lone surrogate): checked before
+    the allow line is written, so the log never says a call ran that could not start. The arguments
+    are checked when validated (facts/arguments.py); this catches the environment and anything else."""
+    for where, words in (("argv", argv), ("environment", [w for kv in env.items() for w in kv])):
+        for word in words:
+            try:
+                os.fsencode(word)
+            except UnicodeEncodeError as err:
+                return Reason("ARGUMENT_INVALID", f"the {where} holds a string that cannot be encoded "
+                              f"({word[err.start]!r} at {err.start}); no process can be given it",
+                              expected="encodable text", actual=ascii(word[:80]))
+    return None
+
+
+def _complete_lines(data: bytes) -> bytes:
+    """Output cut by the byte cap or the deadline ends inside a line, which may hold the first bytes of
+    a secret that no pattern recognises any more (``AKIA`` and 8 of its 16 characters): only whole
+    lines are shown."""
+    return data[:data.rfind(b"\n") + 1]
+
+
 def _ran(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecision, argv: list[str],
          res: RunResult) -> CallOutcome:
     meta = entry.tool.metadata
     filt = create_result_filter([meta] if isinstance(meta, (Mapping, MetadataDocument)) else [],
                                 max_length=ctx.max_result_length, redact_patterns=ctx.redact_patterns)
     status: Status = "timeout" if res.timed_out else "ok" if res.ok else "failed"
+    stdout, stderr = res.stdout, res.stderr
+    if res.truncated or res.timed_out:
+        stdout, stderr = _complete_lines(stdout), _complete_lines(stderr)
     result: dict[str, Any] = {"status": status, "exit_code": res.exit_code,
-                              "stdout": filt.filter(res.stdout), "stderr": filt.filter(res.stderr)}
+                              "stdout": filt.filter(stdout), "stderr": filt.filter(stderr)}
     if res.signal is not None:
         result["signal"] = res.signal
     if res.timed_out:
         result["error"] = "timeout"
-        result["message"] = "the tool did not finish within the policy's bridge.callTimeoutMs; it was killed"
+        result["message"] = ("the tool did not finish within the policy's bridge.callTimeoutMs; it was "
+                             "killed (an incomplete last line is not shown)")
     elif res.truncated:
         result["error"] = "output_too_large"
-        result["message"] = "the tool's output passed the policy's bridge.maxOutputBytes; it was killed"
+        result["message"] = ("the tool's output passed the policy's bridge.maxOutputBytes; it was killed "
+                             "(an incomplete last line is not shown)")
     return _outcome(ctx, call.id, call.name, status, result, decision=decision, argv=tuple(argv), run=res)
 
 

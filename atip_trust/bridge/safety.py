@@ -16,7 +16,11 @@ must not see credentials). Beyond the reference (README "Bridge"):
   constant per position (bench/bridge.py measures 10 MB of near misses). JavaScript's variable-width
   lookbehind ``(?<=api[_-]?key[=:\\s])`` is written as a captured prefix kept in the output;
 * ``password: value`` (a colon or ``=`` followed by spaces, the YAML and log form) is redacted too; the
-  reference's lookbehind requires the value right after one separator character and leaves it visible.
+  reference's lookbehind requires the value right after one separator character and leaves it visible;
+* the forms machines print are redacted too (the reference misses them all): a quoted value after a key
+  naming a secret (``{"password": "…"}``, ``"token"``, ``"api_key"``, AWS STS's ``"SecretAccessKey"`` and
+  ``"SessionToken"``), keys with words around the keyword (``aws_secret_access_key = …``,
+  ``export AWS_SECRET_ACCESS_KEY=…``, ``DB_PASSWORD=…``), and temporary AWS key IDs (``ASIA…``).
 """
 
 from __future__ import annotations
@@ -38,8 +42,26 @@ DEFAULT_MAX_RESULT_LENGTH = 100_000
 
 _KEYWORD_VALUE = r"(?:[=:][ \t]*|\s)"
 
-#: Built-in secret patterns: (pattern, keep group 1). The reference's list, in its order.
+#: A secret's key as machines print it, from its keyword on (``password``, ``DB_PASSWORD``, ``api_key``,
+#: ``aws_secret_access_key``, ``AWS_SECRET_ACCESS_KEY``, ``SecretAccessKey``, ``SessionToken``,
+#: ``client-secret``: what precedes the keyword stays as it is), the rest of the key bounded
+#: (``{0,40}``), its own closing quote (JSON, a Python dict), ``:`` or ``=`` (JSON, YAML, INI, shell),
+#: and the value's opening quote if any: group 1, kept.
+_SECRET_KEY = (r"((?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+               r"|credential)[A-Za-z0-9_.-]{0,40}[\"']?[ \t]*[=:][ \t]*[\"']?)")
+#: The value, replaced: inside double or single quotes up to the closing one (escapes skipped as pairs,
+#: the unrolled loop: each character looked at once; the closing quote stays), or unquoted up to the next
+#: blank (not a ``{`` or ``[``: a nested object is not a value to hide, its own keys are looked at).
+_SECRET_VALUE = (r"""(?:(?<=")[^"\\\n]*(?:\\.[^"\\\n]*)*|(?<=')[^'\\\n]*(?:\\.[^'\\\n]*)*"""
+                 r"""|(?<=[=: \t])(?=[^\s"'{\[])\S+)""")
+
+#: Built-in secret patterns: (pattern, keep group 1). The reference's list, in its order, between
+#: ours (module docstring).
 DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
+    # Beyond the reference, first (module docstring): a value under a key that names a secret. Before
+    # the reference's patterns, which would take ``"a`` of ``PASSWORD="a b"`` and leave `` b"`` visible.
+    # One pass, and linear: the keyword is a literal, what follows it is bounded or a single class.
+    (re.compile(_SECRET_KEY + _SECRET_VALUE, re.IGNORECASE), True),
     (re.compile(r"Bearer\s+[A-Za-z0-9\-._~+/]+=*"), False),
     (re.compile(r"Basic\s+[A-Za-z0-9+/]+=*"), False),
     (re.compile(r"ghp_[A-Za-z0-9]+"), False),
@@ -52,6 +74,8 @@ DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(rf"(secret{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
     (re.compile(rf"(token{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
     (re.compile(rf"(api[_-]?key{_KEYWORD_VALUE})[^\s]+", re.IGNORECASE), True),
+    # Beyond the reference: AWS temporary key IDs.
+    (re.compile(r"ASIA[A-Z0-9]{16}"), False),
 )
 
 

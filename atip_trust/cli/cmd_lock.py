@@ -2,7 +2,8 @@
 
 Discovers as ``scan`` does and writes ``atip-trust.lock`` (gate/lock.py says what it holds and which
 changes need approval). With a lock already there, a change that needs approval (signer or source
-changed, unsigned new bytes, a gained destructive or network effect, a new tool) is refused with a
+changed, unsigned new bytes, a gained destructive or network effect, a new tool, a locked tool still
+there that the scan skipped as unsafe) is refused with a
 diff, old -> new per field, unless ``--accept-change TOOL`` names that tool; then nothing is written
 (exit 1). A tool whose verification failed (tampered bytes) is never locked: exit 1, nothing written.
 """
@@ -20,7 +21,7 @@ from atip_trust._version import __version__
 from atip_trust.cli.cmd_scan import add_discovery_flags, run_discovery
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import json_text, one_line
-from atip_trust.gate.lock import compare, entries_of, read_lock, write_lock
+from atip_trust.gate.lock import compare, entries_of, read_lock, unscanned, write_lock
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     surface = run_discovery(args)
     new = entries_of(surface)
     failed = [r for r in surface.rows if r.trust == "failed"]
-    changes = compare(old, new, args.accept_change) if old is not None else []
+    changes = compare(old, new, args.accept_change, present=unscanned(surface, old)) \
+        if old is not None else []
     shown = [c for c in changes if c.kind != "unchanged"]
     refused = bool(failed) or any(c.blocking for c in changes)
     if not refused:

@@ -25,12 +25,19 @@ from atip_trust.cli.output import is_terminal, json_text, one_line, rich_text
 from atip_trust.cli.sarif import surface_to_sarif
 from atip_trust.gate.admit import load_admission_policy
 from atip_trust.gate.discover import ToolRow, ToolSurface, discover
-from atip_trust.gate.lock import LOCK_FILE, Change, compare, entries_of, read_lock
+from atip_trust.gate.lock import (
+    LOCK_FILE,
+    Change,
+    compare,
+    entries_of,
+    read_lock,
+    unscanned,
+)
 
 #: Skip reasons that are findings (a place someone else can write), not bookkeeping.
 UNSAFE_SKIPS = frozenset({"directory_writable", "directory_foreign_owner", "ancestor_writable",
                           "ancestor_foreign_owner", "symlink_into_unsafe_directory", "file_writable",
-                          "file_foreign_owner"})
+                          "file_foreign_owner", "symlink_foreign_owner", "symlink_in_unsafe_directory"})
 
 
 def add_discovery_flags(p: argparse.ArgumentParser) -> None:
@@ -135,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     old = read_lock(args.lock_file) if args.locked else None  # a bad lock file: exit 2, before work
     surface = run_discovery(args)
     if old is not None:
-        changes = [c for c in compare(old, entries_of(surface, include_failed=True))
+        changes = [c for c in compare(old, entries_of(surface, include_failed=True),
+                                      present=unscanned(surface, old))
                    if c.kind != "unchanged"]
     rc = exit_code(surface, args.fail_on, changes)
     if args.format == "json" and not args.surface:

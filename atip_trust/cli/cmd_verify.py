@@ -55,7 +55,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     "no log entry: alone they fail 'tlog'; give the bundle with them (--bundle)")
     ev.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim making trust claims")
     ev.add_argument("--fetch", action="store_true",
-                    help="fetch trust.provenance.url from --metadata over HTTPS (otherwise no network)")
+                    help="fetch trust.integrity.signature.bundle and trust.provenance.url from "
+                    "--metadata over HTTPS (otherwise no network; ATIP_OFFLINE forbids it)")
     add_identity_flags(p)
     pv = p.add_argument_group("provenance (slsa-verifier names)")
     pv.add_argument("--builder-id", help="exact builder id, or a glob on the ref: ...@refs/tags/v*")
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--signature needs --key (the public key to verify it with) or --cert (the "
                          "signing certificate)")
     if args.fetch and not args.metadata:
-        raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url to fetch")
+        raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url and "
+                         "trust.integrity.signature.bundle to fetch")
     result = verify(
         args.artifact,
         constraints=build_constraints(args),

@@ -436,7 +436,7 @@ def surface_to_sarif(surface: Mapping[str, Any], changes: Sequence[Mapping[str, 
                                     identity=(row["digest"], row["surface"]["reason"])))
     for s in surface.get("skipped", []):
         if s["reason"].startswith(("directory_writable", "directory_foreign", "ancestor_", "symlink_into",
-                                   "file_writable", "file_foreign")):
+                                   "symlink_foreign", "symlink_in_unsafe", "file_writable", "file_foreign")):
             results.append(sarif_result("atip-trust/scan/unsafe-location", f"{s['path']}: {s['message']}",
                                         s["path"], props={"reason": s["reason"]}, identity=(s["reason"],)))
     for c in changes:

@@ -147,6 +147,13 @@ def _scalar_problem(p: Param, value: Any, what: str) -> str | None:
         return f"{what}: expected {expected}, got {type(value).__name__} {value!r}"
     if isinstance(value, str) and "\x00" in value:
         return f"{what}: contains a NUL byte, which no argv can carry"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            # A lone surrogate (JSON "\ud800" decodes to one): no UTF-8 argv can carry it.
+            return (f"{what}: character {err.start} is {value[err.start]!r}, a lone surrogate that "
+                    "cannot be encoded as UTF-8; expected text that an argv can carry")
     return None
 
 

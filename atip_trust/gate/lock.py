@@ -9,16 +9,23 @@ identity without its ``@ref``, since a release workflow's identity carries the r
 same issuer) from the same source repository, gaining none of the gated effects. What needs
 ``--accept-change TOOL`` (each says old -> new per field):
 
-* ``signer_changed``: another identity or issuer signed it, or a signed tool is now unsigned;
+* ``signer_changed``: another identity or issuer signed it, a signed tool is now unsigned, or an
+  unsigned tool was replaced by other bytes that some trusted signer signed (a signer the lock never
+  pinned takes over the name);
 * ``source_changed``: built from another repository;
 * ``unsigned_update``: the bytes changed and nothing policy trusts signs the new ones;
 * ``effects_gained``: a gated effect (``destructive``, ``network``) that was declared safe now is not
   (metadata that disappears counts as every effect unknown, hence gained);
-* ``new_tool``: a tool the lock does not list.
+* ``new_tool``: a tool the lock does not list;
+* ``not_scanned``: the lock lists the tool and something by that name is still there, but the scan
+  could not vouch for it: skipped as unsafe (made group-writable, foreign-owned, reached through a link
+  someone else controls, in a directory that became unsafe), shadowed, or not opened and hashed. The
+  shell still runs it from PATH, so it is drift, never a removal.
 
-A tool the lock lists and the scan no longer finds is reported as ``removed`` and needs no approval: it
-cannot run. The file is JSON with sorted keys and a fixed indent, so it diffs well under review, and
-is replaced atomically.
+A tool the lock lists is reported as ``removed`` (no approval needed: it cannot run) only when nothing
+by that name exists any more: not a scanned tool, not a skipped file, not the locked path in a
+directory the scan refused. The file is JSON with sorted keys and a fixed indent, so it diffs well
+under review, and is replaced atomically.
 """
 
 from __future__ import annotations
@@ -105,7 +112,7 @@ class LockEntry:
 @dataclass
 class Change:
     tool: str
-    kind: str  # added | removed | updated | unchanged
+    kind: str  # added | removed | updated | unchanged | not_scanned
     #: field -> (old, new), only the fields that differ.
     fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     #: Why approval is needed (empty: the change may pass).
@@ -160,6 +167,10 @@ def compare_entry(name: str, old: LockEntry, new: LockEntry) -> Change:
         return change
     if old.signer_key is not None and old.signer_key != new.signer_key:
         change.needs.append("signer_changed")
+    elif old.signer_key is None and new.signer_key is not None and old.digest != new.digest:
+        # Unsigned bytes replaced by a program some trusted signer signed: a signer the lock never
+        # pinned (perhaps with no source repository to compare) takes over the name.
+        change.needs.append("signer_changed")
     if old.digest != new.digest and new.signer_key is None:
         change.needs.append("unsigned_update")
     if (old.source_repo or None) != (new.source_repo or None):
@@ -170,14 +181,55 @@ def compare_entry(name: str, old: LockEntry, new: LockEntry) -> Change:
     return change
 
 
+#: Scan skips only a directory (or a PATH entry) gets: they do not name a tool.
+_DIRECTORY_SKIPS = ("path_entry_", "directory_", "ancestor_", "duplicate_directory", "not_a_directory")
+#: Scan skips a PATH entry or a tool's link may get (scan.py ``_link_problem``).
+_LINK_SKIPS = ("symlink_foreign_owner", "symlink_in_unsafe_directory", "symlink_loop", "symlink_unreadable")
+
+
+def unscanned(surface: ToolSurface, old: Mapping[str, LockEntry]) -> dict[str, str]:
+    """Locked names the scan did not vouch for although something by that name is still there, each
+    with why (module docstring, ``not_scanned``): a skipped file of that name, a row that was never
+    hashed, or the locked path still present in a directory the scan refused as a whole. A locked
+    tool whose directory is simply no longer scanned (PATH changed) is removed: no shell finds it."""
+    found: dict[str, str] = {}
+    for skip in surface.skipped:
+        name = os.path.basename(skip.path)
+        if name in old and not skip.reason.startswith(_DIRECTORY_SKIPS):
+            found.setdefault(name, f"{skip.reason}: {skip.message}")
+    for row in surface.rows:
+        if row.name in old and row.digest is None:
+            found.setdefault(row.name, f"{row.placement_reason}: {row.error or 'not opened and hashed'}")
+    # A directory on the scanned path that the scan refused as a whole (it became writable by others,
+    # an ancestor did, it is reached through someone else's link): its tools are not listed one by one.
+    refused = {os.path.realpath(p) for s in surface.skipped
+               if s.reason.startswith((*_DIRECTORY_SKIPS, *_LINK_SKIPS)) and s.reason != "duplicate_directory"
+               for p in (s.path, s.resolved) if p}
+    for name, entry in old.items():
+        if name not in found and os.path.lexists(entry.path) \
+                and os.path.realpath(os.path.dirname(entry.path)) in refused:
+            found[name] = (f"{entry.path} still exists in a directory the scan refused as a whole "
+                           "(see the skipped directories)")
+    return found
+
+
 def compare(old: Mapping[str, LockEntry], new: Mapping[str, LockEntry],
-            accept: Iterable[str] = ()) -> list[Change]:
-    """Every tool's change from ``old`` to ``new``, sorted by name; ``accept``: approved tools."""
+            accept: Iterable[str] = (), *, present: Mapping[str, str] | None = None) -> list[Change]:
+    """Every tool's change from ``old`` to ``new``, sorted by name; ``accept``: approved tools;
+    ``present``: locked names not in ``new`` that still exist, with why they were not scanned
+    (``unscanned``): drift needing approval, not a removal."""
     approved = set(accept)
     out: list[Change] = []
     for name in sorted(set(old) | set(new)):
         if name not in new:
-            out.append(Change(name, "removed", {"digest": (old[name].digest, None)}))
+            why = (present or {}).get(name)
+            if why is None:
+                out.append(Change(name, "removed", {"digest": (old[name].digest, None)}))
+                continue
+            ch = Change(name, "not_scanned", {"digest": (old[name].digest, None), "scan": (None, why)},
+                        ["not_scanned:" + why.split(":", 1)[0]])
+            ch.accepted = name in approved
+            out.append(ch)
             continue
         if name not in old:
             ch = Change(name, "added", {k: (None, v) for k, v in new[name].to_json().items()
@@ -215,4 +267,4 @@ def write_lock(path: str | os.PathLike[str], entries: Mapping[str, LockEntry], *
         raise ArtifactAccessError(f"cannot write the lock file: {err.strerror or err}", path=target) from err
 
 __all__ = ["Change", "GATED_EFFECTS", "LOCK_FILE", "LockEntry", "compare", "compare_entry",
-           "entries_of", "lock_text", "read_lock", "write_lock"]
+           "entries_of", "lock_text", "read_lock", "unscanned", "write_lock"]

@@ -20,6 +20,8 @@ prints nothing has no metadata (``no_metadata``), anything else is a failed prob
 
 Outcomes are cached by the artifact's digest and the probe's bounds (state/cache.py: the verdict
 cache's atomic, owner-checked entries), so a tool that hangs costs its timeout once, not on every scan.
+A cached outcome is used only after every check a run would meet (the permission above and, for a
+``#!`` script, its interpreter): the cache saves the run, never a check.
 """
 
 from __future__ import annotations
@@ -139,25 +141,32 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     settings = policy.discovery
     digest = str(artifact.sha256)
     key = _key(digest, settings.probe_timeout_ms, settings.max_output_bytes)
-    if cache is not None:
-        hit = cache.get(key)
-        found = _from_cache(hit, admission.tool) if hit is not None else None
-        if found is not None:
-            return found
+    # The interpreter is checked before the cache is read: a cached answer is what the tool said when
+    # it was allowed to run, and is used only while it still would be (policy's exec.scripts, the
+    # interpreter's bytes and evidence may have changed since).
     script = Opened(found=Path(admission.path), art=artifact, admission=admission)
     try:
         planned = script_interpreter(script, policy=policy, env=minimal_env() if env is None else env,
                                      audit=False, **dict(interpreter_args or {}))
     except ExecRefused as refused:
         return ProbeOutcome("not_probed", "script_refused", str(refused))
+    if planned is not None:
+        refusal = interpreter_refusal(script, planned[0])
+        if refusal is not None:
+            planned[0].art.close()
+            return ProbeOutcome("not_probed", "script_refused", str(refusal))
+    if cache is not None:
+        hit = cache.get(key)
+        found = _from_cache(hit, admission.tool) if hit is not None else None
+        if found is not None:
+            if planned is not None:
+                planned[0].art.close()
+            return found
     if planned is None:
         outcome = _run(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env)
     else:
         interp, words = planned
         with interp.art:
-            refusal = interpreter_refusal(script, interp)
-            if refusal is not None:
-                return ProbeOutcome("not_probed", "script_refused", str(refusal))
             try:
                 sealed = sealed_script(script)
             except ExecRefused as refused:  # the file no longer holds the verified bytes

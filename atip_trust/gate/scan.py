@@ -11,10 +11,17 @@ Directories come from PATH (in order) or from the caller. Skipped, each with a m
   others from renaming or removing the entry that leads to ours. Every ancestor up to ``/`` must
   otherwise pass the same owner and mode test (a parent writable by others can swap the directory);
 * a directory seen before (``/bin`` -> ``/usr/bin``): scanned once;
-* a file whose name an earlier directory already provides (``shadowed``: a shell runs the first);
+* a file whose name an earlier directory already provides (``shadowed``: a shell runs the first), even
+  when that earlier file was itself skipped as unsafe: the shell still runs it, so a later one must not
+  be scanned (or locked) in its place;
 * a symbolic link is resolved once, and the row says where it leads; a link into a directory that
   fails the test above is skipped with that reason, as is a file writable by group or others or owned
-  by someone else.
+  by someone else;
+* every symbolic link met while resolving a PATH entry or a tool's link (the entry itself, a link among
+  its parents, a link a link points through) must be owned by root or the current user and sit in a
+  directory that passes the ancestor test: whoever owns a link can re-point it, and whoever can write
+  its directory can replace it (``/tmp/bin`` -> ``/usr/bin``, made by another user in the sticky
+  ``/tmp``, passes every check of ``/usr/bin`` while its owner keeps the power to aim it elsewhere).
 
 Nothing here opens or runs a tool: discovery (gate/discover.py) opens each candidate once and re-checks
 owner and mode on that descriptor.
@@ -107,6 +114,11 @@ class _DirCheck:
         self._seen[real] = found
         return found
 
+    def ancestor_problem(self, real: str) -> tuple[str, str] | None:
+        """(reason, message) when ``real`` (resolved) or one of its ancestors fails the ancestor test
+        (the sticky bit accepted): a place where a symbolic link may safely sit."""
+        return self._ancestor(real)
+
     def _ancestor(self, real: str) -> tuple[str, str] | None:
         key = "\0" + real  # ancestors are judged with the sticky exception; keep them apart
         if key in self._seen:
@@ -125,6 +137,53 @@ class _DirCheck:
                     found = self._ancestor(parent)
         self._seen[key] = found
         return found
+
+
+#: Links followed while resolving one path, at most (the kernel's own limit is 40).
+MAX_LINKS = 40
+
+
+def _link_problem(path: str, checker: _DirCheck) -> tuple[str, str] | None:
+    """(reason, message) for the first unsafe symbolic link met while resolving ``path`` component by
+    component as the kernel does, or None. Each link must be owned by root or the current user (its
+    owner can re-point it) and its directory must pass the ancestor test (who can write it can swap
+    the link; the sticky bit stops that only for links others do not own)."""
+    pending = [p for p in os.path.abspath(path).split("/") if p]
+    current = "/"
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        here = os.path.join(current, part)
+        try:
+            st = os.lstat(here)
+        except OSError:
+            return None  # missing: the caller reports it with its own reason
+        if not stat.S_ISLNK(st.st_mode):
+            current = here
+            continue
+        hops += 1
+        if hops > MAX_LINKS:
+            return ("symlink_loop", f"{path}: more than {MAX_LINKS} symbolic links")
+        if st.st_uid not in (0, os.getuid()):
+            return ("symlink_foreign_owner", (f"{path}: symbolic link {here} is owned by uid {st.st_uid}, "
+                    f"expected root (0) or the current user ({os.getuid()}): its owner can re-point it"))
+        problem = checker.ancestor_problem(current)
+        if problem is not None:
+            return ("symlink_in_unsafe_directory", (f"{path}: symbolic link {here} sits in a directory "
+                    f"others can change: {problem[1]}"))
+        try:
+            target = os.readlink(here)
+        except OSError as err:
+            return ("symlink_unreadable", f"{path}: cannot read symbolic link {here}: {err.strerror}")
+        if target.startswith("/"):
+            current = "/"
+        pending = [p for p in target.split("/") if p] + pending
+    return None
 
 
 def scan_directories(
@@ -151,7 +210,7 @@ def scan_directories(
             continue
         real = os.path.realpath(entry)
         shown = real if real != os.path.normpath(entry) else None
-        problem = checker.problem(real)
+        problem = _link_problem(entry, checker) or checker.problem(real)
         if problem is not None:
             out.skipped.append(Skipped(entry, problem[0], problem[1], shown))
             continue
@@ -190,10 +249,16 @@ def _scan_one(entry: str, real: str, checker: _DirCheck, seen_names: dict[str, s
         if stat.S_ISLNK(lst.st_mode):
             # Resolved once, here; discovery opens the result without following links again.
             target = os.path.realpath(here)
+            linked = _link_problem(here, checker)
+            if linked is not None:
+                out.skipped.append(Skipped(path, linked[0], linked[1], target))
+                seen_names.setdefault(name, path)  # a shell may still run it: it shadows later ones
+                continue
             problem = checker.problem(os.path.dirname(target))
             if problem is not None:
                 out.skipped.append(Skipped(path, "symlink_into_unsafe_directory",
                                            f"{path} -> {target}: {problem[1]}", target))
+                seen_names.setdefault(name, path)
                 continue
         try:
             st = os.stat(target)
@@ -207,6 +272,9 @@ def _scan_one(entry: str, real: str, checker: _DirCheck, seen_names: dict[str, s
         if (why := owner_problem(st)) is not None:
             out.skipped.append(Skipped(path, _owner_reason(st, "file"), f"{target} is {why}",
                                        target if target != here else None))
+            # A shell still runs this one for the name: a later file of the same name must not be
+            # scanned (and locked) in its place.
+            seen_names.setdefault(name, path)
             continue
         if name in seen_names:
             out.skipped.append(Skipped(path, "shadowed", f"{seen_names[name]} comes first: a shell "

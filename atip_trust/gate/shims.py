@@ -27,7 +27,7 @@ def registry_specs(policy: Policy) -> tuple[RegistrySpec, ...]:
     """Policy's registries, in policy order (the client sorts by priority, stably)."""
     return tuple(
         RegistrySpec(url=r.url, signers=tuple(r.signers), priority=r.priority, mode=r.mode,
-                     name=r.name, token_env=r.token_env)
+                     name=r.name, token_env=r.token_env, max_cache_age=r.max_cache_age_hours * 3600.0)
         for r in policy.registries
     )
 
@@ -65,7 +65,7 @@ def registry_client(
     """A client for ``policy``'s registries. ``trust_root``: the root to verify shim bundles with
     (default: the one policy pins, ``trusted_root`` choosing among them). ``cache_dir``: default
     ``$ATIP_CACHE_DIR/registry`` or the user cache dir (state/paths.py). ``offline``: None reads
-    ``ATIP_OFFLINE``; True: cached verified shims only."""
+    ``ATIP_OFFLINE``; True: cached verified shims only, each up to its registry's maxCacheAgeHours."""
     root = trust_root if trust_root is not None else choose_trusted_root(
         policy, os.fspath(trusted_root) if trusted_root is not None else None, staging)
     return RegistryClient(registry_specs(policy), shim_verifier(root),

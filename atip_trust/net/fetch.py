@@ -1,7 +1,8 @@
 """Fetching named material over HTTPS, for ``verify --fetch`` (principle 5).
 
-ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``). That URL is a
-*claim* from an untrusted document, so fetching it is opt-in (``--fetch``; README: no network
+ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``) and where the
+binary's signature bundle lives (``trust.integrity.signature.bundle``). Those URLs are *claims* from an
+untrusted document, so fetching them is opt-in (``--fetch``; README: no network
 request unless told to fetch something by URL) and every step is bounded:
 
 (1) the URL is checked before any connection: ``https://`` only (plain ``http://`` only for loopback
@@ -13,12 +14,20 @@ request unless told to fetch something by URL) and every step is bounded:
     port (an off-host redirect could point a pinned-looking URL anywhere; https → http is a downgrade);
 (4) only status 200 is accepted;
 (5) the body is streamed and reading stops at the byte cap (``Content-Length`` is not trusted, but a
-    declared length over the cap is refused before reading); connect and each read are bounded by the
-    timeout and the whole fetch by a deadline of the same length, checked between chunks;
-(6) the bytes are written to a private (0700) temporary directory as ``.json`` or ``.jsonl`` and handed
+    declared length over the cap is refused before reading);
+(6) one wall-clock deadline (the timeout) covers the whole request, every redirect hop included:
+    connect, TLS handshake, status line and headers, body. A per-read timeout alone is not a deadline
+    (a server that sends one header byte every half second never trips it), so every socket the
+    request opens is registered with a watchdog that shuts it down when the deadline passes; the
+    blocked read then returns and the fetch fails as timed out. Only name resolution
+    (``getaddrinfo``) cannot be interrupted; it is bounded by the system resolver's own timeout;
+(7) the bytes are written to a private (0700) temporary directory as ``.json`` or ``.jsonl`` and handed
     to the ordinary bundle loader (``bundle.load_bundles``), so fetched material meets exactly the caps
     and checks of a local ``--bundle``. Nothing fetched is trusted for being fetched: the signature
     over it is what counts.
+
+``ATIP_OFFLINE`` (any value but empty, ``0``, ``false``, ``no``, ``off``) refuses every request
+before a connection is made: this module is the one HTTP client, so no network path escapes it.
 
 Every httpx exception is mapped here, once, into ``NetworkError`` (or ``InputTooLargeError`` for the
 byte cap), naming the URL.
@@ -35,7 +44,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -46,6 +57,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 if TYPE_CHECKING:  # httpx is imported on first fetch: `import atip_trust` must stay cheap
+    import httpcore
     import httpx
 
 from atip_trust._base.jsonio import parse_json
@@ -68,6 +80,98 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 def _version() -> str:
     return __version__
+
+
+def env_flag(name: str) -> bool:
+    """An on/off environment variable: unset, empty, ``0``, ``false``, ``no``, ``off`` are off; any
+    other value is on (``ATIP_OFFLINE=maybe`` means no network: the safe reading)."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def check_online(url: str) -> None:
+    """``ATIP_OFFLINE`` forbids the network: refuse before any connection (``NetworkError``)."""
+    if env_flag("ATIP_OFFLINE"):
+        raise NetworkError(f"refusing to fetch {_printable(url)}: ATIP_OFFLINE is set, no network "
+                           "request is made (unset it, or pass the material as a local file)")
+
+
+class _Watchdog:
+    """Step (6): shut down every socket of one request when its deadline passes.
+
+    Each socket is registered as a duplicate descriptor (``shutdown`` acts on the connection, not the
+    descriptor), so the watchdog keeps working after TLS wraps the original socket object. The timer
+    thread only calls ``shutdown``; the requesting thread sees its blocked read end and closes."""
+
+    def __init__(self, deadline: float) -> None:
+        self.fired = False
+        self._lock = threading.Lock()
+        self._socks: list[socket.socket] = []
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def add(self, sock: socket.socket) -> None:
+        dup = sock.dup()
+        with self._lock:
+            self._socks.append(dup)
+            late = self.fired
+        if late:
+            self._shut(dup)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed by the peer or by us
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            socks = list(self._socks)
+        for sock in socks:
+            self._shut(sock)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            socks, self._socks = self._socks, []
+        for sock in socks:
+            sock.close()
+
+
+def _watched_backend(inner: httpcore.NetworkBackend, watch: _Watchdog) -> httpcore.NetworkBackend:
+    """httpcore's network backend, with each new connection's socket handed to ``watch``."""
+    import httpcore
+
+    def watched(stream: httpcore.NetworkStream) -> httpcore.NetworkStream:
+        sock = stream.get_extra_info("socket")
+        try:
+            if not isinstance(sock, socket.socket):
+                raise OSError("the connection exposes no socket")
+            watch.add(sock)
+        except OSError as err:
+            # A connection the watchdog cannot shut would have no deadline: refuse it (httpx maps
+            # this to ConnectError, hence NetworkError).
+            stream.close()
+            raise httpcore.ConnectError(f"cannot bound the connection by the deadline: {err}") from err
+        return stream
+
+    class Watched(httpcore.NetworkBackend):
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                        local_address: str | None = None,
+                        socket_options: Any = None) -> httpcore.NetworkStream:
+            return watched(inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                             socket_options=socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                socket_options: Any = None) -> httpcore.NetworkStream:
+            return watched(inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            inner.sleep(seconds)
+
+    return Watched()
 
 
 def is_loopback(host: str) -> bool:
@@ -147,8 +251,9 @@ def _proxy_for(u: httpx.URL) -> str | None:
     return proxy
 
 
-def _client(u: httpx.URL, timeout: float) -> httpx.Client:
-    """A fresh client per request: no cookie jar carried across redirects, no environment, no auth."""
+def _client(u: httpx.URL, timeout: float, watch: _Watchdog) -> httpx.Client:
+    """A fresh client per request: no cookie jar carried across redirects, no environment, no auth;
+    every connection it opens (to the host or to the proxy) is watched by ``watch`` (step 6)."""
     import ssl
 
     import httpx
@@ -156,8 +261,15 @@ def _client(u: httpx.URL, timeout: float) -> httpx.Client:
     proxy = _proxy_for(u)
     try:
         verify: ssl.SSLContext = httpx.create_ssl_context(trust_env=True)
+        transport = httpx.HTTPTransport(verify=verify, proxy=proxy, trust_env=False)
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            # httpx/httpcore changed shape: without the watchdog there is no deadline; fail closed.
+            raise NetworkError(f"cannot bound a request to {_show(u)} by a deadline with this "
+                               "httpx/httpcore version (no connection pool network backend)")
+        pool._network_backend = _watched_backend(pool._network_backend, watch)
         return httpx.Client(
-            proxy=proxy,
+            transport=transport,
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(timeout),
@@ -213,7 +325,7 @@ def redirect_target(current: httpx.URL, location: str | None, status: int = 302)
 
 
 def _read_capped(resp: httpx.Response, url: str, max_bytes: int, deadline: float,
-                 timeout: float) -> bytes:
+                 timeout: float, watch: _Watchdog) -> bytes:
     """Step (5): stop at ``max_bytes`` whatever the headers say."""
     declared = resp.headers.get("content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
@@ -239,6 +351,10 @@ def _read_capped(resp: httpx.Response, url: str, max_bytes: int, deadline: float
         chunks.append(chunk)
         if time.monotonic() > deadline:
             raise NetworkError(f"fetching {url} timed out: not complete after {timeout} s")
+    if watch.fired:
+        # The watchdog's shutdown reads as end of file: a body that ends at the end of the
+        # connection (no Content-Length, HTTP/1.0 style) would look complete, but it was cut.
+        raise NetworkError(f"fetching {url} timed out: not complete after {timeout} s")
     return b"".join(chunks)
 
 
@@ -251,22 +367,36 @@ def _request(
     headers: Mapping[str, str] | None = None,
     answers: frozenset[int] = frozenset({200}),
 ) -> tuple[int, bytes, str, dict[str, str]]:
-    """Steps (1)-(5). Returns the status (one of ``answers``), the body (read only for 200), the final
-    URL (after same-origin redirects) and the response's ``ETag`` / ``Last-Modified`` headers.
+    """Steps (1)-(6). Returns the status (one of ``answers``), the body (read only for 200), the final
+    URL (after same-origin redirects) and the response's ``ETag`` / ``Last-Modified`` /
+    ``Cache-Control`` headers.
 
     ``headers`` go with every hop; every hop is on the first URL's origin (step 3), so a credential
     among them never reaches another host."""
+    current = check_url(url)
+    check_online(url)
+    deadline = time.monotonic() + timeout
+    watch = _Watchdog(deadline)
+    try:
+        return _hops(current, url, timeout=timeout, deadline=deadline, watch=watch, max_bytes=max_bytes,
+                     max_redirects=max_redirects, headers=headers, answers=answers)
+    finally:
+        watch.close()
+
+
+def _hops(current: httpx.URL, url: str, *, timeout: float, deadline: float, watch: _Watchdog,
+          max_bytes: int, max_redirects: int, headers: Mapping[str, str] | None,
+          answers: frozenset[int]) -> tuple[int, bytes, str, dict[str, str]]:
+    """``_request``'s redirect loop, each hop under the one deadline."""
     import httpx
 
-    current = check_url(url)
-    deadline = time.monotonic() + timeout
     for _hop in range(max_redirects + 1):
         shown = str(current)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise NetworkError(f"fetching {shown} timed out: not complete after {timeout} s")
         try:
-            with _client(current, remaining) as client, \
+            with _client(current, remaining, watch) as client, \
                     client.stream("GET", current, headers=dict(headers or {})) as resp:
                 if resp.status_code in _REDIRECTS:
                     current = redirect_target(current, resp.headers.get("location"),
@@ -278,28 +408,41 @@ def _request(
                         f"fetching {shown} failed: expected status {want}, got {resp.status_code} "
                         f"{resp.reason_phrase}".rstrip()
                     )
-                kept = {k: v for k in ("etag", "last-modified")
+                kept = {k: v for k in ("etag", "last-modified", "cache-control")
                         if (v := resp.headers.get(k)) is not None}
-                body = (_read_capped(resp, shown, max_bytes, deadline, timeout)
+                body = (_read_capped(resp, shown, max_bytes, deadline, timeout, watch)
                         if resp.status_code == 200 else b"")
+                if watch.fired:
+                    raise NetworkError(f"fetching {shown} timed out: not complete after {timeout} s")
                 return resp.status_code, body, shown, kept
-        except httpx.TimeoutException as err:
-            raise NetworkError(f"fetching {shown} timed out after {timeout} s "
-                               f"({type(err).__name__})") from err
-        except httpx.ProxyError as err:
-            raise NetworkError(f"fetching {shown} failed at the proxy: {err}") from err
-        except httpx.ConnectError as err:
-            raise NetworkError(f"cannot connect to {_show(current)} to fetch {shown}: {err}") from err
-        except httpx.HTTPError as err:
-            # Remaining transport and protocol errors (read errors, protocol violations, ...).
-            raise NetworkError(f"fetching {shown} failed: {type(err).__name__}: {err}") from err
-        except httpx.InvalidURL as err:
-            raise NetworkError(f"refusing to fetch {shown}: {err}") from err
+        except (httpx.HTTPError, httpx.InvalidURL) as err:
+            raise _map_error(err, shown, current, timeout, watch) from err
     raise NetworkError(f"fetching {_printable(url)}: more than {max_redirects} redirects")
 
 
+def _map_error(err: Exception, shown: str, current: httpx.URL, timeout: float,
+               watch: _Watchdog) -> NetworkError:
+    """An httpx exception as the ``NetworkError`` that names the URL (the caller raises it)."""
+    import httpx
+
+    if watch.fired:
+        # The watchdog shut the connection: whatever httpx saw (EOF, reset), it is the deadline.
+        return NetworkError(f"fetching {shown} timed out: not complete after {timeout} s (connect, "
+                            "TLS, headers and body share one deadline)")
+    if isinstance(err, httpx.TimeoutException):
+        return NetworkError(f"fetching {shown} timed out after {timeout} s ({type(err).__name__})")
+    if isinstance(err, httpx.ProxyError):
+        return NetworkError(f"fetching {shown} failed at the proxy: {err}")
+    if isinstance(err, httpx.ConnectError):
+        return NetworkError(f"cannot connect to {_show(current)} to fetch {shown}: {err}")
+    if isinstance(err, httpx.InvalidURL):
+        return NetworkError(f"refusing to fetch {shown}: {err}")
+    # Remaining transport and protocol errors (read errors, protocol violations, ...).
+    return NetworkError(f"fetching {shown} failed: {type(err).__name__}: {err}")
+
+
 def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tuple[bytes, str]:
-    """Steps (1)-(5), status 200 only. Returns the body and the final URL."""
+    """Steps (1)-(6), status 200 only. Returns the body and the final URL."""
     _status, body, final, _headers = _request(url, timeout=timeout, max_bytes=max_bytes,
                                               max_redirects=max_redirects)
     return body, final
@@ -316,6 +459,8 @@ class HttpAnswer:
     body: bytes
     etag: str | None
     last_modified: str | None
+    #: The ``Cache-Control`` header as sent (RFC §4.7: honoured by the registry cache).
+    cache_control: str | None = None
 
 
 def fetch_conditional(
@@ -327,7 +472,8 @@ def fetch_conditional(
     max_redirects: int = MAX_REDIRECTS,
 ) -> HttpAnswer:
     """GET ``url`` under the rules of this module's docstring, for a caller that keeps a cache (the
-    shim registry client, RFC §4.7): ``headers`` (``If-None-Match``, ``Authorization``) are sent to
+    shim registry client, RFC §4.7): ``headers`` (``If-None-Match``, ``If-Modified-Since``,
+    ``Authorization``) are sent to
     ``url``'s origin only (redirects to any other origin are refused before a connection is made);
     200, 304 and 404 are answers, any other status is a ``NetworkError``."""
     for key, value in (headers or {}).items():
@@ -340,7 +486,7 @@ def fetch_conditional(
                                          max_redirects=max_redirects, headers=headers,
                                          answers=frozenset({200, 304, 404}))
     return HttpAnswer(url=url, final_url=final, status=status, body=body, etag=kept.get("etag"),
-                      last_modified=kept.get("last-modified"))
+                      last_modified=kept.get("last-modified"), cache_control=kept.get("cache-control"))
 
 
 def fetch_bytes(
@@ -400,19 +546,26 @@ def _write_private(dest_dir: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def provenance_url(metadata: str | os.PathLike[str]) -> str:
-    """The ``trust.provenance.url`` a metadata file declares; ``UsageError`` when it declares none
-    (the caller asked to fetch and there is nothing to fetch: fail closed)."""
-
+def declared_urls(metadata: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """What ``--fetch`` fetches, as ``(kind, url)``: the binary's signature bundle the metadata
+    declares (RFC §3.2.2 ``trust.integrity.signature.bundle``) and its provenance
+    (``trust.provenance.url``), once each. ``UsageError`` when it declares neither: the caller asked
+    to fetch and there is nothing to fetch (fail closed)."""
     claims = load_metadata(metadata).claims
-    url = claims.provenance.url if claims.provenance is not None else None
-    if not url:
+    found: list[tuple[str, str]] = []
+    if claims.signature is not None and claims.signature.bundle:
+        found.append(("signature", claims.signature.bundle))
+    if claims.provenance is not None and claims.provenance.url \
+            and claims.provenance.url not in [u for _, u in found]:
+        found.append(("provenance", claims.provenance.url))
+    if not found:
         raise UsageError(
-            "--fetch was given but the metadata declares no trust.provenance.url: nothing to "
-            "fetch (drop --fetch, or pass the material with --bundle)",
+            "--fetch was given but the metadata declares no trust.provenance.url and no "
+            "trust.integrity.signature.bundle: nothing to fetch (drop --fetch, or pass the material "
+            "with --bundle)",
             path=os.fspath(metadata),
         )
-    return url
+    return found
 
 
 def fetch_provenance(
@@ -422,15 +575,19 @@ def fetch_provenance(
     timeout: float = LIMITS.fetch_timeout,
     max_bytes: int = LIMITS.fetch_bytes,
 ) -> list[FetchedMaterial]:
-    """Fetch the metadata's ``trust.provenance.url`` into ``dest_dir`` as a bundle file.
+    """Fetch what the metadata declares (``declared_urls``: its signature bundle, its provenance) into
+    ``dest_dir``, one bundle file each (``fetched-signature.json``, ``fetched-provenance.json``).
 
-    Pass each ``FetchedMaterial.path`` to ``Evidence(bundles=...)``; the material is untrusted.
+    Pass each ``FetchedMaterial.path`` to ``Evidence(bundles=...)``; the material is untrusted. Each
+    URL has its own deadline; any failure fails the whole fetch (the caller asked for all of it).
     """
-    url = provenance_url(metadata)
-    data, final = _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=MAX_REDIRECTS)
-    digest = hash_bytes(data)
-    path = _write_private(Path(dest_dir), "fetched-provenance" + bundle_suffix(data), data)
-    return [FetchedMaterial(url=url, final_url=final, path=path, sha256=digest, size=len(data))]
+    out: list[FetchedMaterial] = []
+    for kind, url in declared_urls(metadata):
+        data, final = _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=MAX_REDIRECTS)
+        path = _write_private(Path(dest_dir), f"fetched-{kind}" + bundle_suffix(data), data)
+        out.append(FetchedMaterial(url=url, final_url=final, path=path, sha256=hash_bytes(data),
+                                   size=len(data)))
+    return out
 
 
 @contextmanager
@@ -446,8 +603,8 @@ def fetched_provenance(
         yield fetch_provenance(metadata, tmp, timeout=timeout, max_bytes=max_bytes)
 
 
-# Public API: the fetch itself and its result. check_url, redirect_target, is_loopback, bundle_suffix and
-# provenance_url are importable for tests and callers who want the same rules, but not re-exported.
+# Public API: the fetch itself and its result. check_url, redirect_target, is_loopback, bundle_suffix
+# and declared_urls are importable for tests and callers who want the same rules, but not re-exported.
 __all__ = [
     "FetchedMaterial",
     "HttpAnswer",

@@ -339,6 +339,7 @@ def layer_from_document(
                 mode=r.get("mode", "fallthrough"),
                 name=r.get("name"),
                 token_env=r.get("tokenEnv"),
+                max_cache_age_hours=r.get("maxCacheAgeHours", 168),
             )
             for i, r in enumerate(trust["registries"])
         )

@@ -164,7 +164,7 @@ class SourceRule(Record):
 class RegistryRule(Record):
     """A shim registry policy names (``trust.registries``) and the signers its shims need."""
 
-    __slots__ = ("url", "signers", "priority", "mode", "name", "token_env")
+    __slots__ = ("url", "signers", "priority", "mode", "name", "token_env", "max_cache_age_hours")
     url: str
     signers: tuple[SignerRule, ...]
     priority: int
@@ -172,11 +172,14 @@ class RegistryRule(Record):
     name: str | None
     #: The environment variable holding a bearer token for this registry (RFC §4.6 ``tokenEnvVar``).
     token_env: str | None
+    #: ``maxCacheAgeHours``: how old a cached shim's last check may be when it is used without the
+    #: network (registry/client.py, "Cache"); 168 (7 days) unless policy says otherwise.
+    max_cache_age_hours: float
 
     def __init__(self, url: str, signers: tuple[SignerRule, ...], priority: int = 100,
                  mode: Literal["allowlist", "fallthrough"] = "fallthrough", name: str | None = None,
-                 token_env: str | None = None) -> None:
-        init(self, url, signers, priority, mode, name, token_env)
+                 token_env: str | None = None, max_cache_age_hours: float = 168) -> None:
+        init(self, url, signers, priority, mode, name, token_env, max_cache_age_hours)
 
 
 class Requirements(Record):

@@ -28,11 +28,20 @@ A failed request fails closed: no shim from that registry, never a stale or unve
 
 Cache (§4.7): per registry, ``<cache_dir>/<sha256(url)[:16]>/shims/sha256/<hex>.json`` and
 ``.json.bundle``, byte-for-byte as signed, written only after they verified (into a private temporary
-file, then ``os.replace``), 0600 in 0700 directories; ``<hex>.meta.json`` keeps the ETag and when it
-was checked. A cached shim is verified again on every use (policy's signers may have changed since).
-Within the TTL (default 24 h) it is used as is; after it, a conditional request (``If-None-Match``)
-revalidates it (304: reused), a 404 removes it. ``ATIP_OFFLINE`` (or ``offline=True``): no request at
-all, the cached verified shims only, whatever their age. ``ATIP_REFRESH=1``: the TTL is zero.
+file, then ``os.replace``), 0600 in 0700 directories; ``<hex>.meta.json`` keeps the ETag, the
+Last-Modified date, the registry's ``Cache-Control`` freshness and when it was last checked with the
+registry. A cached shim is verified again on every use (policy's signers may have changed since).
+
+* Online (``--fetch``): within the TTL (24 h, the RFC's re-check interval, shortened by the
+  registry's ``Cache-Control: max-age`` or ``no-cache``, never lengthened) the copy is used as is;
+  after it, a conditional request (``If-None-Match`` and ``If-Modified-Since``) revalidates it (304:
+  reused, checked now), a 404 removes it. ``no-store``: no copy is kept. ``ATIP_REFRESH=1``: TTL 0.
+* Offline (no ``--fetch``, ``ATIP_OFFLINE``, or ``offline=True``): no request at all; a cached
+  verified shim is used only while its last check is younger than the registry's
+  ``maxCacheAgeHours`` (policy, default 7 days). Older, it counts as absent: the RFC's 24 h re-check
+  cannot happen without the network, and a shim the registry withdrew must not keep relaxing gates
+  for ever; the week is the margin for machines that fetch now and then, and policy can shorten it
+  (0: never without the network).
 """
 
 from __future__ import annotations
@@ -55,10 +64,14 @@ from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.limits import LIMITS
-from atip_trust.net.fetch import fetch_conditional
+from atip_trust.net.fetch import env_flag, fetch_conditional
 
 #: RFC §4.7: re-check a cached shim after this many seconds.
 DEFAULT_TTL = 24 * 3600.0
+#: Without the network (no ``--fetch``, or ``ATIP_OFFLINE``) a cached shim cannot be re-checked; it
+#: counts as absent once its last check with the registry is older than this (policy
+#: ``maxCacheAgeHours``, default 7 days): a shim the registry withdrew stops relaxing gates.
+DEFAULT_MAX_CACHE_AGE = 7 * 24 * 3600.0
 #: The manifest is small; a registry that sends more is refused.
 MANIFEST_BYTES = 1024 * 1024
 #: §4.4.2 default endpoints, relative to the registry URL.
@@ -80,6 +93,8 @@ class RegistrySpec:
     name: str | None = None
     #: The environment variable holding a bearer token for this registry (never the token itself).
     token_env: str | None = None
+    #: Seconds a cached shim may be used without re-checking it with the registry (offline use).
+    max_cache_age: float = DEFAULT_MAX_CACHE_AGE
 
     @property
     def label(self) -> str:
@@ -161,22 +176,32 @@ class _Rejected(Exception):
     """A shim (or bundle) that was received but does not count; the message says why."""
 
 
-def env_flag(name: str) -> bool:
-    """An on/off environment variable: unset, empty, ``0``, ``false``, ``no``, ``off`` are off; any
-    other value is on (``ATIP_OFFLINE=maybe`` means no network: the safe reading)."""
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
 def _norm(url: str) -> str:
     return url.strip().rstrip("/")
 
 
+def search_order(specs: Sequence[RegistrySpec]) -> tuple[RegistrySpec, ...]:
+    """Policy's registries in the order they are asked (RFC §4.6: ``priority``, lower first, then
+    policy order), cut after the first ``allowlist`` registry (§4.8): its answer is final, so no
+    registry after it is ever asked."""
+    ordered = sorted(specs, key=lambda s: s.priority)  # stable: equal priorities keep policy's order
+    for i, spec in enumerate(ordered):
+        if spec.mode == "allowlist":
+            return tuple(ordered[:i + 1])
+    return tuple(ordered)
+
+
 def select_registries(specs: Sequence[RegistrySpec], env: str | None) -> tuple[RegistrySpec, ...]:
-    """``ATIP_REGISTRIES`` (comma-separated URLs, RFC §4.6) narrows policy's registries to those it
-    lists; it cannot add one (policy names each registry's signers). A URL policy does not name is a
-    ``UsageError``: the user asked for a registry that cannot be trusted."""
+    """The registries a lookup asks, in order: policy's ``search_order``, narrowed by
+    ``ATIP_REGISTRIES`` (comma-separated URLs, RFC §4.6) to those it lists.
+
+    The variable can only narrow, never relax: a URL policy does not name is a ``UsageError`` (a
+    registry needs its signers in policy), and so is one that policy's order puts after an
+    ``allowlist`` registry (leaving that registry out would let a fall-through registry answer for a
+    tool the allowlist does not list: an unsigned tool's command could flip from deny to allow)."""
+    order = search_order(specs)
     if env is None or not env.strip():
-        return tuple(specs)
+        return order
     wanted = [_norm(u) for u in env.split(",") if u.strip()]
     known = {_norm(s.url): s for s in specs}
     unknown = [u for u in wanted if u not in known]
@@ -185,7 +210,16 @@ def select_registries(specs: Sequence[RegistrySpec], env: str | None) -> tuple[R
             f"ATIP_REGISTRIES names {', '.join(unknown)}, which policy does not name "
             f"(trust.registries: {', '.join(known) or 'none'}); a registry needs its signers in "
             "policy, so the environment can only choose among policy's registries")
-    return tuple(s for s in specs if _norm(s.url) in wanted)
+    asked = {_norm(s.url) for s in order}
+    beyond = [u for u in wanted if u not in asked]
+    if beyond:
+        final = order[-1]
+        raise UsageError(
+            f"ATIP_REGISTRIES names {', '.join(beyond)}, which policy's order puts after the allowlist "
+            f"registry {final.label} (trust.registries mode \"allowlist\": its answer is final); "
+            "leaving it out would let another registry vouch for tools it does not list, and the "
+            f"environment can only narrow. Expected a selection among: {', '.join(sorted(asked))}")
+    return tuple(s for s in order if _norm(s.url) in wanted)
 
 
 def _check_endpoint(value: Any, where: str) -> str:
@@ -273,6 +307,44 @@ class _ShimCache:
             pass
 
 
+def _age(info: dict[str, Any]) -> float | None:
+    """Seconds since the cached shim was last checked with its registry; None when unknown or in the
+    future (a clock that went back, a meta file written by hand): such a copy is never fresh."""
+    checked = info.get("checked")
+    if isinstance(checked, bool) or not isinstance(checked, (int, float)):
+        return None
+    age = time.time() - checked
+    return age if age >= 0 else None
+
+
+def _max_age(info: dict[str, Any]) -> float:
+    """The registry's own ``Cache-Control`` freshness for a cached shim (``inf``: none given)."""
+    value = info.get("max_age")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("inf")
+
+
+def _finite(seconds: float | None) -> float | None:
+    """A freshness as the meta file keeps it (JSON has no infinity: None means none given)."""
+    return seconds if seconds is not None and seconds != float("inf") else None
+
+
+def _cache_control(header: str | None) -> float | None:
+    """RFC §4.7 / RFC 9111 ``Cache-Control`` of a registry answer, as the seconds a copy stays fresh:
+    ``max-age=N`` (``s-maxage`` is for shared caches), ``0`` for ``no-cache`` (revalidate every time),
+    None for ``no-store`` (keep no copy). A registry can shorten the 24 h re-check, never lengthen it
+    (the client takes the smaller). No header, or one that does not parse: ``inf`` (the client's TTL)."""
+    fresh = float("inf")
+    for part in (header or "").lower().split(","):
+        key, _, value = part.strip().partition("=")
+        if key == "no-store":
+            return None
+        if key == "no-cache":
+            fresh = 0.0
+        elif key == "max-age" and value.strip().strip('"').isdigit():
+            fresh = min(fresh, float(value.strip().strip('"')))
+    return fresh
+
+
 class RegistryClient:
     """Look shims up by digest in policy's registries (module docstring)."""
 
@@ -291,9 +363,8 @@ class RegistryClient:
         remote). ``offline``: no network (None: ``ATIP_OFFLINE``). ``ttl``: seconds a cached shim is
         used without asking (None: 24 h, 0 with ``ATIP_REFRESH=1``). ``timeout`` and ``max_bytes``:
         per request (connect, each read and the whole request; bytes of one body)."""
-        chosen = select_registries(registries, os.environ.get("ATIP_REGISTRIES"))
-        # Stable: equal priorities keep policy's order.
-        self.registries: tuple[RegistrySpec, ...] = tuple(sorted(chosen, key=lambda s: s.priority))
+        self.registries: tuple[RegistrySpec, ...] = select_registries(
+            registries, os.environ.get("ATIP_REGISTRIES"))
         self.verify = verify
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.offline = env_flag("ATIP_OFFLINE") if offline is None else offline
@@ -426,26 +497,33 @@ class RegistryClient:
             else:
                 shim_path, _, _ = cache.paths(digest.hex)
                 hit = self._found(spec, digest, doc, raw, verdict, shim_path, bundle, cached=True)
+        age = _age(info)
         if self.offline:
-            if hit is not None:
+            if hit is not None and age is not None and age < spec.max_cache_age:
                 return hit
-            return None, Attempt(spec.label, "offline",
-                                 f"offline (ATIP_OFFLINE): no cached verified shim for {digest}")
-        checked = info.get("checked")
-        if hit is not None and isinstance(checked, (int, float)) and 0 <= time.time() - checked < self.ttl:
+            why = (f"no cached verified shim for {digest}" if hit is None else
+                   f"the cached shim for {digest} was last checked with the registry "
+                   + (f"{age / 3600:.1f} h ago" if age is not None else "at an unknown time")
+                   + f", over its maximum age of {spec.max_cache_age / 3600:g} h (trust.registries "
+                   "maxCacheAgeHours): it counts as absent until --fetch checks it again")
+            return None, Attempt(spec.label, "offline", f"offline (no --fetch, or ATIP_OFFLINE): {why}")
+        if hit is not None and age is not None and age < min(self.ttl, _max_age(info)):
             return hit
 
         url = self._shim_url(spec, digest)
         headers = self._headers(spec)
-        etag = info.get("etag") if hit is not None else None
-        if isinstance(etag, str):
-            headers["If-None-Match"] = etag
+        if hit is not None:
+            # RFC §4.7: revalidate with a conditional request (ETag, and Last-Modified).
+            for key, header in (("etag", "If-None-Match"), ("last_modified", "If-Modified-Since")):
+                if isinstance(info.get(key), str):
+                    headers[header] = info[key]
         answer = fetch_conditional(url, headers=headers, timeout=self.timeout, max_bytes=self.max_bytes)
         if answer.status == 304:
             if hit is None or cache is None:
                 raise _Rejected(f"{url} answered 304 Not Modified to a request that was not "
                                 "conditional")
-            cache.touch(digest.hex, {**info, "checked": time.time()})
+            fresh = _cache_control(answer.cache_control)
+            cache.touch(digest.hex, {**info, "checked": time.time(), "max_age": _finite(fresh)})
             return hit
         if answer.status == 404:
             if cache is not None:
@@ -456,8 +534,12 @@ class RegistryClient:
         if bundle_answer.status != 200:
             raise _Rejected(f"shim at {url} is unsigned: {url}.bundle answered {bundle_answer.status}; "
                             f"expected a bundle signed by a signer policy names for {spec.label}")
-        return self._store(spec, digest, cache, url, answer.body, bundle_answer.body,
-                           etag=answer.etag)
+        max_age = _cache_control(answer.cache_control)
+        if max_age is None and cache is not None:
+            cache.drop(digest.hex)  # no-store: the registry asks that no copy be kept
+        return self._store(spec, digest, cache if max_age is not None else None, url, answer.body,
+                           bundle_answer.body, meta={"etag": answer.etag, "max_age": _finite(max_age),
+                                                     "last_modified": answer.last_modified})
 
     def _scratch(self) -> Path:
         """Without a usable cache: one private temporary folder for this client's shims (removed
@@ -467,7 +549,7 @@ class RegistryClient:
         return Path(self._tmp.name)
 
     def _store(self, spec: RegistrySpec, digest: Digest, cache: _ShimCache | None, url: str,
-               raw: bytes, bundle_bytes: bytes, *, etag: str | None) -> tuple[ShimResult, Attempt]:
+               raw: bytes, bundle_bytes: bytes, *, meta: dict[str, Any]) -> tuple[ShimResult, Attempt]:
         """Verify the received pair from private temporary files, then move them into place: only
         verified bytes are ever stored under a shim's name."""
         usable = cache is not None and cache.usable()
@@ -487,7 +569,7 @@ class RegistryClient:
             os.replace(tmp_shim, shim_path)
             tmp_shim = None
             if cache is not None and usable:
-                cache.touch(digest.hex, {"url": url, "etag": etag, "checked": time.time()})
+                cache.touch(digest.hex, {"url": url, **meta, "checked": time.time()})
             return self._found(spec, digest, doc, raw, verdict, shim_path, bundle_path, cached=False)
         finally:
             _unlink(tmp_shim, tmp_bundle)
@@ -504,6 +586,7 @@ class RegistryClient:
 
 __all__ = [
     "Attempt",
+    "DEFAULT_MAX_CACHE_AGE",
     "DEFAULT_TTL",
     "RegistryClient",
     "RegistrySpec",
@@ -511,5 +594,6 @@ __all__ = [
     "ShimVerifier",
     "SignatureVerdict",
     "env_flag",
+    "search_order",
     "select_registries",
 ]
