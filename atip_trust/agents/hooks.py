@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record, init, replace
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
@@ -296,6 +296,20 @@ def _unprovable(request: HookRequest, policy: Policy, why: Unprovable, options: 
     return Verdict("ask", "atip-trust: " + question)
 
 
+def _admit_each(found: list[Program], request: HookRequest, policy: Policy, options: Options) -> list[Part]:
+    """A part per program; a program met again with the same words and circumstances (only its place
+    in the line differs) is admitted once, so a long line costs its distinct programs."""
+    seen: dict[Program, Part] = {}
+    parts: list[Part] = []
+    for program in found:
+        key = replace(program, span=None)
+        part = seen.get(key)
+        if part is None:
+            part = seen[key] = _admit(program, request, policy, options)
+        parts.append(part if part.program is program else replace(part, program=program))
+    return parts
+
+
 def decide_command(request: HookRequest, *, policy: Policy, options: Options | None = None) -> Verdict | None:
     """The verdict for a shell command, or None (no opinion) for another tool or a line of shell
     builtins only. Each program's admission writes its own audit line."""
@@ -309,7 +323,7 @@ def decide_command(request: HookRequest, *, policy: Policy, options: Options | N
             else programs(request.command)
     except Unprovable as why:
         return _unprovable(request, policy, why, options)
-    parts = [_admit(p, request, policy, options) for p in found]
+    parts = _admit_each(found, request, policy, options)
     if not parts:
         return None
     worst = max(parts, key=lambda p: ORDER[p.behavior]).behavior

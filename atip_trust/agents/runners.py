@@ -98,7 +98,7 @@ _ENV = Grammar(flags="i0v", valued="uCS", long_flags=("ignore-environment", "nul
                long_valued=("unset", "chdir", "split-string"),
                long_optional=("default-signal", "ignore-signal", "block-signal"))
 #: What ``env -S`` may split here: no quotes, escapes, ``$`` or ``#``, whose meaning env defines itself.
-_PLAIN_SPLIT = re.compile(r"[A-Za-z0-9_./=:,@%+ \t-]*")
+_PLAIN_SPLIT = r"[A-Za-z0-9_./=:,@%+ \t-]*"  # compiled on first use (re's cache), not at import
 
 
 def _env(words: list[Word], depth: int = 0) -> Outcome:
@@ -107,7 +107,7 @@ def _env(words: list[Word], depth: int = 0) -> Outcome:
     if split:
         # -S's words take the place of the option and are read as options again (env(1) -S).
         text = split[-1] or ""
-        if len(split) > 1 or depth or not _PLAIN_SPLIT.fullmatch(text):
+        if len(split) > 1 or depth or not re.fullmatch(_PLAIN_SPLIT, text):
             raise Unprovable(f"env -S {text!r}: only one plain string (no quotes, escapes or $) is read")
         again = [words[0], *(Word(t) for t in text.split()), *words[parsed.rest:]]
         return _env(again, depth + 1)
@@ -384,7 +384,7 @@ def _shell(words: list[Word]) -> Outcome:
 #: ``git -c`` keys (git-config(1)) that change nothing about which program runs; any other is refused
 #: (aliases, pagers, editors, ssh commands, fsmonitor, hooks paths, diff and merge drivers, filters,
 #: credential helpers, includes, safe.directory).
-_GIT_SAFE_KEYS = re.compile(r"(user|color|advice|column|i18n)\.[a-z0-9.-]+|init\.defaultbranch|core\.quotepath|"
+_GIT_SAFE_KEYS = (r"(user|color|advice|column|i18n)\.[a-z0-9.-]+|init\.defaultbranch|core\.quotepath|"
                             r"core\.autocrlf|core\.safecrlf|core\.filemode|pull\.(rebase|ff)|"
                             r"push\.default|diff\.(renames|noprefix|mnemonicprefix)|log\.(date|decorate)|"
                             r"commit\.verbose|status\.(short|branch)")
@@ -416,7 +416,7 @@ _GIT_BUILTIN = frozenset((
 
 def _git_key(spec: str | None) -> None:
     key = (spec or "").split("=", 1)[0].lower()
-    if not _GIT_SAFE_KEYS.fullmatch(key):
+    if not re.fullmatch(_GIT_SAFE_KEYS, key):
         raise Unprovable(f"git -c {key}: configuration that can make git run another program (or that "
                          "is not known here)")
 
