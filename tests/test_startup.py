@@ -230,12 +230,16 @@ def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_
     assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
 
 
+#: What the agent hook may load that an admission does not: bash's grammar (tree-sitter imports typing;
+#: tree-sitter-bash's package imports importlib.resources, which brings tempfile, shutil and random).
+HOOK_COLD = tuple(m for m in STD_COLD if m not in ("typing", "tempfile", "shutil", "random"))
+
+
 def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(tmp_path: Path) -> None:
     """The pre-tool hook runs before every shell command an agent runs: for a command whose program has
-    no evidence it answers (deny or ask, in the agent's format); the first time it evaluates the
-    program (and validates the default policy), from then on it answers from the verdict cache without
-    loading a verifier, dataclasses, OpenSSL or platformdirs — nor, in a bare interpreter, pathlib,
-    typing or contextlib."""
+    no evidence it answers (here denied: the policy denies programs it does not name); the first time it
+    evaluates the program (and validates the policy), from then on it answers from the verdict cache
+    without loading a verifier, dataclasses, OpenSSL or platformdirs."""
     # A program (``true`` would be a shell builtin: nothing to admit, no answer), on a standard input
     # with bytes under it, as the agent gives it (the hook reads ``sys.stdin.buffer``).
     request = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -244,20 +248,20 @@ def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(
                                ".BytesIO(REQUEST.encode())); rc = main(")
     env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("ATIP_TRUST_ORG_POLICY", None)
-    # A root file: the embedded one is found through the sigstore package, absent from a bare interpreter.
-    ROOT = str(REPO / "fixtures" / "sigstore" / "trusted_root.json")
-    for run, (bare, cold) in enumerate(((False, STD_COLD), (False, STD_COLD), (True, BARE_COLD))):
-        p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c",
-                            f"REQUEST = {request!r}\n" + probe_hook,
-                            json.dumps(["hook", "claude-code", "--no-audit", "--trusted-root", ROOT]),
-                            json.dumps(HEAVY),
-                            json.dumps(OWN_COLD), json.dumps(cold)], cwd=REPO, capture_output=True,
-                           text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"version": 1, "hooks": {"unlisted": "deny"}}))
+    root = str(REPO / "fixtures" / "sigstore" / "trusted_root.json")
+    for run in range(2):
+        p = subprocess.run([sys.executable, "-c", f"REQUEST = {request!r}\n" + probe_hook,
+                            json.dumps(["hook", "claude-code", "--no-audit", "--trusted-root", root, "--policy",
+                                        str(policy)]),
+                            json.dumps(HEAVY), json.dumps(OWN_COLD), json.dumps(HOOK_COLD)], cwd=REPO,
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
         out = json.loads(p.stderr.strip().splitlines()[-1])
         answer = json.loads(p.stdout)["hookSpecificOutput"]
-        # ls has no evidence: UNSIGNED, which the default policy does not allow — a decision, not an
-        # error (an internal error denies too, and must not pass for one).
-        assert answer["permissionDecision"] in ("deny", "ask"), answer
+        # ls has no evidence: UNSIGNED, which this policy denies — a decision, not an error (an internal
+        # error denies too, and must not pass for one).
+        assert answer["permissionDecision"] == "deny", answer
         reason = answer["permissionDecisionReason"]
         assert "ls -l" in reason and "UNSIGNED" in reason and "error" not in reason, answer
         if run == 0:
