@@ -52,7 +52,7 @@ def test_pyproject_lists_every_package_folder_under_atip_trust() -> None:
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(argv, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 
