@@ -21,7 +21,15 @@ if TYPE_CHECKING:
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_ASK, EXIT_FAIL, EXIT_OK
-from atip_trust.cli.output import is_terminal, json_text, one_line, rich_text
+from atip_trust.cli.output import (
+    add_report_file_flags,
+    is_terminal,
+    json_text,
+    one_line,
+    report_files,
+    rich_text,
+    write_report_files,
+)
 from atip_trust.cli.sarif import surface_to_sarif
 from atip_trust.gate.admit import load_admission_policy
 from atip_trust.gate.discover import ToolRow, ToolSurface, discover
@@ -76,6 +84,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="with --format json: print the tool-surface object (summary; loaded, not probed, "
                    "blocked and skipped entries with reason codes; lock drift) instead of the list of one "
                    "verification object per tool")
+    add_report_file_flags(p)
     p.set_defaults(func=run)
 
 
@@ -138,23 +147,30 @@ def run(args: argparse.Namespace) -> int:
         changes = [c for c in compare(old, entries_of(surface, include_failed=True))
                    if c.kind != "unchanged"]
     rc = exit_code(surface, args.fail_on, changes)
-    if args.format == "json" and not args.surface:
+    write_report_files(report_files(args), lambda fmt: _render(args, surface, changes, rc, fmt))
+    if args.format == "text":
+        render_text(surface, changes)
+    else:
+        sys.stdout.write(_render(args, surface, changes, rc, args.format))
+    return rc
+
+
+def _render(args: argparse.Namespace, surface: ToolSurface, changes: list[Change] | None, rc: int,
+            fmt: str) -> str:
+    """The scan as JSON or SARIF (``fmt``), as standard output or a report file holds it."""
+    if fmt == "json" and not args.surface:
         # CONTRACT.md: a list of verification objects, one per tool, with the tool's name.
-        sys.stdout.write(json_text([row.contract_json() for row in surface.rows]))
-    elif args.format == "json":
-        sys.stdout.write(json_text({
+        return json_text([row.contract_json() for row in surface.rows])
+    if fmt == "json":
+        return json_text({
             "command": "scan", "summary": summary(surface), "surface": surface.to_json(),
             "lock": None if changes is None else {
                 "file": os.fspath(args.lock_file), "drift": any(c.blocking for c in changes),
                 "changes": [c.to_json() for c in changes]},
-            "exit_code": rc}))
-    elif args.format == "sarif":
-        sys.stdout.write(json_text(surface_to_sarif(
-            surface.to_json(), [c.to_json() for c in changes or []], lock_file=os.fspath(args.lock_file),
-            version=__version__)))
-    else:
-        render_text(surface, changes)
-    return rc
+            "exit_code": rc})
+    return json_text(surface_to_sarif(  # sarif
+        surface.to_json(), [c.to_json() for c in changes or []], lock_file=os.fspath(args.lock_file),
+        version=__version__))
 
 
 def _row_cells(r: ToolRow) -> list[str]:

@@ -101,20 +101,22 @@ def load_admission_policy(
     min_trust_level: TrustLevel | str | None = None,
     signers: list[dict[str, Any]] | None = None,
     cache: bool = True,
+    predicate_type: str | None = None,
 ) -> Policy:
     """The composed policy ``admit`` decides with: the local policy (default: the shipped default.json)
     under every org layer (the standard org-policy path, ``ATIP_TRUST_ORG_POLICY``, ``org_policy``), and
     ``min_trust_level`` and ``signers`` (policy ``trust.signers`` entries, e.g. from identity flags) as a
     CLI layer: those signers are trusted only where no other layer states signers, narrow where one
     does, and count for nothing under an org that fixes the trust anchors (policy/compose.py).
-    ``cache``: skip the schema validation of a document found valid before (policy/load.py)."""
+    ``cache``: skip the schema validation of a document found valid before (policy/load.py).
+    ``predicate_type``: an attestation of that predicate type is required (CLI layer, as gh's flags)."""
     # ATIP_TRUST_POLICY names the local policy a fleet's machines use when none is given.
     chosen = policy or os.environ.get("ATIP_TRUST_POLICY") or default_policy_path()
     layers: list[PolicyLayer] = [load_layer(chosen, source="local", cache=cache)]
     layers.extend(org_layers([org_policy] if org_policy else [], cache=cache))
-    if min_trust_level is not None or signers:
+    if min_trust_level is not None or signers or predicate_type:
         name = (min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level)
-        layers.append(cli_layer(min_trust_level=name, signers=signers))
+        layers.append(cli_layer(min_trust_level=name, signers=signers, predicate_type=predicate_type))
     return compose(layers)
 
 
@@ -201,14 +203,15 @@ class Known:
 def audit_failure(
     err: BaseException,
     *,
-    tool: PathLike,
+    tool: PathLike | None,
     command: Sequence[str] | str | None = None,
     policy: Policy | None = None,
     path: str | None = None,
     digest: str | None = None,
     audit_log: PathLike | None = None,
 ) -> str | None:
-    """Append the deny line for an admission that could not be evaluated (exit 2).
+    """Append the deny line for an admission that could not be evaluated (exit 2); ``tool`` None:
+    not known (a command line that did not parse).
 
     Never masks the original error: a failure to write this line is returned as a warning text.
     """
@@ -218,7 +221,7 @@ def audit_failure(
         message, where = f"internal error: {type(err).__name__}", None
     record = audit_error_record(
         code=error_code(err), error_type=type(err).__name__, message=message, where=where,
-        tool=tool_name_of(tool), command=list(split_command(command)), path=path, digest=digest,
+        tool=tool_name_of(tool) if tool is not None else None, command=list(split_command(command)), path=path, digest=digest,
         policy_digest=policy.digest if policy is not None else None,
         mode=policy.mode if policy is not None else None,
     )

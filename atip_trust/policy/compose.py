@@ -352,6 +352,7 @@ def cli_layer(
     min_trust_level: str | None = None,
     no_match_deny: bool = False,
     signers: list[dict[str, Any]] | None = None,
+    predicate_type: str | None = None,
 ) -> PolicyLayer:
     """CLI flags as a layer of their own (rule source ``cli``).
 
@@ -363,8 +364,13 @@ def cli_layer(
     doc: dict[str, object] = {"version": 1}
     if signers:
         doc["trust"] = {"signers": signers}
+    requirements: dict[str, object] = {}
     if min_trust_level:
-        doc["requirements"] = {"minTrustLevel": min_trust_level.upper()}
+        requirements["minTrustLevel"] = min_trust_level.upper()
+    if predicate_type:  # gh's flags require its predicate type (cli/identity_flags.py)
+        requirements["predicateType"] = predicate_type
+    if requirements:
+        doc["requirements"] = requirements
     if no_match_deny:
         doc["defaults"] = {"noMatch": "deny"}
     return layer_from_document(json.loads(json.dumps(doc)), source="cli")
