@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     tool_args = list(args.args)
     if tool_args[:1] == ["--"]:
         tool_args = tool_args[1:]
-    if args.tool.startswith("-"):
-        raise UsageError(f"expected the tool after '--', actual option {args.tool!r}")
     try:
+        if args.tool.startswith("-"):
+            raise UsageError(f"expected the tool after '--', actual option {args.tool!r}")
         policy = policy_from_args(args)
     except Exception as err:
         if not args.no_audit:
