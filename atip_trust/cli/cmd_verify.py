@@ -40,8 +40,11 @@ from atip_trust.inputs import Constraints
 
 if TYPE_CHECKING:
     import pathlib
+
+    from atip_trust.cli import sarif
 else:
     pathlib = lazy_import("pathlib")  # only for --key files (README "Verdict cache")
+    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -175,8 +178,6 @@ def _render(args: argparse.Namespace, results: list[Verification | BaseException
         return json_text({"command": "verify", "results": docs,
                           "exit_code": max(_exit_code(r) for r in results)})
     if fmt == "sarif":
-        from atip_trust.cli import sarif  # only for SARIF (README "Verdict cache")
-
         found: list[dict[str, Any]] = []
         rules: dict[str, Any] = {}
         for artifact, r in zip(args.artifact, results):

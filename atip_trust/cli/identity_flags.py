@@ -31,8 +31,15 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import UsageError
 from atip_trust.signature.identity import IdentityRule
+
+# Only with gh's flags: the provenance model is not loaded by a warm admission (tests/test_startup.py).
+if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+else:
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 
@@ -132,10 +139,7 @@ def gh_predicate_type(args: argparse.Namespace) -> str | None:
     given: str | None = getattr(args, "predicate_type", None)
     if given is not None or not getattr(args, "gh_flags", ()):
         return given
-    # Only now: the provenance model is not loaded by a warm admission (tests/test_startup.py).
-    from atip_trust.provenance.slsa import SLSA_PROVENANCE_V1
-
-    return SLSA_PROVENANCE_V1
+    return slsa.SLSA_PROVENANCE_V1
 
 
 def _github_under(path: str) -> str:

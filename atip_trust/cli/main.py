@@ -53,9 +53,11 @@ if TYPE_CHECKING:
     import traceback
 
     from atip_trust.cli import sarif
+    from atip_trust.gate import admit as admit_mod
 else:
     sarif = lazy_import("atip_trust.cli.sarif")
     traceback = lazy_import("traceback")
+    admit_mod = lazy_import("atip_trust.gate.admit")  # an unparsed command line's audit line only
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -534,9 +536,7 @@ def _audit_usage_error(err: BaseException, argv: list[str], parser: argparse.Arg
     found = sub.positionals(words)
     tool = found[0] if found and name != "hook" else None
     command: list[str] | str | None = found[1:] if name == "exec" else given.get("--command")
-    from atip_trust.gate.admit import audit_failure  # only now: a parsed command line never needs it
-
-    warning = audit_failure(err, tool=tool, command=command, audit_log=given.get("--audit-log"))
+    warning = admit_mod.audit_failure(err, tool=tool, command=command, audit_log=given.get("--audit-log"))
     if warning is not None:
         sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
 

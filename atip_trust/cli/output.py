@@ -14,7 +14,9 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+from atip_trust._base.files import write_atomic
 from atip_trust._base.lazy import lazy_import
+from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import Check, Reason, TrustReport
 
 # SARIF is built only for ``--format sarif`` (_base/lazy.py): a warm admit prints JSON or text.
@@ -49,9 +51,6 @@ def report_files(args: Any) -> dict[str, str]:
 def write_report_files(files: Mapping[str, str], render: Callable[[str], str]) -> None:
     """Write ``render(format)`` to each file (replaced whole: a reader never sees half a report). A file
     that cannot be written is an error (exit 2): the CI step that reads it must not find an old one."""
-    from atip_trust._base.files import write_atomic
-    from atip_trust.errors import ArtifactAccessError
-
     for fmt, path in files.items():
         try:
             write_atomic(path, render(fmt).encode("utf-8"), mode=0o644)
