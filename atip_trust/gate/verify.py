@@ -96,14 +96,11 @@ def verdict(rep: TrustReport) -> Decision:
     if rep.trust_level is TrustLevel.VERIFIED:
         return Decision("allow", [Reason("VERIFIED", "all requested checks passed")],
                         report_digest=rep.digest(), rule_source="cli")
-    reasons = [
-        Reason(f"{rep.trust_level.name}", f"trust level {rep.trust_level.name}, VERIFIED required",
-               expected="VERIFIED", actual=rep.trust_level.name)
-    ]
-    for c in rep.checks:
-        if c.failed:
-            reasons.append(Reason(f"CHECK_{c.name.upper().replace('.', '_')}_{c.status.upper()}",
-                                  c.message or c.name, expected=c.expected, actual=c.actual))
+    # Cause first (issue 26): the failed checks, then the level they add up to.
+    reasons = [Reason(f"CHECK_{c.name.upper().replace('.', '_')}_{c.status.upper()}", c.message or c.name,
+                      expected=c.expected, actual=c.actual) for c in rep.checks if c.failed]
+    reasons.append(Reason(f"{rep.trust_level.name}", f"trust level {rep.trust_level.name}, VERIFIED required",
+                          expected="VERIFIED", actual=rep.trust_level.name))
     return Decision("deny", reasons, report_digest=rep.digest(), rule_source="cli")
 
 

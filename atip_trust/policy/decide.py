@@ -335,7 +335,7 @@ def _core(
             "deny",
             Reason(
                 "TRUST_COMPROMISED",
-                "the artifact shows evidence of tampering (invalid signature or digest mismatch)",
+                _tampering(report),
                 rule="builtin:compromised",
                 expected="not COMPROMISED",
                 actual=level.name,
@@ -660,6 +660,42 @@ def effect_classes_of(reason: Reason) -> tuple[str, ...]:
     return ()
 
 
+#: Reasons that *decide* on their own, whatever the trust: a rule or list that names the tool or command.
+_OWN_CAUSES = frozenset({"TOOL_DENIED_DIGEST", "TOOL_DENIED", "TOOL_NOT_ALLOWED", "DELEGATION_TOOL_NOT_ALLOWED",
+                         "COMMAND_TOO_LARGE", "COMMAND_AMBIGUOUS", "COMMAND_DENIED", "COMMAND_ASK",
+                         "EFFECT_RESTRICTED"})
+#: Facts about the bytes and their evidence that other reasons follow from (a signer the policy does not
+#: name makes the tool UNVERIFIED, which fails rule qualifiers and capability gates, which leaves no rule
+#: that allows): the cause, in pipeline order.
+_TRUST_CAUSES = ("TRUST_COMPROMISED", "DIGEST_PIN_MISMATCH", "SIGNER_NOT_IN_POLICY", "NO_SIGNERS_IN_POLICY",
+                 "SIGNATURE_THRESHOLD", "TRUST_BELOW_MINIMUM", "TRUST_NOT_VERIFIED", "PROVENANCE_REQUIRED",
+                 "SLSA_LEVEL_TOO_LOW", "SOURCE_NOT_ALLOWED", "METADATA_SOURCE_NOT_ALLOWED",
+                 "EFFECTS_UNKNOWN", "EFFECTS_UNVERIFIED")
+
+
+def _cause_first(reasons: list[Reason], final: set[int]) -> list[Reason]:
+    """Cause first (issue 26): the final behavior's own rule verdicts (a deny or ask rule, a tool list),
+    then the trust facts the rest follows from, in pipeline order, then everything else as reached.
+    A reader (and a hook that shows one line) sees why first, the consequences after."""
+    def rank(r: Reason) -> tuple[int, int]:
+        if r.code in _OWN_CAUSES and id(r) in final:
+            return (0, 0)
+        if r.code in _TRUST_CAUSES:
+            return (1, _TRUST_CAUSES.index(r.code))
+        return (2, 0)
+
+    return sorted(reasons, key=rank)  # stable: same rank keeps the order reached
+
+
+def _tampering(report: TrustReport) -> str:
+    """What COMPROMISED means for this report, in a plain sentence when a signature is for other bytes."""
+    other = next((c for c in report.checks if c.name == "digest" and c.failed and c.impact == "compromised"),
+                 None)
+    if other is not None:
+        return f"the artifact shows evidence of tampering: {other.message}"
+    return "the artifact shows evidence of tampering (invalid signature or digest mismatch)"
+
+
 def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     best = v.strictest()
     final, source = best if best is not None else ("deny", "default")
@@ -669,6 +705,8 @@ def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason
     reasons += info
     if len(reasons) < 2:
         return final, reasons, source
+    if final != "allow":
+        reasons = _cause_first(reasons, {id(r) for b, r, _ in v.items if b == final})
     # The same reason reached twice (e.g. by two layers) is said once: same code and rule, and the same
     # expected and actual values (by repr, so 1 and True differ), compared only within one code and rule.
     seen: dict[tuple[str, str | None], list[Reason]] = {}
