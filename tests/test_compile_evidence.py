@@ -71,8 +71,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "permissions": {"allow": [{"rule": "acmetool *", "minTrustLevel": "VERIFIED"}]},
         "defaults": {"noMatch": "deny"},
     }))
-    return {"dir": d, "root": root, "bins": bins, "key_policy": key_policy, "bundle": bundle, "bundle_dir": d / "bundles",
-            "pem": pem, "key_bundle": key_bundle, "meta": meta, "policy": policy}
+    return {"dir": d, "root": root, "bins": bins, "key_policy": key_policy, "bundle": bundle,
+            "bundle_dir": d / "bundles", "pem": pem, "key_bundle": key_bundle, "meta": meta, "policy": policy}
 
 
 def compile_cli(world: dict[str, Any], *evidence: str, policy: str = "policy") -> tuple[int, dict[str, Any], str]:

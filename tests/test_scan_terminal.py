@@ -11,7 +11,6 @@ import pty
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -234,5 +234,5 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
         raise
 
 
-__all__ = ["check_owner", "open_regular", "owner_problem", "path_name", "path_texts", "private_dir", "read_capped", "read_fd_capped",
-           "write_atomic"]
+__all__ = ["check_owner", "open_regular", "owner_problem", "path_name", "path_texts", "private_dir", "read_capped",
+           "read_fd_capped", "write_atomic"]

@@ -180,7 +180,7 @@ def _render(args: argparse.Namespace, results: list[Verification | BaseException
     if fmt == "sarif":
         found: list[dict[str, Any]] = []
         rules: dict[str, Any] = {}
-        for artifact, r in zip(args.artifact, results):
+        for artifact, r in zip(args.artifact, results, strict=True):
             if isinstance(r, BaseException):
                 result, (rid, rule) = error_sarif(r, "verify", error_location(r, None) or artifact)
                 found.append(result)

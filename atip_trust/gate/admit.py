@@ -221,7 +221,8 @@ def audit_failure(
         message, where = f"internal error: {type(err).__name__}", None
     record = audit_error_record(
         code=error_code(err), error_type=type(err).__name__, message=message, where=where,
-        tool=tool_name_of(tool) if tool is not None else None, command=list(split_command(command)), path=path, digest=digest,
+        tool=tool_name_of(tool) if tool is not None else None, command=list(split_command(command)), path=path,
+        digest=digest,
         policy_digest=policy.digest if policy is not None else None,
         mode=policy.mode if policy is not None else None,
     )
