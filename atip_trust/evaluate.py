@@ -360,9 +360,11 @@ class Evaluation:
         """cosign-style detached signature over the artifact, checked against each trusted key."""
         r = EvidenceResult(label=signature.name, route="key", content="message_signature")
         if not self.constraints.keys:
-            raise UsageError("--signature needs --key: the public key to verify it with")
+            raise UsageError("signature (--signature) needs keys (--key): the public key to verify it with",
+                             path=str(signature))
         if not isinstance(self.artifact, Artifact):
-            raise UsageError("a detached signature needs the artifact file, not only its digest")
+            raise UsageError("a detached signature (signature, --signature) needs the artifact file, not only its "
+                             "digest", path=str(signature))
         sig = keys.load_detached_signature(signature)
         for key in self._trusted_keys():
             res = keys.verify_detached(self.artifact, sig, key, evidence=signature.name)
@@ -604,7 +606,8 @@ def evaluate(
             "no signer to verify against: add --certificate-identity (or "
             "--certificate-identity-regexp) with --certificate-oidc-issuer (or "
             "--certificate-oidc-issuer-regexp), or --key for key-based signatures, or a --policy "
-            "that lists signers"
+            "that lists signers (library: Constraints(signers=...) or Constraints(keys=...), or a "
+            "policy= that lists signers)"
         )
     ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
     ev.digest(sha512=evidence.metadata is not None or any(b.content == "dsse" for b in bundles))

@@ -241,7 +241,7 @@ def test_unverified_metadata_source_claim_does_not_satisfy_metadata_sources(worl
 def test_metadata_bundle_without_metadata_is_a_usage_error(world, metas) -> None:
     p = policy(world, "read-only", **SAFE_READ_POLICY)
     r = admit(world, world["tool"], "--policy", str(p), "--metadata-bundle", str(metas["bound"][1]))
-    assert r.code == 2 and "--metadata-bundle needs --metadata" in r.err
+    assert r.code == 2 and "metadata_bundle (--metadata-bundle) needs metadata (--metadata)" in r.err
 
 
 # -- one read per evidence file: the verified bytes are the parsed bytes ---------------------------

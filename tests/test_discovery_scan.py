@@ -130,7 +130,7 @@ def test_scan_text_on_a_pipe_is_plain_lines_and_sarif_names_each_finding(world: 
     assert r.code == 0, r.err
     assert "\x1b[" not in r.out
     line = next(ln for ln in r.out.splitlines() if ln.startswith("unsigned "))
-    assert "unverified" in line and "not_probed (not_verified)" in line
+    assert "UNSIGNED" in line and "not_probed (not_verified)" in line  # the state as JSON names it
     s = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
                        "--format", "sarif", env=_env(tmp_path))
     results = json.loads(s.out)["runs"][0]["results"]

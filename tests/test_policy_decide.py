@@ -141,7 +141,8 @@ TABLE: list[tuple[str, dict[str, Any], TrustReport, str, str | None, Any, bool, 
      report(TrustLevel.UNSIGNED), "gh", "pr view", SAFE_READ, True, True, "ask", "CAPABILITY_GATED"),
     ("capability gate denies", {"capabilities": {"destructive": {"minTrustLevel": "VERIFIED", "below": "deny"}},
                                 "permissions": {"allow": ["Bash"]}},
-     report(TrustLevel.UNVERIFIED), "gh", "repo delete", DESTRUCTIVE, True, True, "deny", "CAPABILITY_GATED"),
+     # Cause first (issue 26): the policy names no signer, which is why the gate applies.
+     report(TrustLevel.UNVERIFIED), "gh", "repo delete", DESTRUCTIVE, True, True, "deny", "NO_SIGNERS_IN_POLICY"),
     ("capability gate passes when trusted", {"capabilities": {"destructive": {"minTrustLevel": "VERIFIED",
                                                                             "below": "deny"}},
                                              "permissions": {"allow": ["Bash"]}},
@@ -190,10 +191,10 @@ TABLE: list[tuple[str, dict[str, Any], TrustReport, str, str | None, Any, bool, 
      report(TrustLevel.UNSIGNED), "gh", "pr view", SAFE_READ, True, True, "ask", "NO_MATCHING_RULE"),
     ("empty signer list allows nobody", {"trust": {"signers": []}, "requirements": {"minTrustLevel": "VERIFIED"},
                                          "permissions": {"allow": ["Bash"]}},
-     report(), "gh", None, SAFE_READ, True, True, "deny", "TRUST_BELOW_MINIMUM"),
+     report(), "gh", None, SAFE_READ, True, True, "deny", "SIGNER_NOT_IN_POLICY"),
     ("signer not in policy is UNVERIFIED", {**SIGNERS, "requirements": {"minTrustLevel": "VERIFIED"},
                                             "permissions": {"allow": ["Bash"]}},
-     report(identity=EVIL_ID), "gh", None, SAFE_READ, True, True, "deny", "TRUST_BELOW_MINIMUM"),
+     report(identity=EVIL_ID), "gh", None, SAFE_READ, True, True, "deny", "SIGNER_NOT_IN_POLICY"),
     ("warn mode allows and reports", {"mode": "warn", "permissions": {"deny": ["gh repo delete *"]}},
      report(), "gh", "repo delete x", SAFE_READ, True, True, "allow", "MODE_WARN"),
     ("audit mode allows and reports", {"mode": "audit", "requirements": {"minTrustLevel": "VERIFIED"}},
@@ -320,7 +321,7 @@ def test_composition_never_widens_an_org_denial(org_i: int, local_i: int) -> Non
             # silence (no matching rule) may be filled by another layer's allow, as in Claude Code.
             if alone.behavior == "deny":
                 assert combined.behavior == "deny", (command, combined.reasons)
-            elif alone.behavior == "ask" and alone.reasons[0].code != "NO_MATCHING_RULE":
+            elif alone.behavior == "ask" and {r.code for r in alone.reasons} & {"COMMAND_ASK", "CAPABILITY_GATED"}:
                 assert RANK[combined.behavior] >= RANK["ask"], (command, combined.reasons)
         non_interactive = decide(both, rep, **{**kw, "interactive": False})
         assert non_interactive.behavior != "ask"

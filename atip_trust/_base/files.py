@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
@@ -19,6 +20,7 @@ from atip_trust.errors import (
     AtipTrustError,
     InputTooLargeError,
     NotARegularFileError,
+    UsageError,
 )
 
 # Only a write needs it (and with it shutil, random, bz2, lzma): a warm admission writes nothing.
@@ -174,6 +176,25 @@ def path_name(text: str) -> str:
     return ""
 
 
+def path_texts(value: object, parameter: str) -> tuple[str, ...]:
+    """A library parameter that takes several paths (``bundles``, ``keys``), as text. One path given
+    alone (a ``str`` or ``os.PathLike``) is one path: a string is a sequence too, and read as one its
+    characters would be taken for so many paths. Anything else but paths is the caller's mistake,
+    named by ``parameter`` (``UsageError``), never a ``TypeError`` from deep inside."""
+    if isinstance(value, (str, os.PathLike)):
+        value = (value,)
+    elif isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        raise UsageError(f"{parameter}: expected a path or a sequence of paths, actual {type(value).__name__}")
+    out: list[str] = []
+    for item in value:
+        text = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
+        if not isinstance(text, str):
+            raise UsageError(f"{parameter}: expected a path (str or os.PathLike), actual "
+                             f"{type(item).__name__} {item!r:.80}")
+        out.append(text)
+    return tuple(out)
+
+
 def private_dir(path: str | os.PathLike[str], *, create: bool) -> bool:
     """A per-user state folder is usable: it exists (made 0700 with its parents if ``create``), is a
     real directory (not a link) owned by this user, and neither group nor others can write it. A
@@ -213,5 +234,5 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
         raise
 
 
-__all__ = ["check_owner", "open_regular", "owner_problem", "path_name", "private_dir", "read_capped", "read_fd_capped",
-           "write_atomic"]
+__all__ = ["check_owner", "open_regular", "owner_problem", "path_name", "path_texts", "private_dir", "read_capped",
+           "read_fd_capped", "write_atomic"]

@@ -20,9 +20,17 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.identity_flags import add_identity_flags, identity_rules, signer_entries
+from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules, signer_entries
 from atip_trust.cli.main import is_interactive
-from atip_trust.cli.output import json_text, one_line, reason_line, reports_to_sarif
+from atip_trust.cli.output import (
+    add_report_file_flags,
+    json_text,
+    one_line,
+    reason_line,
+    report_files,
+    reports_to_sarif,
+    write_report_files,
+)
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import TrustLevel
 from atip_trust.state.audit import default_audit_path
@@ -61,6 +69,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    "caller asks its user: a hook or agent runtime; exit 3), never (ask becomes deny)")
     p.add_argument("--non-interactive", action="store_true", help="the same as --interactive never")
     add_audit_flags(p)
+    add_report_file_flags(p)
     p.set_defaults(func=run)
 
 
@@ -75,6 +84,9 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--min-trust-level", metavar="LEVEL",
                    choices=[lvl.name for lvl in TrustLevel], help="tighten: require at least LEVEL")
+    p.add_argument("--predicate-type", metavar="URI",
+                   help="tighten: require an attestation of this predicate type (with any of gh's flags "
+                   "the default is https://slsa.dev/provenance/v1, as gh's)")
 
 
 def add_evidence_flags(p: argparse.ArgumentParser) -> None:
@@ -82,7 +94,7 @@ def add_evidence_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metadata", metavar="FILE", help="ATIP metadata or shim for the tool")
     p.add_argument("--metadata-bundle", metavar="FILE",
                    help="Sigstore bundle over the metadata file, checked against the policy's signers")
-    p.add_argument("--bundle", action="append", default=[], metavar="FILE",
+    p.add_argument("-b", "--bundle", action="append", default=[], metavar="FILE",
                    help="Sigstore bundle for the tool (repeatable)")
     p.add_argument("--key", action="append", default=[], metavar="FILE",
                    help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
@@ -122,7 +134,8 @@ def policy_from_args(args: argparse.Namespace) -> Policy:
     return load_admission_policy(args.policy, org_policy=args.org_policy,
                                  min_trust_level=args.min_trust_level,
                                  signers=signer_entries(identity_rules(args)),
-                                 cache=not getattr(args, "no_cache", False))
+                                 cache=not getattr(args, "no_cache", False),
+                                 predicate_type=gh_predicate_type(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,13 +160,14 @@ def run(args: argparse.Namespace) -> int:
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.
     try:
-        text = _render(args, admission)
+        text = _render(args.format, admission)
         if not args.no_audit:
             write_audit(admission)
     except Exception as err:
         _audit_failure(args, err, policy, admission)
         raise
     try:
+        write_report_files(report_files(args), lambda fmt: _render(fmt, admission))
         _emit(text)
     except Exception as err:
         _audit_failure(args, err, policy, admission)
@@ -173,11 +187,11 @@ def _audit_failure(args: argparse.Namespace, err: BaseException, policy: Policy 
         sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
 
 
-def _render(args: argparse.Namespace, admission: Admission) -> str:
+def _render(fmt: str, admission: Admission) -> str:
     report, decision = admission.report, admission.decision
-    if args.format == "json":
+    if fmt == "json":
         return json_text(admission.to_json())
-    if args.format == "sarif":
+    if fmt == "sarif":
         return json_text(reports_to_sarif([report], version=__version__))
     line = " ".join([admission.tool, *admission.command])
     lines = [one_line(f"{decision.behavior}: {line} ({report.trust_level.name}, "

@@ -2,7 +2,8 @@
 
 JSON ``{"provider", "tools", "blocked", "trust"}`` on standard output. Without ``--all`` each metadata
 file's tool is admitted as ``admit`` admits it (its name looked up on PATH once, the bytes verified with
-the policy's anchors, the metadata file's signature ``FILE.bundle`` checked when present), then every
+the policy's anchors and the tool's evidence, ``--bundle``, ``--bundle-dir`` and ``--key`` as ``admit``
+and ``exec`` take them; the metadata file's signature ``FILE.bundle`` checked when present), then every
 command is decided and only what policy allows (or asks about, as ``bridge.askAs`` says) is compiled
 (bridge/surface.py); ``trust`` lists what was verified. ``--all`` compiles every command without a trust
 decision, as the reference atip-bridge does, and says so: ``"trust": "not evaluated (--all)"``.
@@ -31,7 +32,9 @@ from atip_trust.bridge.surface import SurfaceTool, compile_surface
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
-from atip_trust.gate.admit import Admission, admit, load_admission_policy
+from atip_trust.gate.admit import Admission, load_admission_policy, write_audit
+from atip_trust.gate.exec import admit_file, locate
+from atip_trust.policy.model import Policy
 
 NOT_EVALUATED = "not evaluated (--all)"
 
@@ -51,8 +54,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tool", action="append", default=[], metavar="NAME",
                    help="take NAME's metadata from 'NAME --agent', run only when policy lets NAME be probed "
                    "(verified first); repeatable")
-    p.add_argument("--bundle-dir", metavar="DIR",
-                   help="Sigstore bundles by digest (sha256/<hex>.sigstore.json) for --tool tools")
+    ev = p.add_argument_group("the tools' evidence (as admit takes it)")
+    ev.add_argument("-b", "--bundle", action="append", default=[], metavar="FILE",
+                    help="Sigstore bundle for a METADATA file's tool (repeatable; a bundle about another "
+                    "file does not apply to it)")
+    ev.add_argument("--bundle-dir", metavar="DIR",
+                    help="Sigstore bundles by digest (sha256/<hex>.sigstore.json), for every tool")
+    ev.add_argument("--key", action="append", default=[], metavar="FILE",
+                    help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
     p.add_argument("--shim-dir", metavar="DIR",
                    help="signed shims by digest for --tool tools (then the tool is not run)")
     p.add_argument("--fetch", action="store_true",
@@ -97,10 +106,7 @@ def run(args: argparse.Namespace) -> int:
     for path, doc in zip(args.metadata, docs, strict=True):
         if doc.name is None:
             raise UsageError("the metadata names no tool to look up on PATH", path=path)
-        evidence = {"metadata": path, "metadata_bundle": _bundle_for(path),
-                    "trusted_root": args.trusted_root, "staging": args.staging}
-        admission = admit(doc.name, policy=policy, audit=not args.no_audit, audit_log=args.audit_log,
-                          cache=not args.no_cache, **evidence)
+        admission, evidence = _admit_metadata_tool(args, policy, path, doc.name)
         tools.append(SurfaceTool.from_admission(admission, doc, evidence))
         trust.append(_trust_row(admission, path))
     for name in args.tool:
@@ -119,6 +125,24 @@ def run(args: argparse.Namespace) -> int:
     surface = compile_surface(tools, policy, args.provider, args.strict)
     dump_json({**surface, "trust": trust})
     return 1 if surface["blocked"] and not surface["tools"] else 0
+
+
+def _admit_metadata_tool(args: argparse.Namespace, policy: Policy, path: str,
+                         name: str) -> tuple[Admission, dict[str, Any]]:
+    """Admit the tool a METADATA file names (found on PATH once) with the tool's own evidence, as
+    ``admit`` and ``exec`` take it: ``--bundle``, bundles by its digest in ``--bundle-dir``, ``--key``;
+    the metadata's own signature is ``FILE.bundle``. The evidence is kept with the tool, so a call
+    through the bridge admits it again the same way (bridge/loop.py)."""
+    evidence: dict[str, Any] = {"metadata": path, "metadata_bundle": _bundle_for(path),
+                                "trusted_root": args.trusted_root, "staging": args.staging,
+                                "bundles": list(args.bundle), "keys": list(args.key),
+                                "bundle_dir": args.bundle_dir}
+    opened = admit_file(locate(name), policy=policy, name=name, command=[], audit=not args.no_audit,
+                        audit_log=args.audit_log, cache=not args.no_cache, **evidence)
+    opened.art.close()
+    if not args.no_audit:
+        write_audit(opened.admission)
+    return opened.admission, evidence
 
 
 def _trust_row(admission: Admission, metadata: str) -> dict[str, Any]:

@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
     # argparse has taken the '--' before TOOL; what follows TOOL is passed through untouched, a
     # leading '--' included ('exec -- /bin/rm -- -rf' removes the file named '-rf').
     tool_args = list(args.args)
-    if args.tool.startswith("-"):
-        raise UsageError(f"expected the tool after '--', actual option {args.tool!r}")
     try:
+        if args.tool.startswith("-"):
+            raise UsageError(f"expected the tool after '--', actual option {args.tool!r}")
         policy = policy_from_args(args)
     except Exception as err:
         if not args.no_audit:

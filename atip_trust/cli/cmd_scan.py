@@ -1,9 +1,11 @@
 """``atip-trust scan [DIR...] [--policy FILE] [--fail-on deny|ask] [--locked]``: the tool surface.
 
 Flags -> ``gate.discover.discover`` (safe scan, open once, admit, verify before probe) -> render.
-One row per tool with three honest answers: trust verified / unverified / failed, probe probed / not
-probed / failed (each with its reason), and the decision; then what the safe scan skipped and why.
-A rich progress bar and table on a terminal, plain lines on a pipe, ``--format json|sarif`` for CI.
+One row per tool: its trust named as JSON names it (the trust level, VERIFIED / UNSIGNED / ...; ``failed``
+when it could not be evaluated), probe probed / not probed / failed (each with its reason), the decision
+and its first reason (the cause); then what the safe scan skipped and why, and a summary grouped by state,
+decision and reason. A rich progress bar and table on a terminal, plain lines on a pipe, ``--format
+json|sarif`` for CI (also ``--json-output``/``--sarif-output`` beside the text).
 
 Exit codes: 0, unless ``--fail-on deny`` finds a denied or blocked tool or an unsafe directory (1),
 ``--fail-on ask`` also turns an ask into 3, or ``--locked`` finds drift that needs approval (1); 2
@@ -15,13 +17,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_ASK, EXIT_FAIL, EXIT_OK
-from atip_trust.cli.output import is_terminal, json_text, one_line, rich_text
+from atip_trust.cli.output import (
+    add_report_file_flags,
+    is_terminal,
+    json_text,
+    one_line,
+    report_files,
+    rich_text,
+    write_report_files,
+)
 from atip_trust.cli.sarif import surface_to_sarif
 from atip_trust.gate.admit import load_admission_policy
 from atip_trust.gate.discover import ToolRow, ToolSurface, discover
@@ -83,6 +94,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="with --format json: print the tool-surface object (summary; loaded, not probed, "
                    "blocked and skipped entries with reason codes; lock drift) instead of the list of one "
                    "verification object per tool")
+    add_report_file_flags(p)
     p.set_defaults(func=run)
 
 
@@ -146,63 +158,96 @@ def run(args: argparse.Namespace) -> int:
                                       present=unscanned(surface, old))
                    if c.kind != "unchanged"]
     rc = exit_code(surface, args.fail_on, changes)
-    if args.format == "json" and not args.surface:
+    write_report_files(report_files(args), lambda fmt: _render(args, surface, changes, rc, fmt))
+    if args.format == "text":
+        render_text(surface, changes)
+    else:
+        sys.stdout.write(_render(args, surface, changes, rc, args.format))
+    return rc
+
+
+def _render(args: argparse.Namespace, surface: ToolSurface, changes: list[Change] | None, rc: int,
+            fmt: str) -> str:
+    """The scan as JSON or SARIF (``fmt``), as standard output or a report file holds it."""
+    if fmt == "json" and not args.surface:
         # CONTRACT.md: a list of verification objects, one per tool, with the tool's name.
-        sys.stdout.write(json_text([row.contract_json() for row in surface.rows]))
-    elif args.format == "json":
-        sys.stdout.write(json_text({
+        return json_text([row.contract_json() for row in surface.rows])
+    if fmt == "json":
+        return json_text({
             "command": "scan", "summary": summary(surface), "surface": surface.to_json(),
             "lock": None if changes is None else {
                 "file": os.fspath(args.lock_file), "drift": any(c.blocking for c in changes),
                 "changes": [c.to_json() for c in changes]},
-            "exit_code": rc}))
-    elif args.format == "sarif":
-        sys.stdout.write(json_text(surface_to_sarif(
-            surface.to_json(), [c.to_json() for c in changes or []], lock_file=os.fspath(args.lock_file),
-            version=__version__)))
-    else:
-        render_text(surface, changes)
-    return rc
+            "exit_code": rc})
+    return json_text(surface_to_sarif(  # sarif
+        surface.to_json(), [c.to_json() for c in changes or []], lock_file=os.fspath(args.lock_file),
+        version=__version__))
+
+
+def _state(r: ToolRow) -> str:
+    """The row's trust as JSON names it: its ``trust_level`` (VERIFIED, UNSIGNED, ...), or ``failed``
+    (JSON's ``trust``) for a tool that could not be evaluated (``trust_level`` null)."""
+    return r.trust_level or r.trust
+
+
+def _reason(r: ToolRow) -> str:
+    """Why: the decision's first reason code (the cause, policy/decide.py), else the placement's reason."""
+    first = r.reasons[0].get("code") if r.reasons else None
+    return str(first) if first else r.placement_reason
 
 
 def _row_cells(r: ToolRow) -> list[str]:
     probe = r.probe if r.probe_reason in ("metadata",) else f"{r.probe} ({r.probe_reason})"
     where = r.path if r.path == r.resolved else f"{r.path} -> {r.resolved}"
     why = r.error or (r.probe_message if r.placement != "loaded" else "")
-    return [r.name, r.trust, probe, r.decision, f"{r.placement} ({r.placement_reason})", where, why]
+    return [r.name, _state(r), probe, r.decision, _reason(r), f"{r.placement} ({r.placement_reason})", where,
+            why]
+
+
+def summary_lines(surface: ToolSurface) -> list[str]:
+    """The totals, then one line per (state, decision, reason) with its count, most first: what a scan of
+    a thousand tools comes to, in the names JSON uses."""
+    counts = summary(surface)
+    states = Counter(_state(r) for r in surface.rows)
+    groups = Counter((_state(r), r.decision, _reason(r)) for r in surface.rows)
+    head = (f"{counts['tools']} tools: " + (", ".join(f"{n} {s}" for s, n in states.most_common()) or "none")
+            + f"; {counts['loaded']} loaded, {counts['not_probed']} not probed, {counts['without_metadata']} "
+            f"without metadata, {counts['blocked']} blocked; {counts['skipped']} skipped")
+    width = max((len(s) for s, _, _ in groups), default=0)
+    return [head] + [f"  {n:>5}  {s:<{width}}  {d:<5}  {why}" for (s, d, why), n in
+                     sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def render_text(surface: ToolSurface, changes: list[Change] | None) -> None:
-    counts = summary(surface)
-    head = (f"{counts['tools']} tools: {counts['verified']} verified, {counts['unverified']} "
-            f"unverified, {counts['failed']} failed; {counts['loaded']} loaded, {counts['not_probed']} "
-            f"not probed, {counts['without_metadata']} without metadata, {counts['blocked']} blocked; "
-            f"{counts['skipped']} skipped")
+    totals = summary_lines(surface)
     lock_lines = [ln for c in changes or [] for ln in c.lines()]
     if is_terminal(sys.stdout):
         from rich.table import Table
 
         console = _console(sys.stdout)
         # The reason codes fit a terminal; the messages and paths are in --format json and on a pipe.
-        table = Table("tool", "trust", "probe", "decision", "surface")
-        colours = {"verified": "green", "unverified": "yellow", "failed": "red"}
+        table = Table("tool", "trust", "probe", "decision", "reason", "surface")
         for r in surface.rows:
-            cells = [rich_text(x) for x in _row_cells(r)[:5]]
-            cells[1] = f"[{colours[r.trust]}]{cells[1]}[/]"
+            cells = [rich_text(x) for x in _row_cells(r)[:6]]
+            colour = "green" if r.trust_level == "VERIFIED" else "red" if _state(r) in ("COMPROMISED", "failed") \
+                else "yellow"
+            cells[1] = f"[{colour}]{cells[1]}[/]"
             table.add_row(*cells)
         console.print(table)
         for s in surface.skipped:
             console.print(f"skipped {rich_text(s.path)}: {rich_text(s.reason)}: {rich_text(s.message)}")
         for line in lock_lines:
             console.print(rich_text(line))
-        console.print(f"[bold]{rich_text(head)}[/bold]")
+        console.print(f"[bold]{rich_text(totals[0])}[/bold]")
+        for line in totals[1:]:
+            console.print(rich_text(line))
         return
     out = []
     for r in surface.rows:
         cells = _row_cells(r)
-        out.append(one_line("  ".join(cells[:5]) + f"  {cells[5]}" + (f"  {cells[6]}" if cells[6] else "")))
+        out.append(one_line("  ".join(cells[:6]) + f"  {cells[6]}" + (f"  {cells[7]}" if cells[7] else "")))
     for s in surface.skipped:
         out.append(one_line(f"skipped  {s.path}  {s.reason}: {s.message}"))
     out.extend(one_line(line) for line in lock_lines)
-    out.append(head)
+    out.extend(one_line(line) for line in totals)
     sys.stdout.write("".join(x + "\n" for x in out))

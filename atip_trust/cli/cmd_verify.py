@@ -7,28 +7,44 @@ string. Several ``--certificate-identity``/``-regexp`` values mean any one of th
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
+from atip_trust.cli.main import (
+    EXIT_ERROR,
+    EXIT_FAIL,
+    EXIT_OK,
+    error_json,
+    error_location,
+    error_message,
+    error_sarif,
+)
 from atip_trust.cli.output import (
-    dump_json,
+    add_report_file_flags,
+    check_line,
+    json_text,
+    one_line,
     render_verify_text,
-    reports_to_sarif,
+    report_files,
+    write_report_files,
 )
 from atip_trust._base.lazy import lazy_import
-from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
-from atip_trust.errors import UsageError
-from atip_trust.gate.verify import verify
+from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
+from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
+from atip_trust.gate.verify import Verification, verify
 from atip_trust.inputs import Constraints
 
 if TYPE_CHECKING:
     import pathlib
+
+    from atip_trust.cli import sarif
 else:
     pathlib = lazy_import("pathlib")  # only for --key files (README "Verdict cache")
+    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -39,10 +55,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Verify one artifact against Sigstore bundles, a key and signature, and SLSA "
         "provenance; assign its trust level. Exit 0 VERIFIED, 1 anything else, 2 cannot evaluate.",
     )
-    p.add_argument("artifact", metavar="ARTIFACT",
-                   help="file to verify, or sha256:<hex> to verify attestations by subject digest")
+    p.add_argument("artifact", metavar="ARTIFACT", nargs="+",
+                   help="file to verify, or sha256:<hex> to verify attestations by subject digest; "
+                   "several: each is verified with the same evidence and flags, a result each, and the "
+                   "exit code is the worst")
     ev = p.add_argument_group("evidence")
-    ev.add_argument("--bundle", "--provenance-path", action="append", default=[], metavar="FILE",
+    ev.add_argument("-b", "--bundle", "--provenance-path", action="append", default=[], metavar="FILE",
                     help="Sigstore bundle (.json, .sigstore.json) or .jsonl of bundles; repeatable")
     ev.add_argument("--key", action="append", default=[], metavar="FILE",
                     help="trusted PEM public key (key-based signatures and public-key bundles)")
@@ -63,7 +81,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pv.add_argument("--source-uri", help="source repository the provenance must name (github.com/o/r)")
     pv.add_argument("--source-tag", help="tag the provenance must name as its source ref")
     pv.add_argument("--source-branch", help="branch the provenance must name as its source ref")
-    pv.add_argument("--predicate-type", help="attestation predicate type to require")
+    pv.add_argument("--predicate-type", help="attestation predicate type to require (default: any SLSA "
+                    "provenance; with any of gh's flags, https://slsa.dev/provenance/v1 as gh requires)")
     pv.add_argument("--min-slsa-level", type=int, metavar="N",
                     help="minimum SLSA Build level (0-3), from the trusted-builder map only")
     tr = p.add_argument_group("trust root")
@@ -71,6 +90,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tr.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
     p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")
+    add_report_file_flags(p)
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "
                    "\"Verdict cache\"): verify everything again")
@@ -88,7 +108,7 @@ def build_constraints(args: argparse.Namespace) -> Constraints:
         source_uri=args.source_uri,
         source_tag=args.source_tag,
         source_branch=args.source_branch,
-        predicate_type=args.predicate_type,
+        predicate_type=gh_predicate_type(args),
         min_slsa_level=args.min_slsa_level,
     )
 
@@ -105,9 +125,31 @@ def run(args: argparse.Namespace) -> int:
     if args.fetch and not args.metadata:
         raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url and "
                          "trust.integrity.signature.bundle to fetch")
-    result = verify(
-        args.artifact,
-        constraints=build_constraints(args),
+    constraints = build_constraints(args)
+    results: list[Verification | BaseException] = []
+    for artifact in args.artifact:
+        try:
+            results.append(_verify_one(args, artifact, constraints))
+        except (UntrustedInputError, EnvironmentFailure) as err:
+            if len(args.artifact) == 1:
+                raise  # one artifact: the one catch point reports it (cli/main.py)
+            results.append(err)  # about this artifact: the others still get their result
+    write_report_files(report_files(args), lambda fmt: _render(args, results, fmt))
+    if args.format == "text":
+        for res in results:
+            if isinstance(res, BaseException):
+                sys.stderr.write(f"atip-trust: error: {one_line(error_message(res)[0])}\n")
+            else:
+                render_verify_text(res.to_json(), sys.stdout, quiet=args.quiet)
+    else:
+        sys.stdout.write(_render(args, results, args.format))
+    return max(_exit_code(res) for res in results)
+
+
+def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints) -> Verification:
+    return verify(
+        artifact,
+        constraints=constraints,
         bundles=args.bundle,
         signature=args.signature,
         certificate=args.cert,
@@ -118,10 +160,40 @@ def run(args: argparse.Namespace) -> int:
         fetch=args.fetch,
         cache=not args.no_cache,
     )
-    if args.format == "json":
-        dump_json(result.to_json())
-    elif args.format == "sarif":
-        dump_json(reports_to_sarif([result.report], version=__version__))
-    else:
-        render_verify_text(result.to_json(), sys.stdout, quiet=args.quiet)
-    return EXIT_OK if result.exit_code == 0 else EXIT_FAIL
+
+
+def _exit_code(res: Verification | BaseException) -> int:
+    """Worst first: could not evaluate (2) > failed (1) > verified (0)."""
+    if isinstance(res, BaseException):
+        return EXIT_ERROR
+    return EXIT_OK if res.exit_code == 0 else EXIT_FAIL
+
+
+def _render(args: argparse.Namespace, results: list[Verification | BaseException], fmt: str) -> str:
+    """JSON: the result object (CONTRACT.md), or for several artifacts ``{"results": [...]}`` in the
+    order given, an error as its error object; SARIF: one log, a result per failed check, denial
+    reason and error; text: each report as ``--format text`` prints it."""
+    if fmt == "json":
+        docs = [error_json(r, "verify") if isinstance(r, BaseException) else r.to_json() for r in results]
+        if len(args.artifact) == 1:
+            return json_text(docs[0])
+        return json_text({"command": "verify", "results": docs,
+                          "exit_code": max(_exit_code(r) for r in results)})
+    if fmt == "sarif":
+        found: list[dict[str, Any]] = []
+        rules: dict[str, Any] = {}
+        for artifact, r in zip(args.artifact, results, strict=True):
+            if isinstance(r, BaseException):
+                result, (rid, rule) = error_sarif(r, "verify", error_location(r, None) or artifact)
+                found.append(result)
+                rules[rid] = rule
+            else:
+                more, used = sarif.report_results(r.report.to_json(), check_line)
+                found.extend(more)
+                rules.update(used)
+        return json_text(sarif.sarif_log(found, rules, version=__version__))
+    out = io.StringIO()
+    for r in results:
+        if not isinstance(r, BaseException):
+            render_verify_text(r.to_json(), out, quiet=args.quiet)
+    return out.getvalue()

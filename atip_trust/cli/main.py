@@ -21,7 +21,7 @@ import importlib
 import io
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
@@ -30,8 +30,10 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._version import __version__
 from atip_trust.cli.output import (
     FORMATS,
-    dump_json,
+    REPORT_FILE_FLAGS,
+    json_text,
     one_line,
+    write_report_files,
 )
 from atip_trust.errors import (
     AtipTrustError,
@@ -51,9 +53,11 @@ if TYPE_CHECKING:
     import traceback
 
     from atip_trust.cli import sarif
+    from atip_trust.gate import admit as admit_mod
 else:
     sarif = lazy_import("atip_trust.cli.sarif")
     traceback = lazy_import("traceback")
+    admit_mod = lazy_import("atip_trust.gate.admit")  # an unparsed command line's audit line only
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -71,13 +75,39 @@ FOREIGN_FLAGS = {
     "--insecure-ignore-sct": "not supported: every certificate needs its SCT",
     "--offline": "atip-trust is always offline unless --fetch is given",
     "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
-    "--source-digest": "use --certificate-source-repository-digest",
     "--builder-id-regexp": "use --builder-id with a glob on the ref (…@refs/tags/v*)",
-    "--digest-alg": "sha256 and sha512 are both computed",
+    "--digest-alg": "not needed: sha256 and sha512 are both computed",
+    "-d": "gh's --digest-alg is not needed: sha256 and sha512 are both computed",
     "--bundle-path": "use --bundle",
     "--cert-identity-regexp": "use --certificate-identity-regexp (or gh's --cert-identity-regex)",
-    "--signer-repo": "use --certificate-identity-regexp on the signer workflow, or --repo",
     "--no-public-good": "use --trusted-root FILE",
+    # gh attestation verify
+    "-b": "gh's -b is --bundle: verify, admit and exec take it; scan and hook read --bundle-dir",
+    "-o": "gh's -o is --owner: verify, admit, exec and hook take it",
+    "-R": "gh's -R is --repo: verify, admit, exec and hook take it",
+    "-t": "gh's --template: no Go templates; use --format json (or --json-output FILE) and a JSON tool",
+    "--template": "no Go templates; use --format json (or --json-output FILE) and a JSON tool",
+    "--jq": "no built-in jq; use --format json (or --json-output FILE) and pipe it to jq",
+    "--bundle-from-oci": "not supported: download the bundle (gh attestation download) and give --bundle",
+    "--hostname": "not needed: nothing is fetched from GitHub; give the bundle with --bundle",
+    "--limit": "not needed: nothing is fetched from GitHub; give the bundles with --bundle",
+    "-L": "gh's --limit is not needed: nothing is fetched from GitHub; give the bundles with --bundle",
+    "--signer-repo": "verify, admit, exec and hook take gh's --signer-repo",
+    "--signer-digest": "verify, admit, exec and hook take gh's --signer-digest",
+    "--source-ref": "verify, admit, exec and hook take gh's --source-ref",
+    "--source-digest": "verify, admit, exec and hook take gh's --source-digest",
+    # cosign verify-blob / verify-blob-attestation
+    "--new-bundle-format": "not needed: every Sigstore bundle format (v0.1-v0.3) is read as given by --bundle",
+    "--use-signed-timestamps": "not needed: a bundle's RFC 3161 timestamps are verified against the trusted "
+                               "root's timestamp authorities (--trusted-root)",
+    "--ca-roots": "use --trusted-root FILE: a trusted_root.json naming the CA (with its logs); "
+                  "cosign trusted-root create makes one",
+    "--ca-intermediates": "use --trusted-root FILE: a trusted_root.json with the CA's chain",
+    # slsa-verifier verify-artifact
+    "--source-versioned-tag": "use --source-tag with the exact tag, or the policy's trust.sources with a "
+                              "ref glob (refs/tags/v1.*)",
+    "--print-provenance": "use --format json (or --json-output FILE): the provenance facts are under "
+                          "\"provenance\" and each attestation",
 }
 
 
@@ -116,6 +146,68 @@ class _Parser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    #: Each subcommand's parser by name (set on the top-level parser by ``build_parser``).
+    commands: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        return super().parse_known_args(None if args is None else self.values_as_given(list(args)), namespace)
+
+    def values_as_given(self, argv: list[str]) -> list[str]:
+        """An option that takes one value takes the next word as that value even when the word starts
+        with ``-`` (``admit TOOL --command -la``, ``--certificate-identity-regexp '-bot$'``): argparse
+        alone reads such a word as an unknown option and refuses the line. The pair is handed on as
+        ``--command=-la``. A word that is itself one of this parser's options stays an option (give
+        ``--command=-v`` for that), and nothing after ``--`` or, for a parser whose last positional
+        takes the rest (``exec``'s tool arguments, the subcommand), after its first positional is
+        touched: those words belong to the tool or the subcommand."""
+        rest_follows = any(not a.option_strings and a.nargs in (argparse.REMAINDER, argparse.PARSER)
+                           for a in self._actions)
+        out, i = list(argv), 0
+        while i < len(out):
+            word = out[i]
+            if word == "--":
+                break
+            action = self._option_string_actions.get(word)
+            if action is not None:
+                if action.nargs in (None, 1) and i + 1 < len(out):
+                    value = out[i + 1]
+                    if value.startswith("-") and value != "--" and not self._is_option(value):
+                        out[i:i + 2] = [f"{word}={value}"]
+                    else:
+                        i += 1  # the value: never taken for a positional below
+                i += 1
+            elif word.startswith("-") and len(word) > 1:
+                i += 1
+            elif rest_follows:
+                break
+            else:
+                i += 1
+        return out
+
+    def _is_option(self, word: str) -> bool:
+        return word in self._option_string_actions or word.split("=", 1)[0] in self._option_string_actions
+
+    def positionals(self, argv: Sequence[str]) -> list[str]:
+        """The positional words of ``argv`` as this parser reads them (option values skipped), for an
+        audit line of a command line that could not be parsed in full."""
+        argv = self.values_as_given(list(argv))
+        found: list[str] = []
+        i = 0
+        while i < len(argv):
+            word = argv[i]
+            if word == "--":
+                found.extend(argv[i + 1:])
+                break
+            action = self._option_string_actions.get(word)
+            if action is not None:
+                i += 2 if action.nargs in (None, 1) else 1
+                continue
+            if not (word.startswith("-") and len(word) > 1):
+                found.append(word)
+            i += 1
+        return found
 
     def error(self, message: str) -> Any:  # argparse's usage errors: exit 2, no traceback
         if message.startswith("unrecognized arguments:"):
@@ -180,6 +272,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # subcommand not built yet
             raise
         mod.register(sub, common)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -228,36 +321,59 @@ def error_location(err: BaseException, args: argparse.Namespace | None) -> str |
     return None
 
 
-def report_error(
-    err: BaseException, fmt: str, command: str | None, location: str | None = None
-) -> None:
-    """Print an error in the requested format: JSON and SARIF on stdout, text on stderr (one line).
-
-    In SARIF the error is a result like any denial, located at ``location`` (the working directory
-    when no file is known), so a CI job that uploads the log sees why its gate failed.
-    """
-    if isinstance(err, AtipTrustError):
-        message = err.diagnostics()
-        where = err.path
-    else:
-        message = f"internal error: {type(err).__name__}: {err} (run with -v for a traceback)"
-        where = None
+def error_json(err: BaseException, command: str | None) -> dict[str, Any]:
+    """An exit-2 error as JSON: a denial whose reason is the error (CONTRACT.md)."""
+    message, where = error_message(err)
     code = error_code(err)
+    return {
+        "command": command,
+        "error": {"code": code, "type": type(err).__name__, "message": message, "path": where},
+        "trust_level": None,
+        "decision": {"behavior": "deny", "reasons": [{"code": code, "message": message}]},
+    }
+
+
+def error_message(err: BaseException) -> tuple[str, str | None]:
+    """The one-line message of an error and the path it names (an unexpected one names its type only)."""
+    if isinstance(err, AtipTrustError):
+        return err.diagnostics(), err.path
+    return f"internal error: {type(err).__name__}: {err} (run with -v for a traceback)", None
+
+
+def error_sarif(err: BaseException, command: str | None, location: str | None) -> tuple[dict[str, Any], Any]:
+    """An exit-2 error as one SARIF result at ``location`` (the working directory when no file is
+    known), with its rule: a CI job that uploads the log sees why its gate failed."""
+    message, where = error_message(err)
+    code = error_code(err)
+    rid = sarif.error_rule_id(code)
+    result = sarif.sarif_result(rid, message, location, props={"command": command, "path": where},
+                                identity=(command, where))
+    return result, (rid, sarif.error_rule(code))
+
+
+def render_error(err: BaseException, fmt: str, command: str | None, location: str | None = None) -> str:
+    """The error in ``fmt`` as standard output or a report file holds it ("" for text: stderr has it)."""
     if fmt == "json":
-        dump_json(
-            {
-                "command": command,
-                "error": {"code": code, "type": type(err).__name__, "message": message, "path": where},
-                "trust_level": None,
-                "decision": {"behavior": "deny", "reasons": [{"code": code, "message": message}]},
-            }
-        )
-    elif fmt == "sarif":
-        rid = sarif.error_rule_id(code)
-        result = sarif.sarif_result(rid, message, location, props={"command": command, "path": where},
-                              identity=(command, where))
-        dump_json(sarif.sarif_log([result], {rid: sarif.error_rule(code)}, version=__version__))
-    sys.stderr.write(f"atip-trust: error: {one_line(message)}\n")
+        return json_text(error_json(err, command))
+    if fmt == "sarif":
+        result, (rid, rule) = error_sarif(err, command, location)
+        return json_text(sarif.sarif_log([result], {rid: rule}, version=__version__))
+    return ""
+
+
+def report_error(
+    err: BaseException, fmt: str, command: str | None, location: str | None = None,
+    files: Mapping[str, str] | None = None,
+) -> None:
+    """Print an error in the requested format: JSON and SARIF on stdout, text on stderr (one line);
+    and into the report files asked for (``--json-output``/``--sarif-output``), so the CI step that
+    reads them finds the failure. A report file that cannot be written is one more line on stderr."""
+    sys.stdout.write(render_error(err, fmt, command, location))
+    try:
+        write_report_files(files or {}, lambda f: render_error(err, f, command, location))
+    except AtipTrustError as file_err:
+        sys.stderr.write(f"atip-trust: error: {one_line(file_err.diagnostics())}\n")
+    sys.stderr.write(f"atip-trust: error: {one_line(error_message(err)[0])}\n")
 
 
 class _PipeGuard(io.FileIO):
@@ -344,13 +460,21 @@ def main(argv: Sequence[str] | None = None, *, started: Callable[[], None] | Non
 def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     fmt = "text"
+    files: dict[str, str] = {}  # --json-output / --sarif-output, for an error before parsing ends
     for i, a in enumerate(argv):  # known before parsing, so parse errors honour --format too
-        if a == "--format" and i + 1 < len(argv) and argv[i + 1] in FORMATS:
-            fmt = argv[i + 1]
-        elif a.startswith("--format=") and a.split("=", 1)[1] in FORMATS:
-            fmt = a.split("=", 1)[1]
+        if a == "--":
+            break
+        flag, eq, value = a.partition("=")
+        if not eq and i + 1 < len(argv):
+            value = argv[i + 1]
+        if flag == "--format" and value in FORMATS:
+            fmt = value
+        for kind, spelled in REPORT_FILE_FLAGS.items():
+            if flag == spelled and value:
+                files[kind] = value
     command: str | None = None
     args: argparse.Namespace | None = None
+    parser: argparse.ArgumentParser | None = None
     try:
         if argv and argv[0] == "--version":  # nothing else to import
             sys.stdout.write(f"atip-trust {__version__}\n")
@@ -380,8 +504,42 @@ def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
     except BaseException as err:  # noqa: BLE001 - the one catch point: nothing escapes as exit 0
         if verbose:
             traceback.print_exc()
-        report_error(err, fmt, command, error_location(err, args))
+        if args is None and parser is not None:
+            try:
+                _audit_usage_error(err, argv, parser)
+            except Exception as audit_err:  # noqa: BLE001 - never mask the error being reported
+                sys.stderr.write(f"atip-trust: warning: no audit line: {type(audit_err).__name__}\n")
+        report_error(err, fmt, command, error_location(err, args), files)
         return EXIT_ERROR
 
 
-__all__ = ["main", "build_parser", "is_interactive", "common_options", "report_error", "error_location"]
+#: Commands whose every refusal leaves an audit line (README "admit"): a command line that does not
+#: parse is one too, a denial (exit 2), recorded with what could be read of it.
+AUDITED_COMMANDS = ("admit", "exec", "hook")
+
+
+def _audit_usage_error(err: BaseException, argv: list[str], parser: argparse.ArgumentParser) -> None:
+    name = command_of(argv)
+    sub = getattr(parser, "commands", {}).get(name) if name in AUDITED_COMMANDS else None
+    if name is None or not isinstance(sub, _Parser):
+        return
+    words = argv[argv.index(name) + 1:]
+    ours = words[:words.index("--")] if "--" in words else words
+    if "--no-audit" in ours:
+        return
+    given: dict[str, str] = {}
+    read = sub.values_as_given(ours)
+    for i, word in enumerate(read):
+        flag, eq, value = word.partition("=")
+        if flag in ("--audit-log", "--command") and (eq or i + 1 < len(read)):
+            given[flag] = value if eq else read[i + 1]
+    found = sub.positionals(words)
+    tool = found[0] if found and name != "hook" else None
+    command: list[str] | str | None = found[1:] if name == "exec" else given.get("--command")
+    warning = admit_mod.audit_failure(err, tool=tool, command=command, audit_log=given.get("--audit-log"))
+    if warning is not None:
+        sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
+
+
+__all__ = ["main", "build_parser", "is_interactive", "common_options", "report_error", "error_location",
+           "error_json", "error_sarif", "render_error"]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+from atip_trust._base.files import write_atomic
 from atip_trust._base.lazy import lazy_import
+from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import Check, Reason, TrustReport
 
 # SARIF is built only for ``--format sarif`` (_base/lazy.py): a warm admit prints JSON or text.
@@ -25,6 +27,36 @@ else:
     sarif = lazy_import("atip_trust.cli.sarif")
 
 FORMATS = ("text", "json", "sarif")
+
+#: Report files a CI job keeps beside its readable log (semgrep's spelling): each gets that format of the
+#: very result standard output shows in ``--format``'s, from the same run.
+REPORT_FILE_FLAGS = {"json": "--json-output", "sarif": "--sarif-output"}
+
+
+def add_report_file_flags(p: Any) -> None:
+    """``--json-output FILE`` and ``--sarif-output FILE`` for a command whose result is a report."""
+    g = p.add_argument_group("report files (one run: text on standard output, reports in files)")
+    g.add_argument("--json-output", metavar="FILE",
+                   help="also write the JSON report to FILE (standard output keeps --format)")
+    g.add_argument("--sarif-output", metavar="FILE",
+                   help="also write the SARIF 2.1.0 log to FILE, e.g. for code scanning upload")
+
+
+def report_files(args: Any) -> dict[str, str]:
+    """The report files the command line asks for: format -> path."""
+    return {fmt: path for fmt in REPORT_FILE_FLAGS
+            if (path := getattr(args, f"{fmt}_output", None))}
+
+
+def write_report_files(files: Mapping[str, str], render: Callable[[str], str]) -> None:
+    """Write ``render(format)`` to each file (replaced whole: a reader never sees half a report). A file
+    that cannot be written is an error (exit 2): the CI step that reads it must not find an old one."""
+    for fmt, path in files.items():
+        try:
+            write_atomic(path, render(fmt).encode("utf-8"), mode=0o644)
+        except OSError as err:
+            raise ArtifactAccessError(f"cannot write the {fmt} report ({REPORT_FILE_FLAGS[fmt]}): "
+                                      f"{err.strerror or err}", path=path) from err
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -234,6 +266,10 @@ def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False) 
 
 __all__ = [
     "FORMATS",
+    "REPORT_FILE_FLAGS",
+    "add_report_file_flags",
+    "report_files",
+    "write_report_files",
     "one_line",
     "rich_text",
     "reason_line",

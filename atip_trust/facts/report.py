@@ -94,6 +94,13 @@ class Check(Record):
                    evidence=doc.get("evidence"), impact=doc.get("impact", "none"))
 
 
+#: The plain sentence for a signature over other bytes (a bundle whose signed digest is not this file's):
+#: the level stays COMPROMISED (README "Trust levels"), and the reader is told what that means here.
+OTHER_BYTES = ("the signature is for other bytes: the bundle signs another digest than this file's, so "
+               "this file is not the one that was signed (it changed after signing, or the bundle belongs "
+               "to another file)")
+
+
 class CheckFailure(Exception):
     """A verification step failed: raised inside a verifier, turned into a failed ``Check`` at its
     boundary. Not an ``AtipTrustError``: the input was well-formed; it just does not verify.
@@ -464,6 +471,7 @@ def _json_copy(value: Any) -> Any:
 
 
 __all__ = [
+    "OTHER_BYTES",
     "EvidenceSummary",
     "TrustLevel",
     "Check",

@@ -42,7 +42,7 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.inputs import Constraints, Evidence
-from atip_trust._base.files import path_name
+from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
@@ -101,20 +101,22 @@ def load_admission_policy(
     min_trust_level: TrustLevel | str | None = None,
     signers: list[dict[str, Any]] | None = None,
     cache: bool = True,
+    predicate_type: str | None = None,
 ) -> Policy:
     """The composed policy ``admit`` decides with: the local policy (default: the shipped default.json)
     under every org layer (the standard org-policy path, ``ATIP_TRUST_ORG_POLICY``, ``org_policy``), and
     ``min_trust_level`` and ``signers`` (policy ``trust.signers`` entries, e.g. from identity flags) as a
     CLI layer: those signers are trusted only where no other layer states signers, narrow where one
     does, and count for nothing under an org that fixes the trust anchors (policy/compose.py).
-    ``cache``: skip the schema validation of a document found valid before (policy/load.py)."""
+    ``cache``: skip the schema validation of a document found valid before (policy/load.py).
+    ``predicate_type``: an attestation of that predicate type is required (CLI layer, as gh's flags)."""
     # ATIP_TRUST_POLICY names the local policy a fleet's machines use when none is given.
     chosen = policy or os.environ.get("ATIP_TRUST_POLICY") or default_policy_path()
     layers: list[PolicyLayer] = [load_layer(chosen, source="local", cache=cache)]
     layers.extend(org_layers([org_policy] if org_policy else [], cache=cache))
-    if min_trust_level is not None or signers:
+    if min_trust_level is not None or signers or predicate_type:
         name = (min_trust_level.name if isinstance(min_trust_level, TrustLevel) else min_trust_level)
-        layers.append(cli_layer(min_trust_level=name, signers=signers))
+        layers.append(cli_layer(min_trust_level=name, signers=signers, predicate_type=predicate_type))
     return compose(layers)
 
 
@@ -201,14 +203,15 @@ class Known:
 def audit_failure(
     err: BaseException,
     *,
-    tool: PathLike,
+    tool: PathLike | None,
     command: Sequence[str] | str | None = None,
     policy: Policy | None = None,
     path: str | None = None,
     digest: str | None = None,
     audit_log: PathLike | None = None,
 ) -> str | None:
-    """Append the deny line for an admission that could not be evaluated (exit 2).
+    """Append the deny line for an admission that could not be evaluated (exit 2); ``tool`` None:
+    not known (a command line that did not parse).
 
     Never masks the original error: a failure to write this line is returned as a warning text.
     """
@@ -218,7 +221,8 @@ def audit_failure(
         message, where = f"internal error: {type(err).__name__}", None
     record = audit_error_record(
         code=error_code(err), error_type=type(err).__name__, message=message, where=where,
-        tool=tool_name_of(tool), command=list(split_command(command)), path=path, digest=digest,
+        tool=tool_name_of(tool) if tool is not None else None, command=list(split_command(command)), path=path,
+        digest=digest,
         policy_digest=policy.digest if policy is not None else None,
         mode=policy.mode if policy is not None else None,
     )
@@ -264,14 +268,14 @@ def audit_target(policy: Policy, audit: bool, audit_log: PathLike | None) -> Pat
     settings = _audit_settings(policy)
     if not audit and settings.required:
         raise UsageError("the policy requires an audit line for every admission (audit.required): "
-                         "--no-audit is refused")
+                         "audit=False (--no-audit) is refused")
     pinned = settings.log
     if pinned is None:
         return audit_log
     if audit_log is not None and settings.log_pinned and \
             os.path.abspath(os.fspath(audit_log)) != os.path.abspath(pinned):
         raise UsageError(f"the org policy fixes the audit log: expected {pinned}, "
-                         f"actual --audit-log {os.fspath(audit_log)}")
+                         f"actual audit_log (--audit-log) {os.fspath(audit_log)}")
     return audit_log if audit_log is not None else pinned
 
 
@@ -294,13 +298,13 @@ def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | 
 def admit(
     tool: PathLike | Artifact,
     *,
-    policy: Policy,
+    policy: Policy | PathLike,
     command: Sequence[str] | str | None = None,
     name: str | None = None,
     metadata: PathLike | bytes | None = None,
     metadata_bundle: PathLike | None = None,
-    bundles: Sequence[PathLike] = (),
-    keys: Sequence[PathLike] = (),
+    bundles: PathLike | Sequence[PathLike] = (),
+    keys: PathLike | Sequence[PathLike] = (),
     signature: PathLike | None = None,
     shim_dir: PathLike | None = None,
     trusted_root: PathLike | None = None,
@@ -332,17 +336,41 @@ def admit(
     ``fetch``: ask policy's remote shim registries over the network when no shim was found locally
     (``ATIP_OFFLINE`` still forbids it); without it only cached verified shims and folder registries
     are read, so an admission makes no request unless told to (README: no network unless asked).
+
+    ``policy``: the ``Policy`` :func:`load_admission_policy` returns, or a policy file's path, loaded
+    here the same way (every call: load it once when deciding often). ``bundles`` and ``keys``: paths,
+    or one path.
     """
-    known = Known(tool=name or tool_name_of(tool), policy=policy)
+    chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
+    known = Known(tool=name or tool_name_of(tool), policy=chosen)
     return audited(
-        known, policy, audit=audit, audit_log=audit_log, defer_audit=defer_audit,
+        known, chosen, audit=audit, audit_log=audit_log, defer_audit=defer_audit,
         run=lambda target: _admit(
-            tool, known, policy=policy, command=command, metadata=metadata,
-            metadata_bundle=metadata_bundle, bundles=bundles, keys=keys, signature=signature,
+            tool, known, policy=chosen, command=command, metadata=metadata, metadata_bundle=metadata_bundle,
+            bundles=path_texts(bundles, "bundles"), keys=path_texts(keys, "keys"), signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
         ),
     )
+
+
+def admission_policy(policy: object, *, tool: PathLike | Artifact, command: Sequence[str] | str | None,
+                     audit: bool, audit_log: PathLike | None) -> Policy:
+    """The ``policy`` argument of a library admission as a ``Policy``: as given, or loaded from a path
+    by :func:`load_admission_policy`; a policy that cannot be loaded leaves its deny line (as the CLI's
+    does) and raises. Anything else is ``UsageError`` naming the parameter."""
+    if isinstance(policy, Policy):
+        return policy
+    try:
+        if not isinstance(policy, (str, os.PathLike)):
+            raise UsageError(f"policy: expected a Policy (atip_trust.load_admission_policy) or a policy "
+                             f"file path, actual {type(policy).__name__}")
+        return load_admission_policy(policy)
+    except Exception as err:
+        if audit:
+            audit_failure(err, tool=tool.path_text if isinstance(tool, Artifact) else tool, command=command,
+                          audit_log=audit_log)
+        raise
 
 
 def audited(
@@ -406,7 +434,8 @@ def _admit(
     known.path = path
     tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
-        raise UsageError("--metadata-bundle needs --metadata: the file it signs")
+        raise UsageError("metadata_bundle (--metadata-bundle) needs metadata (--metadata): the file it signs",
+                         path=os.fspath(metadata_bundle))
     with tool.borrowed() if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex

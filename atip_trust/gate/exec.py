@@ -67,7 +67,7 @@ SHEBANG_MAX = 256
 EXIT_DENY, EXIT_ASK = 1, 3
 
 
-class ExecRefused(Exception):
+class ExecRefused(AtipTrustError):
     """The tool was not run: a denial (exit 1) or a question (exit 3), with its reasons."""
 
     def __init__(self, behavior: str, reasons: Sequence[Reason], admission: Admission | None = None):

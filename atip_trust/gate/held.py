@@ -53,8 +53,19 @@ if TYPE_CHECKING:
 
 from atip_trust._base.statmemo import Ident, regular_ident, settled
 from atip_trust.errors import UsageError
+from atip_trust._base.files import path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
-from atip_trust.gate.admit import Admission, Known, PathLike, admit, audited, decided, tool_name_of
+from atip_trust.gate.admit import (
+    Admission,
+    Known,
+    PathLike,
+    admission_policy,
+    admit,
+    audit_failure,
+    audited,
+    decided,
+    tool_name_of,
+)
 from atip_trust.gate.cached import file_ident
 from atip_trust.gate.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
@@ -63,18 +74,19 @@ from atip_trust.policy.rules import split_command
 
 __all__ = ["HeldTool"]
 
-
 class HeldTool:
     """One tool, admitted once (``open``) and decided for on every call (``admit``). Close it (or use
     it as a context manager) to release its descriptor. Not thread-safe: one per thread, or a lock."""
 
     __slots__ = ("policy", "_tool", "_name", "_options", "_files", "_art", "_ident", "_root",
                  "_report", "_report_digest", "_doc", "_effects_verified", "_metadata_source",
-                 "_holdable", "_steady", "_fresh")
+                 "_holdable", "_steady", "_fresh", "_calls")
 
     def __init__(self, tool: PathLike, *, policy: Policy, name: str | None, options: _Options,
                  files: tuple[str, ...], holdable: bool) -> None:
         self.policy = policy
+        #: ``open``'s interactive, audit, audit_log and defer_audit: each call's defaults.
+        self._calls: tuple[bool | Interactive, bool, PathLike | None, bool] = (False, True, None, False)
         self._tool = tool
         self._name = name
         self._options = options
@@ -99,35 +111,49 @@ class HeldTool:
         cls,
         tool: PathLike,
         *,
-        policy: Policy,
+        policy: Policy | PathLike,
         name: str | None = None,
         metadata: PathLike | bytes | None = None,
         metadata_bundle: PathLike | None = None,
-        bundles: Sequence[PathLike] = (),
-        keys: Sequence[PathLike] = (),
+        bundles: PathLike | Sequence[PathLike] = (),
+        keys: PathLike | Sequence[PathLike] = (),
         signature: PathLike | None = None,
         shim_dir: PathLike | None = None,
         trusted_root: PathLike | None = None,
         staging: bool = False,
+        interactive: bool | Interactive = False,
+        audit: bool = True,
+        audit_log: PathLike | None = None,
+        defer_audit: bool = False,
         cache: bool = True,
         fetch: bool = False,
     ) -> HeldTool:
         """Admit ``tool`` (as :func:`~atip_trust.gate.admit.admit`, with the same arguments) and hold
-        it. Errors raise as ``admit``'s do, after its audit line."""
+        it. Errors raise as ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``,
+        ``audit``, ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless
+        it says otherwise."""
+        chosen = admission_policy(policy, tool=name or tool, command=None, audit=audit, audit_log=audit_log)
+        try:
+            bundle_paths, key_paths = path_texts(bundles, "bundles"), path_texts(keys, "keys")
+        except UsageError as err:
+            if audit:
+                audit_failure(err, tool=name or tool, policy=chosen, audit_log=audit_log)
+            raise
         options: _Options = dict(  # a TypedDict for mypy, a plain dict at run time
-            metadata=metadata, metadata_bundle=metadata_bundle, bundles=tuple(bundles), keys=tuple(keys),
+            metadata=metadata, metadata_bundle=metadata_bundle, bundles=bundle_paths, keys=key_paths,
             signature=signature, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             cache=cache, fetch=fetch)
         # Every file the trust report stands on, besides the tool: the evidence, the metadata file,
         # the key files (``--key`` and the policy's own PEM files, read on every admission).
-        files = [os.fspath(p) for p in (*bundles, *keys) if p is not None]
+        files = [*bundle_paths, *key_paths]
         files += [os.fspath(p) for p in (metadata_bundle, signature) if p is not None]
         if metadata is not None and not isinstance(metadata, (bytes, bytearray)):
             files.append(os.fspath(metadata))
-        files += [os.fspath(k.path) for layer in policy.layers for k in (layer.public_keys or ()) if k.path]
-        holdable = shim_dir is None and not policy.registries
-        held = cls(tool, policy=policy, name=name, options=options, files=tuple(files), holdable=holdable)
-        held._hold()
+        files += [os.fspath(k.path) for layer in chosen.layers for k in (layer.public_keys or ()) if k.path]
+        holdable = shim_dir is None and not chosen.registries
+        held = cls(tool, policy=chosen, name=name, options=options, files=tuple(files), holdable=holdable)
+        held._calls = (interactive, audit, audit_log, defer_audit)
+        held._hold(audit=audit, audit_log=audit_log)
         return held
 
     def _hold(self, command: Sequence[str] | str | None = None, audit: bool = True,
@@ -184,14 +210,20 @@ class HeldTool:
         self,
         command: Sequence[str] | str | None = None,
         *,
-        interactive: bool | Interactive = False,
-        audit: bool = True,
+        interactive: bool | Interactive | None = None,
+        audit: bool | None = None,
         audit_log: PathLike | None = None,
-        defer_audit: bool = False,
+        defer_audit: bool | None = None,
     ) -> Admission:
         """The admission for ``command`` now, as :func:`~atip_trust.gate.admit.admit` would decide it
-        (same arguments). ``Admission.cache`` is ``held`` when the held report was decided on, and the
-        verdict cache's ``hit`` / ``miss`` / ``off`` when this call (or ``open``) admitted the tool."""
+        (same arguments; those not given: as given to :meth:`open`). ``Admission.cache`` is ``held``
+        when the held report was decided on, and the verdict cache's ``hit`` / ``miss`` / ``off`` when
+        this call (or ``open``) admitted the tool."""
+        given = self._calls
+        interactive = given[0] if interactive is None else interactive
+        audit = given[1] if audit is None else audit
+        audit_log = given[2] if audit_log is None else audit_log
+        defer_audit = given[3] if defer_audit is None else defer_audit
         if not self._holdable:
             return admit(self._tool, policy=self.policy, command=command, name=self._name,
                          interactive=interactive, audit=audit, audit_log=audit_log,

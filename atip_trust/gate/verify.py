@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust.inputs import Constraints, Evidence
-from atip_trust._base.files import path_name
+from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
@@ -96,14 +96,11 @@ def verdict(rep: TrustReport) -> Decision:
     if rep.trust_level is TrustLevel.VERIFIED:
         return Decision("allow", [Reason("VERIFIED", "all requested checks passed")],
                         report_digest=rep.digest(), rule_source="cli")
-    reasons = [
-        Reason(f"{rep.trust_level.name}", f"trust level {rep.trust_level.name}, VERIFIED required",
-               expected="VERIFIED", actual=rep.trust_level.name)
-    ]
-    for c in rep.checks:
-        if c.failed:
-            reasons.append(Reason(f"CHECK_{c.name.upper().replace('.', '_')}_{c.status.upper()}",
-                                  c.message or c.name, expected=c.expected, actual=c.actual))
+    # Cause first (issue 26): the failed checks, then the level they add up to.
+    reasons = [Reason(f"CHECK_{c.name.upper().replace('.', '_')}_{c.status.upper()}", c.message or c.name,
+                      expected=c.expected, actual=c.actual) for c in rep.checks if c.failed]
+    reasons.append(Reason(f"{rep.trust_level.name}", f"trust level {rep.trust_level.name}, VERIFIED required",
+                          expected="VERIFIED", actual=rep.trust_level.name))
     return Decision("deny", reasons, report_digest=rep.digest(), rule_source="cli")
 
 
@@ -136,7 +133,7 @@ def verify(
     artifact: PathLike | Digest,
     *,
     constraints: Constraints | None = None,
-    bundles: Sequence[PathLike] = (),
+    bundles: PathLike | Sequence[PathLike] = (),
     signature: PathLike | None = None,
     certificate: PathLike | None = None,
     metadata: PathLike | None = None,
@@ -153,6 +150,7 @@ def verify(
     on their own; with a bundle that carries them, the bundle's verification counts.
 
     ``policy`` may be a loaded ``Policy`` (used as given) or a path (composed under the org layers).
+    ``bundles``: paths, or one path.
     Raises ``AtipTrustError`` when it cannot evaluate (no signer to verify against, malformed input,
     missing trust root, failed fetch): a denial.
 
@@ -171,7 +169,7 @@ def verify(
                                staging, deferred=True)
     # The evidence files as text: the cache key is made from them without pathlib (README "Verdict
     # cache"); the ``Evidence`` of ``Path``s only when a miss evaluates.
-    given = _Given(tuple(os.fspath(b) for b in bundles), _text(signature), _text(certificate), _text(metadata))
+    given = _Given(path_texts(bundles, "bundles"), _text(signature), _text(certificate), _text(metadata))
     fetched: list[dict[str, Any]] = []
     store_in = open_cache(cache and not fetch)  # fetched material is new each time: never cached
     key: str | None = None

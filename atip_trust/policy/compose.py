@@ -8,7 +8,8 @@ CLI admin policies behave alike. The rules, each chosen so that no layer can wid
 * tool deny lists: union; tool allowlists: each layer's list must admit the tool (intersection);
 * requirements: the highest minimum trust and SLSA level, provenance required if any layer requires it,
   allowed metadata sources intersected, the highest signature threshold;
-* capability gates: per effect class, the higher minimum level and ``deny`` over ``ask``;
+* capability gates: per effect class, the higher minimum level and ``deny`` over ``ask`` (for
+  ``below`` and for ``always``);
 * mode: the strictest (enforce > warn > audit), an org layer that states none counting as enforce (so
   that another org or local layer's ``audit`` cannot loosen it); ``defaults.noMatch``: deny over ask;
   ``allowVerifiedReadOnly`` only if every layer that states it allows it;
@@ -264,7 +265,10 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
                 level = max(cur.min_trust_level, g.min_trust_level)
                 below: Literal["ask", "deny"] = "deny" if "deny" in (cur.below, g.below) else "ask"
                 src = g.source if g.min_trust_level > cur.min_trust_level else cur.source
-                gates[cls] = Gate(min_trust_level=level, below=below, source=src)
+                always: Literal["ask", "deny"] | None = (
+                    "deny" if "deny" in (cur.always, g.always) else "ask" if "ask" in (cur.always, g.always)
+                    else None)
+                gates[cls] = Gate(min_trust_level=level, below=below, source=src, always=always)
 
     no_match = "ask"
     read_only = True
@@ -352,6 +356,7 @@ def cli_layer(
     min_trust_level: str | None = None,
     no_match_deny: bool = False,
     signers: list[dict[str, Any]] | None = None,
+    predicate_type: str | None = None,
 ) -> PolicyLayer:
     """CLI flags as a layer of their own (rule source ``cli``).
 
@@ -363,8 +368,13 @@ def cli_layer(
     doc: dict[str, object] = {"version": 1}
     if signers:
         doc["trust"] = {"signers": signers}
+    requirements: dict[str, object] = {}
     if min_trust_level:
-        doc["requirements"] = {"minTrustLevel": min_trust_level.upper()}
+        requirements["minTrustLevel"] = min_trust_level.upper()
+    if predicate_type:  # gh's flags require its predicate type (cli/identity_flags.py)
+        requirements["predicateType"] = predicate_type
+    if requirements:
+        doc["requirements"] = requirements
     if no_match_deny:
         doc["defaults"] = {"noMatch": "deny"}
     return layer_from_document(json.loads(json.dumps(doc)), source="cli")

@@ -82,7 +82,7 @@ def choose_trusted_root(
     ``--trusted-root`` file, else ``--staging``, else the embedded public-good root.
     """
     if cli_staging and cli_path:
-        raise UsageError("give --staging or --trusted-root, not both")
+        raise UsageError("give staging (--staging) or trusted_root (--trusted-root), not both")
     flag: TrustRoot | None = None
     if cli_path:
         flag = TrustRoot.from_file(cli_path, deferred=True)
@@ -104,7 +104,7 @@ def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None)
     for root in roots:
         if root.digest == flag.digest:
             return flag
-    given = f"--trusted-root {cli_path}" if cli_path else "--staging"
+    given = f"trusted_root (--trusted-root) {cli_path}" if cli_path else "staging (--staging)"
     raise UsageError(
         f"{given} ({flag.digest}) is not a trusted root the policy pins: trust.trustedRoots expected "
         f"one of {[f'{e} ({r.digest})' for e, r in zip(pinned, roots)]}, actual {flag.name} "
@@ -153,7 +153,7 @@ def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
         # (compose.py). Its own list being absent, nothing can be on it.
         if given:
             raise UsageError(
-                f"--key {given[0]} is not a trust anchor: the org policy states the trust anchors "
+                f"keys (--key) {given[0]} is not a trust anchor: the org policy states the trust anchors "
                 f"({', '.join(policy.org_anchors)}) and no trust.publicKeys, expected no key, actual "
                 f"{_key_digest_of(given[0])}"
             )
@@ -166,7 +166,7 @@ def trusted_keys(policy: Policy, given: tuple[Path, ...]) -> tuple[Path, ...]:
         for source, allowed in allowed_per_layer:
             if actual not in allowed:
                 raise UsageError(
-                    f"--key {key_path} is not a trust anchor: the {source} policy's trust.publicKeys "
+                    f"keys (--key) {key_path} is not a trust anchor: the {source} policy's trust.publicKeys "
                     f"expected one of {sorted(allowed) or 'no key (empty list)'}, actual {actual}"
                 )
     own = tuple(pathlib.Path(k.path) for k in policy.public_keys if k.path)

@@ -15,7 +15,8 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (the
       command with leading options removed (``rules.command_variants``); a command above the size caps,
       or with too many readings to check, is denied.
   (6) Effects: RFC §10.2 ``effectRestrictions``; declared safety counts only when verified (principle 10).
-  (7) Capability gating: each risky effect class below its minimum trust level → ask or deny.
+  (7) Capability gating: each risky effect class below its minimum trust level → ask or deny; a class
+      with ``always`` → ask or deny at any level.
   (8) Base: an allow rule, or a verified read-only command when policy allows that; otherwise no match →
       ask when interactive, deny when not.
   (5v) With ``purpose="verify"`` (``verify --policy``), steps (5)-(8) are replaced by one base: allow only
@@ -46,7 +47,7 @@ from atip_trust.facts.report import (
     TrustReport,
 )
 from atip_trust.limits import LIMITS
-from atip_trust.policy.model import STRICTNESS, CommandRule, Policy, Waiver
+from atip_trust.policy.model import STRICTNESS, CommandRule, Gate, Policy, Waiver
 from atip_trust.policy.rules import (
     Matcher,
     command_line,
@@ -84,7 +85,7 @@ class _Plan:
     layers state signers, and for each tool the command rules that can match its commands, compiled
     (``rules.rules_for_tool``; a rule of another tool cannot match any reading of this one's command)."""
 
-    __slots__ = ("defaults_source", "gates", "gates_below", "org_silent_signers", "per_tool", "policy",
+    __slots__ = ("always", "defaults_source", "gates", "gates_below", "org_silent_signers", "per_tool", "policy",
                  "requirements_source", "signer_layers", "signers_declared", "signers_missed", "source_ok",
                  "sources_declared", "sources_text")
 
@@ -98,6 +99,8 @@ class _Plan:
         self.gates = tuple(policy.gates.items())
         #: At this level or above no gate applies (step 7 skips every gate then).
         self.gates_below = max((g.min_trust_level for g in policy.gates.values()), default=None)
+        #: The gates that ask or deny at any level (``always``), checked whatever the trust.
+        self.always = tuple((cls, g) for cls, g in self.gates if g.always is not None)
         self.signer_layers = tuple((layer.source, layer.signers) for layer in policy.layers
                                    if layer.signers is not None)
         self.per_tool: dict[str, tuple[_Compiled, _Compiled, _Compiled]] = {}
@@ -335,7 +338,7 @@ def _core(
             "deny",
             Reason(
                 "TRUST_COMPROMISED",
-                "the artifact shows evidence of tampering (invalid signature or digest mismatch)",
+                _tampering(report),
                 rule="builtin:compromised",
                 expected="not COMPROMISED",
                 actual=level.name,
@@ -577,6 +580,7 @@ def _core(
             f"effects unknown, so each counts as risky: {', '.join(classes)} need a more trusted tool",
             rule="capabilities." + ("|".join(classes)), expected=f">= {minimum.name}", actual=level.name),
             below, source)
+    _always(v, plan.always, states, unknown)
 
     # (8) Base decision.
     if allowed_by is not None:
@@ -639,6 +643,23 @@ def _verify_base(
                           actual=level.name), source)
 
 
+def _always(v: _Verdicts, gates: tuple[tuple[str, Gate], ...], states: Mapping[str, str], unknown: bool) -> None:
+    """(7) ``capabilities.<class>.always``: every command with the class asks or denies, at any trust
+    level (a VERIFIED tool's ``rm`` included) and whatever rule allows it. Not about trust, so no
+    waiver lifts it. Unknown effects count as present, one reason per outcome naming the classes."""
+    grouped: dict[tuple[RuleBehavior, RuleSource], list[str]] = {}
+    for cls, gate in gates:
+        if states.get(cls) == "risky" and gate.always is not None:
+            grouped.setdefault((gate.always, gate.source), []).append(cls)
+    for (behavior, source), classes in grouped.items():
+        what = "effects unknown, so each counts as present: " if unknown else ""
+        v.add(behavior, Reason(
+            "CAPABILITY_ALWAYS",
+            f"{what}{', '.join(classes)}: the policy says {behavior} for every such command, at any trust level",
+            rule="capabilities." + "|".join(classes), expected=f"no {' or '.join(classes)} operation",
+            actual="effects unknown" if unknown else f"{', '.join(classes)} operation"), source)
+
+
 def _gate(v: _Verdicts, info: list[Reason], waiver: Waiver | None, level: TrustLevel, r: Reason,
           below: RuleBehavior, source: RuleSource) -> None:
     if waiver is not None and level > TrustLevel.COMPROMISED:
@@ -653,11 +674,47 @@ def effect_classes_of(reason: Reason) -> tuple[str, ...]:
     ``delegation.effectRestrictions.<class>``). The call validator (gate/validate.py) reads its
     violations from these reasons, so that a call's violations and the policy's gating are one decision."""
     rule = reason.rule or ""
-    if reason.code == "CAPABILITY_GATED" and rule.startswith("capabilities."):
+    if reason.code in ("CAPABILITY_GATED", "CAPABILITY_ALWAYS") and rule.startswith("capabilities."):
         return tuple(rule[len("capabilities."):].split("|"))
     if reason.code == "EFFECT_RESTRICTED" and rule.startswith("delegation.effectRestrictions."):
         return (rule[len("delegation.effectRestrictions."):],)
     return ()
+
+
+#: Reasons that *decide* on their own, whatever the trust: a rule or list that names the tool or command.
+_OWN_CAUSES = frozenset({"TOOL_DENIED_DIGEST", "TOOL_DENIED", "TOOL_NOT_ALLOWED", "DELEGATION_TOOL_NOT_ALLOWED",
+                         "COMMAND_TOO_LARGE", "COMMAND_AMBIGUOUS", "COMMAND_DENIED", "COMMAND_ASK",
+                         "EFFECT_RESTRICTED", "CAPABILITY_ALWAYS"})
+#: Facts about the bytes and their evidence that other reasons follow from (a signer the policy does not
+#: name makes the tool UNVERIFIED, which fails rule qualifiers and capability gates, which leaves no rule
+#: that allows): the cause, in pipeline order.
+_TRUST_CAUSES = ("TRUST_COMPROMISED", "DIGEST_PIN_MISMATCH", "SIGNER_NOT_IN_POLICY", "NO_SIGNERS_IN_POLICY",
+                 "SIGNATURE_THRESHOLD", "TRUST_BELOW_MINIMUM", "TRUST_NOT_VERIFIED", "PROVENANCE_REQUIRED",
+                 "SLSA_LEVEL_TOO_LOW", "SOURCE_NOT_ALLOWED", "METADATA_SOURCE_NOT_ALLOWED",
+                 "EFFECTS_UNKNOWN", "EFFECTS_UNVERIFIED")
+
+
+def _cause_first(reasons: list[Reason], final: set[int]) -> list[Reason]:
+    """Cause first (issue 26): the final behavior's own rule verdicts (a deny or ask rule, a tool list),
+    then the trust facts the rest follows from, in pipeline order, then everything else as reached.
+    A reader (and a hook that shows one line) sees why first, the consequences after."""
+    def rank(r: Reason) -> tuple[int, int]:
+        if r.code in _OWN_CAUSES and id(r) in final:
+            return (0, 0)
+        if r.code in _TRUST_CAUSES:
+            return (1, _TRUST_CAUSES.index(r.code))
+        return (2, 0)
+
+    return sorted(reasons, key=rank)  # stable: same rank keeps the order reached
+
+
+def _tampering(report: TrustReport) -> str:
+    """What COMPROMISED means for this report, in a plain sentence when a signature is for other bytes."""
+    other = next((c for c in report.checks if c.name == "digest" and c.failed and c.impact == "compromised"),
+                 None)
+    if other is not None:
+        return f"the artifact shows evidence of tampering: {other.message}"
+    return "the artifact shows evidence of tampering (invalid signature or digest mismatch)"
 
 
 def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason], RuleSource]:
@@ -669,6 +726,8 @@ def _result(v: _Verdicts, info: list[Reason]) -> tuple[RuleBehavior, list[Reason
     reasons += info
     if len(reasons) < 2:
         return final, reasons, source
+    if final != "allow":
+        reasons = _cause_first(reasons, {id(r) for b, r, _ in v.items if b == final})
     # The same reason reached twice (e.g. by two layers) is said once: same code and rule, and the same
     # expected and actual values (by repr, so 1 and True differ), compared only within one code and rule.
     seen: dict[tuple[str, str | None], list[Reason]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from atip_trust.facts.programs import is_unmodelled_runner
+from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.model import CommandRule, Policy
 
 
@@ -92,7 +93,10 @@ def explain_policy(policy: Policy) -> list[str]:
     if policy.gates:
         lines.append("Capability gating (effects count as safe only when verified metadata says so):")
         for cls, g in sorted(policy.gates.items()):
-            lines.append(f"  - {cls}: needs {g.min_trust_level.name}, otherwise {g.below}")
+            needs = f"needs {g.min_trust_level.name}, otherwise {g.below}" \
+                if g.min_trust_level > TrustLevel.COMPROMISED else ""
+            always = f"{g.always} at any trust level" if g.always else ""
+            lines.append(f"  - {cls}: {'; '.join(x for x in (needs, always) if x)}")
     d = policy.defaults
     if d.allow_verified_read_only:
         lines.append(f"A command that verified metadata declares read-only is allowed for "

@@ -392,9 +392,11 @@ def layer_from_document(
 
     gates = {
         cls: Gate(
-            min_trust_level=TrustLevel.parse(g["minTrustLevel"]),
+            # ``always`` alone: no trust minimum (every level is at or above the lowest).
+            min_trust_level=TrustLevel.parse(g["minTrustLevel"]) if "minTrustLevel" in g else TrustLevel.COMPROMISED,
             below=g.get("below", "ask"),
             source=source,
+            always=g.get("always"),
         )
         for cls, g in assert_dict.get("capabilities", {}).items()
     }

@@ -261,16 +261,18 @@ class CommandRule(Record):
 
 
 class Gate(Record):
-    """A capability class and the trust level below which it asks or denies (``capabilities``)."""
+    """A capability class and the trust level below which it asks or denies (``capabilities``), and
+    what every command with the class gets at any level (``always``; None: nothing)."""
 
-    __slots__ = ("min_trust_level", "below", "source")
+    __slots__ = ("min_trust_level", "below", "source", "always")
     min_trust_level: TrustLevel
     below: Literal["ask", "deny"]
     source: RuleSource
+    always: Literal["ask", "deny"] | None
 
     def __init__(self, min_trust_level: TrustLevel, below: Literal["ask", "deny"] = "ask",
-                 source: RuleSource = "local") -> None:
-        init(self, min_trust_level, below, source)
+                 source: RuleSource = "local", always: Literal["ask", "deny"] | None = None) -> None:
+        init(self, min_trust_level, below, source, always)
 
 
 class Waiver(Record):

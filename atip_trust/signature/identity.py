@@ -163,12 +163,13 @@ class IdentityRule(Record):
         claims = {} if claims is None else claims
         if (identity is None) == (identity_regexp is None):
             raise UsageError(
-                "a signer needs exactly one of --certificate-identity or --certificate-identity-regexp"
+                "a signer needs exactly one of identity (--certificate-identity) or identity_regexp "
+                "(--certificate-identity-regexp)"
             )
         if (issuer is None) == (issuer_regexp is None):
             raise UsageError(
-                "a signer needs exactly one of --certificate-oidc-issuer or "
-                "--certificate-oidc-issuer-regexp"
+                "a signer needs exactly one of issuer (--certificate-oidc-issuer) or issuer_regexp "
+                "(--certificate-oidc-issuer-regexp)"
             )
         for pat in (identity_regexp, issuer_regexp):
             if pat is not None:

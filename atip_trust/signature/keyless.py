@@ -39,7 +39,7 @@ from cryptography import x509
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import TrustRootError
 from atip_trust.facts.digest import Digest
-from atip_trust.facts.report import Check
+from atip_trust.facts.report import OTHER_BYTES, Check
 from atip_trust.signature.algorithms import Scheme, key_fits, verify_signature
 from atip_trust.signature.bundle import BundleInput, digest_text
 from atip_trust.signature.dsse import pae
@@ -328,7 +328,7 @@ class KeylessVerifier:
                 if md.get("algorithm") not in (None, "SHA2_256") or declared_hex != sha256.hex:
                     out.compromised = True
                     out.checks.append(Check(
-                        "digest", "fail", "the bundle signs a different digest than this artifact's",
+                        "digest", "fail", OTHER_BYTES,
                         expected=str(sha256), actual=digest_text(md.get("algorithm"), declared_hex),
                         evidence=ev, impact="compromised"))
                     return

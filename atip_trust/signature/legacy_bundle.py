@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives import serialization
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
-from atip_trust.facts.report import Check, CheckFailure
+from atip_trust.facts.report import OTHER_BYTES, Check, CheckFailure
 from atip_trust.signature.algorithms import LOG_SCHEMES, key_fits, verify_signature
 from atip_trust.signature.bundle import bundle_version, digest_text, proof_required, route_of
 from atip_trust.signature.dsse import pae
@@ -531,7 +531,7 @@ def verify_legacy_message(
         declared = _b64(md.get("digest"), "$.messageSignature.messageDigest.digest")
         if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
             raise LegacyVerificationError(
-                "the bundle signs a different digest than this artifact's", check="digest",
+                OTHER_BYTES, check="digest",
                 expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
     checks.append(verify_message_signature(leaf, signature, artifact_sha256, evidence=evidence))
     try:
