@@ -186,3 +186,18 @@ def test_codex_allows_only_with_a_pinned_command(world: World) -> None:
 def test_pin_is_refused_for_an_agent_that_cannot_rewrite(world: World) -> None:
     r = hook(world, "gemini", "gh pr list", world.policy, "--pin")
     assert r.returncode == 2 and json.loads(r.stdout)["decision"] == "deny"
+
+
+@pytest.mark.parametrize(("rule", "warned"), [("python3 *", True), ("make test *", True), ("Bash(npm run:*)", True),
+                                              ("gh pr *", False), ("env *", False), ("python3 --version", False)])
+def test_policy_check_warns_when_an_allow_rule_lets_an_unmodelled_runner_run_anything(
+        tmp_path: Path, rule: str, warned: bool) -> None:
+    """Allowing ``python3 *`` allows every program the script it is given runs; the gate cannot see
+    inside it (runners it models, such as env, are unwrapped instead)."""
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"version": 1, "permissions": {"allow": [rule]}}))
+    for action in ("check", "explain"):
+        r = subprocess.run([sys.executable, "-m", "atip_trust", "policy", action, str(policy)],
+                           capture_output=True, text=True, timeout=120, check=False)
+        assert r.returncode == 0, r.stderr
+        assert ("Warning: allow rule" in r.stdout and "whatever it is given" in r.stdout) is warned, r.stdout
