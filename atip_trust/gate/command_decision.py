@@ -3,7 +3,8 @@
 ``admit`` verifies a tool and then decides for the command it was asked about; the bridge's compiled
 surface (bridge/surface.py) decides for every command of a tool already verified. Both go through this
 function so that a command a model is offered is decided exactly as running it would be: its effects
-walked in the metadata (RFC §3.3, §3.6; an undeclared command's effects are unknown, hence risky), the
+walked in the metadata (RFC §3.3, §3.6; an undeclared command's effects are unknown, hence risky; one
+omitted from a partial document takes them from ``omitted.safetyAssumption``, RFC §3.1.1), the
 metadata's effects trusted only when verified, then policy/decide.py.
 """
 
@@ -14,7 +15,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.facts.effects import command_states
+from atip_trust.facts.effects import command_lookup
 from atip_trust.facts.report import Decision, TrustReport
 from atip_trust.policy.decide import decide
 from atip_trust.policy.model import Policy
@@ -37,7 +38,7 @@ def decide_command(
     ``metadata``: the parsed metadata object (None: no metadata, effects unknown); ``effects_verified``
     and ``metadata_source``: what verifying the metadata established (gate/metadata_trust.py)."""
     words = list(command)
-    states, effects_unknown = (None, None) if metadata is None else command_states(metadata, words)
+    states, effects_unknown, omitted = (None, None, None) if metadata is None else command_lookup(metadata, words)
     return decide(
         policy,
         report,
@@ -49,6 +50,7 @@ def decide_command(
         metadata_source=metadata_source,
         effects_unknown=effects_unknown,
         report_digest=report_digest,
+        effects_omitted=omitted,
     )
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from atip_trust.errors import UsageError
 from atip_trust.facts.aip14 import ToolContract, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
-from atip_trust.facts.effects import classify, merge_states, walk_command
+from atip_trust.facts.effects import classify, command_lookup, merge_states, walk_command
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import Decision, Reason, TrustReport
@@ -72,6 +72,9 @@ VIOLATION_SEVERITY: dict[str, Severity] = {
     "NON_IDEMPOTENT_OPERATION": "warning",
     "INTERACTIVE_OPERATION": "warning",
     "SUBPROCESS_OPERATION": "warning",
+    "RESOURCE_CREATE": "warning",
+    "RESOURCE_MODIFY": "warning",
+    "RESOURCE_DELETE": "error",
     # RFC §10.2 delegation and the AIP-14 approval class.
     "DELEGATION_TOOL_NOT_ALLOWED": "error",
     "DELEGATION_COMMAND_DENIED": "error",
@@ -89,6 +92,9 @@ CLASS_CODES: dict[str, str] = {
     "nonIdempotent": "NON_IDEMPOTENT_OPERATION",
     "interactive": "INTERACTIVE_OPERATION",
     "subprocess": "SUBPROCESS_OPERATION",
+    "creates": "RESOURCE_CREATE",
+    "modifies": "RESOURCE_MODIFY",
+    "deletes": "RESOURCE_DELETE",
 }
 
 #: Decision reason codes that are the trust threshold.
@@ -250,6 +256,11 @@ def validate_call(
             cmd, tail, why = resolve_words(meta, given)
             words = tuple(given[1:])
             argv = tuple(given)
+    omitted: str | None = None
+    if cmd is None and meta is not None and words:
+        # RFC §3.1.1, through the one lookup admit uses: an omitted command is still unknown here (its
+        # arguments cannot be checked), and the decision reports the partial document's assumption.
+        _, _, omitted = command_lookup(meta, words)
     if cmd is None:
         add("UNKNOWN_COMMAND", f"unknown command: {why}", "deny", rule="builtin:call-validator",
             expected="a command the metadata declares", actual=name if isinstance(name, str) else list(name))
@@ -291,7 +302,7 @@ def validate_call(
     decision = decide(effective, report, tool_name=tool, command=list(words), effects=states,
                       effects_verified=effects_verified, interactive=interactive,
                       metadata_source=metadata_source, now=now,
-                      effects_unknown=why if cmd is None else None)
+                      effects_unknown=why if cmd is None else None, effects_omitted=omitted)
 
     # (5) The capability, trust and delegation violations are the decision's own reasons.
     denied_by_delegation = {text for layer in effective.layers

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.lazy import lazy_import
-from atip_trust.facts.effects import effective_states
+from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
     EvidenceSummary,
     Decision,
@@ -64,10 +64,6 @@ else:
 
 if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior, RuleSource
-
-#: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
-#: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
-READ_ONLY_CLASSES = ("destructive", "filesystemWrite", "filesystemDelete", "billable", "nonIdempotent")
 
 #: Rule sources as Agent Tool names them (the Agent Tool permission decision's rule sources).
 AGENT_TOOL_SOURCES: dict[str, str] = {
@@ -260,15 +256,19 @@ def decide(
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
     report_digest: str | None = None,
+    effects_omitted: str | None = None,
 ) -> Decision:
     """``effects_unknown``: why the command's effects could not be found in its metadata
     (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
     ``report.digest()`` when the caller already has it (the verdict cache keeps it with the report),
-    so it is not computed again; None leaves it to the decision's first read of ``report_digest``."""
+    so it is not computed again; None leaves it to the decision's first read of ``report_digest``.
+    ``effects_omitted``: the RFC §3.1.1 ``omitted.safetyAssumption`` when the command is absent from a
+    partial document (``effects.command_lookup``): anything but ``known-safe``/``same-as-included`` in
+    verified metadata asks."""
     now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
-            effects_unknown)
+            effects_unknown, effects_omitted)
     final, reasons, source = _core(policy, *args)
     if len(policy.layers) > 1:
         # The more restrictive answer wins. The merged rules already make every deny and
@@ -319,6 +319,7 @@ def _core(
     now: datetime,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
+    effects_omitted: str | None = None,
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
@@ -541,15 +542,15 @@ def _core(
                            f"the command's effects are unknown, so every class counts as risky: "
                            f"{effects_unknown}", rule="builtin:effects-trust",
                            expected="the words name one declared command", actual=effects_unknown))
+    if effects_omitted is not None:
+        _omitted(v, info, effects_omitted, effects_verified, line)
     if disregarded:
         info.append(Reason("EFFECTS_UNVERIFIED",
                            "declared safe effects disregarded: the metadata declaring them is not verified",
                            rule="builtin:effects-trust", expected="verified metadata",
                            actual=sorted(disregarded)))
     for cls, source in policy.effect_restrictions.items():
-        risky = states.get(cls, "risky") == "risky" if cls != "subprocess" else not (
-            effects_verified and isinstance(effects, Mapping) and effects.get("subprocess") is False)
-        if risky:
+        if states.get(cls, "risky") == "risky":
             v.add("deny", Reason("EFFECT_RESTRICTED",
                                  f"effect {cls!r} is restricted by delegation.effectRestrictions",
                                  rule=f"delegation.effectRestrictions.{cls}",
@@ -583,7 +584,7 @@ def _core(
         v.add("allow", Reason("COMMAND_ALLOWED", f"command {line!r} matches an allow rule",
                               rule=allowed_by.text, actual=line), allowed_by.source)
     elif (policy.defaults.allow_verified_read_only and effects_verified
-          and _all_safe(states, READ_ONLY_CLASSES)
+          and read_only(effects)  # facts/effects.py: the five classes safe, no change declared
           and level >= policy.defaults.read_only_min_trust_level):
         v.add("allow", Reason("READ_ONLY_VERIFIED",
                               "verified metadata declares this command read-only",
@@ -599,19 +600,30 @@ def _core(
     return _result(v, info)
 
 
+def _omitted(v: _Verdicts, info: list[Reason], assumption: str, verified: bool, line: str) -> None:
+    """RFC §3.1.1: a command a partial document leaves out. ``unknown`` (also when the document says
+    nothing) and ``known-unsafe`` "require confirmation", so they ask whatever rule allows the command
+    (an allow rule ``gh *`` was written for the commands the tool declared); ``known-safe`` and
+    ``same-as-included`` are safety claims, believed only from verified metadata."""
+    safe = assumption in OMITTED_EFFECTS
+    r = Reason("COMMAND_OMITTED",
+               f"{line!r} is not in the tool's partial metadata, which says omitted commands are {assumption}"
+               + ("" if not safe or verified else ", a claim of unverified metadata"),
+               rule="builtin:partial-discovery",
+               expected="known-safe or same-as-included, in verified metadata",
+               actual=assumption if verified else f"{assumption} (unverified)")
+    if safe and verified:
+        info.append(r)
+    else:
+        v.add("ask", r, "default")
+
+
 def _first_reading(match: Matcher, variants: list[tuple[tuple[str, ...], str]]) -> str | None:
     """The first reading of the command (``rules.command_variants``) the rule matches, as a line."""
     for vt, vl in variants:
         if match(vt, vl):
             return vl
     return None
-
-
-def _all_safe(states: Mapping[str, str], classes: tuple[str, ...]) -> bool:
-    for c in classes:
-        if states.get(c) != "safe":
-            return False
-    return True
 
 
 def _verify_base(
