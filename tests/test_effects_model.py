@@ -245,3 +245,21 @@ def test_rfc_3_1_1_known_safe_does_not_relax_an_ambiguous_command() -> None:
     states, why, omitted = command_lookup(doc, ["repo", "delete"])
     assert why is None and omitted == "known-safe" and states["destructive"] == "safe"
     assert states["filesystemWrite"] == "unknown"  # "no destructive effects" says nothing else
+
+
+# -- RFC §8.2 rule 1: the compiled description never calls a declared change read-only ------------------
+
+@pytest.mark.parametrize("extra", [{"deletes": ["issue"]}, {"creates": ["pr"]}, {"modifies": ["label"]},
+                                   {"subprocess": True}])
+def test_rfc_8_2_compile_never_flags_a_declared_change_read_only(tmp_path: Path, extra: dict[str, Any]) -> None:
+    effects = {"network": False, "filesystem": {"write": False}, **extra}
+    doc = {"atip": {"version": "0.6"}, "name": "gh", "version": "1", "description": "GitHub CLI",
+           "commands": {"view": {"description": "View", "effects": {"network": False,
+                                                                      "filesystem": {"write": False}}},
+                        "zap": {"description": "Zap", "effects": effects}}}
+    path = tmp_path / "gh.json"
+    path.write_text(json.dumps(doc))
+    r = cli("compile", "--provider", "openai", "--all", str(path))
+    assert r.code == 0, r.out + r.err
+    described = {t["function"]["name"]: t["function"]["description"] for t in json.loads(r.out)["tools"]}
+    assert "READ-ONLY" in described["gh_view"] and "READ-ONLY" not in described["gh_zap"], described

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from atip_trust.errors import MetadataError, UsageError
-from atip_trust.facts.effects import merge_declared
+from atip_trust.facts.effects import NEVER_READ_ONLY, classify, merge_declared
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 
@@ -125,8 +125,12 @@ def safety_suffix(effects: Mapping[str, Any] | None) -> str:
         flags.append(SAFETY_FLAGS["NOT_IDEMPOTENT"])
     if isinstance(cost, Mapping) and cost.get("billable") is True:
         flags.append(SAFETY_FLAGS["BILLABLE"])
-    # Read-only only when both are explicitly false: an empty filesystem object says nothing.
-    if effects.get("network") is False and isinstance(fs, Mapping) and fs.get("write") is False:
+    # Read-only only when both are explicitly false: an empty filesystem object says nothing. A declared
+    # creation, modification, deletion or subprocess is never read-only (docs/effects.md), which the
+    # reference's flag does not check.
+    declared = classify(effects)
+    if effects.get("network") is False and isinstance(fs, Mapping) and fs.get("write") is False and not any(
+            declared[c] == "risky" for c in NEVER_READ_ONLY):
         flags.append(SAFETY_FLAGS["READ_ONLY"])
     return f"[{' | '.join(flags)}]" if flags else ""
 
