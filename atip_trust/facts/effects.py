@@ -320,6 +320,30 @@ def command_lookup(
     return merge_states(*(classify(e) for e in levels)), None, None
 
 
+def interactive_need(effects: Mapping[str, Any] | None) -> str | None:
+    """What an RFC §3.6 effects object (``merge_declared`` along the command's path) says the command
+    cannot run without, or None: ``interactive.tty: true`` a terminal; ``stdin: password`` or
+    ``required`` input on stdin ("Use PTY, pipe input, or skip"). A claim that adds a need is believed
+    from any metadata (it can only stop a run). ``prompts: true`` is no need: a prompt reading an empty
+    stdin gets end-of-file, which is the tool's "no"."""
+    inter = effects.get("interactive") if _is_mapping(effects) else None
+    if not _is_mapping(inter):
+        return None
+    if inter.get("tty") is True:
+        return "a terminal (interactive.tty: true)"
+    stdin = inter.get("stdin")
+    if stdin in ("password", "required"):
+        return f"input on stdin (interactive.stdin: {stdin})"
+    return None
+
+
+def command_interactive_need(metadata: Mapping[str, Any] | None, command: Sequence[str]) -> str | None:
+    """``interactive_need`` for the declared command ``command`` names (None when it names none: its
+    effects are unknown, which the ``interactive`` capability gate already counts as risky)."""
+    levels, why = walk_command(metadata, command)
+    return interactive_need(merge_declared(levels)) if why is None else None
+
+
 #: For each RFC §3.6 field, the value that adds risk (nested fields as ``parent.child``).
 _RISKY_VALUE: dict[str, Any] = {
     "destructive": True, "reversible": False, "idempotent": False, "network": True,
@@ -359,4 +383,4 @@ def merge_declared(levels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["command_lookup", "read_only", "states_for_command"]
+__all__ = ["command_interactive_need", "command_lookup", "interactive_need", "read_only", "states_for_command"]

@@ -44,10 +44,12 @@ from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
 from atip_trust._base.files import path_name
 from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
 from atip_trust.facts.digest import hash_fd
+from atip_trust.facts.effects import command_interactive_need
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
 from atip_trust.gate.cached import hash_artifact, open_cache
 from atip_trust.gate.env import exec_environment
+from atip_trust.gate.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
 
@@ -349,6 +351,12 @@ def exec_verified(
         if main.admission.behavior != "allow":
             # The admission's own line says why (its reasons): nothing to add.
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
+        need = command_interactive_need(main.admission.metadata.doc if main.admission.metadata else None, args)
+        if need is not None and not stdin_provides(need):  # RFC §3.6 interactive: never a silent run
+            raise ExecRefused("deny", [Reason(
+                "INTERACTIVE_REQUIRED", f"{name} {' '.join(args)} needs {need}, and none is provided",
+                rule="builtin:interactive", expected=need, actual="stdin closed, /dev/null or not a terminal")],
+                main.admission)
 
         plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
         shebang = read_shebang(main.art)

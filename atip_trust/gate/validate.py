@@ -79,6 +79,8 @@ VIOLATION_SEVERITY: dict[str, Severity] = {
     "DELEGATION_TOOL_NOT_ALLOWED": "error",
     "DELEGATION_COMMAND_DENIED": "error",
     "APPROVAL_REQUIRED": "warning",
+    # RFC §3.6 interactive: the command needs a terminal or stdin the call does not have (bridge/loop.py).
+    "INTERACTIVE_REQUIRED": "error",
 }
 
 #: Effect class (effects.EFFECT_CLASSES, and ``subprocess`` for delegation) -> violation code.
