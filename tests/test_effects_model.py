@@ -263,3 +263,46 @@ def test_rfc_8_2_compile_never_flags_a_declared_change_read_only(tmp_path: Path,
     assert r.code == 0, r.out + r.err
     described = {t["function"]["name"]: t["function"]["description"] for t in json.loads(r.out)["tools"]}
     assert "READ-ONLY" in described["gh_view"] and "READ-ONLY" not in described["gh_zap"], described
+
+
+# -- ATIP 0.4 trust fields and RFC §4.10.4 "_" fields ----------------------------------------------------
+
+def _write_doc(signed: Signed, doc: dict[str, Any], *, sign: bool) -> list[str]:
+    signed.n += 1
+    path = signed.d / f"legacy{signed.n}.json"
+    path.write_text(json.dumps(doc))
+    flags = ["--metadata", str(path)]
+    if sign:
+        mb = signed.d / f"legacy{signed.n}.sigstore.json"
+        mb.write_text(json.dumps(signed.ts.sign_artifact(path.read_bytes(), identity=ORG_ID, issuer=ISSUER)))
+        flags += ["--metadata-bundle", str(mb)]
+    return flags
+
+
+def test_rfc_4_10_4_and_atip_0_4_trust_fields_are_accepted_and_reported_as_claims(tmp_path: Path) -> None:
+    doc = {"atip": "0.4", "name": "gh", "version": "2.0.0", "description": "GitHub CLI",
+           "trust": {"source": "vendor", "verified": True, "checksum": "sha256:" + "a" * 64,
+                     "signedBy": ORG_ID, "attestation": "https://example.com/gh.intoto.jsonl"},
+           "_generation": {"method": "help-parsing", "confidence": "low"},
+           "commands": {"pr": {"description": "Pull requests"}}}
+    path = tmp_path / "gh-0.4.json"
+    path.write_text(json.dumps(doc))
+    r = cli("metadata", "check", str(path), "--format", "json")
+    assert r.code == 0, r.out + r.err  # was exit 2 for each of the four fields
+    out = json.loads(r.out)
+    assert out["claims"]["legacy_0_4"] == {k: doc["trust"][k] for k in ("checksum", "signedBy", "attestation")}
+    assert out["claims"]["checksum"] is None  # not read as the 0.5+ integrity checksum
+
+
+def test_atip_0_4_signed_by_and_checksum_are_never_anchors(signed: Signed) -> None:
+    tool_digest = "sha256:" + hashlib.sha256(signed.body).hexdigest()
+    base = {"atip": "0.4", "name": "gh", "version": "2.0.0", "description": "GitHub CLI",
+            "commands": {"status": {"description": "Status", "effects": READ_ONLY}}}
+    # signedBy names the very signer policy trusts, but nothing signs the document: not verified.
+    flags = _write_doc(signed, {**base, "trust": {"source": "vendor", "signedBy": ORG_ID}}, sign=False)
+    out = signed.admit("status", flags)
+    assert out["effects_verified"] is False and "READ_ONLY_VERIFIED" not in _codes(out), out
+    # A signed document whose only digest is the 0.4 checksum is not bound to the tool by it.
+    flags = _write_doc(signed, {**base, "trust": {"source": "vendor", "checksum": tool_digest}}, sign=True)
+    out = signed.admit("status", flags)
+    assert out["effects_verified"] is False and "READ_ONLY_VERIFIED" not in _codes(out), out
