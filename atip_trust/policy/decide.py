@@ -30,6 +30,7 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -736,8 +737,14 @@ def to_agent_tool(
     invocation_id: str | None = None,
     decided_at: datetime | None = None,
     passthrough_on_no_match: bool = False,
+    decision_id: str | None = None,
+    expires_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The decision as an Agent Tool ``tool_permission_decision``.
+
+    ``decision_id`` (required by the Agent Tool schema): the caller's id for this decision, or a new
+    random one (``atd_`` and 32 hex digits). ``expires_at``: when the caller will decide again (a
+    decision is about the bytes verified now; the time is the caller's to set); absent when not given.
 
     ``passthrough_on_no_match``: when no rule of this policy matched (the answer is only the no-match
     default), say ``passthrough`` so that the host's own permission layer decides; a denial or ask that
@@ -755,8 +762,13 @@ def to_agent_tool(
         elif codes == {"NO_MATCHING_RULE", "RULE_QUALIFIER_NOT_MET"}:
             behavior = "deny"
             first = next(r for r in decision.reasons if r.code == "RULE_QUALIFIER_NOT_MET")
-    rule_based = first is not None and first.rule is not None and not first.rule.startswith("builtin:")
-    if first is not None and first.code.startswith("MODE_"):
+    # A rule is what policy's permissions, tools or capabilities say; a default (``defaults.noMatch``,
+    # ``defaults.allowVerifiedReadOnly``) or a builtin check is the policy speaking, not a matched rule.
+    rule_based = first is not None and first.rule is not None and not first.rule.startswith(
+        ("builtin:", "defaults."))
+    if behavior == "passthrough":
+        reason_type = "policy"  # no rule matched: the host's own permission layer decides
+    elif first is not None and first.code.startswith("MODE_"):
         reason_type = "mode"
     elif first is not None and first.code in ("TRUST_COMPROMISED", "EFFECTS_UNVERIFIED"):
         reason_type = "safety_check"
@@ -766,13 +778,15 @@ def to_agent_tool(
         reason_type = "policy"
     out: dict[str, Any] = {
         "schema_version": "0.2.0",
+        "decision_id": decision_id if decision_id is not None else "atd_" + os.urandom(16).hex(),
         "behavior": behavior,
         "mode": "default" if decision.mode == "enforce" else decision.mode,
         "source": AGENT_TOOL_SOURCES.get(decision.rule_source or "default", "policy_settings"),
         "reason": {
             "type": reason_type,
-            "rule_ref": first.rule if first else None,
-            "message": first.message if first else "no reason recorded",
+            "rule_ref": first.rule if first and behavior != "passthrough" else None,
+            "message": ("no rule of this policy matched: the host's permission layer decides"
+                        if behavior == "passthrough" else first.message if first else "no reason recorded"),
         },
         "rule_refs": sorted({r.rule for r in decision.reasons if r.rule}),
         "policy_refs": [decision.policy_digest] if decision.policy_digest else [],
@@ -781,6 +795,8 @@ def to_agent_tool(
     }
     if invocation_id is not None:
         out["invocation_id"] = invocation_id
+    if expires_at is not None:
+        out["expires_at"] = expires_at.isoformat()
     return out
 
 
