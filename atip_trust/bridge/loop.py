@@ -312,6 +312,8 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
                                 [declined], decision=decision, argv=argv)
         _write(ctx, record, "allow")
         timeout_ms, cap = ctx.policy.bridge_call_bounds
+        if adm.contract is not None and adm.contract.timeout_ms is not None:
+            timeout_ms = min(timeout_ms, adm.contract.timeout_ms)  # AIP-14 timeout_ms: a hard ceiling
         try:
             res = run_verified(target.art, run_args, env=env,
                                timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,

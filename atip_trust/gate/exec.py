@@ -429,6 +429,12 @@ def _execute(plan: ExecPlan) -> None:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
+    contract = plan.tool.admission.contract
+    if contract is not None and contract.timeout_ms is not None and hasattr(signal, "setitimer"):
+        # AIP-14 timeout_ms is a hard ceiling: an interval timer survives execve(2) and SIGALRM's
+        # default action ends the tool when it runs out.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, contract.timeout_ms / 1000)
     try:
         if os.execve in os.supports_fd:
             os.execve(fd, plan.argv, plan.env)

@@ -258,6 +258,7 @@ def decide(
     effects_unknown: str | None = None,
     report_digest: str | None = None,
     effects_omitted: str | None = None,
+    declared: Sequence[tuple[RuleBehavior, Reason]] = (),
 ) -> Decision:
     """``effects_unknown``: why the command's effects could not be found in its metadata
     (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
@@ -265,11 +266,12 @@ def decide(
     so it is not computed again; None leaves it to the decision's first read of ``report_digest``.
     ``effects_omitted``: the RFC §3.1.1 ``omitted.safetyAssumption`` when the command is absent from a
     partial document (``effects.command_lookup``): anything but ``known-safe``/``same-as-included`` in
-    verified metadata asks."""
+    verified metadata asks. ``declared``: verdicts the tool's own declarations add, which can only
+    tighten (an AIP-14 contract's approval class, a required tool that is not admitted)."""
     now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
-            effects_unknown, effects_omitted)
+            effects_unknown, effects_omitted, declared)
     final, reasons, source = _core(policy, *args)
     if len(policy.layers) > 1:
         # The more restrictive answer wins. The merged rules already make every deny and
@@ -321,6 +323,7 @@ def _core(
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
     effects_omitted: str | None = None,
+    declared: Sequence[tuple[RuleBehavior, Reason]] = (),
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
@@ -545,6 +548,8 @@ def _core(
                            expected="the words name one declared command", actual=effects_unknown))
     if effects_omitted is not None:
         _omitted(v, info, effects_omitted, effects_verified, line)
+    for behavior_declared, reason_declared in declared:
+        v.add(behavior_declared, reason_declared, "default")
     if disregarded:
         info.append(Reason("EFFECTS_UNVERIFIED",
                            "declared safe effects disregarded: the metadata declaring them is not verified",
