@@ -92,6 +92,16 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
     fs_write: State = "risky" if v is True else "safe" if v is False else "unknown"
     v = fs_get("delete")
     fs_delete: State = "risky" if v is True else "safe" if v is False else "unknown"
+    v = get("subprocess")
+    subprocess: State = "risky" if v is True else "safe" if v is False else "unknown"
+    # creates / modifies / deletes: any entry is risky, whatever it names (an unknown resource type is a
+    # change too); an empty list declares none; anything else is unknown.
+    v = get("creates")
+    creates: State = ("risky" if v else "safe") if type(v) is list else "unknown"
+    v = get("modifies")
+    modifies: State = ("risky" if v else "safe") if type(v) is list else "unknown"
+    v = get("deletes")
+    deletes: State = ("risky" if v else "safe") if type(v) is list else "unknown"
     return {
         "destructive": destructive,
         "nonReversible": non_reversible,
@@ -101,19 +111,11 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
         "filesystemWrite": fs_write,
         "filesystemDelete": fs_delete,
         "interactive": _interactive_state(eff),
-        "creates": _list_state(get("creates")),
-        "modifies": _list_state(get("modifies")),
-        "deletes": _list_state(get("deletes")),
-        "subprocess": "risky" if (v := get("subprocess")) is True else "safe" if v is False else "unknown",
+        "creates": creates,
+        "modifies": modifies,
+        "deletes": deletes,
+        "subprocess": subprocess,
     }
-
-
-def _list_state(value: object) -> State:
-    """RFC §3.6 ``creates``/``modifies``/``deletes``: any entry is risky (whatever it names: an unknown
-    resource type is a change too); an empty list declares none; anything else is unknown."""
-    if type(value) is list:
-        return "risky" if value else "safe"
-    return "unknown"
 
 
 def read_only(effects: Mapping[str, Any] | Mapping[str, State] | None) -> bool:
