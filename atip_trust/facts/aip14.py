@@ -55,6 +55,7 @@ from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import MetadataError
 from atip_trust.facts.digest import hash_bytes
 from atip_trust.facts.effects import classify, merge_declared
+from atip_trust.facts.report import Reason
 from atip_trust.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -208,4 +209,15 @@ def contract_states(contract: ToolContract, *, verified: bool) -> dict[str, Stat
     return states
 
 
-__all__ = ["ToolContract", "contract_states", "frontmatter_bytes", "load_tool_md", "parse_tool_md"]
+def approval_reason(contract: ToolContract) -> Reason | None:
+    """The question the contract's approval class asks (``always``, ``policy:<ref>``, ``on-mutate`` with
+    mutations), as the reason admission and the call validator both give; None for ``auto``."""
+    if contract.approval != "ask":
+        return None
+    return Reason("APPROVAL_REQUIRED", f"the AIP-14 contract {contract.id!r} asks for approval "
+                  f"(approval: {contract.approval_declared})", rule=f"aip14:{contract.id}.approval",
+                  expected="approval: auto", actual=contract.approval_declared)
+
+
+__all__ = ["ToolContract", "approval_reason", "contract_states", "frontmatter_bytes", "load_tool_md",
+           "parse_tool_md"]

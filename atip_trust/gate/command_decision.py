@@ -61,11 +61,9 @@ def decide_command(
         elif states is not None:
             trusted = contract_verified and effects_verified
             states = merge_states(states, aip14.contract_states(contract, verified=trusted))
-        if contract.approval == "ask":
-            extra.append(("ask", Reason(
-                "APPROVAL_REQUIRED", f"the AIP-14 contract {contract.id!r} asks for approval "
-                f"(approval: {contract.approval_declared})", rule=f"aip14:{contract.id}.approval",
-                expected="approval: auto", actual=contract.approval_declared)))
+        asked = aip14.approval_reason(contract)
+        if asked is not None:
+            extra.append(("ask", asked))
     return decide(
         policy,
         report,

@@ -38,7 +38,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 from atip_trust.errors import UsageError
-from atip_trust.facts.aip14 import ToolContract, contract_states
+from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
 from atip_trust.facts.effects import classify, command_lookup, merge_states, walk_command
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
@@ -336,10 +336,10 @@ def validate_call(
                 limits.over_cost, rule="calls.maxCostEstimate",
                 expected=f"<= {limits.max_cost_estimate}", actual=counted, path=cmd.path)
     for c in contracts:
-        if c.approval == "ask":
-            add("APPROVAL_REQUIRED", f"the AIP-14 contract {c.id!r} asks for approval "
-                f"(approval: {c.approval_declared})", "ask", rule=f"aip14:{c.id}.approval",
-                expected="approval: auto", actual=c.approval_declared, path=path)
+        asked = approval_reason(c)
+        if asked is not None:
+            add(asked.code, asked.message, "ask", rule=asked.rule or "", expected=asked.expected,
+                actual=asked.actual, path=path)
 
     violations: list[Violation] = []
     for v in [*found, *(v for v, _, _ in extra)]:
