@@ -214,7 +214,7 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
     if need is not None:
         # RFC §3.6 "use PTY, pipe input, or skip": the call runs with no stdin and no terminal, and a
         # person's "yes" cannot type a password, so it is skipped, never run to fail silently.
-        return _interactive_refusal(ctx, call, decision, record, need)
+        return _interactive_refusal(ctx, call, decision, record, need[1])
     try:
         argv = tool_call_to_argv(tool_document(tool.metadata), call.name, call.arguments)
     except AtipTrustError as err:

@@ -322,24 +322,26 @@ def command_lookup(
     return merge_states(*(classify(e) for e in levels)), None, None
 
 
-def interactive_need(effects: Mapping[str, Any] | None) -> str | None:
+def interactive_need(effects: Mapping[str, Any] | None) -> tuple[Literal["tty", "stdin"], str] | None:
     """What an RFC §3.6 effects object (``merge_declared`` along the command's path) says the command
-    cannot run without, or None: ``interactive.tty: true`` a terminal; ``stdin: password`` or
-    ``required`` input on stdin ("Use PTY, pipe input, or skip"). A claim that adds a need is believed
-    from any metadata (it can only stop a run). ``prompts: true`` is no need: a prompt reading an empty
-    stdin gets end-of-file, which is the tool's "no"."""
+    cannot run without, as (kind, text), or None: ``interactive.tty: true`` a terminal (``tty``);
+    ``stdin: password`` or ``required`` input on stdin (``stdin``; "Use PTY, pipe input, or skip"). A
+    claim that adds a need is believed from any metadata (it can only stop a run). ``prompts: true`` is
+    no need: a prompt reading an empty stdin gets end of file, which is the tool's "no"."""
     inter = effects.get("interactive") if _is_mapping(effects) else None
     if not _is_mapping(inter):
         return None
     if inter.get("tty") is True:
-        return "a terminal (interactive.tty: true)"
+        return "tty", "a terminal (interactive.tty: true)"
     stdin = inter.get("stdin")
     if stdin in ("password", "required"):
-        return f"input on stdin (interactive.stdin: {stdin})"
+        return "stdin", f"input on stdin (interactive.stdin: {stdin})"
     return None
 
 
-def command_interactive_need(metadata: Mapping[str, Any] | None, command: Sequence[str]) -> str | None:
+def command_interactive_need(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[Literal["tty", "stdin"], str] | None:
     """``interactive_need`` for the declared command ``command`` names (None when it names none: its
     effects are unknown, which the ``interactive`` capability gate already counts as risky)."""
     levels, why = walk_command(metadata, command)

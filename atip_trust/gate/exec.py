@@ -352,11 +352,11 @@ def exec_verified(
             # The admission's own line says why (its reasons): nothing to add.
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
         need = command_interactive_need(main.admission.metadata.doc if main.admission.metadata else None, args)
-        if need is not None and not stdin_provides(need):  # RFC §3.6 interactive: never a silent run
+        if need is not None and not stdin_provides(need[0]):  # RFC §3.6 interactive: never a silent run
             raise ExecRefused("deny", [Reason(
-                "INTERACTIVE_REQUIRED", f"{name} {' '.join(args)} needs {need}, and none is provided",
-                rule="builtin:interactive", expected=need, actual="stdin closed, /dev/null or not a terminal")],
-                main.admission)
+                "INTERACTIVE_REQUIRED", f"{name} {' '.join(args)} needs {need[1]}, and none is provided",
+                rule="builtin:interactive", expected=need[1],
+                actual="stdin closed, /dev/null or not a terminal")], main.admission)
 
         plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
         shebang = read_shebang(main.art)

@@ -40,17 +40,17 @@ def can_ask(mode: bool | Interactive = "auto") -> bool:
         return False
 
 
-def stdin_provides(need: str) -> bool:
+def stdin_provides(need: Literal["tty", "stdin"]) -> bool:
     """Whether this process's standard input can give what ``effects.interactive_need`` names: a
-    terminal for a tty need; for a stdin need, a terminal, a pipe or a file, never a closed descriptor
-    or ``/dev/null`` (what CI and agent runtimes hand a child)."""
+    terminal for ``tty``; for ``stdin``, a terminal, a pipe or a file, never a closed descriptor or
+    ``/dev/null`` (what CI and agent runtimes hand a child)."""
     try:
         st = os.fstat(0)
     except OSError:
         return False  # closed
     if os.isatty(0):
         return True
-    if need.startswith("a terminal"):
+    if need == "tty":
         return False
     try:
         null = os.stat(os.devnull)
