@@ -127,3 +127,11 @@ def test_aip14_timeout_ms_is_a_hard_ceiling_on_exec(signed: Signed, tmp_path: Pa
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=25)
     assert r.returncode == -signal.SIGALRM, (r.returncode, r.stdout, r.stderr)
     assert "never" not in r.stdout
+
+
+def test_aip14_requires_secrets_is_reported(signed: Signed) -> None:
+    path, bundle = _contract(signed, PURE_READ + "requires: {secrets: [GH_TOKEN]}\n")
+    out = signed.admit("status", _flags(path, bundle))
+    check = next(c for c in out["checks"] if c["name"] == "contract.requires.secrets")
+    assert check["actual"] == ["GH_TOKEN"]
+    assert out["exit"] == 0  # a credential the tool reads is no effect class: the pure read stands

@@ -175,7 +175,15 @@ def verify_contract(
     binding = Check("contract.binding", "pass" if bound else "fail",
                     "the TOOL.md names this tool" if bound else "the TOOL.md describes another tool",
                     expected=tool_name, actual=[contract.name, contract.id], evidence=str(path))
-    return contract, ok and bound, [sig, binding]
+    checks = [sig, binding]
+    requires = contract.frontmatter.get("requires")
+    secrets = requires.get("secrets") if isinstance(requires, dict) else None
+    if secrets:
+        # AIP-14 requires.secrets: no effect class (reading a credential changes nothing), but an
+        # admin reading the report should see which credentials the tool says it uses.
+        checks.append(Check("contract.requires.secrets", "skip", "the TOOL.md says the tool uses these "
+                            "secrets (reported, not gated)", expected=None, actual=secrets, evidence=str(path)))
+    return contract, ok and bound, checks
 
 
 __all__ = ["MetadataTrust", "verify_contract", "verify_metadata", "verify_signed_bytes"]
