@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_bridge_loop import loop, response  # noqa: F401 - loop: the call loop's fixture
 from test_effects_model import ISSUER, ORG_ID, READ_ONLY, Signed, _codes, signed  # noqa: F401 - fixture
 
 OTHER_ID = "https://github.com/someone-else/x/.github/workflows/r.yml@refs/heads/main"
@@ -135,3 +136,14 @@ def test_aip14_requires_secrets_is_reported(signed: Signed) -> None:
     check = next(c for c in out["checks"] if c["name"] == "contract.requires.secrets")
     assert check["actual"] == ["GH_TOKEN"]
     assert out["exit"] == 0  # a credential the tool reads is no effect class: the pure read stands
+
+
+def test_aip14_timeout_ms_is_the_call_loops_ceiling(loop: Any) -> None:
+    # A call that would finish in 3 s under the policy's 60 s limit; the contract's 200 ms ends it.
+    loop.world.tool("gh", b"#!/bin/sh\nsleep 3\necho done\n")
+    (loop.meta.parent / "TOOL.md").write_text(tool_md("timeout_ms: 200\n"))  # beside the metadata
+    policy = loop.policy()
+    surface = loop.surface("openai", policy)
+    [out] = loop.call("openai", response("openai", "gh_pr_list", {}), surface, policy)
+    assert out.status == "timeout", out.result
+    assert "done" not in out.result.get("stdout", "")
