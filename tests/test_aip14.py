@@ -110,7 +110,8 @@ def test_mapping_table() -> None:
                               "requires: {network: [api.example.com]}\nidempotent: false\n"
                               "cost_class: expensive\ntimeout_ms: 20000\nrisk_level: 1\n"))
     assert c.effects == {"destructive": False, "filesystem": {"write": True}, "network": True,
-                         "modifies": ["secret:tok"], "idempotent": False,
+                         "modifies": ["workspace:/out", "network:api.example.com", "secret:tok"],
+                         "idempotent": False,
                          "cost": {"billable": True, "estimate": "high"}, "duration": {"timeout": "20s"}}
     st = classify(c.effects)
     assert (st["filesystemWrite"], st["network"], st["nonIdempotent"], st["billable"], st["destructive"]) == (

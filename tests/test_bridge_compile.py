@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from atip_trust.bridge import compile_tools, generate_safety_prompt, to_anthropic, to_gemini, to_openai
+from reference_examples import reference_example
+
 from atip_trust.bridge.compile import safety_suffix, utf16_len
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.effects import merge_declared
@@ -21,7 +23,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GOLDEN = FIXTURES / "bridge" / "golden"
 INPUTS = {
     "gh-rfc": FIXTURES / "metadata" / "valid" / "gh-rfc-v0.6.json",
-    "gh-upstream": FIXTURES / "bridge" / "gh-upstream.json",
     "edge": FIXTURES / "bridge" / "edge.json",
 }
 CASES = [(p, s) for p in ("openai", "gemini", "anthropic") for s in (False, True)]
@@ -33,7 +34,10 @@ def dump(value: Any) -> str:
 
 
 def load(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(INPUTS[name].read_text(encoding="utf-8"))
+    """An input by name; ``gh-upstream`` is the ATIP repository's examples/gh.json, read where it
+    lives (tests/reference_examples.py; skipped when absent)."""
+    path = reference_example("gh.json") if name == "gh-upstream" else INPUTS[name]
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return doc
 
 

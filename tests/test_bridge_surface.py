@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reference_examples import reference_example
 from verify_helpers import Run, cli_subprocess
 
 from atip_trust.bridge import compile_surface, compile_tools
@@ -23,7 +24,6 @@ from atip_trust.signature.trustroot import default_trust_root
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RFC_GH = FIXTURES / "metadata" / "valid" / "gh-rfc-v0.6.json"
-UPSTREAM_GH = FIXTURES / "bridge" / "gh-upstream.json"
 
 
 @pytest.fixture
@@ -38,13 +38,19 @@ def world(tmp_path: Path) -> dict[str, Any]:
     meta.pop("trust")
     meta_file = tmp_path / "gh.json"
     meta_file.write_text(json.dumps(meta))
-    upstream = json.loads(UPSTREAM_GH.read_text())
-    upstream.pop("trust")
-    upstream_file = tmp_path / "gh-upstream.json"
-    upstream_file.write_text(json.dumps(upstream))
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
            "XDG_STATE_HOME": str(tmp_path / "state")}
-    return {"dir": tmp_path, "gh": gh, "meta": meta_file, "upstream": upstream_file, "env": env}
+    return {"dir": tmp_path, "gh": gh, "meta": meta_file, "env": env}
+
+
+def upstream_unsigned(world: dict[str, Any]) -> Path:
+    """The ATIP repository's examples/gh.json (read where it lives; skipped when absent) without its
+    trust claims."""
+    upstream = json.loads(reference_example("gh.json").read_text())
+    upstream.pop("trust")
+    path = world["dir"] / "gh-upstream.json"
+    path.write_text(json.dumps(upstream))
+    return path
 
 
 def compile_cli(world: dict[str, Any], *argv: str) -> tuple[Run, dict[str, Any]]:
@@ -82,8 +88,9 @@ def test_a_blocked_gh_repo_delete_is_absent_from_tools_and_listed_with_its_reaso
 def test_an_unsigned_tools_destructive_commands_never_reach_the_model_under_the_default_policy(
     world: dict[str, Any]
 ) -> None:
-    run, out = compile_cli(world, "--provider", "openai", "--strict", "--no-audit", str(world["upstream"]))
-    doc = json.loads(world["upstream"].read_text())
+    upstream = upstream_unsigned(world)
+    run, out = compile_cli(world, "--provider", "openai", "--strict", "--no-audit", str(upstream))
+    doc = json.loads(upstream.read_text())
     destructive = {fc.name for fc in flatten_commands(doc) if command_effects(fc).get("destructive") is True}
     assert len(destructive) > 20
     compiled = {t["function"]["name"] for t in out["tools"]}
@@ -117,12 +124,13 @@ def test_ask_is_compiled_with_a_confirmation_note_or_blocked_as_policy_says(worl
 
 def test_all_compiles_every_command_without_a_trust_decision_and_says_so(world: dict[str, Any]) -> None:
     env = {**world["env"], "PATH": "/nonexistent"}  # no tool needed: nothing is verified
-    run = cli_subprocess("compile", "--provider", "gemini", "--all", str(UPSTREAM_GH), env=env)
+    upstream_gh = reference_example("gh.json")
+    run = cli_subprocess("compile", "--provider", "gemini", "--all", str(upstream_gh), env=env)
     assert run.code == 0, run.err
     out = json.loads(run.out)
     assert out["trust"] == "not evaluated (--all)" and out["blocked"] == []
-    assert out["tools"] == compile_tools([json.loads(UPSTREAM_GH.read_text())], "gemini")["tools"]
-    run = cli_subprocess("compile", "--provider", "gemini", "--all", "--policy", "x.json", str(UPSTREAM_GH))
+    assert out["tools"] == compile_tools([json.loads(upstream_gh.read_text())], "gemini")["tools"]
+    run = cli_subprocess("compile", "--provider", "gemini", "--all", "--policy", "x.json", str(upstream_gh))
     assert run.code == 2 and "not allowed with argument" in run.err
 
 

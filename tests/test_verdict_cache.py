@@ -67,11 +67,11 @@ def admit(world: dict[str, Any], *extra: str, tool: Path | None = None, command:
 
 
 def without_cache(doc: dict[str, Any]) -> dict[str, Any]:
-    """The output less the cache field and the decision's timestamp (two calls, two times)."""
+    """The output less the cache field and the decision's timestamp and id (two calls, two decisions)."""
     out = {k: v for k, v in doc.items() if k != "cache"}
     if "agent_tool_decision" in out:
         out["agent_tool_decision"] = {k: v for k, v in out["agent_tool_decision"].items()
-                                      if k != "decided_at"}
+                                      if k not in ("decided_at", "decision_id")}
     return out
 
 

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from atip_trust.errors import MetadataError, UsageError
-from atip_trust.facts.effects import merge_declared
+from atip_trust.facts.effects import NEVER_READ_ONLY, classify, merge_declared
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 
@@ -95,14 +95,25 @@ def tool_document(tool: Mapping[str, Any] | MetadataDocument) -> dict[str, Any]:
     """The schema-checked metadata object: a ``MetadataDocument`` as parsed, or a mapping checked now
     (``MetadataError`` naming the JSON path of the first problem)."""
     if isinstance(tool, MetadataDocument):
-        return tool.doc
+        return _described(tool.doc)
     if not isinstance(tool, Mapping):
         raise MetadataError(f"tool metadata must be a JSON object, got {type(tool).__name__}", path="$")
     try:
         data = json.dumps(tool, allow_nan=False).encode()
     except (TypeError, ValueError) as err:
         raise MetadataError(f"tool metadata is not JSON data: {err}", path="$") from err
-    return parse_metadata(data, source_name=str(tool.get("name", "<metadata>"))).doc
+    return _described(parse_metadata(data, source_name=str(tool.get("name", "<metadata>"))).doc)
+
+
+def _described(doc: dict[str, Any]) -> dict[str, Any]:
+    """The tool-level ``description`` is required to compile, as RFC §3.2, its schema and the reference
+    atip-bridge require (``metadata check`` tolerates it as a warning: it carries no trust meaning, but
+    a compiled tool without it says nothing of what it is)."""
+    if not isinstance(doc.get("description"), str):
+        got = "missing" if "description" not in doc else type(doc["description"]).__name__
+        raise MetadataError(f"the tool-level description is required to compile (RFC §3.2): expected a "
+                            f"string, got {got}", path="$.description")
+    return doc
 
 
 def command_effects(fc: FlatCommand) -> dict[str, Any]:
@@ -125,8 +136,12 @@ def safety_suffix(effects: Mapping[str, Any] | None) -> str:
         flags.append(SAFETY_FLAGS["NOT_IDEMPOTENT"])
     if isinstance(cost, Mapping) and cost.get("billable") is True:
         flags.append(SAFETY_FLAGS["BILLABLE"])
-    # Read-only only when both are explicitly false: an empty filesystem object says nothing.
-    if effects.get("network") is False and isinstance(fs, Mapping) and fs.get("write") is False:
+    # Read-only only when both are explicitly false: an empty filesystem object says nothing. A declared
+    # creation, modification, deletion or subprocess is never read-only (docs/effects.md), which the
+    # reference's flag does not check.
+    declared = classify(effects)
+    if effects.get("network") is False and isinstance(fs, Mapping) and fs.get("write") is False and not any(
+            declared[c] == "risky" for c in NEVER_READ_ONLY):
         flags.append(SAFETY_FLAGS["READ_ONLY"])
     return f"[{' | '.join(flags)}]" if flags else ""
 

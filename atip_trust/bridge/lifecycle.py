@@ -28,9 +28,11 @@ from atip_trust.errors import MalformedInputError, UntrustedInputError
 class ToolCallParseError(MalformedInputError):
     """A provider response that is not the shape that provider sends."""
 
-    def __init__(self, message: str, *, provider: str, path: str = "$") -> None:
+    def __init__(self, message: str, *, provider: str, path: str = "$", response: Any = None) -> None:
         super().__init__(f"{provider} response: {message}", path=path)
         self.provider = provider
+        #: The response that could not be parsed, as the reference's parse error carries it.
+        self.response = response
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,17 @@ def _first(items: list[Any], key: str) -> Any:
 
 
 def parse_tool_call(provider: str, response: Any) -> list[ToolCall]:
-    """The tool calls in a provider's response (``[]`` when it asks for none)."""
+    """The tool calls in a provider's response (``[]`` when it asks for none); a ``ToolCallParseError``
+    carries the ``response`` it could not read."""
     chosen = check_provider(provider)
+    try:
+        return _parse_calls(chosen, response)
+    except ToolCallParseError as err:
+        err.response = response
+        raise
+
+
+def _parse_calls(chosen: str, response: Any) -> list[ToolCall]:
     if not isinstance(response, Mapping):
         raise ToolCallParseError(f"expected an object, got {type(response).__name__}", provider=chosen)
     calls: list[ToolCall] = []

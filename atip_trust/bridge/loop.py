@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +60,7 @@ from atip_trust.bridge.lifecycle import (
 from atip_trust.bridge.safety import DEFAULT_MAX_RESULT_LENGTH, create_result_filter
 from atip_trust.bridge.surface import Surface, SurfaceCommand
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.facts.effects import interactive_need, merge_declared
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import audit_target
@@ -73,7 +74,7 @@ from atip_trust.gate.exec import (
     sealed_script,
 )
 from atip_trust.gate.run import RunResult, run_verified
-from atip_trust.gate.validate import CallDecision, check_call
+from atip_trust.gate.validate import VIOLATION_SEVERITY, CallDecision, Violation, check_call
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit, audit_record
 
@@ -229,12 +230,30 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
         why = "; ".join(r.message for r in decision.reasons[:3]) or "denied by policy"
         return _refusal(ctx, call, error, f"{call.name} was not run: {why}", decision.reasons,
                         status="invalid" if invalid else "denied", decision=decision)
+    need = interactive_need(merge_declared(entry.command.effect_levels))
+    if need is not None:
+        # RFC §3.6 "use PTY, pipe input, or skip": the call runs with no stdin and no terminal, and a
+        # person's "yes" cannot type a password, so it is skipped, never run to fail silently.
+        return _interactive_refusal(ctx, call, decision, record, need[1])
     try:
         argv = tool_call_to_argv(tool_document(tool.metadata), call.name, call.arguments)
     except AtipTrustError as err:
         return _refusal(ctx, call, "invalid_arguments", err.diagnostics(), [], status="invalid",
                         decision=decision)
     return _admit_and_run(ctx, call, entry, decision, argv)
+
+
+def _interactive_refusal(ctx: _Ctx, call: ToolCall, decision: CallDecision, record: dict[str, Any],
+                         need: str) -> CallOutcome:
+    r = Reason("INTERACTIVE_REQUIRED", f"{call.name} needs {need}; a tool call runs with no stdin and no "
+               "terminal", rule="builtin:interactive", expected=need, actual="no stdin, no terminal")
+    v = Violation("INTERACTIVE_REQUIRED", VIOLATION_SEVERITY["INTERACTIVE_REQUIRED"], r.message, decision.tool,
+                  decision.command.path if decision.command is not None else None, r.rule)
+    refused = replace(decision, behavior="deny", violations=(*decision.violations, v),
+                      reasons=(r, *decision.reasons))
+    _write(ctx, dict(record, argv=None, call=call.name), "deny", [r])
+    return _refusal(ctx, call, "interactive_required", f"{call.name} was not run: {r.message}", [r],
+                    decision=refused)
 
 
 def _changed(entry: SurfaceCommand, opened: Opened) -> list[Reason]:
@@ -320,6 +339,8 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
                                 [declined], decision=decision, argv=argv)
         _write(ctx, record, "allow")
         timeout_ms, cap = ctx.policy.bridge_call_bounds
+        if adm.contract is not None and adm.contract.timeout_ms is not None:
+            timeout_ms = min(timeout_ms, adm.contract.timeout_ms)  # AIP-14 timeout_ms: a hard ceiling
         try:
             res = run_verified(target.art, run_args, env=env,
                                timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,

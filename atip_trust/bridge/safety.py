@@ -109,7 +109,7 @@ def create_result_filter(
     tools: Sequence[Mapping[str, Any] | MetadataDocument] = (),
     max_length: int = DEFAULT_MAX_RESULT_LENGTH,
     redact_secrets: bool = True,
-    redact_patterns: Sequence[str | re.Pattern[str]] = (),
+    redact_patterns: Sequence[str | re.Pattern[str] | tuple[re.Pattern[str], bool]] = (),
 ) -> ResultFilter:
     """A filter with the built-in secret patterns (``redact_secrets``) and then ``redact_patterns``
     (whole matches replaced). ``tools`` is reserved for tool-specific rules, as in the reference.
@@ -119,7 +119,16 @@ def create_result_filter(
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0:
         raise ValueError(f"max_length must be a non-negative integer, got {max_length!r}")
     patterns = list(DEFAULT_REDACT_PATTERNS) if redact_secrets else []
-    patterns.extend((p if isinstance(p, re.Pattern) else re.compile(p), False) for p in redact_patterns)
+    for p in redact_patterns:
+        # The reference's idiom ``[*DEFAULT_REDACT_PATTERNS, re.compile(...)]`` hands back built-in
+        # entries, which here are (pattern, keep group 1) pairs: taken as they are.
+        if isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], re.Pattern) and isinstance(p[1], bool):
+            patterns.append(p)
+        elif isinstance(p, (str, re.Pattern)):
+            patterns.append((p if isinstance(p, re.Pattern) else re.compile(p), False))
+        else:
+            raise ValueError(f"a redact pattern is a string, a compiled pattern or an entry of "
+                             f"DEFAULT_REDACT_PATTERNS, got {type(p).__name__}")
     return ResultFilter(max_length, tuple(patterns))
 
 

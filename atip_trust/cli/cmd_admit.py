@@ -100,6 +100,12 @@ def add_evidence_flags(p: argparse.ArgumentParser) -> None:
                    help="PEM public key; when policy states trust.publicKeys it counts only if listed there")
     p.add_argument("--signature", metavar="FILE", help="detached signature for --key")
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
+    p.add_argument("--contract", metavar="TOOL.md",
+                   help="AIP-14 contract for the tool (default: a TOOL.md beside --metadata naming the "
+                   "tool); it can only tighten unless verified; its requires.tools are admitted too")
+    p.add_argument("--contract-bundle", metavar="FILE",
+                   help="Sigstore bundle over the contract (default: TOOL.md.bundle beside it), checked "
+                   "against the policy's signers")
 
 
 class _AuditLogAction(argparse.Action):
@@ -156,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
         audit_log=args.audit_log, defer_audit=True,
         cache=not args.no_cache, fetch=args.fetch,
+        contract=args.contract, contract_bundle=args.contract_bundle,
     )
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.

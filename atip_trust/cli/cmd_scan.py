@@ -35,7 +35,7 @@ from atip_trust.cli.output import (
 )
 from atip_trust.cli.sarif import surface_to_sarif
 from atip_trust.gate.admit import load_admission_policy
-from atip_trust.gate.discover import ToolRow, ToolSurface, discover
+from atip_trust.gate.discover import ToolRow, ToolSurface, discover, update_local_registry
 from atip_trust.gate.lock import (
     LOCK_FILE,
     Change,
@@ -90,6 +90,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="exit non-zero (1 deny, 3 ask) when a tool gets this decision or a stricter one")
     p.add_argument("--locked", action="store_true",
                    help="compare with the lock file: a change that needs approval fails (exit 1)")
+    p.add_argument("--update-registry", nargs="?", const="", default=None, metavar="FILE",
+                   help="index every tool that verified and has metadata in the local registry.json "
+                   "(RFC §4.3; default $XDG_DATA_HOME/agent-tools/registry.json): name -> path and digest, "
+                   "an index only, never evidence")
     p.add_argument("--surface", action="store_true",
                    help="with --format json: print the tool-surface object (summary; loaded, not probed, "
                    "blocked and skipped entries with reason codes; lock drift) instead of the list of one "
@@ -153,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
     changes: list[Change] | None = None
     old = read_lock(args.lock_file) if args.locked else None  # a bad lock file: exit 2, before work
     surface = run_discovery(args)
+    if args.update_registry is not None:
+        indexed = update_local_registry(surface, args.update_registry or None)
+        sys.stderr.write(f"atip-trust: indexed {len(indexed)} tool(s) in the local registry\n")
     if old is not None:
         changes = [c for c in compare(old, entries_of(surface, include_failed=True),
                                       present=unscanned(surface, old))

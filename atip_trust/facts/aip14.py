@@ -16,12 +16,14 @@ Mapping (README "AIP-14 TOOL.md"); each row is a partial effects object, merged 
 ``risk_level: 1``           ``destructive: false, filesystem.write: true`` (scoped writes)
 ``risk_level: 2``           ``destructive: false, network: true`` (external side effects)
 ``risk_level: 3``           ``destructive: true, reversible: false`` (irreversible)
-``mutates: []``             ``filesystem.write/delete: false`` (AIP-14: empty is a pure read)
+``mutates: []``             ``filesystem.write/delete: false``, ``creates/modifies/deletes: []``
+                            (AIP-14: empty is a pure read)
+``mutates: [entry, ...]``   ``modifies: [entry, ...]``, any class (never read-only), and also:
 ``mutates: workspace:*``    ``filesystem.write: true``
 ``mutates: network:*``,     ``network: true``
 ``external:*``
-``mutates:`` other class    ``modifies: [entry]`` (no class is declared safe by it)
 ``requires.network: [..]``  ``network: true``
+``requires.tools: [..]``    ``subprocess: true``
 ``idempotent: b``           ``idempotent: b``
 ``cost_class: trivial``     ``cost: {billable: false, estimate: free}``
 ``cost_class: metered``     ``cost: {billable: true, estimate: low}``
@@ -53,6 +55,7 @@ from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import MetadataError
 from atip_trust.facts.digest import hash_bytes
 from atip_trust.facts.effects import classify, merge_declared
+from atip_trust.facts.report import Reason
 from atip_trust.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -147,23 +150,25 @@ def parse_tool_md(data: bytes, *, source_name: str = "TOOL.md") -> ToolContract:
                             path=source_name)
     mutates = tuple(mutates_raw)
     if "mutates" in fm and not mutates:
-        parts.append({"filesystem": {"write": False, "delete": False}})
-    others = []
+        parts.append({"filesystem": {"write": False, "delete": False}, "creates": [], "modifies": [],
+                      "deletes": []})
+    if mutates:
+        # Every entry is a modification, whatever its class (``database:``, ``secret:``, one AIP-14 may
+        # add later): a contract that mutates anything is never read-only (docs/effects.md).
+        parts.append({"modifies": list(mutates)})
     for m in mutates:
         cls = m.split(":", 1)[0]
         if cls == "workspace":
             parts.append({"filesystem": {"write": True}})
         elif cls in ("network", "external"):
             parts.append({"network": True})
-        else:
-            others.append(m)
-    if others:
-        parts.append({"modifies": others})
     requires = fm.get("requires", {})
     if not isinstance(requires, dict):
         raise MetadataError(f"requires: expected a mapping, got {requires!r}", path=source_name)
     if requires.get("network"):
         parts.append({"network": True})
+    if requires.get("tools"):
+        parts.append({"subprocess": True})  # it runs the other tools it requires
     if "idempotent" in fm:
         parts.append({"idempotent": _need(fm, "idempotent", bool, source_name)})
     cost = fm.get("cost_class")
@@ -204,4 +209,15 @@ def contract_states(contract: ToolContract, *, verified: bool) -> dict[str, Stat
     return states
 
 
-__all__ = ["ToolContract", "contract_states", "frontmatter_bytes", "load_tool_md", "parse_tool_md"]
+def approval_reason(contract: ToolContract) -> Reason | None:
+    """The question the contract's approval class asks (``always``, ``policy:<ref>``, ``on-mutate`` with
+    mutations), as the reason admission and the call validator both give; None for ``auto``."""
+    if contract.approval != "ask":
+        return None
+    return Reason("APPROVAL_REQUIRED", f"the AIP-14 contract {contract.id!r} asks for approval "
+                  f"(approval: {contract.approval_declared})", rule=f"aip14:{contract.id}.approval",
+                  expected="approval: auto", actual=contract.approval_declared)
+
+
+__all__ = ["ToolContract", "approval_reason", "contract_states", "frontmatter_bytes", "load_tool_md",
+           "parse_tool_md"]

@@ -33,7 +33,20 @@ EFFECT_CLASSES: tuple[str, ...] = (
     "filesystemWrite",  # filesystem.write: true
     "filesystemDelete",  # filesystem.delete: true
     "interactive",  # interactive.stdin required/password, prompts or tty
+    "creates",  # creates: a non-empty list (AIP-14: none; docs/effects.md)
+    "modifies",  # modifies: a non-empty list (AIP-14: any mutates entry)
+    "deletes",  # deletes: a non-empty list
+    "subprocess",  # subprocess: true (AIP-14: requires.tools)
 )
+
+#: Classes that must be declared safe (and verified) for the policy's read-only default. Network is left
+#: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
+READ_ONLY_CLASSES: tuple[str, ...] = ("destructive", "filesystemWrite", "filesystemDelete", "billable",
+                                      "nonIdempotent")
+#: Classes whose RFC §3.6 fields are optional descriptions (most tools leave them out): their absence
+#: does not stop the read-only default, but a declaration of any (``deletes: ["issue"]``,
+#: ``subprocess: true``) does, whatever the booleans say (issue 27).
+NEVER_READ_ONLY: tuple[str, ...] = ("creates", "modifies", "deletes", "subprocess")
 
 
 if TYPE_CHECKING:
@@ -65,6 +78,8 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
     fs_get = fs.get if _is_mapping(fs) else _EMPTY.get
     cost = get("cost")
     billable = cost.get("billable") if _is_mapping(cost) else None
+    if billable is None and _is_mapping(cost) and cost.get("estimate") == "free":
+        billable = False  # RFC §3.6 cost.estimate "free": nothing is billed
     v = get("destructive")
     destructive: State = "risky" if v is True else "safe" if v is False else "unknown"
     v = get("reversible")
@@ -77,6 +92,16 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
     fs_write: State = "risky" if v is True else "safe" if v is False else "unknown"
     v = fs_get("delete")
     fs_delete: State = "risky" if v is True else "safe" if v is False else "unknown"
+    v = get("subprocess")
+    subprocess: State = "risky" if v is True else "safe" if v is False else "unknown"
+    # creates / modifies / deletes: any entry is risky, whatever it names (an unknown resource type is a
+    # change too); an empty list declares none; anything else is unknown.
+    v = get("creates")
+    creates: State = ("risky" if v else "safe") if type(v) is list else "unknown"
+    v = get("modifies")
+    modifies: State = ("risky" if v else "safe") if type(v) is list else "unknown"
+    v = get("deletes")
+    deletes: State = ("risky" if v else "safe") if type(v) is list else "unknown"
     return {
         "destructive": destructive,
         "nonReversible": non_reversible,
@@ -86,7 +111,22 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
         "filesystemWrite": fs_write,
         "filesystemDelete": fs_delete,
         "interactive": _interactive_state(eff),
+        "creates": creates,
+        "modifies": modifies,
+        "deletes": deletes,
+        "subprocess": subprocess,
     }
+
+
+def read_only(effects: Mapping[str, Any] | Mapping[str, State] | None) -> bool:
+    """Whether ``effects`` (an RFC §3.6 object or a class → state map) declare a read-only command:
+    every ``READ_ONLY_CLASSES`` class declared safe, and no ``NEVER_READ_ONLY`` class declared. Whether
+    the declaration may be believed (verified metadata) is the caller's question (policy/decide.py)."""
+    if effects is None:
+        return False
+    states = merge_states(effects) if _is_state_map(effects) else classify(effects)
+    return all(states[c] == "safe" for c in READ_ONLY_CLASSES) and not any(
+        states[c] == "risky" for c in NEVER_READ_ONLY)
 
 
 _EMPTY: Mapping[str, Any] = {}
@@ -155,10 +195,20 @@ def _is_state_map(effects: object) -> TypeGuard[Mapping[str, State]]:
 def walk_command(
     metadata: Mapping[str, Any] | None, command: Sequence[str]
 ) -> tuple[list[dict[str, Any]], str | None]:
+    """``_walk`` without saying whether the words name an undeclared command."""
+    levels, why, _ = _walk(metadata, command)
+    return levels, why
+
+
+def _walk(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[list[dict[str, Any]], str | None, bool]:
     """RFC §3.3 walk: every effects object on the path (tool level first), or why there is none.
 
-    Returns ``(levels, None)`` when ``command`` names one declared command unambiguously, and
-    ``(levels so far, reason)`` when it does not; the caller treats the effects as unknown (risky).
+    Returns ``(levels, None, False)`` when ``command`` names one declared command unambiguously, and
+    ``(levels so far, reason, undeclared)`` when it does not; the caller treats the effects as unknown
+    (risky). ``undeclared`` is True when a word is simply not in the document (a partial document's
+    omitted command, RFC §3.1.1), False when the words are ambiguous or there is no document.
     Each level is kept separately so that ``merge_states`` lets the value adding risk win (a command's
     ``destructive: false`` cannot cancel the tool's ``destructive: true``). Words after a leaf command
     are its arguments (RFC §3.4). Not declared, hence unknown:
@@ -171,7 +221,7 @@ def walk_command(
       (``""``, RFC §4.5) takes words as its arguments only when none of them names a sub-command.
     """
     if not isinstance(metadata, Mapping):
-        return [], "no metadata declares the tool's commands"
+        return [], "no metadata declares the tool's commands", False
     levels: list[dict[str, Any]] = []
     eff = metadata.get("effects")
     if isinstance(eff, Mapping):
@@ -182,7 +232,7 @@ def walk_command(
     if not command:
         if isinstance(root, Mapping) and isinstance(root.get("effects"), Mapping):
             levels.append(dict(root["effects"]))
-        return levels, None
+        return levels, None, False
     consumed = 0
     for word in command:
         node = node_map.get(word) if isinstance(node_map, Mapping) and word else None
@@ -198,17 +248,17 @@ def walk_command(
             return levels, (
                 f"{command[0]!r} comes before the sub-command word {named!r} and is not a sub-command "
                 "itself: its arity is unknown, so the words match no one declared command"
-            )
+            ), False
         if isinstance(root, Mapping):
             # The tool's root command ("" in RFC §4.5) takes the words as arguments.
             if isinstance(root.get("effects"), Mapping):
                 levels.append(dict(root["effects"]))
-            return levels, None
-        return levels, f"{command[0]!r} is not a declared command of the tool"
+            return levels, None, False
+        return levels, f"{command[0]!r} is not a declared command of the tool", True
     if consumed < len(command) and isinstance(node_map, Mapping) and node_map:
         path = " ".join(command[:consumed])
-        return levels, f"{command[consumed]!r} is not a declared sub-command of {path!r}"
-    return levels, None
+        return levels, f"{command[consumed]!r} is not a declared sub-command of {path!r}", True
+    return levels, None, False
 
 
 def command_effects(
@@ -231,10 +281,71 @@ def command_states(
     metadata: Mapping[str, Any] | None, command: Sequence[str]
 ) -> tuple[dict[str, State], str | None]:
     """Class states for ``command`` (risk wins across levels), or all unknown and the reason why."""
-    levels, why = walk_command(metadata, command)
+    states, why, _ = command_lookup(metadata, command)
+    return states, why
+
+
+#: RFC §3.1.1 ``omitted.safetyAssumption`` values that let an omitted command take effects at all, and
+#: the effects each gives (merged with the tool level and any group walked): ``known-safe`` "no
+#: destructive effects"; ``same-as-included`` the tool's own profile. Both are safe *claims*, so they
+#: relax nothing unless the metadata is verified (``effective_states``; policy/decide.py asks otherwise).
+OMITTED_EFFECTS: dict[str, dict[str, Any]] = {"known-safe": {"destructive": False}, "same-as-included": {}}
+
+
+def omitted_assumption(metadata: Mapping[str, Any] | None) -> str:
+    """A partial document's ``omitted.safetyAssumption``; ``unknown`` when absent or not a known value
+    (RFC §3.1.1: the agent handling's default)."""
+    omitted = metadata.get("omitted") if isinstance(metadata, Mapping) else None
+    value = omitted.get("safetyAssumption") if isinstance(omitted, Mapping) else None
+    return value if value in ("known-safe", "known-unsafe", "same-as-included") else "unknown"
+
+
+def command_lookup(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[dict[str, State], str | None, str | None]:
+    """The one lookup of a command's effects (admit, exec, hooks, the bridge's surface and the call
+    validator): ``(states, why unknown, omitted)``.
+
+    ``omitted`` is the RFC §3.1.1 safety assumption when the words name a command absent from a
+    *partial* document (``partial: true``): ``known-safe``/``same-as-included`` give the command
+    ``OMITTED_EFFECTS`` on top of the levels walked (``why`` None); ``unknown``/``known-unsafe`` (or
+    none) leave every class unknown and policy/decide.py asks (RFC: "require confirmation")."""
+    levels, why, undeclared = _walk(metadata, command)
+    omitted = None
+    if why is not None and undeclared and isinstance(metadata, Mapping) and metadata.get("partial") is True:
+        omitted = omitted_assumption(metadata)
+        if omitted in OMITTED_EFFECTS:
+            return merge_states(*(classify(e) for e in [*levels, OMITTED_EFFECTS[omitted]])), None, omitted
+        why = f"{why}, and the partial document says omitted commands are {omitted} (RFC §3.1.1)"
     if why is not None:
-        return {cls: "unknown" for cls in EFFECT_CLASSES}, why
-    return merge_states(*(classify(e) for e in levels)), None
+        return {cls: "unknown" for cls in EFFECT_CLASSES}, why, omitted
+    return merge_states(*(classify(e) for e in levels)), None, None
+
+
+def interactive_need(effects: Mapping[str, Any] | None) -> tuple[Literal["tty", "stdin"], str] | None:
+    """What an RFC §3.6 effects object (``merge_declared`` along the command's path) says the command
+    cannot run without, as (kind, text), or None: ``interactive.tty: true`` a terminal (``tty``);
+    ``stdin: password`` or ``required`` input on stdin (``stdin``; "Use PTY, pipe input, or skip"). A
+    claim that adds a need is believed from any metadata (it can only stop a run). ``prompts: true`` is
+    no need: a prompt reading an empty stdin gets end of file, which is the tool's "no"."""
+    inter = effects.get("interactive") if _is_mapping(effects) else None
+    if not _is_mapping(inter):
+        return None
+    if inter.get("tty") is True:
+        return "tty", "a terminal (interactive.tty: true)"
+    stdin = inter.get("stdin")
+    if stdin in ("password", "required"):
+        return "stdin", f"input on stdin (interactive.stdin: {stdin})"
+    return None
+
+
+def command_interactive_need(
+    metadata: Mapping[str, Any] | None, command: Sequence[str]
+) -> tuple[Literal["tty", "stdin"], str] | None:
+    """``interactive_need`` for the declared command ``command`` names (None when it names none: its
+    effects are unknown, which the ``interactive`` capability gate already counts as risky)."""
+    levels, why = walk_command(metadata, command)
+    return interactive_need(merge_declared(levels)) if why is None else None
 
 
 #: For each RFC §3.6 field, the value that adds risk (nested fields as ``parent.child``).
@@ -248,6 +359,8 @@ _STDIN_ORDER = ("none", "optional", "required", "password")
 
 
 def _riskier(dotted: str, old: Any, new: Any) -> Any:
+    if dotted in ("creates", "modifies", "deletes") and isinstance(old, list) and isinstance(new, list):
+        return old + [x for x in new if x not in old]  # every level's declared changes
     if dotted in _RISKY_VALUE:
         risky = _RISKY_VALUE[dotted]
         return risky if risky in (old, new) and isinstance(risky, bool) else new
@@ -274,4 +387,4 @@ def merge_declared(levels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["states_for_command"]
+__all__ = ["command_interactive_need", "command_lookup", "interactive_need", "read_only", "states_for_command"]

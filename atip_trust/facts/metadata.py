@@ -147,8 +147,17 @@ class TrustClaims:
     shim_signature: SignatureClaim | None = None
     provenance: ProvenanceClaim | None = None
     binary: BinaryClaim | None = None
+    #: ATIP 0.4's ``trust.checksum``, ``trust.signedBy`` and ``trust.attestation`` as written: reported,
+    #: never checked, never an anchor or a binding (the 0.5+ fields are ``trust.integrity``/``provenance``).
+    legacy: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        out = self._to_json()
+        if self.legacy:
+            out["legacy_0_4"] = dict(self.legacy)
+        return out
+
+    def _to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "verified": self.verified,
@@ -435,7 +444,12 @@ def _claims(doc: dict[str, Any], is_shim: bool) -> TrustClaims:
         shim_signature=shim_sig,
         provenance=prov,
         binary=bin_claim,
+        legacy={k: trust[k] for k in _LEGACY_TRUST if k in trust},
     )
+
+
+#: ATIP 0.4 trust fields read as claims only (``TrustClaims.legacy``).
+_LEGACY_TRUST = ("checksum", "signedBy", "attestation")
 
 
 def _check_lookup(claims: TrustClaims, is_shim: bool, lookup_digest: Digest) -> None:

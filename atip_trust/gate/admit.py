@@ -45,7 +45,7 @@ from atip_trust.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
-from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
+from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
 from atip_trust.gate.cached import (
     ReportKey,
     cached,
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     import atip_trust.evaluate as evaluate_mod
 
     from atip_trust.facts import metadata as metadata_mod
+    from atip_trust.facts.aip14 import ToolContract
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.gate import metadata_trust, shims
 else:
@@ -132,9 +133,9 @@ class Admission(Record):
     """The outcome of one admission: what was decided about which bytes, and why."""
 
     __slots__ = ("tool", "command", "path", "report", "decision", "effects_verified",
-                 "metadata_source", "audit_record", "audit_log", "cache", "metadata")
-    _no_repr = frozenset({"audit_record", "metadata"})
-    _no_compare = frozenset({"metadata"})
+                 "metadata_source", "audit_record", "audit_log", "cache", "metadata", "contract")
+    _no_repr = frozenset({"audit_record", "metadata", "contract"})
+    _no_compare = frozenset({"metadata", "contract"})
     tool: str
     command: tuple[str, ...]
     path: str
@@ -153,13 +154,16 @@ class Admission(Record):
     cache: str
     #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
     metadata: MetadataDocument | None
+    #: The AIP-14 ``TOOL.md`` decided with (``--contract`` or beside the metadata), None when none:
+    #: its ``timeout_ms`` is the run's ceiling (gate/exec.py, bridge/loop.py).
+    contract: ToolContract | None
 
     def __init__(self, tool: str, command: tuple[str, ...], path: str, report: TrustReport,
                  decision: Decision, effects_verified: bool, metadata_source: str | None,
                  audit_record: dict[str, Any], audit_log: str | None = None, cache: str = "off",
-                 metadata: MetadataDocument | None = None) -> None:
+                 metadata: MetadataDocument | None = None, contract: ToolContract | None = None) -> None:
         init(self, tool, command, path, report, decision, effects_verified, metadata_source,
-             audit_record, audit_log, cache, metadata)
+             audit_record, audit_log, cache, metadata, contract)
 
     @property
     def metadata_sha256(self) -> str | None:
@@ -315,6 +319,8 @@ def admit(
     defer_audit: bool = False,
     cache: bool = True,
     fetch: bool = False,
+    contract: PathLike | None = None,
+    contract_bundle: PathLike | None = None,
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
@@ -340,6 +346,9 @@ def admit(
     ``policy``: the ``Policy`` :func:`load_admission_policy` returns, or a policy file's path, loaded
     here the same way (every call: load it once when deciding often). ``bundles`` and ``keys``: paths,
     or one path.
+    ``contract``: an AIP-14 ``TOOL.md`` (default: a ``TOOL.md`` beside the ``metadata`` file that names
+    this tool), verified like metadata by ``contract_bundle`` (default: ``TOOL.md.bundle`` beside it)
+    against the policy's signers (``_contract``); every tool its ``requires.tools`` names is admitted too.
     """
     chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
     known = Known(tool=name or tool_name_of(tool), policy=chosen)
@@ -350,6 +359,7 @@ def admit(
             bundles=path_texts(bundles, "bundles"), keys=path_texts(keys, "keys"), signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
+            contract=contract, contract_bundle=contract_bundle,
         ),
     )
 
@@ -416,6 +426,8 @@ def _admit(
     cache: VerdictCache | None,
     fetch: bool = False,
     audit_log: str | None = None,
+    contract: PathLike | None = None,
+    contract_bundle: PathLike | None = None,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
@@ -521,11 +533,26 @@ def _admit(
         report.checks.append(lookup_note)
         report_digest = None
 
+    # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
+    tool_md: ToolContract | None = None
+    contract_verified = False
+    declared: list[tuple[Any, Any]] = []
+    if contract is not None or contract_bundle is not None or (meta_path is not None and not from_shim):
+        tool_md, contract_verified, checks = _contract(contract, contract_bundle, meta_path, policy,
+                                                       trust_root, tool_name)
+        if checks:
+            report.checks.extend(checks)
+            report_digest = None
+        if tool_md is not None:
+            declared = _required_tools(tool_md, policy, shim_dir=shim_dir, trusted_root=trusted_root,
+                                       staging=staging, cache=cache is not None, fetch=fetch)
+
     # (5) Decide.
     return decided(policy, report, tool_name=tool_name, words=words, path=path, doc=doc,
                    effects_verified=effects_verified, metadata_source=metadata_source,
                    interactive=interactive, report_digest=report_digest, audit_log=audit_log,
-                   cache="off" if key is None else "hit" if hit is not None else "miss")
+                   cache="off" if key is None else "hit" if hit is not None else "miss",
+                   contract=tool_md, contract_verified=contract_verified, declared=declared)
 
 
 def decided(
@@ -542,6 +569,9 @@ def decided(
     report_digest: str | None,
     audit_log: str | None,
     cache: str,
+    contract: ToolContract | None = None,
+    contract_verified: bool = False,
+    declared: Sequence[tuple[Any, Any]] = (),
 ) -> Admission:
     """Step (5): the decision for ``words`` on this report (which gets it: the report is this
     admission's own), as an ``Admission``. The one place an admission is decided: ``admit`` and a held
@@ -549,7 +579,8 @@ def decided(
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
         command=words, effects_verified=effects_verified, metadata_source=metadata_source,
-        interactive=interactive, report_digest=report_digest,
+        interactive=interactive, report_digest=report_digest, contract=contract,
+        contract_verified=contract_verified, declared=declared,
     )
     report.decision = decision
     return Admission(
@@ -564,7 +595,64 @@ def decided(
         audit_log=audit_log,
         cache=cache,
         metadata=doc,
+        contract=contract,
     )
+
+
+def _contract(
+    given: PathLike | None,
+    bundle: PathLike | None,
+    meta_path: Path | None,
+    policy: Policy,
+    trust_root: Any,
+    tool_name: str,
+) -> tuple[ToolContract | None, bool, list[Check]]:
+    """The AIP-14 ``TOOL.md`` for this admission: ``given``, else a ``TOOL.md`` beside the metadata file
+    that names this tool (another tool's contract in the same folder is not this one's), with its
+    bundle (``bundle``, else ``TOOL.md.bundle`` beside it); verified against the policy's signers."""
+    if given is None and bundle is not None:
+        raise UsageError("--contract-bundle needs --contract: the TOOL.md it signs")
+    beside = given is None
+    path = pathlib.Path(given) if given is not None else (meta_path.parent / "TOOL.md" if meta_path else None)
+    if path is None or (beside and not path.is_file()):
+        return None, False, []
+    signed = pathlib.Path(bundle) if bundle is not None else pathlib.Path(f"{path}.bundle")
+    found, verified, checks = metadata_trust.verify_contract(
+        path, signed if bundle is not None or signed.is_file() else None, list(policy.signers), trust_root,
+        tool_name=tool_name)
+    if beside and tool_name not in (found.name, found.id):
+        return None, False, [Check("contract.found", "skip", "the TOOL.md beside the metadata describes "
+                                   "another tool: not used", expected=tool_name,
+                                   actual=[found.name, found.id], evidence=str(path))]
+    return found, verified, checks
+
+
+def _required_tools(contract: ToolContract, policy: Policy, **admit_args: Any) -> list[tuple[Any, Any]]:
+    """AIP-14 ``requires.tools``: each tool the contract runs must be admitted too (found on PATH and
+    decided for as a whole under the same policy); a denial or a question for one is this admission's."""
+    requires = contract.frontmatter.get("requires")
+    names = requires.get("tools") if isinstance(requires, dict) else None
+    out: list[tuple[Any, Any]] = []
+    for name in names if isinstance(names, list) else []:
+        if not isinstance(name, str) or not name:
+            out.append(("deny", Reason("REQUIRED_TOOL_INVALID", "requires.tools names a tool that is not a "
+                                       "name", rule=f"aip14:{contract.id}.requires.tools",
+                                       expected="a tool name", actual=repr(name))))
+            continue
+        try:
+            sub = admit(name, policy=policy, interactive=True, audit=False, **admit_args)
+        except AtipTrustError as err:
+            out.append(("deny", Reason("REQUIRED_TOOL_NOT_ADMITTED", f"required tool {name!r} could not be "
+                                       f"admitted: {err.diagnostics()}", rule=f"aip14:{contract.id}.requires.tools",
+                                       expected="admitted", actual=error_code(err))))
+            continue
+        if sub.behavior != "allow":
+            why = "; ".join(r.message for r in sub.decision.reasons[:2])
+            out.append((sub.behavior, Reason("REQUIRED_TOOL_NOT_ADMITTED", f"required tool {name!r} is not "
+                                             f"allowed ({sub.behavior}): {why}",
+                                             rule=f"aip14:{contract.id}.requires.tools", expected="allow",
+                                             actual=f"{sub.behavior} ({sub.report.trust_level.name})")))
+    return out
 
 
 class _PolicyConstraints:

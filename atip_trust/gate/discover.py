@@ -41,7 +41,9 @@ from atip_trust.gate.cached import hash_artifact, open_cache
 from atip_trust.gate.probe import ProbeOutcome, probe
 from atip_trust.gate.scan import Candidate, Skipped, scan_directories
 from atip_trust.policy.model import Policy
+from atip_trust.registry.local import LocalRegistry
 from atip_trust.state.cache import VerdictCache
+from atip_trust.state.paths import local_registry_path
 
 PathLike = str | os.PathLike[str]
 Trust = Literal["verified", "unverified", "failed"]
@@ -161,6 +163,25 @@ class ToolSurface:
             "tools": [r.to_json() for r in self.rows],
             "skipped": [s.to_json() for s in self.skipped],
         }
+
+
+def update_local_registry(surface: ToolSurface, path: PathLike | None = None) -> list[str]:
+    """``scan --update-registry``: index each tool of ``surface`` whose trust did not fail and that has
+    metadata in the local ``registry.json`` (RFC §4.3: name -> path, digest, ``source`` ``native`` for
+    its own ``--agent`` answer or ``shim``; default path RFC §4.2's ``$XDG_DATA_HOME/agent-tools``).
+    The index is not evidence (registry/local.py): every admission still hashes and verifies. A file
+    that changed between the scan and the write is not indexed. Returns the names indexed."""
+    reg = LocalRegistry(path if path is not None else local_registry_path())
+    done: list[str] = []
+    for row in surface.rows:
+        if row.digest is None or row.trust == "failed" or row.metadata_from is None:
+            continue
+        entry = reg.put(row.name, row.resolved, source="shim" if row.metadata_from == "shim" else "native")
+        if entry.digest.hex != row.digest.removeprefix("sha256:"):
+            reg.remove(row.name)  # replaced since it was verified: the index must not name other bytes
+            continue
+        done.append(row.name)
+    return done
 
 
 def _sidecars(resolved: str, digest_hex: str, bundle_dir: PathLike | None) -> list[Path]:
@@ -312,4 +333,4 @@ def discover(
     return surface
 
 
-__all__ = ["ToolRow", "ToolSurface", "discover", "effects_summary"]
+__all__ = ["ToolRow", "ToolSurface", "discover", "effects_summary", "update_local_registry"]

@@ -50,10 +50,12 @@ from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInpu
 from atip_trust._base.files import path_name
 from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
 from atip_trust.facts.digest import Digest, hash_fd
+from atip_trust.facts.effects import command_interactive_need
 from atip_trust.facts.report import Reason
 from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
 from atip_trust.gate.cached import hash_artifact, open_cache
 from atip_trust.gate.env import exec_environment
+from atip_trust.gate.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
 
@@ -424,6 +426,12 @@ def exec_verified(
         if main.admission.behavior != "allow":
             # The admission's own line says why (its reasons): nothing to add.
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
+        need = command_interactive_need(main.admission.metadata.doc if main.admission.metadata else None, args)
+        if need is not None and not stdin_provides(need[0]):  # RFC §3.6 interactive: never a silent run
+            raise ExecRefused("deny", [Reason(
+                "INTERACTIVE_REQUIRED", f"{name} {' '.join(args)} needs {need[1]}, and none is provided",
+                rule="builtin:interactive", expected=need[1],
+                actual="stdin closed, /dev/null or not a terminal")], main.admission)
 
         plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
         planned = script_interpreter(
@@ -502,6 +510,12 @@ def _execute(plan: ExecPlan) -> None:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
+    contract = plan.tool.admission.contract
+    if contract is not None and contract.timeout_ms is not None and hasattr(signal, "setitimer"):
+        # AIP-14 timeout_ms is a hard ceiling: an interval timer survives execve(2) and SIGALRM's
+        # default action ends the tool when it runs out.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, contract.timeout_ms / 1000)
     try:
         if os.execve in os.supports_fd:
             os.execve(fd, plan.argv, plan.env)

@@ -40,4 +40,23 @@ def can_ask(mode: bool | Interactive = "auto") -> bool:
         return False
 
 
-__all__ = ["Interactive", "can_ask"]
+def stdin_provides(need: Literal["tty", "stdin"]) -> bool:
+    """Whether this process's standard input can give what ``effects.interactive_need`` names: a
+    terminal for ``tty``; for ``stdin``, a terminal, a pipe or a file, never a closed descriptor or
+    ``/dev/null`` (what CI and agent runtimes hand a child)."""
+    try:
+        st = os.fstat(0)
+    except OSError:
+        return False  # closed
+    if os.isatty(0):
+        return True
+    if need == "tty":
+        return False
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return True
+    return not (st.st_rdev == null.st_rdev and st.st_ino == null.st_ino and st.st_dev == null.st_dev)
+
+
+__all__ = ["Interactive", "can_ask", "stdin_provides"]

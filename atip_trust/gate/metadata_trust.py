@@ -26,11 +26,14 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+from atip_trust._base.files import read_capped
 from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.facts.aip14 import ToolContract, parse_tool_md
 from atip_trust.facts.artifact import DigestSubject
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
+from atip_trust.limits import LIMITS
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
@@ -140,4 +143,47 @@ def verify_metadata(
     )
 
 
-__all__ = ["MetadataTrust", "verify_metadata", "verify_signed_bytes"]
+def verify_contract(
+    path: Path,
+    bundle: Path | None,
+    signers: Sequence[Any],
+    trust_root: TrustRoot,
+    *,
+    tool_name: str,
+) -> tuple[ToolContract, bool, list[Check]]:
+    """An AIP-14 ``TOOL.md`` read once, and whether it is verified as metadata is: a bundle over its
+    exact bytes by a signer policy names, and bound to this tool (its ``name`` or ``id`` is the tool's
+    name; a contract has no binary digest). Unverified, it can only tighten (``aip14.contract_states``)."""
+    data = read_capped(path, LIMITS.tool_md_bytes, what="TOOL.md")
+    contract = parse_tool_md(data, source_name=str(path))
+    rules = tuple(IdentityRule.coerce(s) for s in signers)
+    if bundle is None or not rules:
+        sig = Check("contract.signature", "skip" if bundle is None else "fail",
+                    "the TOOL.md has no signature bundle: it can only tighten" if bundle is None else
+                    "policy names no signer: nobody can vouch for this TOOL.md",
+                    expected="a bundle signed by a signer named in policy", actual=None, evidence=str(path))
+        ok = False
+    else:
+        ok, signed, rep = verify_signed_bytes(data, bundle, rules, trust_root)
+        sig = Check("contract.signature", "pass" if ok else "fail",
+                    "the TOOL.md bytes are signed by a signer named in policy" if ok else
+                    f"the TOOL.md signature does not verify against policy's signers ({rep.trust_level.name})",
+                    expected=[r.describe() for r in rules],
+                    actual=f"{rep.signature.identity} (issuer {rep.signature.issuer}) over {signed}"
+                    if rep.signature.identity else f"{rep.signature.status} over {signed}", evidence=str(bundle))
+    bound = tool_name in (contract.name, contract.id)
+    binding = Check("contract.binding", "pass" if bound else "fail",
+                    "the TOOL.md names this tool" if bound else "the TOOL.md describes another tool",
+                    expected=tool_name, actual=[contract.name, contract.id], evidence=str(path))
+    checks = [sig, binding]
+    requires = contract.frontmatter.get("requires")
+    secrets = requires.get("secrets") if isinstance(requires, dict) else None
+    if secrets:
+        # AIP-14 requires.secrets: no effect class (reading a credential changes nothing), but an
+        # admin reading the report should see which credentials the tool says it uses.
+        checks.append(Check("contract.requires.secrets", "skip", "the TOOL.md says the tool uses these "
+                            "secrets (reported, not gated)", expected=None, actual=secrets, evidence=str(path)))
+    return contract, ok and bound, checks
+
+
+__all__ = ["MetadataTrust", "verify_contract", "verify_metadata", "verify_signed_bytes"]

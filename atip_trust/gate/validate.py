@@ -38,9 +38,9 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 from atip_trust.errors import UsageError
-from atip_trust.facts.aip14 import ToolContract, contract_states
+from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
-from atip_trust.facts.effects import classify, merge_states, walk_command
+from atip_trust.facts.effects import classify, command_lookup, merge_states, walk_command
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import Decision, Reason, TrustReport
@@ -72,10 +72,15 @@ VIOLATION_SEVERITY: dict[str, Severity] = {
     "NON_IDEMPOTENT_OPERATION": "warning",
     "INTERACTIVE_OPERATION": "warning",
     "SUBPROCESS_OPERATION": "warning",
+    "RESOURCE_CREATE": "warning",
+    "RESOURCE_MODIFY": "warning",
+    "RESOURCE_DELETE": "error",
     # RFC §10.2 delegation and the AIP-14 approval class.
     "DELEGATION_TOOL_NOT_ALLOWED": "error",
     "DELEGATION_COMMAND_DENIED": "error",
     "APPROVAL_REQUIRED": "warning",
+    # RFC §3.6 interactive: the command needs a terminal or stdin the call does not have (bridge/loop.py).
+    "INTERACTIVE_REQUIRED": "error",
 }
 
 #: Effect class (effects.EFFECT_CLASSES, and ``subprocess`` for delegation) -> violation code.
@@ -89,6 +94,9 @@ CLASS_CODES: dict[str, str] = {
     "nonIdempotent": "NON_IDEMPOTENT_OPERATION",
     "interactive": "INTERACTIVE_OPERATION",
     "subprocess": "SUBPROCESS_OPERATION",
+    "creates": "RESOURCE_CREATE",
+    "modifies": "RESOURCE_MODIFY",
+    "deletes": "RESOURCE_DELETE",
 }
 
 #: Decision reason codes that are the trust threshold.
@@ -250,6 +258,11 @@ def validate_call(
             cmd, tail, why = resolve_words(meta, given)
             words = tuple(given[1:])
             argv = tuple(given)
+    omitted: str | None = None
+    if cmd is None and meta is not None and words:
+        # RFC §3.1.1, through the one lookup admit uses: an omitted command is still unknown here (its
+        # arguments cannot be checked), and the decision reports the partial document's assumption.
+        _, _, omitted = command_lookup(meta, words)
     if cmd is None:
         add("UNKNOWN_COMMAND", f"unknown command: {why}", "deny", rule="builtin:call-validator",
             expected="a command the metadata declares", actual=name if isinstance(name, str) else list(name))
@@ -291,7 +304,7 @@ def validate_call(
     decision = decide(effective, report, tool_name=tool, command=list(words), effects=states,
                       effects_verified=effects_verified, interactive=interactive,
                       metadata_source=metadata_source, now=now,
-                      effects_unknown=why if cmd is None else None)
+                      effects_unknown=why if cmd is None else None, effects_omitted=omitted)
 
     # (5) The capability, trust and delegation violations are the decision's own reasons.
     denied_by_delegation = {text for layer in effective.layers
@@ -323,10 +336,10 @@ def validate_call(
                 limits.over_cost, rule="calls.maxCostEstimate",
                 expected=f"<= {limits.max_cost_estimate}", actual=counted, path=cmd.path)
     for c in contracts:
-        if c.approval == "ask":
-            add("APPROVAL_REQUIRED", f"the AIP-14 contract {c.id!r} asks for approval "
-                f"(approval: {c.approval_declared})", "ask", rule=f"aip14:{c.id}.approval",
-                expected="approval: auto", actual=c.approval_declared, path=path)
+        asked = approval_reason(c)
+        if asked is not None:
+            add(asked.code, asked.message, "ask", rule=asked.rule or "", expected=asked.expected,
+                actual=asked.actual, path=path)
 
     violations: list[Violation] = []
     for v in [*found, *(v for v, _, _ in extra)]:

@@ -31,6 +31,7 @@ The order is fixed; every step adds verdicts and the strictest verdict wins (the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.clock import UTC, datetime
 from atip_trust._base.lazy import lazy_import
-from atip_trust.facts.effects import effective_states
+from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
     EvidenceSummary,
     Decision,
@@ -65,10 +66,6 @@ else:
 
 if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior, RuleSource
-
-#: Effect classes that must be declared safe (and verified) for the read-only default. Network is left
-#: out on purpose: a read (``gh pr view``) fetches over the network without changing anything.
-READ_ONLY_CLASSES = ("destructive", "filesystemWrite", "filesystemDelete", "billable", "nonIdempotent")
 
 #: Rule sources as Agent Tool names them (the Agent Tool permission decision's rule sources).
 AGENT_TOOL_SOURCES: dict[str, str] = {
@@ -263,15 +260,21 @@ def decide(
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
     report_digest: str | None = None,
+    effects_omitted: str | None = None,
+    declared: Sequence[tuple[RuleBehavior, Reason]] = (),
 ) -> Decision:
     """``effects_unknown``: why the command's effects could not be found in its metadata
     (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
     ``report.digest()`` when the caller already has it (the verdict cache keeps it with the report),
-    so it is not computed again; None leaves it to the decision's first read of ``report_digest``."""
+    so it is not computed again; None leaves it to the decision's first read of ``report_digest``.
+    ``effects_omitted``: the RFC §3.1.1 ``omitted.safetyAssumption`` when the command is absent from a
+    partial document (``effects.command_lookup``): anything but ``known-safe``/``same-as-included`` in
+    verified metadata asks. ``declared``: verdicts the tool's own declarations add, which can only
+    tighten (an AIP-14 contract's approval class, a required tool that is not admitted)."""
     now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
-            effects_unknown)
+            effects_unknown, effects_omitted, declared)
     final, reasons, source = _core(policy, *args)
     if len(policy.layers) > 1:
         # The more restrictive answer wins. The merged rules already make every deny and
@@ -322,6 +325,8 @@ def _core(
     now: datetime,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
+    effects_omitted: str | None = None,
+    declared: Sequence[tuple[RuleBehavior, Reason]] = (),
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
     v = _Verdicts()
@@ -544,15 +549,17 @@ def _core(
                            f"the command's effects are unknown, so every class counts as risky: "
                            f"{effects_unknown}", rule="builtin:effects-trust",
                            expected="the words name one declared command", actual=effects_unknown))
+    if effects_omitted is not None:
+        _omitted(v, info, effects_omitted, effects_verified, line)
+    for behavior_declared, reason_declared in declared:
+        v.add(behavior_declared, reason_declared, "default")
     if disregarded:
         info.append(Reason("EFFECTS_UNVERIFIED",
                            "declared safe effects disregarded: the metadata declaring them is not verified",
                            rule="builtin:effects-trust", expected="verified metadata",
                            actual=sorted(disregarded)))
     for cls, source in policy.effect_restrictions.items():
-        risky = states.get(cls, "risky") == "risky" if cls != "subprocess" else not (
-            effects_verified and isinstance(effects, Mapping) and effects.get("subprocess") is False)
-        if risky:
+        if states.get(cls, "risky") == "risky":
             v.add("deny", Reason("EFFECT_RESTRICTED",
                                  f"effect {cls!r} is restricted by delegation.effectRestrictions",
                                  rule=f"delegation.effectRestrictions.{cls}",
@@ -587,7 +594,7 @@ def _core(
         v.add("allow", Reason("COMMAND_ALLOWED", f"command {line!r} matches an allow rule",
                               rule=allowed_by.text, actual=line), allowed_by.source)
     elif (policy.defaults.allow_verified_read_only and effects_verified
-          and _all_safe(states, READ_ONLY_CLASSES)
+          and read_only(effects)  # facts/effects.py: the five classes safe, no change declared
           and level >= policy.defaults.read_only_min_trust_level):
         v.add("allow", Reason("READ_ONLY_VERIFIED",
                               "verified metadata declares this command read-only",
@@ -603,19 +610,30 @@ def _core(
     return _result(v, info)
 
 
+def _omitted(v: _Verdicts, info: list[Reason], assumption: str, verified: bool, line: str) -> None:
+    """RFC §3.1.1: a command a partial document leaves out. ``unknown`` (also when the document says
+    nothing) and ``known-unsafe`` "require confirmation", so they ask whatever rule allows the command
+    (an allow rule ``gh *`` was written for the commands the tool declared); ``known-safe`` and
+    ``same-as-included`` are safety claims, believed only from verified metadata."""
+    safe = assumption in OMITTED_EFFECTS
+    r = Reason("COMMAND_OMITTED",
+               f"{line!r} is not in the tool's partial metadata, which says omitted commands are {assumption}"
+               + ("" if not safe or verified else ", a claim of unverified metadata"),
+               rule="builtin:partial-discovery",
+               expected="known-safe or same-as-included, in verified metadata",
+               actual=assumption if verified else f"{assumption} (unverified)")
+    if safe and verified:
+        info.append(r)
+    else:
+        v.add("ask", r, "default")
+
+
 def _first_reading(match: Matcher, variants: list[tuple[tuple[str, ...], str]]) -> str | None:
     """The first reading of the command (``rules.command_variants``) the rule matches, as a line."""
     for vt, vl in variants:
         if match(vt, vl):
             return vl
     return None
-
-
-def _all_safe(states: Mapping[str, str], classes: tuple[str, ...]) -> bool:
-    for c in classes:
-        if states.get(c) != "safe":
-            return False
-    return True
 
 
 def _verify_base(
@@ -783,8 +801,14 @@ def to_agent_tool(
     invocation_id: str | None = None,
     decided_at: datetime | None = None,
     passthrough_on_no_match: bool = False,
+    decision_id: str | None = None,
+    expires_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The decision as an Agent Tool ``tool_permission_decision``.
+
+    ``decision_id`` (required by the Agent Tool schema): the caller's id for this decision, or a new
+    random one (``atd_`` and 32 hex digits). ``expires_at``: when the caller will decide again (a
+    decision is about the bytes verified now; the time is the caller's to set); absent when not given.
 
     ``passthrough_on_no_match``: when no rule of this policy matched (the answer is only the no-match
     default), say ``passthrough`` so that the host's own permission layer decides; a denial or ask that
@@ -802,8 +826,13 @@ def to_agent_tool(
         elif codes == {"NO_MATCHING_RULE", "RULE_QUALIFIER_NOT_MET"}:
             behavior = "deny"
             first = next(r for r in decision.reasons if r.code == "RULE_QUALIFIER_NOT_MET")
-    rule_based = first is not None and first.rule is not None and not first.rule.startswith("builtin:")
-    if first is not None and first.code.startswith("MODE_"):
+    # A rule is what policy's permissions, tools or capabilities say; a default (``defaults.noMatch``,
+    # ``defaults.allowVerifiedReadOnly``) or a builtin check is the policy speaking, not a matched rule.
+    rule_based = first is not None and first.rule is not None and not first.rule.startswith(
+        ("builtin:", "defaults."))
+    if behavior == "passthrough":
+        reason_type = "policy"  # no rule matched: the host's own permission layer decides
+    elif first is not None and first.code.startswith("MODE_"):
         reason_type = "mode"
     elif first is not None and first.code in ("TRUST_COMPROMISED", "EFFECTS_UNVERIFIED"):
         reason_type = "safety_check"
@@ -813,13 +842,15 @@ def to_agent_tool(
         reason_type = "policy"
     out: dict[str, Any] = {
         "schema_version": "0.2.0",
+        "decision_id": decision_id if decision_id is not None else "atd_" + os.urandom(16).hex(),
         "behavior": behavior,
         "mode": "default" if decision.mode == "enforce" else decision.mode,
         "source": AGENT_TOOL_SOURCES.get(decision.rule_source or "default", "policy_settings"),
         "reason": {
             "type": reason_type,
-            "rule_ref": first.rule if first else None,
-            "message": first.message if first else "no reason recorded",
+            "rule_ref": first.rule if first and behavior != "passthrough" else None,
+            "message": ("no rule of this policy matched: the host's permission layer decides"
+                        if behavior == "passthrough" else first.message if first else "no reason recorded"),
         },
         "rule_refs": sorted({r.rule for r in decision.reasons if r.rule}),
         "policy_refs": [decision.policy_digest] if decision.policy_digest else [],
@@ -828,6 +859,8 @@ def to_agent_tool(
     }
     if invocation_id is not None:
         out["invocation_id"] = invocation_id
+    if expires_at is not None:
+        out["expires_at"] = expires_at.isoformat()
     return out
 
 
