@@ -77,7 +77,8 @@ _CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_st
                          "do_group", "if_statement", "elif_clause", "else_clause", "while_statement"})
 _TOKENS = frozenset({";", "&", "&&", "||", "|", "|&", "(", ")", "{", "}", "!", "if", "then", "else", "elif",
                      "fi", "while", "until", "do", "done", "\n", "comment"})
-_OUTPUT = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
+_OUTPUT = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
+_OPERATORS = _OUTPUT | {"<", "<&", ">&", "<&-", ">&-"}
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 MAX_SHELL_DEPTH = 3
 MAX_NESTING = 200
@@ -183,9 +184,15 @@ def _statement(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesti
         return
     if kind == "redirected_statement":
         body = node.child_by_field_name("body")
+        prev: Node | None = None
         for child in node.children:
             if body is None or child.id != body.id:
+                if _glued(prev, child):
+                    raise Unprovable(f"the shell grammar split {_text(node)[:40]!r} where bash reads one word")
                 _redirect(child, state)
+                prev = child
+            else:
+                prev = child.children[-1] if child.type == "command" and child.children else child
         if body is not None:
             _statement(body, state, depth, via, nesting + 1)
         return
@@ -203,29 +210,62 @@ def _text(node: Node) -> str:
 def _redirect(node: Node, state: _Walk) -> None:
     """A redirection: ``>FILE`` and its kin write a file before the command runs."""
     if node.type == "herestring_redirect":
-        for child in node.children:
-            if child.is_named:
-                word(child)  # a substitution in it runs code
+        if len(node.named_children) != 1:
+            raise Unprovable(f"the here-string {_text(node)[:40]!r} is read with other than one word")
+        word(node.named_children[0])  # a substitution in it runs code
         return
     if node.type != "file_redirect":
         raise Unprovable(f"the redirection {_text(node)[:40]!r} ({node.type.replace('_', ' ')}) is not "
                          "one the gate reads")
     ops = [c.type for c in node.children if not c.is_named]
-    target = node.child_by_field_name("destination")
-    value = word(target) if target is not None else None
-    if not any(op in _OUTPUT for op in ops):
-        return
-    if "&>" not in ops and "&>>" not in ops and ">&" in ops and value is not None and value.literal and \
-            (value.text.isdigit() or value.text == "-"):
-        return  # 2>&1: a descriptor copied, no file opened
-    if value is None or not value.literal or value.text not in _HARMLESS_TARGETS:
+    if len(ops) != 1 or ops[0] not in _OPERATORS:
+        raise Unprovable(f"the redirection {_text(node)[:40]!r} is not one the gate reads")
+    targets = node.children_by_field_name("destination")
+    if ops[0] in ("<&-", ">&-"):
+        if targets:  # bash: the next word is the command's argument, which the grammar took as a target
+            raise Unprovable(f"the redirection {_text(node)[:40]!r} is read with a target it does not take")
+        return  # a descriptor closed
+    if len(targets) != 1 or len(node.named_children) > 1 + (node.child_by_field_name("descriptor") is not None):
+        # bash takes one word as the target; the grammar has been seen to read the command's later
+        # arguments ("cmd < f --force") as more targets, which would hide them from the rules.
+        raise Unprovable(f"the redirection {_text(node)[:40]!r} is read with other than one target word")
+    descriptor = node.child_by_field_name("descriptor")
+    if descriptor is not None and not _text(descriptor).isdigit():
+        raise Unprovable(f"the redirection {_text(node)[:40]!r} has a descriptor bash reads as a word")
+    value = word(targets[0])
+    if ops[0] in ("<&", ">&"):
+        # bash reads "<& -x" and ">& file" in ways of its own: only a descriptor number or '-' is read.
+        if not value.literal or not (value.text.isdigit() or value.text == "-"):
+            raise Unprovable(f"the redirection {_text(node)[:40]!r} copies to something other than a "
+                             "descriptor number")
+        return  # 2>&1: a descriptor copied (or closed), no file opened
+    if ops[0] in _OUTPUT and (not value.literal or value.text not in _HARMLESS_TARGETS):
         state.writer = True
+
+
+def _glued(prev: Node | None, child: Node) -> bool:
+    """Two of a command's parts with nothing between them, where bash would read one word: the grammar
+    has been seen to split ``/{\\?`` in two, to end a here-string's word early, and to read ``x2>f`` as
+    ``x`` and ``2>f`` (bash: ``x2``, ``>f``)."""
+    if prev is None or prev.end_byte != child.start_byte or not prev.is_named or not child.is_named:
+        return False
+    if child.type not in _REDIRECTS:
+        return True  # a word glued to a word or to a redirection's target is one word to bash
+    return prev.type not in _REDIRECTS and child.child_by_field_name("descriptor") is not None
+
+
+_REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect"})
 
 
 def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None:
     name_node: Node | None = None
     words: list[Word] = []
+    prev: Node | None = None
     for child in node.children:
+        if _glued(prev, child):
+            raise Unprovable(f"the shell grammar split {_text(prev)!r}{_text(child)!r} where bash reads one "
+                             "word" if prev is not None else "")
+        prev = child
         kind = child.type
         if kind == "variable_assignment":
             _assignment(child)
@@ -239,6 +279,10 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None
             words.append(word(inner[0]))
         elif child.is_named:
             words.append(word(child))
+        else:
+            # A bare token inside a command (the grammar reads a lone "$" so, and drops it): bash passes
+            # it on as a word, so the words would not be the ones checked.
+            raise Unprovable(f"the shell grammar read {_text(child)!r} inside a command as a token")
     if name_node is None or not words:
         raise Unprovable(f"{_text(node)[:40]!r} sets variables without running a command")
     keyword = _text(name_node) == words[0].text  # a quoted 'time' is a program, not the keyword

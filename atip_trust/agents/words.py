@@ -57,6 +57,11 @@ def _unquote_bare(raw: str, out: list[tuple[str, bool]]) -> None:
                 out.append((raw[i + 1], True))
             i += 2
             continue
+        if c in " \t\n":
+            # Unquoted blanks end a word (a newline, the command) in bash; the grammar has been seen to
+            # read "ls<newline>\\x" as one command with the argument "<newline>x", and "{<tab>{" as one word.
+            raise Unprovable(f"the shell grammar read a blank inside the word {raw[:40]!r}, where bash "
+                             "splits it")
         out.append((c, False))
         i += 1
 
@@ -138,6 +143,10 @@ def _expands(chars: list[tuple[str, bool]]) -> bool:
         return True
     if chars and chars[0] == ("~", False):
         return True
+    # bash also expands a tilde after an unquoted '=' or ':' (an assignment-like argument: y=~/x).
+    if any(c == "~" and not quoted and i and chars[i - 1] in (("=", False), (":", False))
+           for i, (c, quoted) in enumerate(chars)):
+        return True
     depth_open = False
     seen_sep = False
     prev = ""
@@ -155,10 +164,26 @@ def _expands(chars: list[tuple[str, bool]]) -> bool:
     return False
 
 
+def _contiguous(node: Node) -> None:
+    """A word's tokens touch one another: a gap inside a word node is the grammar joining what bash
+    splits (it has been seen to read ``>$ --force`` as one target, ``$-`` then ``-force``)."""
+    end = None
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.child_count:
+            stack.extend(reversed(n.children))
+            continue
+        if end is not None and n.start_byte != end:
+            raise Unprovable(f"the shell grammar read {_text(node)[:40]!r} as one word across a gap")
+        end = n.end_byte
+
+
 def word(node: Node) -> Word:
     """The argv entry bash makes of ``node`` (module docstring)."""
     chars: list[tuple[str, bool]] = []
-    known = _parts(node, chars)
+    known = _parts(node, chars)  # first: a substitution is refused for what it is
+    _contiguous(node)
     if not known or _expands(chars):
         return Word(_text(node), literal=False)
     return Word("".join(c for c, _ in chars))
