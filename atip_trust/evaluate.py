@@ -35,6 +35,7 @@ from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
     BundleError,
+    TrustRootError,
     UntrustedInputError,
     UsageError,
 )
@@ -279,7 +280,36 @@ class Evaluation:
 
     def _verify_bundle(self, b: BundleInput) -> EvidenceResult:
         r = EvidenceResult(label=b.label, route=b.route, content=b.content)
-        if b.route == "sigstore":
+        if b.route == "key" and self.constraints.keys:
+            self._trusted_keys()  # a bad --key file is about every bundle: read before the boundary
+        try:
+            self._verify_route(b, r)
+        except (ArtifactAccessError, TrustRootError, UsageError):
+            raise  # about the inputs as a whole (the artifact, the root, the flags): exit 2 as before
+        except UntrustedInputError as err:  # this bundle is malformed: its failure, named by JSON path
+            r.valid, r.trusted = False, False
+            r.checks.append(Check("bundle", "fail", err.diagnostics(), expected="a well-formed Sigstore bundle",
+                                  actual=type(err).__name__, evidence=b.label, impact="unverified"))
+        except Exception as err:  # noqa: BLE001 - one bundle's failure, never another's (fail closed)
+            r.valid, r.trusted = False, False
+            r.checks.append(Check("bundle", "error", f"verification raised {type(err).__name__}: {err}",
+                                  evidence=b.label, impact="unverified"))
+        if r.content == "dsse" and not r.applies:
+            r.checks.append(Check(
+                "subject", "fail", "the attestation names another artifact; it does not apply",
+                expected=[str(d) for d in self.digests.values()],
+                actual=_subject_digests(b), evidence=b.label, impact="unsigned"))
+        return r
+
+    def _verify_route(self, b: BundleInput, r: EvidenceResult) -> None:
+        """The verifier that owns this bundle's shape (bundle.py routes); a malformed bundle's own
+        error is its failed check, naming the JSON path."""
+        if b.route == "malformed":
+            r.applies = False
+            r.checks.append(Check("bundle", "fail", b.error.diagnostics() if b.error else "malformed",
+                                  expected="a well-formed Sigstore bundle", actual="BundleError",
+                                  evidence=b.label, impact="unverified"))
+        elif b.route == "sigstore":
             out = self._keyless_verifier().verify(b, self.digests)
             r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
             r.facts, r.checks = out.facts, list(out.checks)
@@ -288,12 +318,6 @@ class Evaluation:
             self._verify_key_bundle(b, r)
         else:
             self._verify_legacy_bundle(b, r)
-        if r.content == "dsse" and not r.applies:
-            r.checks.append(Check(
-                "subject", "fail", "the attestation names another artifact; it does not apply",
-                expected=[str(d) for d in self.digests.values()],
-                actual=_subject_digests(b), evidence=b.label, impact="unsigned"))
-        return r
 
     def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
         """A bundle whose verification material is a public key: checked against each trusted key."""
