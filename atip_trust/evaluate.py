@@ -339,17 +339,21 @@ class Evaluation:
             r.compromised = r.compromised or res.compromised
 
     def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
-        """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2."""
+        """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2, and
+        timestamp-only bundles (route ``timestamp``: no log entry)."""
         if b.content == "dsse":
             info = b.dsse_payload()
             r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
+        logged = b.route != "timestamp"
         try:
             if b.content == "dsse":
-                res = legacy_mod.verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
+                res = (legacy_mod.verify_legacy_dsse_detailed if logged else legacy_mod.verify_timestamped_dsse)(
+                    b.doc, self.trust_root, evidence=b.label)
                 cert, when, checks = res.certificate, res.integrated_time, res.checks
             else:
-                cert, when, checks = legacy_mod.verify_legacy_message(b.doc, self.digests["sha256"],
-                                                           self.trust_root, evidence=b.label)
+                cert, when, checks = (legacy_mod.verify_legacy_message if logged else
+                                      legacy_mod.verify_timestamped_message)(
+                    b.doc, self.digests["sha256"], self.trust_root, evidence=b.label)
         except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=b.label)
             if check.impact == "compromised" and not r.applies:

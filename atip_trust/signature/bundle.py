@@ -7,6 +7,8 @@ by the verifier that owns that shape:
   (``keyless.py``);
 * public-key verification material (cosign "managed key" bundles) → ``keys.py``;
 * ``intoto/0.0.2`` entries, or v0.1/v0.2 bundles with only an inclusion promise → ``legacy_bundle.py``;
+* no log entry at all, only RFC 3161 timestamps (GitHub's instance) → ``legacy_bundle.py``'s
+  ``verify_timestamped_*``, for a trusted root that does not require a log entry;
 * cosign's own ``--bundle`` file (``base64Signature``/``cert``/``rekorBundle``) is read as the v0.1
   bundle that says the same (``cosign_bundle_as_v01``) and so goes the legacy way too.
 """
@@ -29,7 +31,7 @@ from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 from atip_trust.limits import LIMITS
 
-Route = Literal["sigstore", "key", "legacy", "malformed"]
+Route = Literal["sigstore", "key", "legacy", "timestamp", "malformed"]
 
 BUNDLE_MEDIA_TYPES = {
     "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
@@ -156,6 +158,11 @@ def _classify(b: BundleInput) -> BundleInput:
     kinds = b.entry_kinds
     if b.material == "public_key":
         b.route = "key"
+    elif not kinds:
+        if version == "0.1":  # protobuf-specs: a v0.1 bundle's time is its entry's inclusion promise
+            raise bad(".verificationMaterial.tlogEntries", "a v0.1 bundle needs a log entry with an "
+                      "inclusion promise; timestamp-only bundles are v0.2 or later")
+        b.route = "timestamp"
     elif any(k == "intoto/0.0.2" for k in kinds) or (kinds and not b.has_inclusion_proof
                                                       and b.version in ("0.1", "0.2")):
         b.route = "legacy"

@@ -300,8 +300,14 @@ def verify_signing_certificate(
     intermediates: list[x509.Certificate],
     trust_root: TrustRoot,
     times: list[datetime],
+    *,
+    require_sct: bool = True,
 ) -> list[x509.Certificate]:
-    """Steps 1–3 for every verified signing time in ``times``; returns the chain above the leaf."""
+    """Steps 1–3 for every verified signing time in ``times``; returns the chain above the leaf.
+
+    ``require_sct=False`` only for an instance whose trusted root lists no CT log (GitHub's: its Fulcio
+    embeds no SCT and gh verifies its bundles without one, sigstore-go ``WithSignedTimestamps`` alone):
+    there is no key an SCT could be checked with. A root that lists a CT log always requires one."""
     if not times:
         raise CertificateVerificationError(
             "no verified signing time to validate the certificate at",
@@ -320,7 +326,8 @@ def verify_signing_certificate(
                 expected=f"{nb.isoformat()}..{na.isoformat()}",
                 actual=when.isoformat(),
             )
-    verify_sct(leaf, chain, trust_root)
+    if require_sct or trust_root.ctlogs:
+        verify_sct(leaf, chain, trust_root)
     verify_profile(leaf)
     return chain
 

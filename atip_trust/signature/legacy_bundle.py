@@ -112,12 +112,26 @@ class _Parsed:
     signature_b64: str
     leaf: x509.Certificate
     intermediates: list[x509.Certificate]
-    entry: LogEntry
+    #: None for a timestamp-only bundle (``_material(logged=False)``).
+    entry: LogEntry | None
     timestamps: list[bytes]
 
+    @property
+    def logged(self) -> LogEntry:
+        return _one_entry(self.entry)
 
-def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list[bytes]]:
-    """Signing certificate (then any intermediates), the single log entry, and RFC 3161 tokens."""
+
+def _one_entry(entry: LogEntry | None) -> LogEntry:
+    """The entry ``_material(logged=True)`` has read (never None there; said for the type checker)."""
+    if entry is None:
+        raise _bad("$.verificationMaterial.tlogEntries", "expected exactly one log entry, got none")
+    return entry
+
+
+def _material(d: dict[str, Any], *, logged: bool = True
+              ) -> tuple[list[x509.Certificate], LogEntry | None, list[bytes]]:
+    """Signing certificate (then any intermediates), the single log entry (None, and no entry allowed,
+    when not ``logged``), and RFC 3161 tokens."""
     vm = _obj(d.get("verificationMaterial"), "$.verificationMaterial")
     if "publicKey" in vm:
         raise _bad("$.verificationMaterial.publicKey", "a key-based bundle is not a keyless legacy bundle")
@@ -138,10 +152,15 @@ def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list
     else:
         raise _bad("$.verificationMaterial", "no signing certificate (certificate or x509CertificateChain)")
     entries = vm.get("tlogEntries")
-    if not isinstance(entries, list) or len(entries) != 1:
+    entry: LogEntry | None = None
+    if not logged:
+        if entries not in (None, []):
+            raise _bad("$.verificationMaterial.tlogEntries", "a timestamp-only bundle carries no log entry")
+    elif not isinstance(entries, list) or len(entries) != 1:
         raise _bad("$.verificationMaterial.tlogEntries",
                    f"expected exactly one log entry, got {len(entries) if isinstance(entries, list) else 'none'}")
-    entry = LogEntry.from_json(entries[0], path="$.verificationMaterial.tlogEntries[0]")
+    else:
+        entry = LogEntry.from_json(entries[0], path="$.verificationMaterial.tlogEntries[0]")
     timestamps: list[bytes] = []
     tvd = vm.get("timestampVerificationData")
     if tvd is not None:
@@ -159,7 +178,7 @@ def _version(d: dict[str, Any]) -> str:
     return version
 
 
-def _parse(doc: Any) -> _Parsed:
+def _parse(doc: Any, *, logged: bool = True) -> _Parsed:
     d = _obj(doc, "$")
     version = _version(d)
     env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
@@ -179,7 +198,7 @@ def _parse(doc: Any) -> _Parsed:
     if not signature:
         raise _bad("$.dsseEnvelope.signatures[0].sig", "empty signature")
 
-    certs, entry, timestamps = _material(d)
+    certs, entry, timestamps = _material(d, logged=logged)
     return _Parsed(
         version=version,
         payload_type=payload_type,
@@ -320,7 +339,7 @@ def _decode_either(value: Any, what: str) -> bytes:
 
 
 def _check_body(p: _Parsed) -> None:
-    body = p.entry.canonicalized_body
+    body = p.logged.canonicalized_body
     try:
         doc = parse_json(body, what="log entry body")
     except Exception as err:  # noqa: BLE001 - any parse failure of a signed body is a mismatch
@@ -328,9 +347,9 @@ def _check_body(p: _Parsed) -> None:
     if not isinstance(doc, dict):
         raise _body_fail("body is not a JSON object")
     kind, version = doc.get("kind"), doc.get("apiVersion")
-    if (kind, version) != (p.entry.kind, p.entry.version):
+    if (kind, version) != (p.logged.kind, p.logged.version):
         raise _body_fail("kind/version differ from kindVersion",
-                         f"{p.entry.kind}/{p.entry.version}", f"{kind}/{version}")
+                         f"{p.logged.kind}/{p.logged.version}", f"{kind}/{version}")
     spec = doc.get("spec")
     if not isinstance(spec, dict):
         raise _body_fail("no spec object")
@@ -404,7 +423,7 @@ def verify_legacy_dsse_detailed(
 ) -> LegacyResult:
     """Run steps (0)–(8) on one bundle document (already JSON-parsed, capped by the caller)."""
     p = _parse(doc)
-    kv = (p.entry.kind, p.entry.version)
+    kv = (p.logged.kind, p.logged.version)
     if kv not in SUPPORTED_KINDS:
         raise LegacyVerificationError(
             f"log entry kind {kv[0]}/{kv[1]} is not one this verifier handles",
@@ -414,7 +433,7 @@ def verify_legacy_dsse_detailed(
 
     # (4)+(5) first: the log entry's own proofs tell us whether integratedTime is signed.
     result = verify_entry(
-        p.entry, trust_root, require_proof=proof_required(p.version), now=now, evidence=evidence
+        p.logged, trust_root, require_proof=proof_required(p.version), now=now, evidence=evidence
     )
     checks.extend(result.checks)
 
@@ -468,6 +487,79 @@ def verify_legacy_dsse(
     return r.payload_type, r.payload, r.certificate
 
 
+# -- timestamp-only bundles (no log entry) --------------------------------------------------------------
+
+
+def _signed_times(tokens: list[bytes], signature: bytes, trust_root: TrustRoot) -> list[datetime]:
+    """A timestamp-only bundle's signing times: allowed only by a root that does not require a log
+    entry (``TrustRoot.requires_tlog``), and then at least one RFC 3161 timestamp, every one verified
+    over the signature by a TSA of that root inside its window (sigstore-go ``WithSignedTimestamps(1)``,
+    as gh verifies GitHub's instance)."""
+    if trust_root.requires_tlog:
+        raise LegacyVerificationError(
+            f"the bundle has no transparency log entry and trusted root {trust_root.name} requires one "
+            "(a root without log instances, or policy trust.requireTransparencyLog: false, allows "
+            "timestamp-only bundles)", check="tlog.entry", expected="one log entry", actual="none")
+    if not tokens:
+        raise LegacyVerificationError(
+            "no verified signing time: the bundle has neither a log entry nor a signed timestamp",
+            check="timestamp", expected="an RFC 3161 timestamp from a TSA of the trusted root", actual=None)
+    return _verify_timestamps(tokens, signature, trust_root)
+
+
+def verify_timestamped_dsse(doc: Any, trust_root: TrustRoot, *, evidence: str | None = None) -> LegacyResult:
+    """A DSSE bundle with no log entry, only RFC 3161 timestamps (GitHub's instance): steps (0) the
+    timestamps, (1)-(3),(6) the certificate at each of those times (an SCT when the root lists a CT
+    log), (7) the DSSE signature. There is no log entry, so no (4), (5) or (8)."""
+    p = _parse(doc, logged=False)
+    times = _signed_times(p.timestamps, p.signature, trust_root)
+    checks = [Check("time", "pass", "verified signed timestamps (no transparency log entry)",
+                    actual=[t.isoformat() for t in times], evidence=evidence)]
+    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times, require_sct=False)
+    checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}",
+                        expected=trust_root.name, actual=p.leaf.issuer.rfc4514_string(), evidence=evidence))
+    _verify_dsse_signature(p.leaf, p.payload_type, p.payload, p.signature)
+    checks.append(Check("signature", "pass", "DSSE signature over PAE", evidence=evidence))
+    return LegacyResult(payload_type=p.payload_type, payload=p.payload, certificate=p.leaf,
+                        integrated_time=max(times), times=tuple(times), entry_kind="none",
+                        checks=tuple(checks))
+
+
+def verify_timestamped_message(
+    doc: Any, artifact_sha256: Digest, trust_root: TrustRoot, *, evidence: str | None = None,
+) -> tuple[x509.Certificate, datetime, tuple[Check, ...]]:
+    """A message-signature bundle with no log entry, only RFC 3161 timestamps: (0), (1)-(3),(6) as
+    ``verify_timestamped_dsse``, the declared digest against the artifact's, and (7) the signature over
+    the artifact's sha256. Returns (certificate, latest signed time, checks)."""
+    d = _obj(doc, "$")
+    _version(d)
+    ms = _obj(d.get("messageSignature"), "$.messageSignature")
+    signature = _b64(ms.get("signature"), "$.messageSignature.signature")
+    certs, _, timestamps = _material(d, logged=False)
+    leaf = certs[0]
+    times = _signed_times(timestamps, signature, trust_root)
+    checks = [Check("time", "pass", "verified signed timestamps (no transparency log entry)",
+                    actual=[t.isoformat() for t in times], evidence=evidence)]
+    verify_signing_certificate(leaf, certs[1:], trust_root, times, require_sct=False)
+    checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}",
+                        expected=trust_root.name, actual=leaf.issuer.rfc4514_string(), evidence=evidence))
+    _check_declared_digest(ms.get("messageDigest"), artifact_sha256)
+    checks.append(verify_message_signature(leaf, signature, artifact_sha256, evidence=evidence))
+    return leaf, max(times), tuple(checks)
+
+
+def _check_declared_digest(md: Any, artifact_sha256: Digest) -> None:
+    """A declared ``messageDigest`` must be this artifact's sha256 (absent: the signature decides)."""
+    if md is None:
+        return
+    md = _obj(md, "$.messageSignature.messageDigest")
+    declared = _b64(md.get("digest"), "$.messageSignature.messageDigest.digest")
+    if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
+        raise LegacyVerificationError(
+            "the bundle signs a different digest than this artifact's", check="digest",
+            expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
+
+
 #: Every exception type that means "verification failed" here (each has ``.to_check()``).
 VERIFICATION_ERRORS = (LegacyVerificationError, TlogVerificationError, CertificateVerificationError)
 
@@ -480,6 +572,8 @@ __all__ = [
     "verify_legacy_dsse_detailed",
     "verify_legacy_message",
     "verify_message_signature",
+    "verify_timestamped_dsse",
+    "verify_timestamped_message",
 ]
 
 
@@ -508,7 +602,8 @@ def verify_legacy_message(
     ms = _obj(d.get("messageSignature"), "$.messageSignature")
     signature = _b64(ms.get("signature"), "$.messageSignature.signature")
     md = ms.get("messageDigest")
-    certs, entry, timestamps = _material(d)
+    certs, logged, timestamps = _material(d)
+    entry = _one_entry(logged)
     leaf = certs[0]
     if (entry.kind, entry.version) != ("hashedrekord", "0.0.1"):
         raise LegacyVerificationError(
@@ -527,12 +622,7 @@ def verify_legacy_message(
     verify_signing_certificate(leaf, certs[1:], trust_root, times)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
                         expected=trust_root.name, actual=leaf.issuer.rfc4514_string(), evidence=evidence))
-    if isinstance(md, dict):
-        declared = _b64(md.get("digest"), "$.messageSignature.messageDigest.digest")
-        if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
-            raise LegacyVerificationError(
-                "the bundle signs a different digest than this artifact's", check="digest",
-                expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
+    _check_declared_digest(md, artifact_sha256)
     checks.append(verify_message_signature(leaf, signature, artifact_sha256, evidence=evidence))
     try:
         body = parse_json(entry.canonicalized_body, what="log entry body")

@@ -179,7 +179,8 @@ class TrustRoot(Record):
     """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
     ``check()`` when ``deferred`` (module docstring; until then the four tuples are empty)."""
 
-    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked")
+    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked",
+                 "tlog_required")
     _no_repr = frozenset({"raw"})
     #: The file path or given name; for an embedded root, ``production`` or ``staging``.
     label: str
@@ -192,12 +193,35 @@ class TrustRoot(Record):
     tsas: tuple[CertificateAuthority, ...]
     #: True once the file was parsed and checked (the four tuples above are its contents).
     checked: bool
+    #: Whether a bundle must carry a transparency log entry; None: as ``requires_tlog`` infers it.
+    tlog_required: bool | None
 
     def __init__(self, label: str, raw: bytes, embedded_root: bool = False,
                  tlogs: tuple[LogKey, ...] = (), ctlogs: tuple[LogKey, ...] = (),
                  fulcio: tuple[CertificateAuthority, ...] = (),
-                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False) -> None:
-        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked)
+                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False,
+                 tlog_required: bool | None = None) -> None:
+        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked, tlog_required)
+
+    @property
+    def requires_tlog(self) -> bool:
+        """Whether bundles verified with this root must carry a transparency log entry. Stated by the
+        policy (``trust.requireTransparencyLog``, ``with_tlog_requirement``), else inferred as gh does
+        for a custom root (``newCustomVerifier``: ``WithTransparencyLog`` only when the root lists log
+        instances): required by the embedded roots and by any root that lists a log; a root without
+        log instances (GitHub's instance) can only vouch through its TSAs."""
+        if self.tlog_required is not None:
+            return self.tlog_required
+        return self.embedded_root or bool(self.check().tlogs)
+
+    def with_tlog_requirement(self, required: bool | None) -> TrustRoot:
+        """This root (same bytes, same parse) with the log requirement the policy states; itself when
+        the policy is silent. A new object: roots are shared by every evaluation of the process."""
+        if required is None or required == self.tlog_required:
+            return self
+        root = self.check()
+        return TrustRoot(root.label, root.raw, root.embedded_root, root.tlogs, root.ctlogs, root.fulcio,
+                         root.tsas, True, required)
 
     # One object, one root: equal only to itself, hashed by identity (a root is compared by digest).
     __eq__ = object.__eq__
