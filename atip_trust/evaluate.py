@@ -55,7 +55,7 @@ from atip_trust.signature.identity import (
     IdentityRule,
     match_identities,
 )
-from atip_trust.signature.trustroot import TrustRoot
+from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -273,17 +273,28 @@ class Evaluation:
             self._keys = [keys.load_public_key(p) for p in self.constraints.keys]
         return self._keys
 
-    def _keyless_verifier(self) -> KeylessVerifier:
-        if self._keyless is None:
-            self._keyless = keyless_mod.KeylessVerifier(self.trust_root)
+    def _keyless_verifier(self, root: TrustRoot) -> KeylessVerifier:
+        """sigstore-python's Verifier for ``root`` (the given one when it is for this root)."""
+        if self._keyless is None or self._keyless.trust_root.digest != root.digest:
+            self._keyless = keyless_mod.KeylessVerifier(root)
         return self._keyless
+
+    def _root_for(self, b: BundleInput) -> TrustRoot:
+        """The root that verifies ``b``: the trusted root, or the one of a ``trusted_root.jsonl`` whose
+        CA issued its certificate (or that lists its log, for a key bundle): ``TrustRoot.choose``."""
+        if not self.trust_root.members:
+            return self.trust_root
+        return self.trust_root.choose(b.signing_certificate(), b.log_ids())
 
     def _verify_bundle(self, b: BundleInput) -> EvidenceResult:
         r = EvidenceResult(label=b.label, route=b.route, content=b.content)
         if b.route == "key" and self.constraints.keys:
             self._trusted_keys()  # a bad --key file is about every bundle: read before the boundary
         try:
-            self._verify_route(b, r)
+            self._verify_route(b, r, self._root_for(b))
+        except RootChoiceError as err:  # no root of a .jsonl, or two, fit this bundle: its failure
+            r.checks.append(Check("certificate.chain", "fail", err.message, expected=err.expected,
+                                  actual=err.actual, evidence=b.label, impact="unverified"))
         except (ArtifactAccessError, TrustRootError, UsageError):
             raise  # about the inputs as a whole (the artifact, the root, the flags): exit 2 as before
         except UntrustedInputError as err:  # this bundle is malformed: its failure, named by JSON path
@@ -301,7 +312,7 @@ class Evaluation:
                 actual=_subject_digests(b), evidence=b.label, impact="unsigned"))
         return r
 
-    def _verify_route(self, b: BundleInput, r: EvidenceResult) -> None:
+    def _verify_route(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
         """The verifier that owns this bundle's shape (bundle.py routes); a malformed bundle's own
         error is its failed check, naming the JSON path."""
         if b.route == "malformed":
@@ -310,16 +321,16 @@ class Evaluation:
                                   expected="a well-formed Sigstore bundle", actual="BundleError",
                                   evidence=b.label, impact="unverified"))
         elif b.route == "sigstore":
-            out = self._keyless_verifier().verify(b, self.digests)
+            out = self._keyless_verifier(root).verify(b, self.digests)
             r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
             r.facts, r.checks = out.facts, list(out.checks)
             r.payload_type, r.payload = out.payload_type, out.payload
         elif b.route == "key":
-            self._verify_key_bundle(b, r)
+            self._verify_key_bundle(b, r, root)
         else:
-            self._verify_legacy_bundle(b, r)
+            self._verify_legacy_bundle(b, r, root)
 
-    def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
+    def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
         """A bundle whose verification material is a public key: checked against each trusted key."""
         if not self.constraints.keys:
             r.checks.append(Check("key", "fail",
@@ -328,7 +339,7 @@ class Evaluation:
                                   impact="unverified"))
             return
         for key in self._trusted_keys():
-            res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, self.trust_root,
+            res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, root,
                                          evidence=b.label)
             r.checks.extend(res.checks)
             r.applies = res.applies
@@ -338,7 +349,7 @@ class Evaluation:
                 return
             r.compromised = r.compromised or res.compromised
 
-    def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
+    def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
         """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2, and
         timestamp-only bundles (route ``timestamp``: no log entry)."""
         if b.content == "dsse":
@@ -348,12 +359,12 @@ class Evaluation:
         try:
             if b.content == "dsse":
                 res = (legacy_mod.verify_legacy_dsse_detailed if logged else legacy_mod.verify_timestamped_dsse)(
-                    b.doc, self.trust_root, evidence=b.label)
+                    b.doc, root, evidence=b.label)
                 cert, when, checks = res.certificate, res.integrated_time, res.checks
             else:
                 cert, when, checks = (legacy_mod.verify_legacy_message if logged else
                                       legacy_mod.verify_timestamped_message)(
-                    b.doc, self.digests["sha256"], self.trust_root, evidence=b.label)
+                    b.doc, self.digests["sha256"], root, evidence=b.label)
         except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=b.label)
             if check.impact == "compromised" and not r.applies:
@@ -361,7 +372,7 @@ class Evaluation:
                               check.evidence, impact="unverified")
             r.compromised = check.impact == "compromised"
             r.checks.append(Check(check.name, check.status,
-                                  f"{check.message} (trusted root {self.trust_root.name})"
+                                  f"{check.message} (trusted root {root.name})"
                                   f"{b.instance_hint(check.message)}", check.expected, check.actual,
                                   check.evidence, check.impact))
             return
@@ -425,7 +436,12 @@ class Evaluation:
             return None
         r = EvidenceResult(label=pair.label, route="certificate", content="message_signature")
         try:
-            r.checks.extend(certificate_pair.verify_pair(pair, self.digests["sha256"], self.trust_root))
+            root = self.trust_root.choose(pair.certificate)
+            r.checks.extend(certificate_pair.verify_pair(pair, self.digests["sha256"], root))
+        except RootChoiceError as err:
+            r.checks.append(Check("certificate.chain", "fail", err.message, expected=err.expected,
+                                  actual=err.actual, evidence=pair.label, impact="unverified"))
+            return r
         except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=pair.label)
             r.compromised = check.impact == "compromised"

@@ -114,6 +114,20 @@ class BundleInput:
                     "--trusted-root FILE)")
         return ""
 
+    def log_ids(self) -> tuple[bytes, ...]:
+        """The log key ids the bundle's entries name, *unverified*: only to choose a root."""
+        vm = self.doc.get("verificationMaterial")
+        entries = vm.get("tlogEntries") if isinstance(vm, dict) else None
+        out: list[bytes] = []
+        for e in entries if isinstance(entries, list) else ():
+            key_id = (e.get("logId") or {}).get("keyId") if isinstance(e, dict) and isinstance(
+                e.get("logId"), dict) else None
+            try:
+                out.append(base64.b64decode(str(key_id), validate=True))
+            except (binascii.Error, ValueError):
+                continue
+        return tuple(out)
+
     def dsse_payload(self) -> tuple[str, bytes] | None:
         """The DSSE payload type and bytes, *unverified*: only to see which artifact it names."""
         env = self.doc.get("dsseEnvelope")
