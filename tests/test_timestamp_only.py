@@ -173,3 +173,40 @@ def test_a_v01_bundle_without_a_log_entry_is_malformed(world: World) -> None:
     with pytest.raises(BundleError, match="v0.1 bundle needs a log entry") as info:
         world.evaluate(bundle)
     assert "$.verificationMaterial.tlogEntries" in info.value.diagnostics()
+
+
+def _policy(tmp: Path, root: Path, **trust: Any) -> Path:
+    doc = {"version": 1, "mode": "enforce", "trust": {
+        "signers": [{"identity": IDENTITY, "issuer": ISSUER}], "trustedRoots": [{"path": str(root)}], **trust}}
+    path = tmp / "policy.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("stated", "code"), [(None, 1), (True, 1), (False, 0)])
+def test_policy_require_transparency_log_decides_for_a_root_that_lists_a_log(
+        world: World, tmp_path: Path, stated: bool | None, code: int) -> None:
+    """``trust.requireTransparencyLog: false`` admits timestamp-only bundles with a root that lists a
+    log; absent or true, such a root requires the entry."""
+    bundle = tmp_path / "b.sigstore.json"
+    bundle.write_text(json.dumps(world.message(sct=True)))
+    extra = {} if stated is None else {"requireTransparencyLog": stated}
+    policy = _policy(tmp_path, world.roots["with-log"], **extra)
+    r = cli("verify", str(world.artifact), "--bundle", str(bundle), "--policy", str(policy), "--format", "json",
+            "--no-cache")
+    assert r.code == code, r.out + r.err
+    if code:
+        assert any(c["name"] == "tlog.entry" for c in r.json["checks"]), r.json["checks"]
+
+
+def test_a_layer_requiring_the_log_wins_over_one_that_does_not() -> None:
+    from atip_trust.policy.compose import compose
+    from atip_trust.policy.constraints import tlog_requirement
+    from atip_trust.policy.load import layer_from_document
+
+    def layer(source: Any, value: bool) -> Any:
+        return layer_from_document({"version": 1, "trust": {"requireTransparencyLog": value}}, source=source)
+
+    assert tlog_requirement(compose([layer("org", True), layer("local", False)])) is True
+    assert tlog_requirement(compose([layer("org", False), layer("local", False)])) is False
+    assert tlog_requirement(compose([layer("local", False)])) is False

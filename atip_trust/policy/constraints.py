@@ -88,8 +88,19 @@ def choose_trusted_root(
         flag = TrustRoot.from_file(cli_path, deferred=True)
     elif cli_staging:
         flag = TrustRoot.embedded("staging", deferred=True)
-    chosen = _choose(policy, flag, cli_path)
+    chosen = _choose(policy, flag, cli_path).with_tlog_requirement(tlog_requirement(policy))
     return chosen if deferred else chosen.check()
+
+
+def tlog_requirement(policy: Policy | None) -> bool | None:
+    """``trust.requireTransparencyLog`` as the policy states it: None when no layer does; across
+    layers the stricter wins (one layer's ``true`` stands against another's ``false``: a local layer
+    may not admit timestamp-only bundles the org refuses)."""
+    if policy is None:
+        return None
+    stated = [v for layer in policy.layers
+              if isinstance(v := (layer.document.get("trust") or {}).get("requireTransparencyLog"), bool)]
+    return any(stated) if stated else None
 
 
 def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None) -> TrustRoot:

@@ -222,7 +222,9 @@ class TrustRoot(Record):
         the policy is silent. A new object: roots are shared by every evaluation of the process."""
         if required is None or required == self.tlog_required:
             return self
-        root = self.check()
+        if not self.checked:  # deferred stays deferred: check() refills from the parsed cache
+            return TrustRoot(self.label, self.raw, self.embedded_root, tlog_required=required)
+        root = self
         return TrustRoot(root.label, root.raw, root.embedded_root, root.tlogs, root.ctlogs, root.fulcio,
                          root.tsas, True, required,
                          tuple(m.with_tlog_requirement(required) for m in root.members))
