@@ -61,7 +61,10 @@ if TYPE_CHECKING:
     import sigstore.models as sigstore_models
     import sigstore.verify as sigstore_verify
     import sigstore_models.common.v1 as sigstore_common
+
+    from atip_trust.signature import fulcio
 else:
+    fulcio = lazy_import("atip_trust.signature.fulcio")  # cryptography's x509 verification: on first use
     rfc3161_client = lazy_import("rfc3161_client")
     sigstore_errors = lazy_import("sigstore.errors")
     sigstore_hashes = lazy_import("sigstore.hashes")
@@ -299,6 +302,15 @@ class KeylessVerifier:
         if bad_token is not None:
             out.checks.append(bad_token)
             return
+        leaf = b.signing_certificate()
+        if leaf is not None:
+            try:
+                # sigstore-python checks ECDSA signatures only (step 7 casts the key to an EC key): any
+                # other key is a clear refusal here, not a TypeError from inside sigstore.
+                fulcio.verify_key_profile(leaf, rsa=False)
+            except fulcio.CertificateVerificationError as err:
+                out.checks.append(err.to_check(evidence=ev))
+                return
         try:
             bundle = sigstore_models.Bundle.from_json(b.raw)
         except SigstoreError as err:

@@ -451,7 +451,7 @@ def verify_legacy_dsse_detailed(
                         expected=None, actual=[t.isoformat() for t in times], evidence=evidence))
 
     # (1)–(3), (6)
-    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times)
+    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times, rsa=True)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
                         expected=trust_root.name, actual=p.leaf.issuer.rfc4514_string(), evidence=evidence))
 
@@ -515,7 +515,7 @@ def verify_timestamped_dsse(doc: Any, trust_root: TrustRoot, *, evidence: str | 
     times = _signed_times(p.timestamps, p.signature, trust_root)
     checks = [Check("time", "pass", "verified signed timestamps (no transparency log entry)",
                     actual=[t.isoformat() for t in times], evidence=evidence)]
-    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times, require_sct=False)
+    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times, require_sct=False, rsa=True)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}",
                         expected=trust_root.name, actual=p.leaf.issuer.rfc4514_string(), evidence=evidence))
     _verify_dsse_signature(p.leaf, p.payload_type, p.payload, p.signature)
