@@ -338,6 +338,9 @@ class Evaluation:
                                   expected="a trusted public key", actual=None, evidence=b.label,
                                   impact="unverified"))
             return
+        if b.content == "dsse":
+            self._verify_key_dsse(b, r, root)
+            return
         for key in self._trusted_keys():
             res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, root,
                                          evidence=b.label)
@@ -348,6 +351,36 @@ class Evaluation:
                 r.key_digest = str(res.key_digest)
                 return
             r.compromised = r.compromised or res.compromised
+
+    def _verify_key_dsse(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
+        """A DSSE bundle signed with a public key (npm publish attestations), against each trusted key
+        (legacy_bundle.verify_key_dsse). A signature that does not verify is tampering only when the
+        bundle names that key as its signer (``publicKey.hint`` or the signature's ``keyid``); else
+        another key may have signed it (a rotated registry key): unverified."""
+        info = b.dsse_payload()
+        r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
+        for key in self._trusted_keys():
+            try:
+                ptype, payload, when, checks = legacy_mod.verify_key_dsse(b.doc, key, root, evidence=b.label)
+            except legacy_mod.VERIFICATION_ERRORS as err:
+                check = err.to_check(evidence=b.label)
+                claimed = check.name != "signature" or b.names_key(keys.key_digest(key).value)
+                tamper = check.impact == "compromised" and r.applies and claimed
+                r.compromised = r.compromised or tamper
+                r.checks.append(Check(check.name, check.status, f"{check.message} (trusted root {root.name})",
+                                      check.expected, check.actual, check.evidence,
+                                      "compromised" if tamper else "unverified"))
+                continue
+            r.checks.extend(checks)
+            if when.timestamp() > self.now + keyless_mod.CLOCK_SKEW:
+                r.checks.append(Check("time", "fail", "integrated time lies in the future",
+                                      f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
+                                      impact="unverified"))
+                return
+            r.valid, r.compromised = True, False
+            r.key_digest = str(keys.key_digest(key))
+            r.payload_type, r.payload = ptype, payload
+            return
 
     def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
         """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2, and

@@ -123,3 +123,55 @@ def test_an_rsa_signing_certificate_is_an_unsupported_profile_not_a_crash_or_tam
     assert failure["name"] == "certificate.profile"
     assert failure["message"].startswith("unsupported key or signature profile")
     assert ("RSA-PSS" in failure["message"]) == pss
+
+
+# -- npm publish attestations: public-key DSSE bundles ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def npm_key(world: World) -> tuple[Any, Path]:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.derive_private_key(4343, ec.SECP256R1())
+    path = world.tmp / "npm-registry.pub"
+    path.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                   serialization.PublicFormat.SubjectPublicKeyInfo))
+    return key, path
+
+
+def _publish_statement() -> dict[str, Any]:
+    statement = testsigstore.slsa_v1_statement("tool", hashlib.sha256(DATA).hexdigest())
+    statement["predicateType"] = "https://github.com/npm/attestation/tree/main/specs/publish/v0.1"
+    statement["predicate"] = {"name": "tool", "version": "1.0.0", "registry": "https://registry.npmjs.org"}
+    return statement
+
+
+@pytest.mark.parametrize(("entry_kind", "version"), [("intoto", "0.2"), ("intoto", "0.1"), ("dsse", "0.3")])
+def test_a_public_key_dsse_bundle_verifies_with_the_given_key(world: World, npm_key: tuple[Any, Path],
+                                                               entry_kind: str, version: str) -> None:
+    """The old route refused it: "only messageSignature key bundles are supported" (exit 2)."""
+    key, path = npm_key
+    bundle = world.ts.sign_dsse_with_key(_publish_statement(), key, entry_kind=entry_kind, bundle_version=version)
+    r = world.verify(bundle, "--key", str(path), identity="")
+    assert (r.code, r.json["trust_level"]) == (0, "VERIFIED"), _failed(r)
+
+
+@pytest.mark.parametrize(("mutate", "check"), [("signature", "signature"), ("body", "tlog.body")])
+def test_a_tampered_public_key_dsse_bundle_is_compromised(world: World, npm_key: tuple[Any, Path],
+                                                          mutate: str, check: str) -> None:
+    key, path = npm_key
+    bundle = world.ts.sign_dsse_with_key(_publish_statement(), key, mutate=mutate)
+    r = world.verify(bundle, "--key", str(path), identity="")
+    assert r.json["trust_level"] == "COMPROMISED", _failed(r)
+    assert any(c["name"] == check for c in _failed(r)), _failed(r)
+
+
+def test_a_public_key_dsse_bundle_signed_by_another_key_is_unverified_not_compromised(
+        world: World, npm_key: tuple[Any, Path]) -> None:
+    """A rotated registry key: the bundle names another key; ours does not verify it. Not tampering."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    _, path = npm_key
+    other = ec.derive_private_key(4444, ec.SECP256R1())
+    r = world.verify(world.ts.sign_dsse_with_key(_publish_statement(), other), "--key", str(path), identity="")
+    assert (r.code, r.json["trust_level"]) == (1, "UNVERIFIED"), _failed(r)

@@ -128,6 +128,20 @@ class BundleInput:
                 continue
         return tuple(out)
 
+    def names_key(self, key_sha256: bytes) -> bool:
+        """Whether the bundle names the key whose SubjectPublicKeyInfo has this sha256 as its signer,
+        *unverified*: ``publicKey.hint`` (cosign: base64 of the digest) or a DSSE signature's ``keyid``
+        (npm: ``SHA256:`` and the unpadded base64 of the digest)."""
+        b64 = base64.b64encode(key_sha256).decode()
+        forms = {b64, f"SHA256:{b64.rstrip('=')}"}
+        vm = self.doc.get("verificationMaterial")
+        pk = vm.get("publicKey") if isinstance(vm, dict) else None
+        named = [pk.get("hint")] if isinstance(pk, dict) else []
+        env = self.doc.get("dsseEnvelope")
+        sigs = env.get("signatures") if isinstance(env, dict) else None
+        named += [s.get("keyid") for s in sigs if isinstance(s, dict)] if isinstance(sigs, list) else []
+        return any(isinstance(n, str) and n in forms for n in named)
+
     def dsse_payload(self) -> tuple[str, bytes] | None:
         """The DSSE payload type and bytes, *unverified*: only to see which artifact it names."""
         env = self.doc.get("dsseEnvelope")
