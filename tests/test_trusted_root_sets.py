@@ -132,3 +132,62 @@ def test_a_bad_line_is_the_files_error_naming_the_line(world: World, tmp_path: P
 def test_a_pretty_printed_single_root_is_still_one_root(world: World) -> None:
     path = world.public.write_trusted_root(world.tmp / "pretty.json")
     assert TrustRoot.from_file(path).members == ()
+
+
+# -- roots the protobuf spec allows and sigstore-python's model refuses ----------------------------------
+
+_SPEC_ALLOWED = {
+    # sigstore's scaffolding writes CA subjects without commonName; the subject is informational.
+    "ca-subject-without-commonName": lambda d: d["certificateAuthorities"][0]["subject"].pop("commonName"),
+    "ca-subject-without-organization": lambda d: d["certificateAuthorities"][0]["subject"].pop("organization"),
+    "ca-without-subject": lambda d: d["certificateAuthorities"][0].pop("subject"),
+    "tsa-without-subject": lambda d: d["timestampAuthorities"][0].pop("subject"),
+    "timestampAuthorities-absent": lambda d: d.pop("timestampAuthorities"),
+}
+
+
+@pytest.mark.parametrize("field", sorted(_SPEC_ALLOWED))
+def test_a_root_the_spec_allows_is_read_and_sigstore_python_still_verifies(world: World, field: str,
+                                                                          tmp_path: Path) -> None:
+    """The old reader handed the file to sigstore-python's pydantic model as is: exit 2. The informational
+    fields it requires are filled with proto3 defaults for its model only; sigstore-python verifies."""
+    doc = world.public.trusted_root_v2()
+    _SPEC_ALLOWED[field](doc)
+    root = tmp_path / "root.json"
+    root.write_text(json.dumps(doc))
+    bundle = tmp_path / "b.sigstore.json"
+    bundle.write_text(json.dumps(world.bundles["public"]))
+    r = cli("verify", str(world.artifact), "--bundle", str(bundle), "--trusted-root", str(root),
+            "--certificate-identity", IDENTITY, "--certificate-oidc-issuer", ISSUER, "--format", "json",
+            "--no-cache")
+    assert (r.code, r.json["trust_level"]) == (0, "VERIFIED"), r.out + r.err
+    assert any(c["name"] == "certificate.chain" and c["status"] == "pass" for c in r.json["checks"])
+
+
+@pytest.mark.parametrize("field", ["ctlogs"])
+def test_an_absent_list_is_an_empty_list_and_nothing_chains_to_it(world: World, field: str, tmp_path: Path) -> None:
+    """proto3: an absent repeated field is empty. Without the CT log the bundle fails its SCT check
+    (exit 1), not the root's parse (exit 2)."""
+    doc = world.public.trusted_root_v2()
+    doc.pop(field)
+    root = tmp_path / "root.json"
+    root.write_text(json.dumps(doc))
+    bundle = tmp_path / "b.sigstore.json"
+    bundle.write_text(json.dumps(world.bundles["public"]))
+    r = cli("verify", str(world.artifact), "--bundle", str(bundle), "--trusted-root", str(root),
+            "--certificate-identity", IDENTITY, "--certificate-oidc-issuer", ISSUER, "--format", "json",
+            "--no-cache")
+    assert r.code == 1 and r.json["trust_level"] == "UNVERIFIED", r.out + r.err
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d["certificateAuthorities"][0].pop("validFor"),
+    lambda d: d["tlogs"][0]["publicKey"].pop("keyDetails"),
+], ids=["ca-validFor", "tlog-keyDetails"])
+def test_a_field_that_carries_trust_is_never_filled_in(world: World, mutate: Any, tmp_path: Path) -> None:
+    doc = world.public.trusted_root_v2()
+    mutate(doc)
+    root = tmp_path / "root.json"
+    root.write_text(json.dumps(doc))
+    with pytest.raises(TrustRootError, match="rejected by sigstore"):
+        TrustRoot.from_file(root).sigstore_trusted_root()

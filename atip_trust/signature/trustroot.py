@@ -383,7 +383,8 @@ class TrustRoot(Record):
         from sigstore_models.trustroot import v1 as trustroot_v1
 
         try:
-            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(_closed_tsa_windows(self.raw)))
+            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(
+                _closed_tsa_windows(_spec_defaults(self.raw))))
         except (SigstoreError, ValueError, TypeError, KeyError) as err:
             raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
 
@@ -474,6 +475,40 @@ def _read_root(name: str) -> bytes:
     if unchanged:  # a file that changed while it was read is not remembered
         _ROOT_FILES.put(name, ident_of(st), raw)
     return raw
+
+
+#: Fields the protobuf-specs TrustedRoot allows to be absent (proto3: every field is optional; a
+#: repeated field absent is empty) but sigstore-python 4.5.1's model (sigstore_models, pydantic)
+#: requires. Each is filled with the proto3 default, and only where it carries no trust: the lists
+#: (absent = empty) and a CA's or TSA's informational ``subject`` name (sigstore's own scaffolding
+#: writes subjects without ``commonName``; verification reads the certificates, never this name).
+_ABSENT_LISTS = ("tlogs", "ctlogs", "certificateAuthorities", "timestampAuthorities")
+_SUBJECT_FIELDS = ("organization", "commonName")
+
+
+def _spec_defaults(raw: bytes) -> bytes:
+    """The same root with the proto3 defaults of ``_ABSENT_LISTS`` and CA/TSA subject names filled in,
+    for sigstore-python's model only (the digest we report stays that of the file). Keys, certificates,
+    validity windows, log ids and key details are never filled: a root missing one stays refused."""
+    doc = json.loads(raw)  # already parsed under our caps by check(); this cannot fail here
+    changed = False
+    for name in _ABSENT_LISTS:
+        if doc.get(name) is None:
+            doc[name] = []
+            changed = True
+    for name in ("certificateAuthorities", "timestampAuthorities"):
+        for ca in doc[name] if isinstance(doc[name], list) else ():
+            if not isinstance(ca, dict):
+                continue
+            subject = ca.get("subject")
+            if subject is None:
+                subject = ca["subject"] = {}
+            if isinstance(subject, dict):
+                for field_name in _SUBJECT_FIELDS:
+                    if subject.get(field_name) is None:
+                        subject[field_name] = ""
+                        changed = True
+    return json.dumps(doc).encode() if changed else raw
 
 
 #: datetime's resolution: moving an end this much later turns ``t < end`` into ``t <= end`` exactly.
