@@ -57,6 +57,7 @@ BOUNDARIES: dict[str, tuple[str, ...]] = {
     "platformdirs": ("atip_trust.state",),
     "rich": ("atip_trust.cli",),
     "yaml": ("atip_trust._base.yamlio",),
+    "tuf": ("atip_trust.state.tufroot",),
 }
 
 

@@ -58,7 +58,8 @@ else:
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
 #: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
-COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile", "scan", "lock")
+COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile", "scan", "lock",
+            "trust-root")
 
 
 #: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an
@@ -174,9 +175,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS if only is None else (only,):
         try:
-            mod = importlib.import_module(f"atip_trust.cli.cmd_{name}")
+            module = f"atip_trust.cli.cmd_{name.replace('-', '_')}"
+            mod = importlib.import_module(module)
         except ModuleNotFoundError as err:
-            if err.name == f"atip_trust.cli.cmd_{name}":
+            if err.name == module:
                 continue  # subcommand not built yet
             raise
         mod.register(sub, common)

@@ -217,6 +217,17 @@ class TrustRoot(Record):
             return self.tlog_required
         return self.embedded_root or bool(self.check().tlogs)
 
+    @property
+    def newest_start(self) -> datetime | None:
+        """The latest ``validFor.start`` of any key or CA in the root (of any member of a ``.jsonl``):
+        the root cannot have been written before it, so ``now - newest_start`` never understates how
+        old the root is (policy ``trust.rootMaxAge`` for a root no TUF update has vouched for)."""
+        root = self.check()
+        starts = [x.valid_from for group in (root.tlogs, root.ctlogs, root.fulcio, root.tsas)
+                  for x in group if x.valid_from is not None]
+        starts += [w for m in root.members if (w := m.newest_start) is not None]
+        return max(starts) if starts else None
+
     def with_tlog_requirement(self, required: bool | None) -> TrustRoot:
         """This root (same bytes, same parse) with the log requirement the policy states; itself when
         the policy is silent. A new object: roots are shared by every evaluation of the process."""
@@ -536,6 +547,19 @@ def _closed_tsa_windows(raw: bytes) -> bytes:
     return json.dumps(doc).encode() if changed else raw
 
 
+def embedded_tuf_root(instance: str) -> bytes:
+    """The TUF ``root.json`` the installed sigstore package embeds for ``instance`` (``production`` or
+    ``staging``): where a first TUF update of that repository starts (state/tufroot.py)."""
+    TrustRoot.embedded(instance, deferred=True)  # finds the package's files (or TrustRootError)
+    path = os.path.join(os.path.dirname(_EMBEDDED_FILES[instance]), "root.json")
+    try:
+        with open(path, "rb") as f:
+            return f.read(LIMITS.trusted_root_bytes * 8)
+    except OSError as err:
+        raise TrustRootError(f"the {instance} TUF root is missing from the installed sigstore package: "
+                             f"{err}") from err
+
+
 def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | None = None,
                        deferred: bool = False) -> TrustRoot:
     """``--trusted-root FILE`` wins; else ``--staging``; else the embedded public-good root."""
@@ -544,5 +568,5 @@ def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | 
     return TrustRoot.embedded("staging" if staging else "production", deferred=deferred)
 
 
-__all__ = ["TrustRoot", "LogKey", "CertificateAuthority", "RootChoiceError", "MAX_ROOTS_PER_FILE",
+__all__ = ["TrustRoot", "LogKey", "embedded_tuf_root", "CertificateAuthority", "RootChoiceError", "MAX_ROOTS_PER_FILE",
            "default_trust_root"]
