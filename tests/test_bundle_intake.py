@@ -44,7 +44,8 @@ class World:
     def __init__(self, tmp: Path) -> None:
         self.ts = testsigstore.TestSigstore(seed=24)
         self.tmp = tmp
-        self.root_path = self.ts.write_trusted_root(tmp / "trusted_root.json")
+        # With a TSA, and timestamp-only bundles allowed, so that every route is exercised.
+        self.root_path = self.ts.write_trusted_root_v2(tmp / "trusted_root.json")
         self.artifact = tmp / "tool"
         self.artifact.write_bytes(DATA)
         key = ec.derive_private_key(24, ec.SECP256R1())
@@ -58,10 +59,13 @@ class World:
             "intoto-v0.1": self.ts.sign_dsse(statement, identity=IDENTITY, issuer=ISSUER, entry_kind="intoto",
                                              bundle_version="0.1", inclusion_proof=False),
             "key": self.ts.sign_with_key(DATA, key),
+            "key-dsse": self.ts.sign_dsse_with_key(statement, key),
+            "timestamp-only": self.ts.sign_artifact_v2(DATA, identity=IDENTITY, issuer=ISSUER, tlog=False),
+            "rekor-v2": self.ts.sign_dsse_v2(statement, identity=IDENTITY, issuer=ISSUER),
         }
         self.constraints = Constraints(signers=(IdentityRule(identity=IDENTITY, issuer=ISSUER),),
                                        keys=(self.key_path,))
-        self.root = TrustRoot.from_file(self.root_path)
+        self.root = TrustRoot.from_file(self.root_path).with_tlog_requirement(False)
 
     def write(self, name: str, *docs: Any) -> Path:
         path = self.tmp / name
@@ -89,7 +93,8 @@ def _result(report: TrustReport, label: str) -> EvidenceSummary:
     return next(a for a in report.attestations if a.evidence == label)
 
 
-@pytest.mark.parametrize("name", ["message", "dsse", "intoto-v0.1", "key"])
+@pytest.mark.parametrize("name", ["message", "dsse", "intoto-v0.1", "key", "key-dsse", "timestamp-only",
+                                  "rekor-v2"])
 def test_every_good_bundle_of_the_world_verifies(world: World, name: str) -> None:
     """The baseline the attacks below start from."""
     report = world.evaluate(world.write(f"good-{name}.json", world.good[name]))

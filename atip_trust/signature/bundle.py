@@ -226,7 +226,25 @@ def _material_kind(vm: dict[str, Any], version: str, bad: Any) -> Literal["certi
     if key == "x509CertificateChain" and version == "0.3":
         raise bad(".verificationMaterial.x509CertificateChain", "a v0.3 bundle carries a single "
                   "certificate; x509CertificateChain is the v0.1/v0.2 form (mediaType and shape disagree)")
+    if key == "certificate":
+        _der_certificate(vm[key].get("rawBytes"), ".verificationMaterial.certificate.rawBytes", bad)
+    elif key == "x509CertificateChain":
+        certs = vm[key].get("certificates")
+        where = ".verificationMaterial.x509CertificateChain.certificates"
+        if not isinstance(certs, list) or not certs:
+            raise bad(where, f"expected a non-empty list of certificates, got {_short(certs)}")
+        for i, c in enumerate(certs):
+            _der_certificate(c.get("rawBytes") if isinstance(c, dict) else c, f"{where}[{i}].rawBytes", bad)
     return _MATERIALS[key]
+
+
+def _der_certificate(value: Any, where: str, bad: Any) -> None:
+    """``value`` is standard base64 of a DER X.509 certificate (parsed, not verified: each verifier
+    verifies it), so that no verifier meets an unparsable certificate as an exception of its own."""
+    try:
+        x509.load_der_x509_certificate(base64.b64decode(value, validate=True) if isinstance(value, str) else b"")
+    except (binascii.Error, ValueError) as err:
+        raise bad(where, f"expected base64 of a DER X.509 certificate, got {_short(value)} ({err})") from None
 
 
 def _entry_shapes(vm: dict[str, Any], bad: Any) -> tuple[list[str], bool]:
