@@ -191,3 +191,26 @@ def test_a_field_that_carries_trust_is_never_filled_in(world: World, mutate: Any
     root.write_text(json.dumps(doc))
     with pytest.raises(TrustRootError, match="rejected by sigstore"):
         TrustRoot.from_file(root).sigstore_trusted_root()
+
+
+def test_a_policy_may_pin_a_jsonl_root_and_a_flag_may_name_the_same_file(world: World, tmp_path: Path) -> None:
+    """``trust.trustedRoots: [{"path": "trusted_root.jsonl"}]``: each bundle verified by its own root;
+    ``--trusted-root`` with the same bytes is accepted, another root refused (pinning by digest)."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"version": 1, "mode": "enforce", "trust": {
+        "signers": [{"identity": IDENTITY, "issuer": ISSUER}], "trustedRoots": [{"path": str(world.roots)}]}}))
+    for name in ("public", "github"):
+        bundle = tmp_path / f"{name}.sigstore.json"
+        bundle.write_text(json.dumps(world.bundles[name]))
+        r = cli("verify", str(world.artifact), "--bundle", str(bundle), "--policy", str(policy), "--format",
+                "json", "--no-cache")
+        assert r.code == 0, r.out + r.err
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(world.roots.read_bytes())
+    r = cli("verify", str(world.artifact), "--bundle", str(tmp_path / "public.sigstore.json"), "--policy",
+            str(policy), "--trusted-root", str(copy), "--format", "json", "--no-cache")
+    assert r.code == 0, r.out + r.err
+    single = world.public.write_trusted_root(tmp_path / "single.json")
+    r = cli("verify", str(world.artifact), "--bundle", str(tmp_path / "public.sigstore.json"), "--policy",
+            str(policy), "--trusted-root", str(single), "--format", "json", "--no-cache")
+    assert r.code == 2 and "is not a trusted root the policy pins" in r.err, r.err

@@ -68,7 +68,9 @@ FOREIGN_FLAGS = {
     "--certificate-chain": "atip-trust reads the chain from the bundle and the trusted root (--trusted-root)",
     # verify takes --cert with --signature; this hint is for the subcommands that do not (admit).
     "--cert": "only verify takes --cert with --signature; give a Sigstore bundle with --bundle",
-    "--insecure-ignore-tlog": "not supported: every signature needs its transparency-log proof",
+    "--insecure-ignore-tlog": ("not supported: every signature needs its transparency-log proof, unless "
+                               "the trusted root has no log (GitHub's) or the policy states "
+                               "trust.requireTransparencyLog: false (RFC 3161 timestamps then stand)"),
     "--insecure-ignore-sct": "not supported: every certificate needs its SCT",
     "--offline": "atip-trust is always offline unless --fetch is given",
     "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
