@@ -106,7 +106,8 @@ class BundleInput:
         if "GitHub" in issuer:
             return (
                 f"; the certificate was issued by GitHub's Sigstore instance ({issuer}): GitHub's "
-                "trusted root (tuf-repo.github.com) is missing, pass it with --trusted-root"
+                "trusted root (tuf-repo.github.com) is missing, pass it with --trusted-root (`gh "
+                "attestation trusted-root > trusted_root.jsonl` writes it with the public-good root)"
             )
         if _CHAIN_FAILURE.search(message):
             return ("; the certificate or timestamp does not chain to this trusted root: it may come "

@@ -561,9 +561,9 @@ def _signed_times(tokens: list[bytes], signature: bytes, trust_root: TrustRoot) 
     as gh verifies GitHub's instance)."""
     if trust_root.requires_tlog:
         raise LegacyVerificationError(
-            f"the bundle has no transparency log entry and trusted root {trust_root.name} requires one "
-            "(a root without log instances, or policy trust.requireTransparencyLog: false, allows "
-            "timestamp-only bundles)", check="tlog.entry", expected="one log entry", actual="none")
+            "the bundle has no transparency log entry and the trusted root requires one (a root without "
+            "log instances, or policy trust.requireTransparencyLog: false, allows timestamp-only bundles)",
+            check="tlog.entry", expected="one log entry", actual="none")
     if not tokens:
         raise LegacyVerificationError(
             "no verified signing time: the bundle has neither a log entry nor a signed timestamp",
