@@ -300,21 +300,27 @@ _KEY_NAMES = {PublicKeyAlgorithmOID.RSASSA_PSS: "RSA-PSS (id-RSASSA-PSS)",
               PublicKeyAlgorithmOID.EC_PUBLIC_KEY: "ECDSA"}
 
 
-def verify_key_profile(leaf: x509.Certificate, *, rsa: bool) -> None:
-    """The signing certificate's key is one whose signatures this route can check: ECDSA always;
-    RSA with PKCS#1 v1.5 only where ``rsa`` (DSSE envelopes, ``LOG_SCHEMES``); never an RSA-PSS key
-    (RFC 4055 §1.2: an id-RSASSA-PSS key makes PSS signatures only, and no Sigstore signature format
-    is PSS). Read from the certificate's algorithm identifier, before the key is loaded.
-    ``CertificateVerificationError`` (``certificate.profile``, unverified: not tampering) otherwise."""
+def verify_key_profile(leaf: x509.Certificate, *, dsse: bool) -> None:
+    """The signing certificate's key is one whose signatures this route can check: ECDSA always; RSA
+    (PKCS#1 v1.5) and Ed25519 only for DSSE envelopes, whose PAE our own code verifies (``dsse``:
+    ``LOG_SCHEMES``); message signatures are checked over a prehashed digest with ECDSA, as sigstore-python
+    does (it casts the key to an EC key). Never an RSA-PSS key (RFC 4055 §1.2: an id-RSASSA-PSS key makes
+    PSS signatures only, and no Sigstore signature format is PSS). Read from the certificate's algorithm
+    identifier, before the key is loaded. ``CertificateVerificationError`` (``certificate.profile``,
+    unverified: not tampering) otherwise."""
     oid = leaf.public_key_algorithm_oid
-    if oid == PublicKeyAlgorithmOID.EC_PUBLIC_KEY or (rsa and oid == PublicKeyAlgorithmOID.RSAES_PKCS1_v1_5):
+    allowed = {PublicKeyAlgorithmOID.EC_PUBLIC_KEY}
+    if dsse:
+        allowed |= {PublicKeyAlgorithmOID.RSAES_PKCS1_v1_5, PublicKeyAlgorithmOID.ED25519}
+    if oid in allowed:
         return
     name = _KEY_NAMES.get(oid, oid.dotted_string)
     why = ("an RSA-PSS key may make only PSS signatures, and Sigstore's RSA signatures are PKCS#1 v1.5"
            if oid == PublicKeyAlgorithmOID.RSASSA_PSS else "no signature with such a key is checked here")
     raise CertificateVerificationError(
         f"unsupported key or signature profile: the signing certificate's key is {name} ({why})",
-        check="certificate.profile", expected="ECDSA" + (" or RSA (PKCS#1 v1.5)" if rsa else ""), actual=name)
+        check="certificate.profile", expected="ECDSA" + (", RSA (PKCS#1 v1.5) or Ed25519" if dsse else ""),
+        actual=name)
 
 
 def verify_signing_certificate(
@@ -324,15 +330,15 @@ def verify_signing_certificate(
     times: list[datetime],
     *,
     require_sct: bool = True,
-    rsa: bool = False,
+    dsse: bool = False,
 ) -> list[x509.Certificate]:
     """Steps 1–3 for every verified signing time in ``times``; returns the chain above the leaf.
 
     ``require_sct=False`` only for an instance whose trusted root lists no CT log (GitHub's: its Fulcio
     embeds no SCT and gh verifies its bundles without one, sigstore-go ``WithSignedTimestamps`` alone):
     there is no key an SCT could be checked with. A root that lists a CT log always requires one.
-    ``rsa``: whether the route checks RSA signatures (``verify_key_profile``), checked first."""
-    verify_key_profile(leaf, rsa=rsa)
+    ``dsse``: the key types the route checks (``verify_key_profile``), checked first."""
+    verify_key_profile(leaf, dsse=dsse)
     if not times:
         raise CertificateVerificationError(
             "no verified signing time to validate the certificate at",

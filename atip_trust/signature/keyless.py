@@ -307,7 +307,7 @@ class KeylessVerifier:
             try:
                 # sigstore-python checks ECDSA signatures only (step 7 casts the key to an EC key): any
                 # other key is a clear refusal here, not a TypeError from inside sigstore.
-                fulcio.verify_key_profile(leaf, rsa=False)
+                fulcio.verify_key_profile(leaf, dsse=False)
             except fulcio.CertificateVerificationError as err:
                 out.checks.append(err.to_check(evidence=ev))
                 return

@@ -480,7 +480,7 @@ def verify_legacy_dsse_detailed(
                         expected=None, actual=[t.isoformat() for t in times], evidence=evidence))
 
     # (1)–(3), (6)
-    verify_signing_certificate(p.cert, p.intermediates, trust_root, times, rsa=True)
+    verify_signing_certificate(p.cert, p.intermediates, trust_root, times, dsse=True)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
                         expected=trust_root.name, actual=p.cert.issuer.rfc4514_string(), evidence=evidence))
 
@@ -579,7 +579,7 @@ def verify_timestamped_dsse(doc: Any, trust_root: TrustRoot, *, evidence: str | 
     times = _signed_times(p.timestamps, p.signature, trust_root)
     checks = [Check("time", "pass", "verified signed timestamps (no transparency log entry)",
                     actual=[t.isoformat() for t in times], evidence=evidence)]
-    verify_signing_certificate(p.cert, p.intermediates, trust_root, times, require_sct=False, rsa=True)
+    verify_signing_certificate(p.cert, p.intermediates, trust_root, times, require_sct=False, dsse=True)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}",
                         expected=trust_root.name, actual=p.cert.issuer.rfc4514_string(), evidence=evidence))
     _verify_dsse_signature(p.cert, p.payload_type, p.payload, p.signature)
