@@ -220,3 +220,16 @@ def test_any_json_value_in_any_bundle_field_yields_a_verdict_or_the_projects_err
 
     run()
     assert len(seen) >= 250 and set(seen) == set(world.good), (len(seen), set(seen))
+
+
+def test_a_malformed_attestation_in_a_github_api_answer_is_that_attestations_failure_only(world: World) -> None:
+    """``{"attestations": [{"bundle": ...}, ...]}`` (GitHub's attestations API, gh's input): each is a
+    bundle of its own."""
+    bad = copy.deepcopy(world.good["dsse"])
+    bad["verificationMaterial"]["tlogEntries"][0]["kindVersion"] = "dsse/0.0.1"
+    answer = {"attestations": [{"bundle": bad}, {"bundle": world.good["dsse"]}]}
+    report = world.evaluate(world.write("answer.json", answer))
+    assert _result(report, "answer.json#attestations[1]").vouches
+    failed = _result(report, "answer.json#attestations[0]")
+    assert not failed.valid and "kindVersion" in failed.checks[0].message
+    _refused(world.write("all-bad.json", {"attestations": [{"bundle": bad}]}), r"kindVersion")

@@ -329,9 +329,8 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
         try:
             out.extend(_read_one(label, data))
         except BundleError as err:
-            if not is_lines:
-                raise
-            # One malformed line of several: that bundle's failure only (evaluate.py reports it).
+            # One malformed line of several: that bundle's failure only (evaluate.py reports it); the
+            # whole of a one-bundle file: the file's error (below).
             out.append(BundleInput(label=label, raw=data, doc={}, route="malformed", error=err))
         if len(out) > LIMITS.bundle_lines:
             raise InputTooLargeError(f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}",
@@ -341,6 +340,14 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
         if first is not None:  # every line is malformed: the file is, as a single bundle would be
             raise first
     return out
+
+
+def _classify_or_mark(b: BundleInput) -> BundleInput:
+    """``_classify``, or the bundle marked ``malformed`` with its error (evaluate.py reports it)."""
+    try:
+        return _classify(b)
+    except BundleError as err:
+        return BundleInput(label=b.label, raw=b.raw, doc={}, route="malformed", error=err)
 
 
 def _read_one(label: str, data: bytes) -> list[BundleInput]:
@@ -354,7 +361,8 @@ def _read_one(label: str, data: bytes) -> list[BundleInput]:
     if not isinstance(doc, dict):
         raise BundleError("bundle is not a JSON object", path=f"{label}: $")
     if "attestations" in doc and "mediaType" not in doc:
-        return [_classify(b) for b in _github_attestations(doc, label)]
+        # Each attestation is a bundle of its own: a malformed one is that bundle's failure only.
+        return [_classify_or_mark(b) for b in _github_attestations(doc, label)]
     if "rekorBundle" in doc and "mediaType" not in doc:
         doc = cosign_bundle_as_v01(doc, label)
         data = json.dumps(doc, separators=(",", ":")).encode()
