@@ -320,6 +320,13 @@ class Evaluation:
             r.checks.append(Check("bundle", "fail", b.error.diagnostics() if b.error else "malformed",
                                   expected="a well-formed Sigstore bundle", actual="BundleError",
                                   evidence=b.label, impact="unverified"))
+        elif b.route == "sigstore" and not root.tlogs:
+            # sigstore-python refuses such a root outright ("no transparency log instances"): a logged
+            # bundle cannot be checked against it, which is this bundle's failure, not the root's.
+            r.checks.append(Check("tlog", "fail", f"the bundle carries a transparency log entry and trusted "
+                                  f"root {root.name} lists no log to check it with",
+                                  expected="a log of the trusted root", actual=", ".join(b.entry_kinds),
+                                  evidence=b.label, impact="unverified"))
         elif b.route == "sigstore":
             out = self._keyless_verifier(root).verify(b, self.digests)
             r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies

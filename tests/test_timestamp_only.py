@@ -210,3 +210,21 @@ def test_a_layer_requiring_the_log_wins_over_one_that_does_not() -> None:
     assert tlog_requirement(compose([layer("org", True), layer("local", False)])) is True
     assert tlog_requirement(compose([layer("org", False), layer("local", False)])) is False
     assert tlog_requirement(compose([layer("local", False)])) is False
+
+
+def test_a_logged_bundle_against_a_root_without_logs_is_that_bundles_failure(world: World) -> None:
+    """sigstore-python refuses a root without log instances outright (the old exit 2 for everything);
+    a logged bundle checked against GitHub's root fails on its own, and a timestamp-only one beside it
+    still verifies."""
+    logged = world.ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER)
+    paths = []
+    for name, bundle in (("logged", logged), ("tsa", world.message())):
+        path = world.tmp / f"{name}.sigstore.json"
+        path.write_text(json.dumps(bundle))
+        paths.append(path)
+    with Artifact.open(world.artifact) as art:
+        report = evaluate(art, Evidence(bundles=tuple(paths)), world.constraints,
+                          TrustRoot.from_file(world.roots["tsa-only"]))
+    by_label = {a.evidence: a for a in report.attestations}
+    assert by_label["tsa.sigstore.json"].vouches
+    assert any(c.name == "tlog" and "lists no log" in c.message for c in by_label["logged.sigstore.json"].checks)
