@@ -222,3 +222,11 @@ def test_root_max_age_counts_from_the_tuf_update_for_a_refreshed_root(
     assert _verify(artifact, bundle, "--policy", str(_policy(tmp_path, None, "1d"))).code == 0
     r = _verify(artifact, bundle, "--policy", str(_policy(tmp_path, None, "1m")), "--no-cache")
     assert r.code == 0 or "over policy trust.rootMaxAge 1m" in r.err  # a minute may pass on a slow machine
+
+
+def test_root_max_age_bounds_the_embedded_root_too(tmp_path: Path, sigstore: testsigstore.TestSigstore) -> None:
+    """The public-good root embedded in the sigstore package never updates by itself: with a limit it
+    is refused once older than that, naming the age and the limit, until `trust-root update` runs."""
+    artifact, bundle = _bundle(tmp_path, sigstore)
+    r = _verify(artifact, bundle, "--policy", str(_policy(tmp_path, None, "1d")))
+    assert r.code == 2 and "production (embedded in sigstore" in r.err and "rootMaxAge 1d" in r.err, r.err
