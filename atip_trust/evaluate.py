@@ -35,6 +35,7 @@ from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
     BundleError,
+    TrustRootError,
     UntrustedInputError,
     UsageError,
 )
@@ -54,7 +55,7 @@ from atip_trust.signature.identity import (
     IdentityRule,
     match_identities,
 )
-from atip_trust.signature.trustroot import TrustRoot
+from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -272,22 +273,38 @@ class Evaluation:
             self._keys = [keys.load_public_key(p) for p in self.constraints.keys]
         return self._keys
 
-    def _keyless_verifier(self) -> KeylessVerifier:
-        if self._keyless is None:
-            self._keyless = keyless_mod.KeylessVerifier(self.trust_root)
+    def _keyless_verifier(self, root: TrustRoot) -> KeylessVerifier:
+        """sigstore-python's Verifier for ``root`` (the given one when it is for this root)."""
+        if self._keyless is None or self._keyless.trust_root.digest != root.digest:
+            self._keyless = keyless_mod.KeylessVerifier(root)
         return self._keyless
+
+    def _root_for(self, b: BundleInput) -> TrustRoot:
+        """The root that verifies ``b``: the trusted root, or the one of a ``trusted_root.jsonl`` whose
+        CA issued its certificate (or that lists its log, for a key bundle): ``TrustRoot.choose``."""
+        if not self.trust_root.members:
+            return self.trust_root
+        return self.trust_root.choose(b.signing_certificate(), b.log_ids())
 
     def _verify_bundle(self, b: BundleInput) -> EvidenceResult:
         r = EvidenceResult(label=b.label, route=b.route, content=b.content)
-        if b.route == "sigstore":
-            out = self._keyless_verifier().verify(b, self.digests)
-            r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
-            r.facts, r.checks = out.facts, list(out.checks)
-            r.payload_type, r.payload = out.payload_type, out.payload
-        elif b.route == "key":
-            self._verify_key_bundle(b, r)
-        else:
-            self._verify_legacy_bundle(b, r)
+        if b.route == "key" and self.constraints.keys:
+            self._trusted_keys()  # a bad --key file is about every bundle: read before the boundary
+        try:
+            self._verify_route(b, r, self._root_for(b))
+        except RootChoiceError as err:  # no root of a .jsonl, or two, fit this bundle: its failure
+            r.checks.append(Check("certificate.chain", "fail", err.message, expected=err.expected,
+                                  actual=err.actual, evidence=b.label, impact="unverified"))
+        except (ArtifactAccessError, TrustRootError, UsageError):
+            raise  # about the inputs as a whole (the artifact, the root, the flags): exit 2 as before
+        except UntrustedInputError as err:  # this bundle is malformed: its failure, named by JSON path
+            r.valid, r.trusted = False, False
+            r.checks.append(Check("bundle", "fail", err.diagnostics(), expected="a well-formed Sigstore bundle",
+                                  actual=type(err).__name__, evidence=b.label, impact="unverified"))
+        except Exception as err:  # noqa: BLE001 - one bundle's failure, never another's (fail closed)
+            r.valid, r.trusted = False, False
+            r.checks.append(Check("bundle", "error", f"verification raised {type(err).__name__}: {err}",
+                                  evidence=b.label, impact="unverified"))
         if r.content == "dsse" and not r.applies:
             r.checks.append(Check(
                 "subject", "fail", "the attestation names another artifact; it does not apply",
@@ -295,7 +312,32 @@ class Evaluation:
                 actual=_subject_digests(b), evidence=b.label, impact="unsigned"))
         return r
 
-    def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
+    def _verify_route(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
+        """The verifier that owns this bundle's shape (bundle.py routes); a malformed bundle's own
+        error is its failed check, naming the JSON path."""
+        if b.route == "malformed":
+            r.applies = False
+            r.checks.append(Check("bundle", "fail", b.error.diagnostics() if b.error else "malformed",
+                                  expected="a well-formed Sigstore bundle", actual="BundleError",
+                                  evidence=b.label, impact="unverified"))
+        elif b.route == "sigstore" and not root.tlogs:
+            # sigstore-python refuses such a root outright ("no transparency log instances"): a logged
+            # bundle cannot be checked against it, which is this bundle's failure, not the root's.
+            r.checks.append(Check("tlog", "fail", f"the bundle carries a transparency log entry and trusted "
+                                  f"root {root.name} lists no log to check it with",
+                                  expected="a log of the trusted root", actual=", ".join(b.entry_kinds),
+                                  evidence=b.label, impact="unverified"))
+        elif b.route == "sigstore":
+            out = self._keyless_verifier(root).verify(b, self.digests)
+            r.valid, r.compromised, r.applies = out.valid, out.compromised, out.applies
+            r.facts, r.checks = out.facts, list(out.checks)
+            r.payload_type, r.payload = out.payload_type, out.payload
+        elif b.route == "key":
+            self._verify_key_bundle(b, r, root)
+        else:
+            self._verify_legacy_bundle(b, r, root)
+
+    def _verify_key_bundle(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
         """A bundle whose verification material is a public key: checked against each trusted key."""
         if not self.constraints.keys:
             r.checks.append(Check("key", "fail",
@@ -303,8 +345,11 @@ class Evaluation:
                                   expected="a trusted public key", actual=None, evidence=b.label,
                                   impact="unverified"))
             return
+        if b.content == "dsse":
+            self._verify_key_dsse(b, r, root)
+            return
         for key in self._trusted_keys():
-            res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, self.trust_root,
+            res = keys.verify_key_bundle(b.doc, self.digests["sha256"], key, root,
                                          evidence=b.label)
             r.checks.extend(res.checks)
             r.applies = res.applies
@@ -314,18 +359,52 @@ class Evaluation:
                 return
             r.compromised = r.compromised or res.compromised
 
-    def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult) -> None:
-        """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2."""
+    def _verify_key_dsse(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
+        """A DSSE bundle signed with a public key (npm publish attestations), against each trusted key
+        (legacy_bundle.verify_key_dsse). A signature that does not verify is tampering only when the
+        bundle names that key as its signer (``publicKey.hint`` or the signature's ``keyid``); else
+        another key may have signed it (a rotated registry key): unverified."""
+        info = b.dsse_payload()
+        r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
+        for key in self._trusted_keys():
+            try:
+                ptype, payload, when, checks = legacy_mod.verify_key_dsse(b.doc, key, root, evidence=b.label)
+            except legacy_mod.VERIFICATION_ERRORS as err:
+                check = err.to_check(evidence=b.label)
+                claimed = check.name != "signature" or b.names_key(keys.key_digest(key).value)
+                tamper = check.impact == "compromised" and r.applies and claimed
+                r.compromised = r.compromised or tamper
+                r.checks.append(Check(check.name, check.status, f"{check.message} (trusted root {root.name})",
+                                      check.expected, check.actual, check.evidence,
+                                      "compromised" if tamper else "unverified"))
+                continue
+            r.checks.extend(checks)
+            if when.timestamp() > self.now + keyless_mod.CLOCK_SKEW:
+                r.checks.append(Check("time", "fail", "integrated time lies in the future",
+                                      f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
+                                      impact="unverified"))
+                return
+            r.valid, r.compromised = True, False
+            r.key_digest = str(keys.key_digest(key))
+            r.payload_type, r.payload = ptype, payload
+            return
+
+    def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
+        """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2, and
+        timestamp-only bundles (route ``timestamp``: no log entry)."""
         if b.content == "dsse":
             info = b.dsse_payload()
             r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
+        logged = b.route != "timestamp"
         try:
             if b.content == "dsse":
-                res = legacy_mod.verify_legacy_dsse_detailed(b.doc, self.trust_root, evidence=b.label)
+                res = (legacy_mod.verify_legacy_dsse_detailed if logged else legacy_mod.verify_timestamped_dsse)(
+                    b.doc, root, evidence=b.label)
                 cert, when, checks = res.certificate, res.integrated_time, res.checks
             else:
-                cert, when, checks = legacy_mod.verify_legacy_message(b.doc, self.digests["sha256"],
-                                                           self.trust_root, evidence=b.label)
+                cert, when, checks = (legacy_mod.verify_legacy_message if logged else
+                                      legacy_mod.verify_timestamped_message)(
+                    b.doc, self.digests["sha256"], root, evidence=b.label)
         except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=b.label)
             if check.impact == "compromised" and not r.applies:
@@ -333,7 +412,7 @@ class Evaluation:
                               check.evidence, impact="unverified")
             r.compromised = check.impact == "compromised"
             r.checks.append(Check(check.name, check.status,
-                                  f"{check.message} (trusted root {self.trust_root.name})"
+                                  f"{check.message} (trusted root {root.name})"
                                   f"{b.instance_hint(check.message)}", check.expected, check.actual,
                                   check.evidence, check.impact))
             return
@@ -399,7 +478,12 @@ class Evaluation:
             return None
         r = EvidenceResult(label=pair.label, route="certificate", content="message_signature")
         try:
-            r.checks.extend(certificate_pair.verify_pair(pair, self.digests["sha256"], self.trust_root))
+            root = self.trust_root.choose(pair.certificate)
+            r.checks.extend(certificate_pair.verify_pair(pair, self.digests["sha256"], root))
+        except RootChoiceError as err:
+            r.checks.append(Check("certificate.chain", "fail", err.message, expected=err.expected,
+                                  actual=err.actual, evidence=pair.label, impact="unverified"))
+            return r
         except legacy_mod.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=pair.label)
             r.compromised = check.impact == "compromised"

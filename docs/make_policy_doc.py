@@ -24,6 +24,7 @@ OUTPUT = ROOT / "docs" / "policy.md"
 #: Examples for values whose meaning the schema cannot spell out by itself, by where they sit
 #: (``section.key``), then by key, then by the definition they refer to.
 STRING_EXAMPLES = {
+    "trust.rootMaxAge": "30d",
     "digest": "sha256:" + "0" * 64,
     "keyDigest": "sha256:" + "0" * 64,
     "identity": "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0",

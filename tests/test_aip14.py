@@ -150,6 +150,9 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a
     ("<<: {risk_level: 0}\n", MalformedInputError, "merge keys"),
     ("1: x\n", MalformedInputError, "keys must be strings"),
     ("released: 2026-01-01\n", MalformedInputError, "not a JSON value"),
+    # Python's int() refuses 4,300+ digits with a bare ValueError: the project's error, naming the path.
+    ("timeout_ms: " + "1" * 5000 + "\n", MalformedInputError, r"\$\.timeout_ms: an integer of 5000 digits"),
+    ("x: [0x" + "f" * 5000 + "]\n", MalformedInputError, r"\$\.x\[0\]: an integer"),
     ("risk_level: 4\n", MetadataError, "risk_level"),
     ("risk_level: true\n", MetadataError, "risk_level"),
     ("approval: never\n", MetadataError, "approval"),

@@ -60,6 +60,7 @@ BOUNDARIES: dict[str, tuple[str, ...]] = {
     "yaml": ("atip_trust._base.yamlio",),
     "tree_sitter": ("atip_trust.agents.bash_syntax",),
     "tree_sitter_bash": ("atip_trust.agents.bash_syntax",),
+    "tuf": ("atip_trust.state.tufroot",),
 }
 
 

@@ -27,8 +27,28 @@ from atip_trust.errors import InputTooLargeError, MalformedInputError
 from atip_trust.limits import LIMITS
 
 
+#: More digits than any integer a contract means (a 64-bit value has 20); Python refuses to convert
+#: more than 4,300 with a bare ``ValueError`` (CVE-2020-10735 limit), and a long one costs quadratic time.
+_MAX_INT_DIGITS = 100
+
+
+class _LongInteger:
+    """An integer scalar too long to convert: kept as a marker so ``_check_json`` can name its path."""
+
+    def __init__(self, digits: int, line: int) -> None:
+        self.digits, self.line = digits, line
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys, merge keys and non-string keys."""
+    """SafeLoader that refuses duplicate keys, merge keys and non-string keys, and keeps an overlong
+    integer as a ``_LongInteger`` marker instead of converting it."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:
+        text = str(self.construct_scalar(node))
+        digits = sum(c.isalnum() for c in text)
+        if digits > _MAX_INT_DIGITS:
+            return _LongInteger(digits, node.start_mark.line + 1)
+        return super().construct_yaml_int(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -43,6 +63,9 @@ class _StrictLoader(yaml.SafeLoader):
                 raise MalformedInputError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
 
 
 def _check_events(text: str, what: str) -> None:
@@ -73,6 +96,9 @@ def _check_json(value: Any, path: str) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _check_json(v, f"{path}[{i}]")
+    elif isinstance(value, _LongInteger):
+        raise MalformedInputError(f"{path}: an integer of {value.digits} digits (line {value.line}) is refused "
+                                  f"(at most {_MAX_INT_DIGITS})", path=path)
     elif not (value is None or isinstance(value, (str, bool, int, float))):
         raise MalformedInputError(f"{path}: {type(value).__name__} {value!r} is not a JSON value "
                                   "(quote it to make it a string)", path=path)

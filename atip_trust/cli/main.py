@@ -62,7 +62,8 @@ else:
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
 #: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
-COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile", "scan", "lock")
+COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile", "scan", "lock",
+            "trust-root")
 
 
 #: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an
@@ -71,7 +72,9 @@ FOREIGN_FLAGS = {
     "--certificate-chain": "atip-trust reads the chain from the bundle and the trusted root (--trusted-root)",
     # verify takes --cert with --signature; this hint is for the subcommands that do not (admit).
     "--cert": "only verify takes --cert with --signature; give a Sigstore bundle with --bundle",
-    "--insecure-ignore-tlog": "not supported: every signature needs its transparency-log proof",
+    "--insecure-ignore-tlog": ("not supported: every signature needs its transparency-log proof, unless "
+                               "the trusted root has no log (GitHub's) or the policy states "
+                               "trust.requireTransparencyLog: false (RFC 3161 timestamps then stand)"),
     "--insecure-ignore-sct": "not supported: every certificate needs its SCT",
     "--offline": "atip-trust is always offline unless --fetch is given",
     "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
@@ -266,9 +269,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS if only is None else (only,):
         try:
-            mod = importlib.import_module(f"atip_trust.cli.cmd_{name}")
+            module = f"atip_trust.cli.cmd_{name.replace('-', '_')}"
+            mod = importlib.import_module(module)
         except ModuleNotFoundError as err:
-            if err.name == f"atip_trust.cli.cmd_{name}":
+            if err.name == module:
                 continue  # subcommand not built yet
             raise
         mod.register(sub, common)

@@ -12,7 +12,8 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust.errors import PolicyError, UsageError
+from atip_trust._base.clock import datetime, timezone
+from atip_trust.errors import PolicyError, TrustRootError, UsageError
 from atip_trust.inputs import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
 from atip_trust.signature.identity import IdentityRule
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 else:
     pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+
+if TYPE_CHECKING:
+    from atip_trust.state import tufroot
+else:
+    tufroot = lazy_import("atip_trust.state.tufroot")  # the TUF-refreshed roots (trust-root update)
 
 if TYPE_CHECKING:
     from atip_trust.provenance import slsa
@@ -59,10 +65,19 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
     return False, first
 
 
+def instance_root(instance: str) -> TrustRoot:
+    """The public-good (or staging) root: the one the last ``trust-root update`` verified over TUF for
+    that instance's repository, else the one the installed sigstore package embeds."""
+    verified = tufroot.cached(tufroot.INSTANCE_URLS[instance])
+    if verified is not None:
+        return TrustRoot.from_file(verified.path, deferred=True)
+    return TrustRoot.embedded(instance, deferred=True)
+
+
 def _root_of(entry: str) -> TrustRoot:
-    """One ``trust.trustedRoots`` entry, read: ``production``/``staging`` are the embedded roots."""
+    """One ``trust.trustedRoots`` entry, read: ``production``/``staging`` are the Sigstore instances."""
     if entry in ("production", "staging"):
-        return TrustRoot.embedded(entry, deferred=True)
+        return instance_root(entry)
     return TrustRoot.from_file(entry, deferred=True)
 
 
@@ -87,14 +102,63 @@ def choose_trusted_root(
     if cli_path:
         flag = TrustRoot.from_file(cli_path, deferred=True)
     elif cli_staging:
-        flag = TrustRoot.embedded("staging", deferred=True)
-    chosen = _choose(policy, flag, cli_path)
+        flag = instance_root("staging")
+    chosen = _choose(policy, flag, cli_path).with_tlog_requirement(tlog_requirement(policy))
+    limit = root_max_age(policy)
+    if limit is not None:
+        check_root_age(chosen, limit)
     return chosen if deferred else chosen.check()
+
+
+_UNITS = {"d": 86400, "h": 3600, "m": 60}
+
+
+def root_max_age(policy: Policy | None) -> tuple[int, str] | None:
+    """``trust.rootMaxAge`` (``"30d"``, ``"12h"``, ``"90m"``; schema-checked) as (seconds, as written);
+    across layers the shortest wins."""
+    if policy is None:
+        return None
+    stated = [v for layer in policy.layers
+              if isinstance(v := (layer.document.get("trust") or {}).get("rootMaxAge"), str)]
+    limits = [(int(v[:-1]) * _UNITS[v[-1]], v) for v in stated if v[:-1].isdigit() and v[-1:] in _UNITS]
+    return min(limits) if limits else None
+
+
+def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
+    """Refuse (``TrustRootError``, exit 2) a root older than ``limit``: its age is the time since a TUF
+    update verified it, or for any other root (embedded, a file) since the newest ``validFor.start`` in
+    it (``TrustRoot.newest_start``: it cannot be younger than that). A root whose age cannot be told is
+    refused too."""
+    seconds, text = limit
+    when = None if root.embedded_root else tufroot.verified_at(root.label)
+    how = "verified by a TUF update at"
+    if when is None:
+        when, how = root.newest_start, "its newest key or CA starts at"
+    if when is None:
+        raise TrustRootError(f"trusted root {root.name}: its age cannot be told (no TUF update, no validFor "
+                             f"start) and policy trust.rootMaxAge is {text}")
+    age = datetime.now(timezone.utc) - when
+    if age.total_seconds() > seconds:
+        raise TrustRootError(
+            f"trusted root {root.name} is {age.days} days {age.seconds // 3600} hours old ({how} "
+            f"{when.isoformat()}), over policy trust.rootMaxAge {text}; refresh it with `atip-trust "
+            "trust-root update` (or --root-from DIR on a machine without network)")
+
+
+def tlog_requirement(policy: Policy | None) -> bool | None:
+    """``trust.requireTransparencyLog`` as the policy states it: None when no layer does; across
+    layers the stricter wins (one layer's ``true`` stands against another's ``false``: a local layer
+    may not admit timestamp-only bundles the org refuses)."""
+    if policy is None:
+        return None
+    stated = [v for layer in policy.layers
+              if isinstance(v := (layer.document.get("trust") or {}).get("requireTransparencyLog"), bool)]
+    return any(stated) if stated else None
 
 
 def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None) -> TrustRoot:
     if policy is None or not policy.trusted_roots_pinned:
-        return flag if flag is not None else TrustRoot.embedded("production", deferred=True)
+        return flag if flag is not None else instance_root("production")
     pinned = policy.trusted_roots or ["production"]
     if flag is None:
         return _root_of(pinned[0])

@@ -7,6 +7,8 @@ by the verifier that owns that shape:
   (``keyless.py``);
 * public-key verification material (cosign "managed key" bundles) → ``keys.py``;
 * ``intoto/0.0.2`` entries, or v0.1/v0.2 bundles with only an inclusion promise → ``legacy_bundle.py``;
+* no log entry at all, only RFC 3161 timestamps (GitHub's instance) → ``legacy_bundle.py``'s
+  ``verify_timestamped_*``, for a trusted root that does not require a log entry;
 * cosign's own ``--bundle`` file (``base64Signature``/``cert``/``rekorBundle``) is read as the v0.1
   bundle that says the same (``cosign_bundle_as_v01``) and so goes the legacy way too.
 """
@@ -29,7 +31,7 @@ from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 from atip_trust.limits import LIMITS
 
-Route = Literal["sigstore", "key", "legacy"]
+Route = Literal["sigstore", "key", "legacy", "timestamp", "malformed"]
 
 BUNDLE_MEDIA_TYPES = {
     "application/vnd.dev.sigstore.bundle+json;version=0.1": "0.1",
@@ -65,6 +67,9 @@ class BundleInput:
     entry_kinds: list[str] = field(default_factory=list)
     has_inclusion_proof: bool = False
     route: Route = "sigstore"
+    #: Route ``malformed``: why this bundle (one line of a ``.jsonl``) could not be read; the file's
+    #: other bundles are still verified (a malformed bundle never affects another's evaluation).
+    error: BundleError | None = None
 
     def signing_certificate(self) -> x509.Certificate | None:
         """The leaf certificate, *unverified*: only to name the Sigstore instance in messages."""
@@ -73,8 +78,9 @@ class BundleInput:
             return None
         raw = (vm.get("certificate") or {}).get("rawBytes") if isinstance(vm.get("certificate"), dict) else None
         chain = vm.get("x509CertificateChain")
-        if raw is None and isinstance(chain, dict) and chain.get("certificates"):
-            first = chain["certificates"][0]
+        certs = chain.get("certificates") if isinstance(chain, dict) else None
+        if raw is None and isinstance(certs, list) and certs:
+            first = certs[0]
             raw = first.get("rawBytes") if isinstance(first, dict) else None
         try:
             return x509.load_der_x509_certificate(base64.b64decode(str(raw), validate=True))
@@ -100,13 +106,42 @@ class BundleInput:
         if "GitHub" in issuer:
             return (
                 f"; the certificate was issued by GitHub's Sigstore instance ({issuer}): GitHub's "
-                "trusted root (tuf-repo.github.com) is missing, pass it with --trusted-root"
+                "trusted root (tuf-repo.github.com) is missing, pass it with --trusted-root (`gh "
+                "attestation trusted-root > trusted_root.jsonl` writes it with the public-good root)"
             )
         if _CHAIN_FAILURE.search(message):
             return ("; the certificate or timestamp does not chain to this trusted root: it may come "
                     "from another Sigstore instance (staging: --staging; GitHub's or a private one: "
                     "--trusted-root FILE)")
         return ""
+
+    def log_ids(self) -> tuple[bytes, ...]:
+        """The log key ids the bundle's entries name, *unverified*: only to choose a root."""
+        vm = self.doc.get("verificationMaterial")
+        entries = vm.get("tlogEntries") if isinstance(vm, dict) else None
+        out: list[bytes] = []
+        for e in entries if isinstance(entries, list) else ():
+            key_id = (e.get("logId") or {}).get("keyId") if isinstance(e, dict) and isinstance(
+                e.get("logId"), dict) else None
+            try:
+                out.append(base64.b64decode(str(key_id), validate=True))
+            except (binascii.Error, ValueError):
+                continue
+        return tuple(out)
+
+    def names_key(self, key_sha256: bytes) -> bool:
+        """Whether the bundle names the key whose SubjectPublicKeyInfo has this sha256 as its signer,
+        *unverified*: ``publicKey.hint`` (cosign: base64 of the digest) or a DSSE signature's ``keyid``
+        (npm: ``SHA256:`` and the unpadded base64 of the digest)."""
+        b64 = base64.b64encode(key_sha256).decode()
+        forms = {b64, f"SHA256:{b64.rstrip('=')}"}
+        vm = self.doc.get("verificationMaterial")
+        pk = vm.get("publicKey") if isinstance(vm, dict) else None
+        named = [pk.get("hint")] if isinstance(pk, dict) else []
+        env = self.doc.get("dsseEnvelope")
+        sigs = env.get("signatures") if isinstance(env, dict) else None
+        named += [s.get("keyid") for s in sigs if isinstance(s, dict)] if isinstance(sigs, list) else []
+        return any(isinstance(n, str) and n in forms for n in named)
 
     def dsse_payload(self) -> tuple[str, bytes] | None:
         """The DSSE payload type and bytes, *unverified*: only to see which artifact it names."""
@@ -120,57 +155,140 @@ class BundleInput:
 
 
 def _classify(b: BundleInput) -> BundleInput:
+    """Read the bundle's shape far enough to route it, checking on the way that the shape is one the
+    ``mediaType`` allows (on every route: a v0.3 bundle relabelled v0.1 must not reach a verifier that
+    reads v0.1 rules). Every malformed field is a ``BundleError`` naming its JSON path; nothing else
+    escapes, whatever JSON value a field holds."""
     doc = b.doc
+
+    def bad(where: str, message: str) -> BundleError:
+        return BundleError(message, path=f"{b.label}: ${where}")
+
     media = doc.get("mediaType")
     version = bundle_version(media)
     if version is None:
-        raise BundleError(
-            f"unsupported bundle mediaType {media!r}; expected one of "
-            + ", ".join(sorted(BUNDLE_MEDIA_TYPES)),
-            path=f"{b.label}: $.mediaType",
-        )
+        raise bad(".mediaType", f"unsupported bundle mediaType {_short(media)}; expected one of "
+                  + ", ".join(sorted(BUNDLE_MEDIA_TYPES)))
     b.version = version
-    if "dsseEnvelope" in doc:
-        b.content = "dsse"
-    elif "messageSignature" in doc:
-        b.content = "message_signature"
-    else:
-        raise BundleError(
-            "bundle has neither messageSignature nor dsseEnvelope", path=f"{b.label}: $"
-        )
+    contents = [k for k in ("messageSignature", "dsseEnvelope") if k in doc]
+    if len(contents) != 1:
+        # protobuf-specs Bundle: ``content`` is a oneof; two would let two verifiers read two bundles.
+        raise bad("", "bundle must carry exactly one of messageSignature and dsseEnvelope, "
+                  f"actual {contents or 'neither'}")
+    if not isinstance(doc[contents[0]], dict):
+        raise bad(f".{contents[0]}", f"expected a JSON object, got {_short(doc[contents[0]])}")
+    b.content = "dsse" if contents[0] == "dsseEnvelope" else "message_signature"
     vm = doc.get("verificationMaterial")
     if not isinstance(vm, dict):
-        raise BundleError("verificationMaterial is missing", path=f"{b.label}: $.verificationMaterial")
-    if "publicKey" in vm:
-        b.material = "public_key"
-    elif "x509CertificateChain" in vm:
-        b.material = "chain"
-    elif "certificate" in vm:
-        b.material = "certificate"
-    else:
-        raise BundleError(
-            "verificationMaterial has no certificate, certificate chain or public key",
-            path=f"{b.label}: $.verificationMaterial",
-        )
-    entries = vm.get("tlogEntries") or []
-    if not isinstance(entries, list):
-        raise BundleError("tlogEntries is not a list", path=f"{b.label}: $.verificationMaterial.tlogEntries")
-    kinds = []
-    proof = False
-    for e in entries:
-        if isinstance(e, dict):
-            kv = e.get("kindVersion") or {}
-            kinds.append(f"{kv.get('kind')}/{kv.get('version')}")
-            proof = proof or isinstance(e.get("inclusionProof"), dict)
-    b.entry_kinds = kinds
-    b.has_inclusion_proof = proof
+        raise bad(".verificationMaterial", "verificationMaterial is missing or not a JSON object")
+    b.material = _material_kind(vm, version, bad)
+    b.entry_kinds, b.has_inclusion_proof = _entry_shapes(vm, bad)
+    _timestamp_shapes(vm, bad)
+    kinds = b.entry_kinds
     if b.material == "public_key":
         b.route = "key"
-    elif any(k == "intoto/0.0.2" for k in kinds) or (entries and not proof and b.version in ("0.1", "0.2")):
+    elif not kinds:
+        if version == "0.1":  # protobuf-specs: a v0.1 bundle's time is its entry's inclusion promise
+            raise bad(".verificationMaterial.tlogEntries", "a v0.1 bundle needs a log entry with an "
+                      "inclusion promise; timestamp-only bundles are v0.2 or later")
+        b.route = "timestamp"
+    elif any(k == "intoto/0.0.2" for k in kinds) or (kinds and not b.has_inclusion_proof
+                                                      and b.version in ("0.1", "0.2")):
         b.route = "legacy"
     else:
         b.route = "sigstore"
     return b
+
+
+def _short(value: Any) -> str:
+    """A JSON value for a message: its repr, cut (an attacker chooses its length)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_MATERIALS: dict[str, Literal["certificate", "chain", "public_key"]] = {
+    "publicKey": "public_key", "x509CertificateChain": "chain", "certificate": "certificate"}
+
+
+def _material_kind(vm: dict[str, Any], version: str, bad: Any) -> Literal["certificate", "chain", "public_key"]:
+    """Which verification material the bundle carries, checked against its version: a single
+    ``certificate`` from v0.3 on, an ``x509CertificateChain`` before (protobuf-specs Bundle comments;
+    sigstore-python ``Bundle._verify`` refuses either the other way round), a public key in any."""
+    present = [k for k in _MATERIALS if k in vm]
+    if len(present) != 1:
+        raise bad(".verificationMaterial", "verificationMaterial must carry exactly one of a certificate, "
+                  f"certificate chain or public key, actual {present or 'none'}")
+    key = present[0]
+    if not isinstance(vm[key], dict):
+        raise bad(f".verificationMaterial.{key}", f"expected a JSON object, got {_short(vm[key])}")
+    if key == "certificate" and version != "0.3":
+        raise bad(".verificationMaterial.certificate", f"a v{version} bundle carries an "
+                  "x509CertificateChain; a single certificate is the v0.3 form (mediaType and shape disagree)")
+    if key == "x509CertificateChain" and version == "0.3":
+        raise bad(".verificationMaterial.x509CertificateChain", "a v0.3 bundle carries a single "
+                  "certificate; x509CertificateChain is the v0.1/v0.2 form (mediaType and shape disagree)")
+    if key == "certificate":
+        _der_certificate(vm[key].get("rawBytes"), ".verificationMaterial.certificate.rawBytes", bad)
+    elif key == "x509CertificateChain":
+        certs = vm[key].get("certificates")
+        where = ".verificationMaterial.x509CertificateChain.certificates"
+        if not isinstance(certs, list) or not certs:
+            raise bad(where, f"expected a non-empty list of certificates, got {_short(certs)}")
+        for i, c in enumerate(certs):
+            _der_certificate(c.get("rawBytes") if isinstance(c, dict) else c, f"{where}[{i}].rawBytes", bad)
+    return _MATERIALS[key]
+
+
+def _der_certificate(value: Any, where: str, bad: Any) -> None:
+    """``value`` is standard base64 of a DER X.509 certificate (parsed, not verified: each verifier
+    verifies it), so that no verifier meets an unparsable certificate as an exception of its own."""
+    try:
+        x509.load_der_x509_certificate(base64.b64decode(value, validate=True) if isinstance(value, str) else b"")
+    except (binascii.Error, ValueError) as err:
+        raise bad(where, f"expected base64 of a DER X.509 certificate, got {_short(value)} ({err})") from None
+
+
+def _entry_shapes(vm: dict[str, Any], bad: Any) -> tuple[list[str], bool]:
+    """``kind/version`` of each log entry and whether any carries an inclusion proof; each entry, its
+    ``kindVersion`` and its ``inclusionProof`` (absent, null or an object) checked for type."""
+    entries = vm.get("tlogEntries")
+    if entries is None:
+        return [], False
+    if not isinstance(entries, list):
+        raise bad(".verificationMaterial.tlogEntries", f"expected a list, got {_short(entries)}")
+    kinds: list[str] = []
+    proof = False
+    for i, e in enumerate(entries):
+        where = f".verificationMaterial.tlogEntries[{i}]"
+        if not isinstance(e, dict):
+            raise bad(where, f"expected a JSON object, got {_short(e)}")
+        kv = e.get("kindVersion")
+        if not isinstance(kv, dict) or not isinstance(kv.get("kind"), str) or not isinstance(
+                kv.get("version"), str):
+            raise bad(f"{where}.kindVersion", "expected {\"kind\": string, \"version\": string}, "
+                      f"got {_short(kv)}")
+        kinds.append(f"{kv['kind']}/{kv['version']}")
+        ip = e.get("inclusionProof")
+        if ip is not None and not isinstance(ip, dict):
+            raise bad(f"{where}.inclusionProof", f"expected a JSON object or null, got {_short(ip)}")
+        proof = proof or isinstance(ip, dict)
+    return kinds, proof
+
+
+def _timestamp_shapes(vm: dict[str, Any], bad: Any) -> None:
+    """``timestampVerificationData``: absent, or an object whose ``rfc3161Timestamps`` is a list of
+    objects (their contents are checked by the verifier that reads them)."""
+    tvd = vm.get("timestampVerificationData")
+    if tvd is None:
+        return
+    where = ".verificationMaterial.timestampVerificationData"
+    if not isinstance(tvd, dict):
+        raise bad(where, f"expected a JSON object, got {_short(tvd)}")
+    tokens = tvd.get("rfc3161Timestamps")
+    if tokens is None:
+        return
+    if not isinstance(tokens, list) or not all(isinstance(t, dict) for t in tokens):
+        raise bad(f"{where}.rfc3161Timestamps", f"expected a list of objects, got {_short(tokens)}")
 
 
 def route_of(doc: Any) -> Route | None:
@@ -209,25 +327,46 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
         if len(data) > LIMITS.bundle_bytes:
             raise InputTooLargeError(f"bundle is over the cap of {LIMITS.bundle_bytes} bytes", path=label)
         try:
-            doc = parse_json(data, what="bundle", max_depth=LIMITS.json_depth)
-        except InputTooLargeError as err:
-            raise InputTooLargeError(err.message, path=label) from err
-        except MalformedInputError as err:
-            raise BundleError(err.message, path=label) from err
-        if not isinstance(doc, dict):
-            raise BundleError("bundle is not a JSON object", path=f"{label}: $")
-        if "attestations" in doc and "mediaType" not in doc:
-            out.extend(_classify(b) for b in _github_attestations(doc, label))
-            if len(out) > LIMITS.bundle_lines:
-                raise InputTooLargeError(
-                    f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}", path=p
-                )
-            continue
-        if "rekorBundle" in doc and "mediaType" not in doc:
-            doc = cosign_bundle_as_v01(doc, label)
-            data = json.dumps(doc, separators=(",", ":")).encode()
-        out.append(_classify(BundleInput(label=label, raw=data, doc=doc)))
+            out.extend(_read_one(label, data))
+        except BundleError as err:
+            # One malformed line of several: that bundle's failure only (evaluate.py reports it); the
+            # whole of a one-bundle file: the file's error (below).
+            out.append(BundleInput(label=label, raw=data, doc={}, route="malformed", error=err))
+        if len(out) > LIMITS.bundle_lines:
+            raise InputTooLargeError(f"{len(out)} bundles in one file, over the cap of {LIMITS.bundle_lines}",
+                                     path=p)
+    if all(b.error is not None for b in out):
+        first = out[0].error
+        if first is not None:  # every line is malformed: the file is, as a single bundle would be
+            raise first
     return out
+
+
+def _classify_or_mark(b: BundleInput) -> BundleInput:
+    """``_classify``, or the bundle marked ``malformed`` with its error (evaluate.py reports it)."""
+    try:
+        return _classify(b)
+    except BundleError as err:
+        return BundleInput(label=b.label, raw=b.raw, doc={}, route="malformed", error=err)
+
+
+def _read_one(label: str, data: bytes) -> list[BundleInput]:
+    """The bundles in one bundle document (several for a GitHub attestations answer), classified."""
+    try:
+        doc = parse_json(data, what="bundle", max_depth=LIMITS.json_depth)
+    except InputTooLargeError as err:
+        raise InputTooLargeError(err.message, path=label) from err
+    except MalformedInputError as err:
+        raise BundleError(err.message, path=label) from err
+    if not isinstance(doc, dict):
+        raise BundleError("bundle is not a JSON object", path=f"{label}: $")
+    if "attestations" in doc and "mediaType" not in doc:
+        # Each attestation is a bundle of its own: a malformed one is that bundle's failure only.
+        return [_classify_or_mark(b) for b in _github_attestations(doc, label)]
+    if "rekorBundle" in doc and "mediaType" not in doc:
+        doc = cosign_bundle_as_v01(doc, label)
+        data = json.dumps(doc, separators=(",", ":")).encode()
+    return [_classify(BundleInput(label=label, raw=data, doc=doc))]
 
 
 def cosign_bundle_as_v01(doc: dict[str, Any], label: str) -> dict[str, Any]:

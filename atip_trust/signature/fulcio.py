@@ -35,7 +35,7 @@ from cryptography.x509.certificate_transparency import (
     LogEntryType,
     SignedCertificateTimestamp,
 )
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, PublicKeyAlgorithmOID
 from cryptography.x509.verification import (
     Criticality,
     ExtensionPolicy,
@@ -295,13 +295,50 @@ def verify_profile(leaf: x509.Certificate) -> None:
         )
 
 
+_KEY_NAMES = {PublicKeyAlgorithmOID.RSASSA_PSS: "RSA-PSS (id-RSASSA-PSS)",
+              PublicKeyAlgorithmOID.RSAES_PKCS1_v1_5: "RSA", PublicKeyAlgorithmOID.ED25519: "Ed25519",
+              PublicKeyAlgorithmOID.EC_PUBLIC_KEY: "ECDSA"}
+
+
+def verify_key_profile(leaf: x509.Certificate, *, dsse: bool) -> None:
+    """The signing certificate's key is one whose signatures this route can check: ECDSA always; RSA
+    (PKCS#1 v1.5) and Ed25519 only for DSSE envelopes, whose PAE our own code verifies (``dsse``:
+    ``LOG_SCHEMES``); message signatures are checked over a prehashed digest with ECDSA, as sigstore-python
+    does (it casts the key to an EC key). Never an RSA-PSS key (RFC 4055 §1.2: an id-RSASSA-PSS key makes
+    PSS signatures only, and no Sigstore signature format is PSS). Read from the certificate's algorithm
+    identifier, before the key is loaded. ``CertificateVerificationError`` (``certificate.profile``,
+    unverified: not tampering) otherwise."""
+    oid = leaf.public_key_algorithm_oid
+    allowed = {PublicKeyAlgorithmOID.EC_PUBLIC_KEY}
+    if dsse:
+        allowed |= {PublicKeyAlgorithmOID.RSAES_PKCS1_v1_5, PublicKeyAlgorithmOID.ED25519}
+    if oid in allowed:
+        return
+    name = _KEY_NAMES.get(oid, oid.dotted_string)
+    why = ("an RSA-PSS key may make only PSS signatures, and Sigstore's RSA signatures are PKCS#1 v1.5"
+           if oid == PublicKeyAlgorithmOID.RSASSA_PSS else "no signature with such a key is checked here")
+    raise CertificateVerificationError(
+        f"unsupported key or signature profile: the signing certificate's key is {name} ({why})",
+        check="certificate.profile", expected="ECDSA" + (", RSA (PKCS#1 v1.5) or Ed25519" if dsse else ""),
+        actual=name)
+
+
 def verify_signing_certificate(
     leaf: x509.Certificate,
     intermediates: list[x509.Certificate],
     trust_root: TrustRoot,
     times: list[datetime],
+    *,
+    require_sct: bool = True,
+    dsse: bool = False,
 ) -> list[x509.Certificate]:
-    """Steps 1–3 for every verified signing time in ``times``; returns the chain above the leaf."""
+    """Steps 1–3 for every verified signing time in ``times``; returns the chain above the leaf.
+
+    ``require_sct=False`` only for an instance whose trusted root lists no CT log (GitHub's: its Fulcio
+    embeds no SCT and gh verifies its bundles without one, sigstore-go ``WithSignedTimestamps`` alone):
+    there is no key an SCT could be checked with. A root that lists a CT log always requires one.
+    ``dsse``: the key types the route checks (``verify_key_profile``), checked first."""
+    verify_key_profile(leaf, dsse=dsse)
     if not times:
         raise CertificateVerificationError(
             "no verified signing time to validate the certificate at",
@@ -320,7 +357,8 @@ def verify_signing_certificate(
                 expected=f"{nb.isoformat()}..{na.isoformat()}",
                 actual=when.isoformat(),
             )
-    verify_sct(leaf, chain, trust_root)
+    if require_sct or trust_root.ctlogs:
+        verify_sct(leaf, chain, trust_root)
     verify_profile(leaf)
     return chain
 
@@ -332,5 +370,6 @@ __all__ = [
     "verify_sct",
     "sct_signed_data",
     "verify_profile",
+    "verify_key_profile",
     "verify_signing_certificate",
 ]

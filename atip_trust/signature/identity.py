@@ -120,8 +120,11 @@ class CertificateFacts(Record):
                     elif kind is x509.RFC822Name:
                         emails.append(general.value)
                     elif kind is x509.OtherName and general.type_id.dotted_string == _OTHERNAME_OID:
+                        # Fulcio's username identity (``foo!oidc.local``): a DER UTF8String, matched
+                        # as that exact text; a value of any other encoding is no identity at all.
                         text = _der_utf8(general.value)
-                        others.append(text if text is not None else general.value.decode("utf-8", "replace"))
+                        if text is not None:
+                            others.append(text)
                 continue
             hit = _BY_OID.get(oid)
             if hit is None:

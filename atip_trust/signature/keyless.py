@@ -61,7 +61,10 @@ if TYPE_CHECKING:
     import sigstore.models as sigstore_models
     import sigstore.verify as sigstore_verify
     import sigstore_models.common.v1 as sigstore_common
+
+    from atip_trust.signature import fulcio
 else:
+    fulcio = lazy_import("atip_trust.signature.fulcio")  # cryptography's x509 verification: on first use
     rfc3161_client = lazy_import("rfc3161_client")
     sigstore_errors = lazy_import("sigstore.errors")
     sigstore_hashes = lazy_import("sigstore.hashes")
@@ -238,6 +241,48 @@ def _signature_fails(b: BundleInput, key: Any, sha256: Digest, payload_info: tup
     return True
 
 
+def _refused_before_sigstore(b: BundleInput) -> Check | None:
+    """What fails this bundle before sigstore-python runs, as a named failure of this bundle only,
+    instead of an exception from inside sigstore: an integrated time past year 9999 (its
+    ``datetime.fromtimestamp`` raises bare ValueError/OSError), an RFC 3161 token that cannot be parsed,
+    and a signing key sigstore-python cannot check (step 7 casts the key to an EC key: ECDSA only)."""
+    try:
+        check_integrated_times(b.doc)
+    except TlogVerificationError as err:
+        return err.to_check(evidence=b.label)
+    bad_token = _unparsable_timestamp(b.doc, b.label)
+    if bad_token is not None:
+        return bad_token
+    leaf = b.signing_certificate()
+    if leaf is not None:
+        try:
+            fulcio.verify_key_profile(leaf, dsse=False)
+        except fulcio.CertificateVerificationError as err:
+            return err.to_check(evidence=b.label)
+    return None
+
+
+def _time_check(out: KeylessOutcome, ev: str) -> None:
+    """(C) An integrated time in the future is not a time we can have observed; ``out.valid`` otherwise."""
+    now = time.time()
+    if out.integrated_time is None or out.integrated_time.timestamp() == 0:
+        # Rekor v2 entries carry no integrated time; sigstore has verified the RFC 3161 timestamps
+        # that replace it (step 0), which are signed by a TSA in the trusted root.
+        out.checks.append(Check("time", "pass", "time from signed timestamps verified by sigstore",
+                                evidence=ev))
+        out.valid = True
+        return
+    if out.integrated_time.timestamp() > now + CLOCK_SKEW:
+        out.checks.append(Check(
+            "time", "fail", "integrated time lies in the future",
+            expected=f"<= {datetime.fromtimestamp(now + CLOCK_SKEW, tz=timezone.utc).isoformat()}",
+            actual=out.integrated_time.isoformat(), evidence=ev, impact="unverified"))
+        return
+    out.checks.append(Check("time", "pass", "signed within the certificate's validity",
+                            actual=out.integrated_time.isoformat(), evidence=ev))
+    out.valid = True
+
+
 #: sigstore-python Verifiers by trusted-root digest: built once per root and process, reused by every
 #: evaluation (a Verifier holds only the parsed root; verifying does not change it). Bounded.
 _VERIFIERS: dict[str, Any] = {}
@@ -288,16 +333,9 @@ class KeylessVerifier:
         SigstoreError = sigstore_errors.Error  # noqa: N806 - the class, bound once for the handlers below
 
         ev = b.label
-        try:
-            # Before sigstore-python, whose datetime.fromtimestamp raises bare ValueError/OSError on a
-            # time past year 9999: a named, closed failure for this bundle only.
-            check_integrated_times(b.doc)
-        except TlogVerificationError as err:
-            out.checks.append(err.to_check(evidence=ev))
-            return
-        bad_token = _unparsable_timestamp(b.doc, ev)
-        if bad_token is not None:
-            out.checks.append(bad_token)
+        refused = _refused_before_sigstore(b)
+        if refused is not None:
+            out.checks.append(refused)
             return
         try:
             bundle = sigstore_models.Bundle.from_json(b.raw)
@@ -385,24 +423,7 @@ class KeylessVerifier:
             out.checks.append(Check("digest", "pass", "", str(sha256), str(sha256), ev))
         out.checks.append(Check("signature", "pass", "signature verified", evidence=ev))
 
-        # (C) An integrated time in the future is not a time we can have observed.
-        now = time.time()
-        if out.integrated_time is None or out.integrated_time.timestamp() == 0:
-            # Rekor v2 entries carry no integrated time; sigstore has verified the RFC 3161 timestamps
-            # that replace it (step 0), which are signed by a TSA in the trusted root.
-            out.checks.append(Check("time", "pass", "time from signed timestamps verified by sigstore",
-                                    evidence=ev))
-            out.valid = True
-            return
-        if out.integrated_time.timestamp() > now + CLOCK_SKEW:
-            out.checks.append(Check(
-                "time", "fail", "integrated time lies in the future",
-                expected=f"<= {datetime.fromtimestamp(now + CLOCK_SKEW, tz=timezone.utc).isoformat()}",
-                actual=out.integrated_time.isoformat(), evidence=ev, impact="unverified"))
-            return
-        out.checks.append(Check("time", "pass", "signed within the certificate's validity",
-                                actual=out.integrated_time.isoformat(), evidence=ev))
-        out.valid = True
+        _time_check(out, ev)
 
 
 __all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "subjects_of"]

@@ -42,13 +42,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check, CheckFailure
-from atip_trust.signature.algorithms import LOG_SCHEMES, key_fits, verify_signature
+from atip_trust.signature.algorithms import LOG_SCHEMES, Scheme, key_fits, verify_signature
 from atip_trust.signature.bundle import bundle_version, digest_text, proof_required, route_of
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.fulcio import (
@@ -110,19 +112,45 @@ class _Parsed:
     payload: bytes
     signature: bytes
     signature_b64: str
-    leaf: x509.Certificate
+    #: None for a public-key bundle (``_parse(keyed=True)``).
+    leaf: x509.Certificate | None
     intermediates: list[x509.Certificate]
-    entry: LogEntry
+    #: None for a timestamp-only bundle (``_material(logged=False)``).
+    entry: LogEntry | None
     timestamps: list[bytes]
 
+    @property
+    def logged(self) -> LogEntry:
+        return _one_entry(self.entry)
 
-def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list[bytes]]:
-    """Signing certificate (then any intermediates), the single log entry, and RFC 3161 tokens."""
+    @property
+    def cert(self) -> x509.Certificate:
+        """The signing certificate of a keyless bundle (``_material`` has read at least one)."""
+        if self.leaf is None:
+            raise _bad("$.verificationMaterial", "no signing certificate (certificate or x509CertificateChain)")
+        return self.leaf
+
+
+def _one_entry(entry: LogEntry | None) -> LogEntry:
+    """The entry ``_material(logged=True)`` has read (never None there; said for the type checker)."""
+    if entry is None:
+        raise _bad("$.verificationMaterial.tlogEntries", "expected exactly one log entry, got none")
+    return entry
+
+
+def _material(d: dict[str, Any], *, logged: bool = True, keyed: bool = False
+              ) -> tuple[list[x509.Certificate], LogEntry | None, list[bytes]]:
+    """Signing certificate (then any intermediates; none when ``keyed``: a public-key bundle), the
+    single log entry (None, and no entry allowed, when not ``logged``), and RFC 3161 tokens."""
     vm = _obj(d.get("verificationMaterial"), "$.verificationMaterial")
-    if "publicKey" in vm:
-        raise _bad("$.verificationMaterial.publicKey", "a key-based bundle is not a keyless legacy bundle")
+    if ("publicKey" in vm) != keyed:
+        where = "$.verificationMaterial" + (".publicKey" if not keyed else "")
+        raise _bad(where, "a key-based bundle is not a keyless legacy bundle" if not keyed else
+                   "a keyless bundle is not a public-key bundle")
     certs: list[x509.Certificate] = []
-    if "certificate" in vm:
+    if keyed:
+        _obj(vm["publicKey"], "$.verificationMaterial.publicKey")
+    elif "certificate" in vm:
         c = _obj(vm["certificate"], "$.verificationMaterial.certificate")
         certs.append(_cert(_b64(c.get("rawBytes"), "$.verificationMaterial.certificate.rawBytes"),
                            "$.verificationMaterial.certificate.rawBytes"))
@@ -138,10 +166,15 @@ def _material(d: dict[str, Any]) -> tuple[list[x509.Certificate], LogEntry, list
     else:
         raise _bad("$.verificationMaterial", "no signing certificate (certificate or x509CertificateChain)")
     entries = vm.get("tlogEntries")
-    if not isinstance(entries, list) or len(entries) != 1:
+    entry: LogEntry | None = None
+    if not logged:
+        if entries not in (None, []):
+            raise _bad("$.verificationMaterial.tlogEntries", "a timestamp-only bundle carries no log entry")
+    elif not isinstance(entries, list) or len(entries) != 1:
         raise _bad("$.verificationMaterial.tlogEntries",
                    f"expected exactly one log entry, got {len(entries) if isinstance(entries, list) else 'none'}")
-    entry = LogEntry.from_json(entries[0], path="$.verificationMaterial.tlogEntries[0]")
+    else:
+        entry = LogEntry.from_json(entries[0], path="$.verificationMaterial.tlogEntries[0]")
     timestamps: list[bytes] = []
     tvd = vm.get("timestampVerificationData")
     if tvd is not None:
@@ -159,7 +192,7 @@ def _version(d: dict[str, Any]) -> str:
     return version
 
 
-def _parse(doc: Any) -> _Parsed:
+def _parse(doc: Any, *, logged: bool = True, keyed: bool = False) -> _Parsed:
     d = _obj(doc, "$")
     version = _version(d)
     env = _obj(d.get("dsseEnvelope"), "$.dsseEnvelope")
@@ -179,14 +212,14 @@ def _parse(doc: Any) -> _Parsed:
     if not signature:
         raise _bad("$.dsseEnvelope.signatures[0].sig", "empty signature")
 
-    certs, entry, timestamps = _material(d)
+    certs, entry, timestamps = _material(d, logged=logged, keyed=keyed)
     return _Parsed(
         version=version,
         payload_type=payload_type,
         payload=payload,
         signature=signature,
         signature_b64=str(sig_b64),
-        leaf=certs[0],
+        leaf=certs[0] if certs else None,
         intermediates=certs[1:],
         entry=entry,
         timestamps=timestamps,
@@ -319,8 +352,23 @@ def _decode_either(value: Any, what: str) -> bytes:
     return twice if text and base64.b64encode(twice).decode("ascii") == text else once
 
 
-def _check_body(p: _Parsed) -> None:
-    body = p.entry.canonicalized_body
+def _same_signer(value: Any, signer: x509.Certificate | PublicKeyTypes, what: str) -> bool:
+    """Whether the logged ``value`` (base64 of a PEM) is ``signer``: the same certificate, or for a
+    public-key bundle the same public key (DER SubjectPublicKeyInfo)."""
+    if isinstance(signer, x509.Certificate):
+        return _same_cert(_pem_cert(value, what), signer)
+    try:
+        logged = serialization.load_pem_public_key(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError, UnsupportedAlgorithm) as err:
+        raise _body_fail(f"{what} is not base64 of a PEM public key ({err})") from err
+    spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hmac.compare_digest(logged.public_bytes(*spki), signer.public_bytes(*spki))
+
+
+def _check_body(p: _Parsed, signer: x509.Certificate | PublicKeyTypes | None = None) -> None:
+    """(8): the logged body is about this envelope and its signer (the certificate, or ``signer``)."""
+    who: x509.Certificate | PublicKeyTypes = signer if signer is not None else p.cert
+    body = p.logged.canonicalized_body
     try:
         doc = parse_json(body, what="log entry body")
     except Exception as err:  # noqa: BLE001 - any parse failure of a signed body is a mismatch
@@ -328,9 +376,9 @@ def _check_body(p: _Parsed) -> None:
     if not isinstance(doc, dict):
         raise _body_fail("body is not a JSON object")
     kind, version = doc.get("kind"), doc.get("apiVersion")
-    if (kind, version) != (p.entry.kind, p.entry.version):
+    if (kind, version) != (p.logged.kind, p.logged.version):
         raise _body_fail("kind/version differ from kindVersion",
-                         f"{p.entry.kind}/{p.entry.version}", f"{kind}/{version}")
+                         f"{p.logged.kind}/{p.logged.version}", f"{kind}/{version}")
     spec = doc.get("spec")
     if not isinstance(spec, dict):
         raise _body_fail("no spec object")
@@ -360,8 +408,8 @@ def _check_body(p: _Parsed) -> None:
             # Some entries carry the payload too; when present it must be the envelope's payload.
             if not hmac.compare_digest(_decode_either(env["payload"], "entry payload"), p.payload):
                 raise _body_fail("the logged payload is not the envelope's payload")
-        if not _same_cert(_pem_cert(sigs[0].get("publicKey"), "entry publicKey"), p.leaf):
-            raise _body_fail("the logged certificate is not the bundle's signing certificate")
+        if not _same_signer(sigs[0].get("publicKey"), who, "entry publicKey"):
+            raise _body_fail("the logged certificate or key is not the bundle's signer")
         return
 
     if kind == "dsse":
@@ -379,8 +427,8 @@ def _check_body(p: _Parsed) -> None:
         if not hmac.compare_digest(logged_raw, p.signature):
             raise _body_fail("the logged signature is not the envelope's signature",
                              p.signature_b64, sigs[0].get("signature"))
-        if not _same_cert(_pem_cert(sigs[0].get("verifier"), "entry verifier"), p.leaf):
-            raise _body_fail("the logged certificate is not the bundle's signing certificate")
+        if not _same_signer(sigs[0].get("verifier"), who, "entry verifier"):
+            raise _body_fail("the logged certificate or key is not the bundle's signer")
         return
     raise _body_fail(f"unsupported entry kind {kind!r}")  # pragma: no cover - filtered before
 
@@ -404,7 +452,7 @@ def verify_legacy_dsse_detailed(
 ) -> LegacyResult:
     """Run steps (0)–(8) on one bundle document (already JSON-parsed, capped by the caller)."""
     p = _parse(doc)
-    kv = (p.entry.kind, p.entry.version)
+    kv = (p.logged.kind, p.logged.version)
     if kv not in SUPPORTED_KINDS:
         raise LegacyVerificationError(
             f"log entry kind {kv[0]}/{kv[1]} is not one this verifier handles",
@@ -414,7 +462,7 @@ def verify_legacy_dsse_detailed(
 
     # (4)+(5) first: the log entry's own proofs tell us whether integratedTime is signed.
     result = verify_entry(
-        p.entry, trust_root, require_proof=proof_required(p.version), now=now, evidence=evidence
+        p.logged, trust_root, require_proof=proof_required(p.version), now=now, evidence=evidence
     )
     checks.extend(result.checks)
 
@@ -432,12 +480,12 @@ def verify_legacy_dsse_detailed(
                         expected=None, actual=[t.isoformat() for t in times], evidence=evidence))
 
     # (1)–(3), (6)
-    verify_signing_certificate(p.leaf, p.intermediates, trust_root, times)
+    verify_signing_certificate(p.cert, p.intermediates, trust_root, times, dsse=True)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
-                        expected=trust_root.name, actual=p.leaf.issuer.rfc4514_string(), evidence=evidence))
+                        expected=trust_root.name, actual=p.cert.issuer.rfc4514_string(), evidence=evidence))
 
     # (7)
-    _verify_dsse_signature(p.leaf, p.payload_type, p.payload, p.signature)
+    _verify_dsse_signature(p.cert, p.payload_type, p.payload, p.signature)
     checks.append(Check("signature", "pass", "DSSE signature over PAE", evidence=evidence))
 
     # (8)
@@ -448,7 +496,7 @@ def verify_legacy_dsse_detailed(
     return LegacyResult(
         payload_type=p.payload_type,
         payload=p.payload,
-        certificate=p.leaf,
+        certificate=p.cert,
         integrated_time=result.integrated_time,
         times=tuple(times),
         entry_kind=f"{kv[0]}/{kv[1]}",
@@ -468,6 +516,114 @@ def verify_legacy_dsse(
     return r.payload_type, r.payload, r.certificate
 
 
+# -- public-key DSSE bundles (npm publish attestations) -------------------------------------------------
+
+#: Schemes a public-key DSSE signature may use: the log schemes (ECDSA by curve, Ed25519, RSA PKCS#1
+#: v1.5) and RSA-PSS, as sigstore-go's ``LoadVerifier`` accepts for a key (keys.py docstring).
+KEY_DSSE_SCHEMES: tuple[Scheme, ...] = (*LOG_SCHEMES, "rsa-pss-sha256")
+
+
+def verify_key_dsse(doc: Any, key: PublicKeyTypes, trust_root: TrustRoot, *, evidence: str | None = None,
+                    now: datetime | None = None) -> tuple[str, bytes, datetime, tuple[Check, ...]]:
+    """A DSSE bundle signed with a public key (npm's publish attestations: ``publicKey.hint`` names the
+    registry's key, the entry is ``intoto/0.0.2`` or ``dsse/0.0.1``): (4)+(5) the log entry (SET; proof
+    when present, required for v0.2+), (7) the DSSE signature over PAE with ``key``, (8) the logged body
+    names this envelope and this key. The key is the caller's trust anchor (``--key``/policy), never
+    the bundle's hint. Returns (payload type, payload, integrated time, checks); raises
+    ``LegacyVerificationError`` and the tlog errors, or ``BundleError``."""
+    p = _parse(doc, keyed=True)
+    kv = (p.logged.kind, p.logged.version)
+    if kv not in SUPPORTED_KINDS:
+        raise LegacyVerificationError(
+            f"log entry kind {kv[0]}/{kv[1]} is not one this verifier handles",
+            check="tlog.entry", expected=["intoto/0.0.2", "dsse/0.0.1"], actual=f"{kv[0]}/{kv[1]}")
+    result = verify_entry(p.logged, trust_root, require_proof=proof_required(p.version), now=now,
+                          evidence=evidence)
+    checks = list(result.checks)
+    if verify_signature(key, p.signature, pae(p.payload_type, p.payload), KEY_DSSE_SCHEMES) is None:
+        raise LegacyVerificationError(
+            "the DSSE signature does not verify over PAE(payloadType, payload) with the given key",
+            check="signature", expected="valid", actual="invalid")
+    checks.append(Check("signature", "pass", "DSSE signature over PAE with the given key", evidence=evidence))
+    _check_body(p, key)
+    checks.append(Check("tlog.body", "pass", f"{kv[0]}/{kv[1]} entry matches the envelope and key",
+                        evidence=evidence))
+    return p.payload_type, p.payload, result.integrated_time, tuple(checks)
+
+
+# -- timestamp-only bundles (no log entry) --------------------------------------------------------------
+
+
+def _signed_times(tokens: list[bytes], signature: bytes, trust_root: TrustRoot) -> list[datetime]:
+    """A timestamp-only bundle's signing times: allowed only by a root that does not require a log
+    entry (``TrustRoot.requires_tlog``), and then at least one RFC 3161 timestamp, every one verified
+    over the signature by a TSA of that root inside its window (sigstore-go ``WithSignedTimestamps(1)``,
+    as gh verifies GitHub's instance)."""
+    if trust_root.requires_tlog:
+        raise LegacyVerificationError(
+            "the bundle has no transparency log entry and the trusted root requires one (a root without "
+            "log instances, or policy trust.requireTransparencyLog: false, allows timestamp-only bundles)",
+            check="tlog.entry", expected="one log entry", actual="none")
+    if not tokens:
+        raise LegacyVerificationError(
+            "no verified signing time: the bundle has neither a log entry nor a signed timestamp",
+            check="timestamp", expected="an RFC 3161 timestamp from a TSA of the trusted root", actual=None)
+    return _verify_timestamps(tokens, signature, trust_root)
+
+
+def verify_timestamped_dsse(doc: Any, trust_root: TrustRoot, *, evidence: str | None = None) -> LegacyResult:
+    """A DSSE bundle with no log entry, only RFC 3161 timestamps (GitHub's instance): steps (0) the
+    timestamps, (1)-(3),(6) the certificate at each of those times (an SCT when the root lists a CT
+    log), (7) the DSSE signature. There is no log entry, so no (4), (5) or (8)."""
+    p = _parse(doc, logged=False)
+    times = _signed_times(p.timestamps, p.signature, trust_root)
+    checks = [Check("time", "pass", "verified signed timestamps (no transparency log entry)",
+                    actual=[t.isoformat() for t in times], evidence=evidence)]
+    verify_signing_certificate(p.cert, p.intermediates, trust_root, times, require_sct=False, dsse=True)
+    checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}",
+                        expected=trust_root.name, actual=p.cert.issuer.rfc4514_string(), evidence=evidence))
+    _verify_dsse_signature(p.cert, p.payload_type, p.payload, p.signature)
+    checks.append(Check("signature", "pass", "DSSE signature over PAE", evidence=evidence))
+    return LegacyResult(payload_type=p.payload_type, payload=p.payload, certificate=p.cert,
+                        integrated_time=max(times), times=tuple(times), entry_kind="none",
+                        checks=tuple(checks))
+
+
+def verify_timestamped_message(
+    doc: Any, artifact_sha256: Digest, trust_root: TrustRoot, *, evidence: str | None = None,
+) -> tuple[x509.Certificate, datetime, tuple[Check, ...]]:
+    """A message-signature bundle with no log entry, only RFC 3161 timestamps: (0), (1)-(3),(6) as
+    ``verify_timestamped_dsse``, the declared digest against the artifact's, and (7) the signature over
+    the artifact's sha256. Returns (certificate, latest signed time, checks)."""
+    d = _obj(doc, "$")
+    _version(d)
+    ms = _obj(d.get("messageSignature"), "$.messageSignature")
+    signature = _b64(ms.get("signature"), "$.messageSignature.signature")
+    certs, _, timestamps = _material(d, logged=False)
+    leaf = certs[0]
+    times = _signed_times(timestamps, signature, trust_root)
+    checks = [Check("time", "pass", "verified signed timestamps (no transparency log entry)",
+                    actual=[t.isoformat() for t in times], evidence=evidence)]
+    verify_signing_certificate(leaf, certs[1:], trust_root, times, require_sct=False)
+    checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}",
+                        expected=trust_root.name, actual=leaf.issuer.rfc4514_string(), evidence=evidence))
+    _check_declared_digest(ms.get("messageDigest"), artifact_sha256)
+    checks.append(verify_message_signature(leaf, signature, artifact_sha256, evidence=evidence))
+    return leaf, max(times), tuple(checks)
+
+
+def _check_declared_digest(md: Any, artifact_sha256: Digest) -> None:
+    """A declared ``messageDigest`` must be this artifact's sha256 (absent: the signature decides)."""
+    if md is None:
+        return
+    md = _obj(md, "$.messageSignature.messageDigest")
+    declared = _b64(md.get("digest"), "$.messageSignature.messageDigest.digest")
+    if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
+        raise LegacyVerificationError(
+            OTHER_BYTES, check="digest",
+            expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
+
+
 #: Every exception type that means "verification failed" here (each has ``.to_check()``).
 VERIFICATION_ERRORS = (LegacyVerificationError, TlogVerificationError, CertificateVerificationError)
 
@@ -480,6 +636,10 @@ __all__ = [
     "verify_legacy_dsse_detailed",
     "verify_legacy_message",
     "verify_message_signature",
+    "verify_timestamped_dsse",
+    "verify_key_dsse",
+    "KEY_DSSE_SCHEMES",
+    "verify_timestamped_message",
 ]
 
 
@@ -508,7 +668,8 @@ def verify_legacy_message(
     ms = _obj(d.get("messageSignature"), "$.messageSignature")
     signature = _b64(ms.get("signature"), "$.messageSignature.signature")
     md = ms.get("messageDigest")
-    certs, entry, timestamps = _material(d)
+    certs, logged, timestamps = _material(d)
+    entry = _one_entry(logged)
     leaf = certs[0]
     if (entry.kind, entry.version) != ("hashedrekord", "0.0.1"):
         raise LegacyVerificationError(
@@ -527,12 +688,7 @@ def verify_legacy_message(
     verify_signing_certificate(leaf, certs[1:], trust_root, times)
     checks.append(Check("certificate.chain", "pass", f"chains to {trust_root.name}; SCT valid",
                         expected=trust_root.name, actual=leaf.issuer.rfc4514_string(), evidence=evidence))
-    if isinstance(md, dict):
-        declared = _b64(md.get("digest"), "$.messageSignature.messageDigest.digest")
-        if md.get("algorithm") != "SHA2_256" or not hmac.compare_digest(declared, artifact_sha256.value):
-            raise LegacyVerificationError(
-                OTHER_BYTES, check="digest",
-                expected=str(artifact_sha256), actual=digest_text(md.get("algorithm"), declared.hex()))
+    _check_declared_digest(md, artifact_sha256)
     checks.append(verify_message_signature(leaf, signature, artifact_sha256, evidence=evidence))
     try:
         body = parse_json(entry.canonicalized_body, what="log entry body")

@@ -169,12 +169,14 @@ class LogEntry:
         version = where.string(kv, ("kindVersion", "version"))
         integrated = where.uint(d, ("integratedTime",), required=False)
         body = where.b64(d, ("canonicalizedBody",), required=True)
+        # protobuf's JSON mapping reads null as the field's default: absent. npm's 2023 v0.1 bundles
+        # write ``"inclusionProof": null`` (an entry with only its inclusion promise).
         promise: bytes | None = None
-        if "inclusionPromise" in d:
+        if d.get("inclusionPromise") is not None:
             p = where.obj(d["inclusionPromise"], ("inclusionPromise",), {"signedEntryTimestamp"})
             promise = where.b64(p, ("inclusionPromise", "signedEntryTimestamp"), required=True)
         proof: InclusionProof | None = None
-        if "inclusionProof" in d:
+        if d.get("inclusionProof") is not None:
             proof = where.proof(d["inclusionProof"])
         return cls(
             log_index=assert_int(log_index),

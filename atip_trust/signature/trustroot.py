@@ -179,7 +179,8 @@ class TrustRoot(Record):
     """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
     ``check()`` when ``deferred`` (module docstring; until then the four tuples are empty)."""
 
-    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked")
+    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked",
+                 "tlog_required", "members")
     _no_repr = frozenset({"raw"})
     #: The file path or given name; for an embedded root, ``production`` or ``staging``.
     label: str
@@ -192,12 +193,79 @@ class TrustRoot(Record):
     tsas: tuple[CertificateAuthority, ...]
     #: True once the file was parsed and checked (the four tuples above are its contents).
     checked: bool
+    #: Whether a bundle must carry a transparency log entry; None: as ``requires_tlog`` infers it.
+    tlog_required: bool | None
+    #: A ``trusted_root.jsonl`` (gh's format, one root per line): its roots, each chosen per bundle by
+    #: ``choose`` (the four tuples above then stay empty: no verification ever sees a union of roots).
+    members: tuple[TrustRoot, ...]
 
     def __init__(self, label: str, raw: bytes, embedded_root: bool = False,
                  tlogs: tuple[LogKey, ...] = (), ctlogs: tuple[LogKey, ...] = (),
                  fulcio: tuple[CertificateAuthority, ...] = (),
-                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False) -> None:
-        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked)
+                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False,
+                 tlog_required: bool | None = None, members: tuple[TrustRoot, ...] = ()) -> None:
+        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked, tlog_required, members)
+
+    @property
+    def requires_tlog(self) -> bool:
+        """Whether bundles verified with this root must carry a transparency log entry. Stated by the
+        policy (``trust.requireTransparencyLog``, ``with_tlog_requirement``), else inferred as gh does
+        for a custom root (``newCustomVerifier``: ``WithTransparencyLog`` only when the root lists log
+        instances): required by the embedded roots and by any root that lists a log; a root without
+        log instances (GitHub's instance) can only vouch through its TSAs."""
+        if self.tlog_required is not None:
+            return self.tlog_required
+        return self.embedded_root or bool(self.check().tlogs)
+
+    @property
+    def newest_start(self) -> datetime | None:
+        """The latest ``validFor.start`` of any key or CA in the root (of any member of a ``.jsonl``):
+        the root cannot have been written before it, so ``now - newest_start`` never understates how
+        old the root is (policy ``trust.rootMaxAge`` for a root no TUF update has vouched for)."""
+        root = self.check()
+        starts = [x.valid_from for group in (root.tlogs, root.ctlogs, root.fulcio, root.tsas)
+                  for x in group if x.valid_from is not None]
+        starts += [w for m in root.members if (w := m.newest_start) is not None]
+        return max(starts) if starts else None
+
+    def with_tlog_requirement(self, required: bool | None) -> TrustRoot:
+        """This root (same bytes, same parse) with the log requirement the policy states; itself when
+        the policy is silent. A new object: roots are shared by every evaluation of the process."""
+        if required is None or required == self.tlog_required:
+            return self
+        if not self.checked:  # deferred stays deferred: check() refills from the parsed cache
+            return TrustRoot(self.label, self.raw, self.embedded_root, tlog_required=required)
+        root = self
+        return TrustRoot(root.label, root.raw, root.embedded_root, root.tlogs, root.ctlogs, root.fulcio,
+                         root.tsas, True, required,
+                         tuple(m.with_tlog_requirement(required) for m in root.members))
+
+    def choose(self, leaf: x509.Certificate | None, log_ids: tuple[bytes, ...] = ()) -> TrustRoot:
+        """The root to verify one bundle with: this root itself, or for a ``.jsonl`` the one member
+        whose Fulcio CA issued ``leaf`` (its issuer name is a CA certificate's subject, and the leaf's
+        authority key id that certificate's key id when both state one), or for a bundle without a
+        certificate the one member that lists the bundle's log (``log_ids``). As gh chooses among the
+        roots of ``trusted_root.jsonl`` (by the issuing CA), but refused when two roots claim the
+        bundle instead of taking the first: two instances must not be able to vouch for one bundle.
+        Only a choice: the chosen root then verifies everything. ``RootChoiceError`` when no member or
+        more than one fits."""
+        root = self.check()
+        if not root.members:
+            return root
+        if leaf is not None:
+            fits = [m for m in root.members if any(_issued_by(leaf, c) for ca in m.fulcio for c in ca.chain)]
+            what = f"the CA that issued the signing certificate ({_issuer_text(leaf)})"
+        else:
+            fits = [m for m in root.members if any(t.key_id in log_ids for t in m.tlogs)]
+            what = f"the transparency log of the bundle ({', '.join(i.hex() for i in log_ids) or 'none'})"
+        if len(fits) == 1:
+            return fits[0]
+        if not fits:
+            raise RootChoiceError(f"no trusted root in {root.name} has {what}",
+                                  expected=[m.name for m in root.members], actual=None)
+        raise RootChoiceError(f"{len(fits)} trusted roots in {root.name} claim {what}: refused, one "
+                              "instance must vouch for a bundle", expected="exactly one root",
+                              actual=[m.name for m in fits])
 
     # One object, one root: equal only to itself, hashed by identity (a root is compared by digest).
     __eq__ = object.__eq__
@@ -225,6 +293,11 @@ class TrustRoot(Record):
             self._fill(known)
             return self
         name = self.name
+        lines = _jsonl_lines(self.raw)
+        if lines is not None:
+            self._fill({"tlogs": (), "ctlogs": (), "fulcio": (), "tsas": (),
+                        "members": _members(lines, name, self.tlog_required)})
+            return self
         try:
             doc = parse_json(self.raw, what="trusted root", max_depth=LIMITS.json_depth)
         except AtipTrustError as err:
@@ -313,15 +386,73 @@ class TrustRoot(Record):
 
     def sigstore_trusted_root(self) -> Any:
         """sigstore-python's ``TrustedRoot`` for the same bytes (built on each call; cache the Verifier)."""
-        self.check()
+        if self.check().members:
+            raise TrustRootError(f"{self.name} holds {len(self.members)} trusted roots: one is chosen per "
+                                 "bundle (TrustRoot.choose), never all at once")
         from sigstore.errors import Error as SigstoreError
         from sigstore.models import TrustedRoot as SigstoreTrustedRoot
         from sigstore_models.trustroot import v1 as trustroot_v1
 
         try:
-            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(_closed_tsa_windows(self.raw)))
+            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(
+                _closed_tsa_windows(_spec_defaults(self.raw))))
         except (SigstoreError, ValueError, TypeError, KeyError) as err:
             raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
+
+
+class RootChoiceError(Exception):
+    """No root, or more than one, of a ``trusted_root.jsonl`` fits a bundle (``TrustRoot.choose``): a
+    failure of that bundle, reported as its ``certificate.chain`` check."""
+
+    def __init__(self, message: str, *, expected: Any, actual: Any) -> None:
+        super().__init__(message)
+        self.message, self.expected, self.actual = message, expected, actual
+
+
+#: At most this many roots in one ``trusted_root.jsonl`` (gh's holds two: public-good and GitHub's).
+MAX_ROOTS_PER_FILE = 16
+
+
+def _jsonl_lines(raw: bytes) -> list[bytes] | None:
+    """The lines of a ``trusted_root.jsonl`` (gh ``attestation trusted-root`` writes one compact root
+    per line), or None for a single root document (pretty-printed or not): a set has two or more
+    non-empty lines, each a whole JSON object on its own."""
+    lines = [ln.strip() for ln in raw.split(b"\n") if ln.strip()]
+    if len(lines) < 2 or not all(ln.startswith(b"{") and ln.endswith(b"}") for ln in lines):
+        return None
+    return lines
+
+
+def _members(lines: list[bytes], name: str, tlog_required: bool | None) -> tuple[TrustRoot, ...]:
+    """Each line as its own root, parsed and checked (a bad line is the file's error, named by line);
+    a root given twice (same bytes) counts once."""
+    if len(lines) > MAX_ROOTS_PER_FILE:
+        raise TrustRootError(f"trusted root {name} holds {len(lines)} roots, over the cap of "
+                             f"{MAX_ROOTS_PER_FILE}")
+    out: dict[str, TrustRoot] = {}
+    for i, line in enumerate(lines, 1):
+        member = TrustRoot(label=f"{name}#{i}", raw=line, tlog_required=tlog_required).check()
+        out.setdefault(member.digest, member)
+    return tuple(out.values())
+
+
+def _issued_by(leaf: x509.Certificate, ca: x509.Certificate) -> bool:
+    """Whether ``ca`` names the issuer of ``leaf`` (a choice among roots, not a verification)."""
+    if leaf.issuer != ca.subject:
+        return False
+    try:
+        aki = leaf.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value.key_identifier
+        ski = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest
+    except (x509.ExtensionNotFound, ValueError):
+        return True  # no key ids to compare: the name decides
+    return aki is None or aki == ski
+
+
+def _issuer_text(leaf: x509.Certificate) -> str:
+    try:
+        return leaf.issuer.rfc4514_string()
+    except ValueError:
+        return "an unreadable issuer name"
 
 
 #: Trusted-root files read by this process, by path and stat identity (_base/statmemo.py): a runtime
@@ -357,6 +488,40 @@ def _read_root(name: str) -> bytes:
     return raw
 
 
+#: Fields the protobuf-specs TrustedRoot allows to be absent (proto3: every field is optional; a
+#: repeated field absent is empty) but sigstore-python 4.5.1's model (sigstore_models, pydantic)
+#: requires. Each is filled with the proto3 default, and only where it carries no trust: the lists
+#: (absent = empty) and a CA's or TSA's informational ``subject`` name (sigstore's own scaffolding
+#: writes subjects without ``commonName``; verification reads the certificates, never this name).
+_ABSENT_LISTS = ("tlogs", "ctlogs", "certificateAuthorities", "timestampAuthorities")
+_SUBJECT_FIELDS = ("organization", "commonName")
+
+
+def _spec_defaults(raw: bytes) -> bytes:
+    """The same root with the proto3 defaults of ``_ABSENT_LISTS`` and CA/TSA subject names filled in,
+    for sigstore-python's model only (the digest we report stays that of the file). Keys, certificates,
+    validity windows, log ids and key details are never filled: a root missing one stays refused."""
+    doc = json.loads(raw)  # already parsed under our caps by check(); this cannot fail here
+    changed = False
+    for name in _ABSENT_LISTS:
+        if doc.get(name) is None:
+            doc[name] = []
+            changed = True
+    for name in ("certificateAuthorities", "timestampAuthorities"):
+        for ca in doc[name] if isinstance(doc[name], list) else ():
+            if not isinstance(ca, dict):
+                continue
+            subject = ca.get("subject")
+            if subject is None:
+                subject = ca["subject"] = {}
+            if isinstance(subject, dict):
+                for field_name in _SUBJECT_FIELDS:
+                    if subject.get(field_name) is None:
+                        subject[field_name] = ""
+                        changed = True
+    return json.dumps(doc).encode() if changed else raw
+
+
 #: datetime's resolution: moving an end this much later turns ``t < end`` into ``t <= end`` exactly.
 _ONE_TICK = timedelta(microseconds=1)
 
@@ -382,6 +547,19 @@ def _closed_tsa_windows(raw: bytes) -> bytes:
     return json.dumps(doc).encode() if changed else raw
 
 
+def embedded_tuf_root(instance: str) -> bytes:
+    """The TUF ``root.json`` the installed sigstore package embeds for ``instance`` (``production`` or
+    ``staging``): where a first TUF update of that repository starts (state/tufroot.py)."""
+    TrustRoot.embedded(instance, deferred=True)  # finds the package's files (or TrustRootError)
+    path = os.path.join(os.path.dirname(_EMBEDDED_FILES[instance]), "root.json")
+    try:
+        with open(path, "rb") as f:
+            return f.read(LIMITS.trusted_root_bytes * 8)
+    except OSError as err:
+        raise TrustRootError(f"the {instance} TUF root is missing from the installed sigstore package: "
+                             f"{err}") from err
+
+
 def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | None = None,
                        deferred: bool = False) -> TrustRoot:
     """``--trusted-root FILE`` wins; else ``--staging``; else the embedded public-good root."""
@@ -390,4 +568,5 @@ def default_trust_root(*, staging: bool = False, path: str | os.PathLike[str] | 
     return TrustRoot.embedded("staging" if staging else "production", deferred=deferred)
 
 
-__all__ = ["TrustRoot", "LogKey", "CertificateAuthority", "default_trust_root"]
+__all__ = ["TrustRoot", "LogKey", "embedded_tuf_root", "CertificateAuthority", "RootChoiceError", "MAX_ROOTS_PER_FILE",
+           "default_trust_root"]
