@@ -25,8 +25,8 @@ OUTPUT = ROOT / "docs" / "cli.md"
 if str(ROOT) not in sys.path:  # run as a script from a checkout: document this checkout's CLI
     sys.path.insert(0, str(ROOT))
 
-from atip_trust.cli.main import build_parser, common_options  # noqa: E402
-from atip_trust.state import dirs  # noqa: E402
+from atip_trust.cli.main import build_parser, common_options
+from atip_trust.state import dirs
 
 HEADER = """\
 # atip-trust command-line reference
@@ -171,12 +171,13 @@ def section(name: str, summary: str, parser: argparse.ArgumentParser, skip: set[
     return lines
 
 
-def render() -> str:
-    parser = build_parser()
+def render(parser: argparse.ArgumentParser | None = None) -> str:
+    """The page for ``parser``, by default the command line ``atip-trust`` runs."""
+    parser = parser or build_parser()
     skip = shared_flags()
     lines = [HEADER, "## Every subcommand", ""]
-    lines += ["Accepted at any level of the command line (`policy --format json check F` and "
-              "`policy check F --format json` alike):", ""]
+    lines += [("Accepted at any level of the command line (`policy --format json check F` and "
+               "`policy check F --format json` alike):"), ""]
     lines += ["| option | value | default | description |", "| --- | --- | --- | --- |"]
     for a in parser._actions:
         if a.option_strings and a.help is not argparse.SUPPRESS and "--help" not in a.option_strings:

@@ -47,19 +47,15 @@ def test_every_subcommand_and_option_is_in_the_reference() -> None:
 
 
 def test_a_new_option_makes_the_reference_stale() -> None:
-    doc = generator()
-    real = doc.build_parser
-
-    def with_new_flag() -> argparse.ArgumentParser:
-        parser = real()
-        parser.commands["hash"].add_argument("--new-flag", help="a flag the reference does not know yet")
-        return parser
-
-    doc.build_parser = with_new_flag
-    assert doc.main(["make_cli_doc.py", "--check"]) == 1
+    committed = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub.choices["hash"].add_argument("--new-flag", help="a flag the reference does not know yet")
+    rendered = generator().render(parser)
+    assert rendered != committed and "`--new-flag`" in rendered
 
 
 def test_check_passes_on_the_committed_reference() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "docs" / "make_cli_doc.py"), "--check"],
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
     assert (done.returncode, done.stderr) == (0, "")
