@@ -1,19 +1,28 @@
 """atip-trust: supply-chain trust verification and policy for the tools AI agents run.
 
-The public API is exactly ``__all__`` below, a reviewed list; every name is imported lazily on first
-use (PEP 562 module ``__getattr__``), so ``import atip_trust`` costs nothing until a name is needed and
-``atip-trust --version`` or ``hash`` never load sigstore. Everything else lives in layered modules
-(README, "Architecture") and is internal: import it from its module at your own risk.
+The public API is exactly ``__all__``: at most 30 names, what the three users need (an admission
+check before a tool runs, a CI verification job, an agent runtime), read from the one table ``_API``
+below. Every name is imported lazily on first use (PEP 562 module ``__getattr__``), so ``import
+atip_trust`` costs nothing until a name is needed and ``atip-trust --version`` or ``hash`` never load
+sigstore. Everything else is importable from its own package (``atip_trust.errors`` for the whole
+error tree, ``atip_trust.bridge`` for the tool-definition compiler, ``atip_trust.agents.hooks`` for
+the agent hooks, ``atip_trust.policy.*`` for composing and explaining policies); the layers are
+described in docs/architecture.md.
 
 Typical use::
 
-    from atip_trust import (Artifact, Evidence, constraints_from_policy, decide,
-                            default_trust_root, evaluate, load_policy)
+    from atip_trust import admit, load_admission_policy, verify
 
-    policy = load_policy("policies/default.json")
-    with Artifact.open("/usr/bin/gh") as art:
-        report = evaluate(art, Evidence(), constraints_from_policy(policy), default_trust_root())
-    decision = decide(policy, report, tool_name="gh", command="pr view 1")
+    policy = load_admission_policy("policies/ci.json")
+    adm = admit("gh", policy=policy, command=["pr", "view", "1"], bundles=["gh.sigstore.json"])
+    print(adm.behavior, adm.report.trust_level.name)
+
+    result = verify("dist/tool", bundles=["dist/tool.sigstore.json"], policy="policies/ci.json")
+    raise SystemExit(result.exit_code)
+
+The steps under those pipelines live in their packages: ``atip_trust.evaluate.evaluate`` checks an
+opened ``Artifact`` against ``Evidence`` and ``Constraints`` (a ``TrustReport``), and ``decide``
+judges that report under a ``Policy`` (a ``Decision`` with its ``Reason`` list).
 """
 
 from __future__ import annotations
@@ -23,128 +32,67 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-#: name -> the module that defines it
+#: name -> the module that defines it: the one list of the public API. The static view below (for
+#: type checkers) must name the same names from the same modules; tests/test_public_api.py checks it.
 _API: dict[str, str] = {
     "__version__": "atip_trust._version",
+    # errors: the three families' bases (the whole tree: atip_trust.errors)
     "AtipTrustError": "atip_trust.errors",
     "UntrustedInputError": "atip_trust.errors",
     "EnvironmentFailure": "atip_trust.errors",
     "UsageError": "atip_trust.errors",
-    "ArtifactAccessError": "atip_trust.errors",
-    "NotARegularFileError": "atip_trust.errors",
-    "InputTooLargeError": "atip_trust.errors",
-    "MalformedInputError": "atip_trust.errors",
-    "BundleError": "atip_trust.errors",
-    "MetadataError": "atip_trust.errors",
-    "PolicyError": "atip_trust.errors",
-    "TrustRootError": "atip_trust.errors",
-    "NetworkError": "atip_trust.errors",
-    "LIMITS": "atip_trust.limits",
-    "Limits": "atip_trust.limits",
+    # facts
     "Digest": "atip_trust.facts.digest",
     "Artifact": "atip_trust.facts.artifact",
-    "DigestSubject": "atip_trust.facts.artifact",
-    "resolve": "atip_trust.facts.artifact",
     "TrustLevel": "atip_trust.facts.report",
-    "Check": "atip_trust.facts.report",
-    "SignatureResult": "atip_trust.facts.report",
-    "ProvenanceResult": "atip_trust.facts.report",
     "TrustReport": "atip_trust.facts.report",
     "Reason": "atip_trust.facts.report",
     "Decision": "atip_trust.facts.report",
-    "load_metadata": "atip_trust.facts.metadata",
-    "TrustRoot": "atip_trust.signature.trustroot",
-    "default_trust_root": "atip_trust.signature.trustroot",
-    "IdentityRule": "atip_trust.signature.identity",
-    "BuilderMap": "atip_trust.provenance.slsa",
-    "SLSA_PROVENANCE_V02": "atip_trust.provenance.slsa",
-    "SLSA_PROVENANCE_V1": "atip_trust.provenance.slsa",
+    # what one artifact is checked with. ``evaluate`` itself is not here: a name the package shares
+    # with its submodule atip_trust/evaluate.py would be that module once it is loaded.
     "Evidence": "atip_trust.evaluate",
     "Constraints": "atip_trust.evaluate",
-    "evaluate": "atip_trust.evaluate",
+    "IdentityRule": "atip_trust.signature.identity",
+    # policy
     "Policy": "atip_trust.policy.model",
-    "PolicyLayer": "atip_trust.policy.model",
-    "load_layer": "atip_trust.policy.load",
-    "compose": "atip_trust.policy.compose",
     "load_policy": "atip_trust.policy.compose",
-    "constraints_from_policy": "atip_trust.policy.constraints",
-    "choose_trusted_root": "atip_trust.policy.constraints",
     "decide": "atip_trust.policy.decide",
-    "to_agent_tool": "atip_trust.policy.decide",
-    "explain_policy": "atip_trust.policy.explain",
-    "append_audit": "atip_trust.state.audit",
-    "Admission": "atip_trust.gate.admit",
+    # admission check before execution
     "admit": "atip_trust.gate.admit",
+    "Admission": "atip_trust.gate.admit",
     "load_admission_policy": "atip_trust.gate.admit",
     "HeldTool": "atip_trust.gate.held",
-    "Verification": "atip_trust.gate.verify",
-    "verify": "atip_trust.gate.verify",
-    "audit_record": "atip_trust.state.audit",
     "exec_verified": "atip_trust.gate.exec",
     "ExecRefused": "atip_trust.gate.exec",
-    "check_call": "atip_trust.gate.validate",
-    "CallDecision": "atip_trust.gate.validate",
+    # CI verification
+    "verify": "atip_trust.gate.verify",
+    "Verification": "atip_trust.gate.verify",
+    # agent runtime: which tools the model may see, and may this call run
     "discover": "atip_trust.gate.discover",
     "ToolSurface": "atip_trust.gate.discover",
-    "run_verified": "atip_trust.gate.run",
-    "compile_tools": "atip_trust.bridge.compile",
-    "compile_surface": "atip_trust.bridge.surface",
-    "tool_call_to_argv": "atip_trust.bridge.argv",
+    "check_call": "atip_trust.gate.validate",
+    "CallDecision": "atip_trust.gate.validate",
 }
 
 __all__ = sorted(_API)
 
 if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
     from atip_trust._version import __version__
-    from atip_trust.errors import (
-        ArtifactAccessError,
-        AtipTrustError,
-        BundleError,
-        EnvironmentFailure,
-        InputTooLargeError,
-        MalformedInputError,
-        MetadataError,
-        NetworkError,
-        NotARegularFileError,
-        PolicyError,
-        TrustRootError,
-        UntrustedInputError,
-        UsageError,
-    )
-    from atip_trust.evaluate import Constraints, Evidence, evaluate
-    from atip_trust.facts.artifact import Artifact, DigestSubject, resolve
+    from atip_trust.errors import AtipTrustError, EnvironmentFailure, UntrustedInputError, UsageError
+    from atip_trust.evaluate import Constraints, Evidence
+    from atip_trust.facts.artifact import Artifact
     from atip_trust.facts.digest import Digest
-    from atip_trust.facts.metadata import load_metadata
-    from atip_trust.facts.report import (
-        Check,
-        Decision,
-        ProvenanceResult,
-        Reason,
-        SignatureResult,
-        TrustLevel,
-        TrustReport,
-    )
-    from atip_trust.limits import LIMITS, Limits
-    from atip_trust.policy.compose import compose, load_policy
-    from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
-    from atip_trust.policy.decide import decide, to_agent_tool
-    from atip_trust.policy.explain import explain_policy
-    from atip_trust.policy.load import load_layer
-    from atip_trust.policy.model import Policy, PolicyLayer
-    from atip_trust.provenance.slsa import SLSA_PROVENANCE_V02, SLSA_PROVENANCE_V1, BuilderMap
-    from atip_trust.signature.identity import IdentityRule
-    from atip_trust.signature.trustroot import TrustRoot, default_trust_root
-    from atip_trust.state.audit import append_audit, audit_record
+    from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
     from atip_trust.gate.admit import Admission, admit, load_admission_policy
-    from atip_trust.gate.held import HeldTool
-    from atip_trust.gate.verify import Verification, verify
-    from atip_trust.gate.exec import ExecRefused, exec_verified
-    from atip_trust.gate.validate import CallDecision, check_call
     from atip_trust.gate.discover import ToolSurface, discover
-    from atip_trust.gate.run import run_verified
-    from atip_trust.bridge.compile import compile_tools
-    from atip_trust.bridge.surface import compile_surface
-    from atip_trust.bridge.argv import tool_call_to_argv
+    from atip_trust.gate.exec import ExecRefused, exec_verified
+    from atip_trust.gate.held import HeldTool
+    from atip_trust.gate.validate import CallDecision, check_call
+    from atip_trust.gate.verify import Verification, verify
+    from atip_trust.policy.compose import load_policy
+    from atip_trust.policy.decide import decide
+    from atip_trust.policy.model import Policy
+    from atip_trust.signature.identity import IdentityRule
 
 
 def __getattr__(name: str) -> Any:

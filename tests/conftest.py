@@ -13,7 +13,7 @@ from pytest_httpserver import HTTPServer
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 
-# The local test Sigstore and other fixture generators live in fixtures/ (CONTRACT.md layout).
+# The local test Sigstore and other fixture generators live in fixtures/ (docs/contract.md layout).
 if str(FIXTURES) not in sys.path:
     sys.path.insert(0, str(FIXTURES))
 

@@ -1,4 +1,4 @@
-"""Artifacts are opened once, identified by fstat, hashed from that descriptor (DESIGN.md principle 6)."""
+"""Artifacts are opened once, identified by fstat, hashed from that descriptor (docs/architecture.md principle 6)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from atip_trust import Artifact, ArtifactAccessError
+from atip_trust import Artifact
+from atip_trust.errors import ArtifactAccessError
 
 RUNNER = r"""
 import os, sys

@@ -1,4 +1,4 @@
-"""`atip_trust.bridge.create_validator` (the reference bridge's API, CONTRACT.md) answers exactly what the
+"""`atip_trust.bridge.create_validator` (the reference bridge's API, docs/contract.md) answers exactly what the
 call-time gate answers: the same violations, the same behaviour, never a pass for an unknown name."""
 
 from __future__ import annotations

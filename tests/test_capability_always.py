@@ -17,6 +17,7 @@ from verify_helpers import cli
 
 import atip_trust
 from atip_trust.errors import PolicyError
+from atip_trust.policy.explain import explain_policy
 
 ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
@@ -95,7 +96,7 @@ def test_a_waiver_does_not_lift_it_and_the_library_decides_the_same(world, monke
                            metadata=world["meta"], metadata_bundle=world["meta_bundle"], interactive="always",
                            audit=False)
     assert adm.behavior == "ask" and adm.decision.reasons[0].code == "CAPABILITY_ALWAYS"
-    assert "  - destructive: ask at any trust level" in atip_trust.explain_policy(policy)
+    assert "  - destructive: ask at any trust level" in explain_policy(policy)
 
 
 def test_a_gate_needs_a_minimum_or_always(world) -> None:

@@ -1,6 +1,6 @@
 """Nothing unmapped escapes: every dependency error becomes an ``AtipTrustError`` at its boundary, and
-every bad input to every subcommand exits 2 with one line and no traceback (STYLE.md practice 4;
-CONTRACT.md exit codes).
+every bad input to every subcommand exits 2 with one line and no traceback (docs/architecture.md practice 4;
+docs/contract.md exit codes).
 
 The CLI's one catch point also turns an *unmapped* exception into exit 2, so exit 2 alone does not
 prove mapping: these tests also require that the message is not main()'s "internal error".

@@ -189,7 +189,7 @@ def test_a_verified_script_whose_interpreter_is_not_admitted_is_never_probed(tmp
 
 
 def test_scan_json_is_the_contracts_list_of_verification_objects(world: dict[str, Any], tmp_path: Path) -> None:
-    """CONTRACT.md: `scan --format json` prints a list of the verification objects `admit` prints (artifact
+    """docs/contract.md: `scan --format json` prints a list of the verification objects `admit` prints (artifact
     path and sha256, trust level, signature, provenance, checks, decision), each with the tool's name."""
     r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy",
                        str(world["policy"]), "--format", "json", env=_env(tmp_path))

@@ -103,7 +103,7 @@ def test_sct_from_a_log_not_in_the_root_fails(ts: testsigstore.TestSigstore, roo
 
 @pytest.mark.parametrize("knob", ["omit_key_usage", "omit_eku"])
 def test_profile_without_key_usage_or_eku_fails_closed(ts: testsigstore.TestSigstore, knob: str) -> None:
-    # sigstore-python lets ExtensionNotFound escape here (SIGSTORE-FACTS.md); we map it to a failed check.
+    # sigstore-python lets ExtensionNotFound escape here (docs/sigstore.md); we map it to a failed check.
     with pytest.raises(CertificateVerificationError) as info:
         verify_profile(leaf(ts, **{knob: True}))
     assert info.value.check == "certificate.profile"

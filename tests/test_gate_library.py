@@ -161,6 +161,7 @@ def test_library_verify_without_a_signer_cannot_evaluate(world) -> None:
 EXEC_GATE = r"""
 import os, sys
 import atip_trust
+from atip_trust.errors import ArtifactAccessError
 tool, policy, bundle, log, impostor, how = sys.argv[1:7]
 art = atip_trust.Artifact.open(tool)
 adm = atip_trust.admit(art, name="signed", policy=atip_trust.load_admission_policy(policy),
@@ -174,7 +175,7 @@ else:
     os.replace(impostor, tool)
 try:
     fd = art.exec_fd()
-except atip_trust.ArtifactAccessError as err:
+except ArtifactAccessError as err:
     print("refused", flush=True)
     sys.exit(9)
 os.execve(fd, [tool, "status"], {"PATH": "/usr/bin:/bin"})

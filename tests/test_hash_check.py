@@ -111,7 +111,7 @@ def test_sha512_lists_check_with_the_algorithm_flag(tmp_path: Path, files: list[
 def test_list_with_no_proper_line_cannot_be_evaluated(tmp_path: Path) -> None:
     (tmp_path / "SUMS").write_bytes(b"garbage\n")
     mine = ours(tmp_path, "hash", "-c", "SUMS")
-    assert mine.returncode == 2  # sha256sum says 1; CONTRACT.md: malformed input is exit 2
+    assert mine.returncode == 2  # sha256sum says 1; docs/contract.md: malformed input is exit 2
     assert b"no properly formatted checksum lines found" in mine.stderr
 
 

@@ -35,7 +35,7 @@ from atip_trust.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
 VALID_FILES = sorted(VALID.glob("*.json"))
-#: The RFC examples that leave out descriptions its own tables call required (fixtures/metadata/README.md).
+#: The RFC examples that leave out descriptions its own tables call required (fixtures/metadata/valid/README.md).
 INCOMPLETE = {
     "gh-rfc-v0.6.json": "$.commands.pr.commands.create.options[0]",
     "gh-rfc-v0.3-atip-0.1.json": "$.commands.pr.commands.create.options[0]",

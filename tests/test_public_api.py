@@ -1,47 +1,69 @@
-"""The public API is the reviewed list in ``atip_trust.__all__`` (httpx's rule, tests/test_exported_members.py
-there): the list is pinned here, so adding or removing a public name is a visible change of this file, every
-name in it resolves, and ``import atip_trust`` loads nothing until a name is used.
+"""The public API is ``atip_trust.__all__``: at most 30 names (issue 23), read from the one table
+``atip_trust._API``. Type checkers cannot read that table, so ``atip_trust/__init__.py`` also imports
+the same names under ``TYPE_CHECKING``; this test checks that the two views name the same names from
+the same modules, so the list is written once and checked, not kept in a third copy here. Every name
+resolves, and ``import atip_trust`` loads nothing until a name is used.
 """
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import atip_trust
 
-REVIEWED = sorted([
-    "__version__",
-    # errors
-    "AtipTrustError", "UntrustedInputError", "EnvironmentFailure", "UsageError", "ArtifactAccessError",
-    "NotARegularFileError", "InputTooLargeError", "MalformedInputError", "BundleError", "MetadataError",
-    "PolicyError", "TrustRootError", "NetworkError",
-    "LIMITS", "Limits",
-    # facts
-    "Digest", "Artifact", "DigestSubject", "resolve", "TrustLevel", "Check", "SignatureResult",
-    "ProvenanceResult", "TrustReport", "Reason", "Decision", "load_metadata",
-    # verification
-    "TrustRoot", "default_trust_root", "IdentityRule", "BuilderMap", "SLSA_PROVENANCE_V02",
-    "SLSA_PROVENANCE_V1", "Evidence", "Constraints", "evaluate",
-    # policy
-    "Policy", "PolicyLayer", "load_layer", "compose", "load_policy", "constraints_from_policy",
-    "choose_trusted_root", "decide", "to_agent_tool", "explain_policy", "append_audit", "audit_record",
-    # gate: the library pipelines
-    "admit", "Admission", "load_admission_policy", "HeldTool", "verify", "Verification",
-    # runtime gate and discovery
-    "exec_verified", "ExecRefused", "check_call", "CallDecision", "discover", "ToolSurface", "run_verified",
-    # bridge (the rest of it: atip_trust.bridge)
-    "compile_tools", "compile_surface", "tool_call_to_argv",
-])
+INIT = Path(atip_trust.__file__)
+MAX_PUBLIC_NAMES = 30
 
 
-def test_public_api_is_the_reviewed_list() -> None:
-    assert sorted(atip_trust.__all__) == REVIEWED
+def static_view(source: str) -> dict[str, str]:
+    """name -> module of every ``from M import N`` under ``if TYPE_CHECKING:`` at the top level,
+    leaving out the typing helpers the module uses itself."""
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.module != "typing":
+                    found.update({alias.asname or alias.name: stmt.module for alias in stmt.names})
+    return found
 
 
-def test_every_public_name_resolves() -> None:
-    for name in atip_trust.__all__:
-        assert getattr(atip_trust, name) is not None, name
+def test_public_api_has_at_most_30_names() -> None:
+    assert len(atip_trust.__all__) <= MAX_PUBLIC_NAMES, sorted(atip_trust.__all__)
+
+
+def test_all_is_the_one_table() -> None:
+    assert atip_trust.__all__ == sorted(atip_trust._API)
+
+
+def test_static_view_names_the_same_names_from_the_same_modules() -> None:
+    assert static_view(INIT.read_text(encoding="utf-8")) == atip_trust._API
+
+
+def test_a_static_view_that_drifted_would_be_caught() -> None:
+    source = INIT.read_text(encoding="utf-8")
+    planted = source.replace("    from atip_trust.gate.held import HeldTool\n",
+                             "    from atip_trust.gate.held import HeldTool\n"
+                             "    from atip_trust.gate.run import run_verified\n", 1)
+    assert planted != source
+    assert static_view(planted) != atip_trust._API
+
+
+def test_every_public_name_resolves_from_its_module() -> None:
+    for name, module in atip_trust._API.items():
+        value = getattr(atip_trust, name)
+        assert value is not None, name
+        assert value is getattr(sys.modules[module], name), name
+
+
+def test_no_public_name_is_also_a_submodule() -> None:
+    """``atip_trust.evaluate`` was both a function in the list and the module atip_trust/evaluate.py:
+    once anything imported the module, ``from atip_trust import evaluate`` gave the module."""
+    import importlib.util
+
+    assert [n for n in atip_trust._API if importlib.util.find_spec(f"atip_trust.{n}") is not None] == []
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

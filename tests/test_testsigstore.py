@@ -349,7 +349,7 @@ def test_committed_bundle_meets_sigstore_python_expectation(row: dict[str, Any],
             run()
 
 
-# --- knobs for the exceptions sigstore-python lets escape (callers must map them: SIGSTORE-FACTS.md) -----
+# --- knobs for the exceptions sigstore-python lets escape (callers must map them: docs/sigstore.md) -----
 
 
 def _verify_message(ts: testsigstore.TestSigstore, tmp_path: Path, **kwargs: Any) -> None:

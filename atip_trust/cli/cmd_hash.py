@@ -15,7 +15,7 @@ order given as each is ready; with ``-`` among them (standard input is read once
 ``--check`` reads ``sha256sum`` lines and ``--tag`` lines, and prints ``NAME: OK``, ``NAME: FAILED``
 or ``NAME: FAILED open or read`` per listed file, with coreutils' warnings on standard error: exit 1 when
 any file did not match or could not be read (a failed verification), exit 2 when the list has no
-properly formatted line at all or cannot be read (nothing could be evaluated, CONTRACT.md).
+properly formatted line at all or cannot be read (nothing could be evaluated, docs/contract.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``atip-trust metadata check FILE [--strict] [--digest sha256:<hex>]``.
 
 Validates an ATIP metadata document or shim and prints the trust *claims* it makes (claims, not
-expectations: DESIGN.md principle 1). Exit 0 when valid, 2 when not, naming the JSON path of the first
+expectations: docs/architecture.md principle 1). Exit 0 when valid, 2 when not, naming the JSON path of the first
 error. With ``--digest`` the file must be a shim whose ``binary.hash`` is that digest (RFC §4.5), as when
 it was looked up by digest in a registry.
 """

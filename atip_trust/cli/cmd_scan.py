@@ -177,7 +177,7 @@ def _render(args: argparse.Namespace, surface: ToolSurface, changes: list[Change
             fmt: str) -> str:
     """The scan as JSON or SARIF (``fmt``), as standard output or a report file holds it."""
     if fmt == "json" and not args.surface:
-        # CONTRACT.md: a list of verification objects, one per tool, with the tool's name.
+        # docs/contract.md: a list of verification objects, one per tool, with the tool's name.
         return json_text([row.contract_json() for row in surface.rows])
     if fmt == "json":
         return json_text({

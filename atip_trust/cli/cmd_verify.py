@@ -170,7 +170,7 @@ def _exit_code(res: Verification | BaseException) -> int:
 
 
 def _render(args: argparse.Namespace, results: list[Verification | BaseException], fmt: str) -> str:
-    """JSON: the result object (CONTRACT.md), or for several artifacts ``{"results": [...]}`` in the
+    """JSON: the result object (docs/contract.md), or for several artifacts ``{"results": [...]}`` in the
     order given, an error as its error object; SARIF: one log, a result per failed check, denial
     reason and error; text: each report as ``--format text`` prints it."""
     if fmt == "json":

@@ -1,4 +1,4 @@
-"""Entry point: argparse, one catch point, CONTRACT.md exit codes (STYLE.md practice 5).
+"""Entry point: argparse, one catch point, docs/contract.md exit codes (docs/architecture.md practice 5).
 
 Exit codes: 0 verified/allowed, 1 failed/denied, 2 could not evaluate (also a denial), 3 ask.
 No error path returns 0; a traceback is printed only with ``-v``.
@@ -283,7 +283,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def is_interactive(args: argparse.Namespace | None = None) -> bool:
     """``--interactive {auto,always,never}`` (``--non-interactive`` is ``never``), read by
     ``gate.admit.can_ask``: auto asks only with a terminal on stdin and outside CI (CI runs with
-    ``CI=true`` and no stdin; a policy's ``ask`` then becomes a denial, CONTRACT.md)."""
+    ``CI=true`` and no stdin; a policy's ``ask`` then becomes a denial, docs/contract.md)."""
     if args is not None and getattr(args, "non_interactive", False):
         return False
     return can_ask(getattr(args, "interactive", None) or "auto")
@@ -326,7 +326,7 @@ def error_location(err: BaseException, args: argparse.Namespace | None) -> str |
 
 
 def error_json(err: BaseException, command: str | None) -> dict[str, Any]:
-    """An exit-2 error as JSON: a denial whose reason is the error (CONTRACT.md)."""
+    """An exit-2 error as JSON: a denial whose reason is the error (docs/contract.md)."""
     message, where = error_message(err)
     code = error_code(err)
     return {

@@ -1,6 +1,6 @@
 """Rendering results as text (rich on a terminal, plain on a pipe), JSON, or SARIF 2.1.0.
 
-JSON keys follow CONTRACT.md. Text output never shows a Python repr: values go through ``show`` and
+JSON keys follow docs/contract.md. Text output never shows a Python repr: values go through ``show`` and
 every line through ``one_line``. SARIF is built in cli/sarif.py: one result per failed check and per
 reason of a denial, each with a location.
 """

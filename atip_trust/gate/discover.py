@@ -81,11 +81,11 @@ class ToolRow:
     effects: list[str] | None = None
     cache: str = "off"
     error: str | None = None
-    #: The admission's JSON (CONTRACT.md's verification object), None when the tool could not be evaluated.
+    #: The admission's JSON (docs/contract.md's verification object), None when the tool could not be evaluated.
     admission: dict[str, Any] | None = field(default=None, repr=False)
 
     def contract_json(self) -> dict[str, Any]:
-        """One item of ``scan --format json`` (CONTRACT.md): the verification object ``admit`` prints for
+        """One item of ``scan --format json`` (docs/contract.md): the verification object ``admit`` prints for
         this tool, its name, and the discovery row under ``scan``. A tool that could not be evaluated has
         no trust level (null) and a denying decision naming the error."""
         base = self.admission

@@ -14,7 +14,7 @@ steps, in order:
 2. SCT (RFC 6962 §3.2): exactly one embedded SCT; the digitally-signed struct for a precertificate entry
    (issuer key hash = sha256 of the issuing CA's SubjectPublicKeyInfo DER, the TBS without the SCT
    extension) verified with the CT log key from ``TrustRoot.ctlogs`` whose key id equals the SCT's log id
-   (RFC 6962 §3.2 ``LogID``; sigstore-python tries any key, SIGSTORE-FACTS.md "SCT").
+   (RFC 6962 §3.2 ``LogID``; sigstore-python tries any key, docs/sigstore.md "SCT").
 3. profile: Key Usage digitalSignature and EKU codeSigning (Fulcio certificate profile).
 
 Fulcio extensions (identity, issuer, GitHub claims) are read by ``identity.CertificateFacts``; this module

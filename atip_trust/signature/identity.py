@@ -7,7 +7,7 @@ an empty list allows nobody (practice 6).
 
 Fulcio extensions (https://github.com/sigstore/fulcio/blob/main/docs/oid-info.md): 1.3.6.1.4.1.57264.1.1
 to .1.6 hold raw UTF-8 bytes (deprecated v1 form); .1.8 and above hold a DER UTF8String. The issuer is
-read from .1.8 when present, else from .1.1 (SIGSTORE-FACTS.md: a verifier that accepts both must read
+read from .1.8 when present, else from .1.1 (docs/sigstore.md: a verifier that accepts both must read
 both).
 """
 

@@ -15,12 +15,12 @@ consistent with the bundle and the input. Our own additions, in this order:
       rejecting it, so that a signer outside the allowlist still gets the full cryptographic verdict
       (valid signature by the wrong signer → UNVERIFIED, not "invalid").
   (C) after sigstore: the integrated time must not be in the future (beyond ``CLOCK_SKEW``): sigstore
-      never compares with the current clock (SIGSTORE-FACTS.md "Time").
+      never compares with the current clock (docs/sigstore.md "Time").
   (D) the identity allowlist (identity.py) runs on the recorded, chain-verified certificate.
 
 Every exception sigstore raises during a verification call is mapped to a failed check here, at one
 boundary: known escapees include ``cryptography.x509.ExtensionNotFound`` (leaf without KeyUsage/EKU)
-and ``IndexError`` (issuing CA with the CT precert-signing EKU), per SIGSTORE-FACTS.md.
+and ``IndexError`` (issuing CA with the CT precert-signing EKU), per docs/sigstore.md.
 """
 
 from __future__ import annotations

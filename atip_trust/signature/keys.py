@@ -382,7 +382,7 @@ def _body_checks(
                             evidence=evidence, impact="compromised"))
     logged_key: PublicKey | None = None
     try:
-        pem = base64.b64decode(str(pem_b64), validate=True)  # base64 of the PEM (SIGSTORE-FACTS.md)
+        pem = base64.b64decode(str(pem_b64), validate=True)  # base64 of the PEM (docs/sigstore.md)
         logged_key = parse_public_key(pem, source=where)
     except (binascii.Error, ValueError, BundleError):
         logged_key = None

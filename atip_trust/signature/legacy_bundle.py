@@ -1,6 +1,6 @@
 """Full verification of DSSE bundles that sigstore-python 4.5.1 refuses.
 
-Two shapes (bundle.py routes them here, SIGSTORE-FACTS.md "Not supported"):
+Two shapes (bundle.py routes them here, docs/sigstore.md "Not supported"):
 
 * Rekor ``intoto/0.0.2`` entries: npm provenance, sigstore-js, slsa-github-generator ``.build.slsa``
   ("Integrated time only supported for dsse/hashedrekord 0.0.1 types");

@@ -46,7 +46,7 @@ from atip_trust.signature.trustroot import LogKey, TrustRoot
 #: Largest value a protobuf (u)int64 field may carry here; Rekor indices and times are non-negative.
 _MAX_INT64 = 2**63 - 1
 #: An honest log never integrates an entry in the future; allow this much clock skew between the log
-#: and this machine (sigstore-python compares integratedTime with nothing, SIGSTORE-FACTS.md "Time").
+#: and this machine (sigstore-python compares integratedTime with nothing, docs/sigstore.md "Time").
 MAX_FUTURE_SKEW = timedelta(minutes=5)
 #: RFC 6962 domain separation prefixes (§2.1).
 _LEAF_PREFIX = b"\x00"
@@ -250,7 +250,7 @@ class _Where:
         return self.b64_value(v, parts)
 
     def b64_value(self, v: Any, parts: tuple[str | int, ...]) -> bytes:
-        # Standard alphabet with padding, as protobuf JSON writes bytes (SIGSTORE-FACTS.md).
+        # Standard alphabet with padding, as protobuf JSON writes bytes (docs/sigstore.md).
         return b64_bytes(v, self.path(parts), error=BundleError)
 
     def proof(self, value: Any) -> InclusionProof:
