@@ -86,11 +86,12 @@ def outside_env(target: Path, cache: Path) -> dict[str, str]:
 
 # Run first in every subprocess: drop setuptools' editable finder (the venv running the tests may hold an
 # editable install of this checkout; its finder supplies from the checkout any module the installed copy
-# lacks, which is how the missing package went unnoticed) and any path into the checkout.
+# lacks, which is how the missing package went unnoticed) and any path into the checkout (but not the
+# venv's own site-packages, which CI's .ci/run creates inside the checkout).
 ALONE = f"""
 import sys
 sys.meta_path[:] = [f for f in sys.meta_path if not str(getattr(f, "__module__", "")).startswith("__editable__")]
-sys.path[:] = [p for p in sys.path if not p.startswith({str(ROOT)!r})]
+sys.path[:] = [p for p in sys.path if not p.startswith({str(ROOT)!r}) or p.startswith(sys.prefix)]
 """
 
 IMPORT_ALL = ALONE + """
