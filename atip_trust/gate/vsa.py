@@ -1,0 +1,158 @@
+"""Verification Summary Attestations as library calls: write one for a verification
+(``verify --emit-vsa``), and check one as slsa-verifier ``verify-vsa`` does.
+
+A CI job verifies a release once and signs what it found; a fleet machine then checks that one signed
+summary instead of the original bundles (SLSA v1.0 "Verification Summary Attestation", "How to
+verify"). The statement is ``provenance/vsa.py``'s, the envelope and its key-id rule
+``signature/envelope.py``'s; this module joins them, as ``evaluate`` joins signatures and provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
+
+from atip_trust._base.clock import datetime, timezone
+from atip_trust._base.files import read_capped, write_atomic
+from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.record import Record, init
+from atip_trust._version import __version__
+from atip_trust.errors import EnvironmentFailure
+from atip_trust.facts.report import TrustLevel, TrustReport
+from atip_trust.limits import LIMITS
+from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
+from atip_trust.provenance.vsa import Vsa, VsaProblem, build_level, check_vsa, parse_vsa, vsa_statement
+from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
+from atip_trust.signature.keys import load_public_key
+
+PathLike = str | os.PathLike[str]
+
+#: Without ``--policy`` the flags are the policy: this names them (the digest is of the flags).
+FLAGS_POLICY_URI = "atip-trust:verify-flags"
+
+
+def file_digest(path: PathLike, what: str) -> dict[str, str]:
+    """``{"sha256": hex}`` of an input attestation, read capped like every bundle."""
+    data = read_capped(path, LIMITS.bundle_bytes, what=what)
+    return {"sha256": hashlib.sha256(data).hexdigest()}
+
+
+def policy_reference(policy_digest: str | None, constraints_text: str, policy_uri: str | None) -> tuple[str, dict[str, str]]:
+    """``policy.uri`` and ``policy.digest``: the composed policy's digest (``sha256:<hex>``), or, with
+    flags alone, the SHA-256 of the flags' canonical form, so two CI jobs with different flags never
+    write the same policy digest."""
+    if policy_digest is not None:
+        alg, _, value = policy_digest.partition(":")
+        return policy_uri or "atip-trust:policy", {alg: value}
+    raw = canonical_json({"constraints": constraints_text})
+    return policy_uri or FLAGS_POLICY_URI, {"sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_uri: str,
+             policy_uri: str, policy_digest: dict[str, str], bundles: Sequence[PathLike],
+             key_id: str | None = None, now: datetime | None = None) -> bytes:
+    """The VSA of ``report`` as one JSON line (a DSSE envelope), whatever the verdict: PASSED exactly
+    when the verification allowed the artifact (its decision), FAILED otherwise."""
+    if not verifier_id or not resource_uri:
+        raise EnvironmentFailure("a VSA needs a verifier id and a resource URI (--vsa-verifier-id, "
+                                 "--vsa-resource-uri)")
+    signer = load_private_key(key)
+    passed = report.decision is not None and report.decision.behavior == "allow" \
+        and report.trust_level is TrustLevel.VERIFIED
+    level = report.provenance.slsa_level if report.provenance.status == "valid" else None
+    stmt = vsa_statement(
+        digests=dict(report.digests),
+        name=os.path.basename(report.path) if report.path else "_",
+        verifier_id=verifier_id,
+        time_verified=now or datetime.now(timezone.utc),
+        resource_uri=resource_uri,
+        policy_uri=policy_uri,
+        policy_digest=policy_digest,
+        inputs=[(os.path.basename(os.fspath(b)), file_digest(b, "bundle")) for b in bundles],
+        passed=passed,
+        levels=build_level(level),
+        version=__version__,
+    )
+    envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, canonical_json(stmt, ascii_only=False),
+                             key_id=key_id)
+    return canonical_json(envelope) + b"\n"
+
+
+def write_vsa(path: PathLike, line: bytes) -> None:
+    """Write the VSA all at once (a reader never sees half an envelope)."""
+    try:
+        write_atomic(path, line, mode=0o644)
+    except OSError as err:
+        raise EnvironmentFailure(f"cannot write the VSA: {err.strerror or err}", path=os.fspath(path)) from err
+
+
+class VsaVerification(Record):
+    """What ``verify-vsa`` found: the signing key's id (None: no signature by the key), the VSA
+    (None when the signature did not verify: an unsigned statement is never read), the problems."""
+
+    __slots__ = ("path", "key_id", "vsa", "problems", "statement")
+    _no_repr = frozenset({"statement"})
+    path: str
+    key_id: str | None
+    vsa: Vsa | None
+    problems: tuple[VsaProblem, ...]
+    #: The signed statement's bytes as signed (``--print-attestation``); empty when not signed.
+    statement: bytes
+
+    def __init__(self, path: str, key_id: str | None, vsa: Vsa | None, problems: tuple[VsaProblem, ...],
+                 statement: bytes = b"") -> None:
+        init(self, path, key_id, vsa, problems, statement)
+
+    @property
+    def passed(self) -> bool:
+        return self.vsa is not None and not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        vsa = self.vsa
+        return {
+            "command": "verify-vsa",
+            "attestation": self.path,
+            "result": "PASSED" if self.passed else "FAILED",
+            "key_id": self.key_id,
+            "vsa": None if vsa is None else {
+                "subjects": list(vsa.subjects), "verifier_id": vsa.verifier_id,
+                "time_verified": vsa.time_verified.isoformat() if vsa.time_verified else None,
+                "resource_uri": vsa.resource_uri, "policy": {"uri": vsa.policy_uri, "digest": vsa.policy_digest},
+                "verification_result": vsa.result, "verified_levels": list(vsa.levels)},
+            "problems": [{"code": p.code, "message": p.message, "expected": p.expected, "actual": p.actual}
+                         for p in self.problems],
+            "exit_code": 0 if self.passed else 1,
+        }
+
+
+def read_signed_vsa(path: PathLike, public_key: PathLike, key_id: str | None
+                    ) -> tuple[str | None, Vsa | None, bytes]:
+    """The VSA in ``path`` (key id, VSA, statement bytes) if ``public_key`` signed it under the key-id
+    rule (envelope.py), else ``(None, None, b"")``: an envelope the key did not sign is never parsed."""
+    env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=os.fspath(path))
+    signed = envelope_signed_by(env, load_public_key(public_key), key_id)
+    if signed is None:
+        return None, None, b""
+    return signed, parse_vsa(env.payload_type, env.payload), env.payload
+
+
+def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, digests: list[str],
+               verifier_id: str, resource_uri: str, levels: list[str]) -> VsaVerification:
+    """slsa-verifier ``VerifyVSA``: the signature (step 1, the key-id rule), the predicate type
+    (step 3), then subject digests, verifier id, resource URI, PASSED and levels (``check_vsa``)."""
+    signed, vsa, statement = read_signed_vsa(path, public_key, key_id)
+    if vsa is None:
+        want = key_id or "the key's SHA256 fingerprint"
+        return VsaVerification(os.fspath(path), None, None, (VsaProblem(
+            "VSA_SIGNATURE", f"no signature by the public key under key id {want}", want, None),))
+    problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
+                         levels=levels)
+    return VsaVerification(os.fspath(path), signed, vsa, tuple(problems), statement)
+
+
+__all__ = ["FLAGS_POLICY_URI", "VsaVerification", "emit_vsa", "file_digest", "policy_reference",
+           "read_signed_vsa", "verify_vsa", "write_vsa"]
