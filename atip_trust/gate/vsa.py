@@ -22,11 +22,27 @@ from atip_trust._base.jsonio import canonical_json
 from atip_trust._base.record import Record, init
 from atip_trust._version import __version__
 from atip_trust.errors import EnvironmentFailure
-from atip_trust.facts.report import TrustLevel, TrustReport
+from atip_trust.facts.report import Check, TrustLevel, TrustReport
 from atip_trust.limits import LIMITS
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
-from atip_trust.provenance.vsa import Vsa, VsaProblem, build_level, check_vsa, parse_vsa, vsa_statement
-from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
+from atip_trust.policy.verifiers import VerifierRule, verifier_rules
+from atip_trust.provenance.vsa import (
+    PASSED,
+    Vsa,
+    VsaProblem,
+    build_level,
+    check_vsa,
+    level_problem,
+    parse_vsa,
+    vsa_statement,
+)
+from atip_trust.signature.envelope import (
+    Envelope,
+    envelope_signed_by,
+    load_private_key,
+    parse_envelope,
+    sign_envelope,
+)
 from atip_trust.signature.keys import load_public_key
 
 PathLike = str | os.PathLike[str]
@@ -154,5 +170,89 @@ def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, dige
     return VsaVerification(os.fspath(path), signed, vsa, tuple(problems), statement)
 
 
-__all__ = ["FLAGS_POLICY_URI", "VsaVerification", "emit_vsa", "file_digest", "policy_reference",
-           "read_signed_vsa", "verify_vsa", "write_vsa"]
+
+
+# --- admission from VSAs (trust.verifiers) --------------------------------------------------------------
+
+#: A VSA dated this far ahead of the local clock still counts (clock skew between CI and machine).
+FUTURE_SKEW_SECONDS = 300
+
+
+def _signer(env: Envelope, rules: Sequence[VerifierRule]) -> VerifierRule | None:
+    for rule in rules:
+        if envelope_signed_by(env, load_public_key(rule.public_key), rule.key_id) is not None:
+            return rule
+    return None
+
+
+def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
+    """Why a PASSED VSA by ``rule``'s key does not vouch, or None: id, resource, level, policy, age."""
+    if vsa.verifier_id != rule.id:
+        return f"verifier.id is {vsa.verifier_id!r}, expected {rule.id!r}"
+    if rule.resource_uris is not None and vsa.resource_uri not in rule.resource_uris:
+        return f"resourceUri {vsa.resource_uri!r} is not one trust.verifiers allows"
+    if rule.min_level and level_problem(vsa, [f"SLSA_BUILD_LEVEL_{rule.min_level}"]) is not None:
+        return f"verifiedLevels {list(vsa.levels)} are below SLSA_BUILD_LEVEL_{rule.min_level}"
+    if rule.policy_digests is not None and not any(
+            f"{alg}:{value}" in rule.policy_digests for alg, value in vsa.policy_digest.items()):
+        return f"policy.digest {vsa.policy_digest} is not one of trust.verifiers' policyDigests"
+    if vsa.time_verified is None:
+        return "no timeVerified: its age cannot be known"
+    age = (now - vsa.time_verified).total_seconds()
+    if age > rule.max_age:
+        return f"verified {int(age)} s ago, over maxAge {rule.max_age_text}"
+    if age < -FUTURE_SKEW_SECONDS:
+        return f"timeVerified {vsa.time_verified.isoformat()} is in the future"
+    return None
+
+
+def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
+               now: datetime | None = None) -> list[Check]:
+    """One check per VSA about these bytes (``digests``: the artifact's hex digests by algorithm).
+
+    ``pass``: a trusted verifier PASSED exactly these bytes and its VSA meets its ``trust.verifiers``
+    entry; ``fail``: a trusted verifier FAILED them (evidence of failure); ``skip``: ignored, and why
+    (not signed by a listed verifier, another artifact, another id, resource, level, policy or too old)."""
+    at = now or datetime.now(timezone.utc)
+    out: list[Check] = []
+    for path in paths:
+        label = os.fspath(path)
+        env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=label)
+        rule = _signer(env, rules)
+        if rule is None:
+            out.append(Check("vsa", "skip", "VSA ignored: not signed by a verifier policy trusts "
+                             "(trust.verifiers)", [r.id for r in rules], None, label))
+            continue
+        vsa = parse_vsa(env.payload_type, env.payload)
+        if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
+            out.append(Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
+                             {a: v for a, v in digests.items()}, list(vsa.subjects), label))
+            continue
+        if vsa.result != PASSED:
+            out.append(Check("vsa", "fail", f"trusted verifier {rule.id} reported {vsa.result or 'no result'} "
+                             "for this artifact", PASSED, vsa.result, label, impact="unverified"))
+            continue
+        why = _why_not(vsa, rule, at)
+        if why is not None:
+            out.append(Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label))
+            continue
+        out.append(Check("vsa", "pass", f"{rule.id} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
+                         rule.id, vsa.verifier_id, label))
+    return out
+
+
+def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
+    """Add ``checks`` to ``report`` and set its level: a trusted FAILED caps it below VERIFIED (the
+    verifier's failure stands over any local evidence); otherwise a trusted PASSED makes it VERIFIED."""
+    report.checks.extend(checks)
+    if report.trust_level is TrustLevel.COMPROMISED:
+        return  # evidence of tampering stands: no summary outweighs a signature that fails over these bytes
+    if any(c.failed for c in checks):
+        report.trust_level = min(report.trust_level, TrustLevel.UNVERIFIED)
+    elif any(c.status == "pass" for c in checks):
+        report.trust_level = TrustLevel.VERIFIED
+
+
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "apply_vsas", "emit_vsa", "file_digest",
+           "policy_reference", "read_signed_vsa", "verify_vsa", "verifier_rules", "vsa_checks",
+           "write_vsa"]
