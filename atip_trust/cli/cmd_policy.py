@@ -16,14 +16,21 @@ if TYPE_CHECKING:
 
 from atip_trust._base.jsonio import load_json_file
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.cli.sarif import sarif_log
+from atip_trust.errors import UsageError
 from atip_trust.limits import LIMITS
 from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
 from atip_trust.provenance.slsa import BuilderMap
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from atip_trust.gate import policy_test
+else:
+    policy_test = lazy_import("atip_trust.gate.policy_test")  # only `policy test` runs admissions
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -37,6 +44,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         q.add_argument("--org", action="store_true",
                        help="treat FILE as an org (managed) policy: refuse unsafe ownership or mode")
         q.set_defaults(func=run)
+    t = psub.add_parser("test", parents=[common],
+                        help="run a policy's test cases through admission; exit 1 on any mismatch")
+    t.add_argument("cases", metavar="CASES", nargs="+",
+                   help="case file(s), JSON or YAML (atip_trust/gate/policy_test.py, docs/policy-test.md)")
+    t.set_defaults(func=run_test)
 
 
 def _builder_map(path: str) -> list[str] | None:
@@ -78,3 +90,31 @@ def run(args: argparse.Namespace) -> int:
     for line in lines:
         sys.stdout.write(one_line(line) + "\n")
     return EXIT_OK
+
+
+def run_test(args: argparse.Namespace) -> int:
+    """``policy test CASES...``: a table (text) or ``{"files": [...], "passed", "failed", "exit_code"}``."""
+    files = [(path, policy_test.run_cases(path)) for path in args.cases]
+    failed = sum(1 for _, results in files for r in results if not r.ok)
+    passed = sum(1 for _, results in files for r in results if r.ok)
+    code = EXIT_FAIL if failed else EXIT_OK
+    if args.format == "json":
+        dump_json({"command": "policy test", "files": [
+            {"path": path, "cases": [r.to_json() for r in results]} for path, results in files],
+            "passed": passed, "failed": failed, "exit_code": code})
+        return code
+    if args.format == "sarif":
+        raise UsageError("policy test writes --format text or json")
+    rows = [("RESULT", "CASE", "EXPECTED", "ACTUAL")]
+    for path, results in files:
+        for r in results:
+            detail = f" missing {', '.join(r.missing)}" if r.missing else ""
+            rows.append(("ok" if r.ok else "MISMATCH", f"{path}: {r.name}",
+                         f"{r.expected} {' '.join(r.expected_reasons)}".strip(),
+                         f"{r.actual} {' '.join(r.actual_reasons)}{detail}".strip()))
+    widths = [max(len(one_line(row[i])) for row in rows) for i in range(3)]
+    for row in rows:
+        cells = [one_line(c).ljust(widths[i]) if i < 3 else one_line(c) for i, c in enumerate(row)]
+        sys.stdout.write("  ".join(cells).rstrip() + "\n")
+    sys.stdout.write(f"{passed} passed, {failed} failed\n")
+    return code
