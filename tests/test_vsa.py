@@ -282,3 +282,53 @@ def test_slsa_verifier_gce_vector_levels(gce) -> None:
     assert cli(*base, "--verified-level", "SLSA_BUILD_LEVEL_1").code == 0   # at least: 2 >= 1
     assert cli(*base, "--verified-level", "SLSA_BUILD_LEVEL_3").code == 1   # 2 < 3
     assert cli(*base, "--verified-level", "BCID_L2").code == 1              # not listed
+
+
+# --- keyless: a VSA in a Sigstore bundle (which slsa-verifier cannot check) ------------------------------
+
+CI_ID = "https://github.com/atip-test/hello-tool/.github/workflows/verify.yml@refs/heads/main"
+
+
+@pytest.fixture(scope="module")
+def keyless(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    import testsigstore
+
+    ts = testsigstore.TestSigstore(seed=25)
+    d = tmp_path_factory.mktemp("vsa-keyless")
+    root = ts.write_trusted_root(d / "trusted_root.json")
+    stmt = {"_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"name": "hello-tool", "digest": {"sha256": SHA256}}],
+            "predicateType": "https://slsa.dev/verification_summary/v1",
+            "predicate": {"verifier": {"id": VERIFIER}, "timeVerified": "2026-01-01T00:00:00Z",
+                          "resourceUri": RESOURCE, "policy": {"uri": "atip-trust:verify-flags"},
+                          "verificationResult": "PASSED", "verifiedLevels": ["SLSA_BUILD_LEVEL_3"]}}
+    bundle = d / "vsa.sigstore.json"
+    bundle.write_text(json.dumps(ts.sign_dsse(stmt, identity=CI_ID, issuer=ISSUER)))
+    return {"root": root, "bundle": bundle}
+
+
+def keyless_check(k: dict[str, Path], *extra: str, identity: str = CI_ID) -> Any:
+    return cli("verify-vsa", "--attestation-path", str(k["bundle"]), "--subject-digest", f"sha256:{SHA256}",
+               "--verifier-id", VERIFIER, "--resource-uri", RESOURCE, "--trusted-root", str(k["root"]),
+               "--certificate-identity", identity, "--certificate-oidc-issuer", ISSUER, "--format", "json", *extra)
+
+
+def test_keyless_vsa_in_a_sigstore_bundle_verifies_with_identity_flags(keyless) -> None:
+    r = keyless_check(keyless, "--verified-level", "SLSA_BUILD_LEVEL_3")
+    assert r.code == 0, r.out
+    assert r.json["key_id"] == CI_ID
+
+
+def test_keyless_vsa_by_another_identity_or_for_other_bytes_fails(keyless) -> None:
+    r = keyless_check(keyless, identity="https://github.com/evil/x/.github/workflows/v.yml@refs/heads/main")
+    assert r.code == 1 and r.json["problems"][0]["code"] == "VSA_SIGNATURE"
+    r = cli("verify-vsa", "--attestation-path", str(keyless["bundle"]), "--subject-digest", "sha256:" + "1" * 64,
+            "--verifier-id", VERIFIER, "--resource-uri", RESOURCE, "--trusted-root", str(keyless["root"]),
+            "--certificate-identity", CI_ID, "--certificate-oidc-issuer", ISSUER, "--format", "json")
+    assert r.code == 1
+
+
+def test_verify_vsa_needs_a_key_or_an_identity(keyless) -> None:
+    r = cli("verify-vsa", "--attestation-path", str(keyless["bundle"]), "--subject-digest", f"sha256:{SHA256}",
+            "--verifier-id", VERIFIER, "--resource-uri", RESOURCE)
+    assert r.code == 2 and "--public-key-path" in r.err

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from atip_trust._base.clock import datetime, timezone
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, init
 from atip_trust._version import __version__
 from atip_trust.errors import EnvironmentFailure
@@ -44,6 +45,17 @@ from atip_trust.signature.envelope import (
     sign_envelope,
 )
 from atip_trust.signature.keys import load_public_key
+from atip_trust.facts.digest import Digest
+from atip_trust.signature.identity import IdentityRule, match_identities
+from atip_trust.signature.trustroot import TrustRoot
+from atip_trust.errors import UsageError
+
+if TYPE_CHECKING:
+    from atip_trust.signature import bundle as bundles_mod
+    from atip_trust.signature import keyless as keyless_mod
+else:
+    bundles_mod = lazy_import("atip_trust.signature.bundle")
+    keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
 
 PathLike = str | os.PathLike[str]
 
@@ -172,6 +184,44 @@ def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, dige
 
 
 
+def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequence[IdentityRule],
+                       digests: list[str], verifier_id: str, resource_uri: str,
+                       levels: list[str]) -> VsaVerification:
+    """A VSA in a Sigstore bundle (keyless: a Fulcio certificate and a log entry), which slsa-verifier
+    cannot check: sigstore-python verifies the bundle (signature/keyless.py, bound to the ``sha256``
+    subject digest given), the certificate must match ``signers`` (cosign's identity rules), then the
+    same checks as a key-signed VSA. ``key_id`` in the result is the signer identity."""
+    sha = [d.partition(":")[2] for d in digests if d.startswith("sha256:")]
+    if not sha:
+        raise UsageError("a keyless VSA is bound to its subject by sha256: give --subject-digest sha256:<hex>")
+    if not signers:
+        raise UsageError("a keyless VSA needs the signer identity (--certificate-identity or "
+                         "--certificate-identity-regexp, and --certificate-oidc-issuer)")
+    bound = {"sha256": Digest.from_hex("sha256", sha[0])}
+    verifier = keyless_mod.KeylessVerifier(trust_root)
+    last = "no DSSE bundle in the file"
+    for b in bundles_mod.load_bundles(path):
+        if b.content != "dsse":
+            last = f"{b.label}: not a DSSE bundle"
+            continue
+        out = verifier.verify(b, bound)
+        failed = next((c for c in out.checks if c.failed), None)
+        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
+            last = f"{b.label}: {failed.message if failed else 'does not verify'}"
+            continue
+        rule, _ = match_identities(signers, out.facts, evidence=b.label)
+        if rule is None:
+            last = f"{b.label}: signed by {out.facts.identity}, not an allowed identity"
+            continue
+        vsa = parse_vsa(out.payload_type, out.payload)
+        problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
+                             levels=levels)
+        return VsaVerification(os.fspath(path), out.facts.identity, vsa, tuple(problems), out.payload)
+    return VsaVerification(os.fspath(path), None, None, (VsaProblem(
+        "VSA_SIGNATURE", f"no Sigstore bundle by an allowed signer verifies: {last}",
+        [r.describe() for r in signers], None),))
+
+
 # --- admission from VSAs (trust.verifiers) --------------------------------------------------------------
 
 #: A VSA dated this far ahead of the local clock still counts (clock skew between CI and machine).
@@ -254,5 +304,5 @@ def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
 
 
 __all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "apply_vsas", "emit_vsa", "file_digest",
-           "policy_reference", "read_signed_vsa", "verify_vsa", "verifier_rules", "vsa_checks",
+           "policy_reference", "read_signed_vsa", "verify_vsa", "verify_vsa_keyless", "verifier_rules", "vsa_checks",
            "write_vsa"]
