@@ -29,7 +29,9 @@ from atip_trust._base.lazy import lazy_import
 
 if TYPE_CHECKING:
     from atip_trust.gate import policy_test
+    from atip_trust.policy import signed as signed_mod
 else:
+    signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
     policy_test = lazy_import("atip_trust.gate.policy_test")  # only `policy test` runs admissions
 
 
@@ -44,6 +46,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         q.add_argument("--org", action="store_true",
                        help="treat FILE as an org (managed) policy: refuse unsafe ownership or mode")
         q.set_defaults(func=run)
+    g = psub.add_parser("sign", parents=[common],
+                        help="sign an org policy with a key: writes FILE.sig.json beside it")
+    g.add_argument("file", metavar="FILE", help="policy file to sign (its exact bytes are signed)")
+    g.add_argument("--key", required=True, metavar="KEY.pem", help="unencrypted PEM private key")
+    g.set_defaults(func=run_sign)
     t = psub.add_parser("test", parents=[common],
                         help="run a policy's test cases through admission; exit 1 on any mismatch")
     t.add_argument("cases", metavar="CASES", nargs="+",
@@ -89,6 +96,17 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(one_line(f"ok: {args.file} is a valid policy ({policy.digest})") + "\n")
     for line in lines:
         sys.stdout.write(one_line(line) + "\n")
+    return EXIT_OK
+
+
+def run_sign(args: argparse.Namespace) -> int:
+    """``policy sign FILE --key KEY``: the policy is checked (it must load), then signed."""
+    load_layer(args.file, source="local")
+    out = signed_mod.sign_policy(args.file, args.key)
+    if args.format == "json":
+        dump_json({"command": "policy sign", "path": args.file, "signature": out})
+    else:
+        sys.stdout.write(one_line(f"signed: {args.file} -> {out}") + "\n")
     return EXIT_OK
 
 
