@@ -122,3 +122,21 @@ def test_a_case_that_cannot_be_evaluated_is_a_mismatch_unless_expected(tmp_path:
     case["expect"] = {"behavior": "deny", "reasons": ["ERROR"]}
     cases.write_text(json.dumps({"policy": str(REPO / "policies" / "ci.json"), "cases": [case]}))
     assert cli("policy", "test", str(cases)).code == 0
+
+
+def test_junit_and_sarif_reports_name_the_mismatch(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    doc = json.loads((REPO / "policies" / "cases" / "ci.cases.json").read_text())
+    doc["policy"] = str(REPO / "policies" / "ci.json")
+    doc["cases"][0]["expect"] = {"behavior": "allow"}
+    cases = tmp_path / "c.json"
+    cases.write_text(json.dumps(doc))
+    junit = tmp_path / "junit.xml"
+    r = cli("policy", "test", str(cases), "--junit", str(junit), "--format", "sarif")
+    assert r.code == 1
+    (res,) = r.json["runs"][0]["results"]
+    assert res["ruleId"] == "atip-trust/policy-test/mismatch" and "expected allow" in res["message"]["text"]
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == str(len(doc["cases"])) and suite.get("failures") == "1"
+    assert len(suite.findall("testcase/failure")) == 1
