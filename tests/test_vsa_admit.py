@@ -199,3 +199,39 @@ def test_policy_schema_refuses_a_verifier_without_max_age(world, tmp_path: Path)
     r = cli("admit", str(world["tool"]), "--policy", str(pol), "--non-interactive", "--no-audit")
     assert r.code == 2 and "maxAge" in r.err
     assert os.path.exists(pol)
+
+
+def test_agent_hook_takes_the_vsa_by_digest_in_bundle_dir(world, tmp_path: Path) -> None:
+    """An agent's pre-tool hook (Claude Code's JSON) allows the vouched-for program, and only with its VSA."""
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    prog = bindir / "vtool"
+    prog.write_bytes(BODY)
+    prog.chmod(0o755)
+    doc = json.loads(world["policy"].read_text())
+    doc["trust"]["verifiers"][0]["publicKey"] = str(world["dir"] / "keys" / "ci.pub")
+    doc["permissions"]["allow"] = [{"rule": "Bash(vtool *)", "minTrustLevel": "VERIFIED"},
+                                   {"rule": "Bash(sh *)", "minTrustLevel": "UNSIGNED"}]  # its #! interpreter
+    pol = tmp_path / "hook-policy.json"
+    pol.write_text(json.dumps(doc))
+    bundles = tmp_path / "bundles"
+    (bundles / "sha256").mkdir(parents=True)
+    stdin = json.dumps({"session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": str(tmp_path),
+                        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                        "tool_input": {"command": "vtool status"}, "tool_use_id": "t1"})
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+    env.pop("ATIP_TRUST_ORG_POLICY", None)
+
+    def ask() -> str:
+        p = subprocess.run([sys.executable, "-m", "atip_trust", "hook", "claude-code", "--policy", str(pol),
+                            "--bundle-dir", str(bundles), "--no-audit"], input=stdin, capture_output=True,
+                           text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return str(json.loads(p.stdout)["hookSpecificOutput"]["permissionDecision"])
+
+    assert ask() != "allow"
+    (bundles / "sha256" / f"{world['sha256']}.vsa.jsonl").write_bytes(write_vsa(world, "hook").read_bytes())
+    assert ask() == "allow"
