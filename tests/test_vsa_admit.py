@@ -227,7 +227,7 @@ def test_agent_hook_takes_the_vsa_by_digest_in_bundle_dir(world, tmp_path: Path)
 
     def ask() -> str:
         p = subprocess.run([sys.executable, "-m", "atip_trust", "hook", "claude-code", "--policy", str(pol),
-                            "--bundle-dir", str(bundles), "--no-audit"], input=stdin, capture_output=True,
+                            "--bundle-dir", str(bundles), "--no-audit"], input=stdin, capture_output=True, check=False,
                            text=True, env=env, timeout=120)
         assert p.returncode == 0, p.stderr
         return str(json.loads(p.stdout)["hookSpecificOutput"]["permissionDecision"])

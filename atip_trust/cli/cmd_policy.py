@@ -117,10 +117,10 @@ def run_sign(args: argparse.Namespace) -> int:
 
 RULE_MISMATCH = "atip-trust/policy-test/mismatch"
 _MISMATCH_RULE_TEXT = ("Policy test case does not hold",
-                       "A case file states the decision a policy must give; the admission gave another, "
-                       "or a reason code the case expects is missing.",
-                       "Either the policy changed a decision on purpose (update the case) or by mistake "
-                       "(fix the policy).")
+                       ("A case file states the decision a policy must give; the admission gave another, "
+                        "or a reason code the case expects is missing."),
+                       ("Either the policy changed a decision on purpose (update the case) or by mistake "
+                        "(fix the policy)."))
 
 
 def _case_files(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:

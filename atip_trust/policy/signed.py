@@ -22,7 +22,7 @@ import os
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import expect_object, parse_json
-from atip_trust.errors import AtipTrustError, PolicyError
+from atip_trust.errors import AtipTrustError, EnvironmentFailure, PolicyError
 from atip_trust.limits import LIMITS
 from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
 from atip_trust.signature.keys import load_public_key
@@ -115,8 +115,12 @@ def _guard_rollback(key: str, serial: int) -> None:
                           "accepted: refusing a rollback to an older signed policy", path=key)
     if serial > high or key not in seen:
         seen[key] = serial
-        os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
-        write_atomic(store, (json.dumps(seen, sort_keys=True, indent=1) + "\n").encode())
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
+            write_atomic(store, (json.dumps(seen, sort_keys=True, indent=1) + "\n").encode())
+        except OSError as err:  # fail closed: a serial that cannot be remembered cannot guard a rollback
+            raise EnvironmentFailure(f"cannot record org policy serial {serial}: {err.strerror or err} "
+                                     f"(set {SERIALS_ENV} to a writable file)", path=store) from err
 
 
 __all__ = ["POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "check_signed",
