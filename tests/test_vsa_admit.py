@@ -235,3 +235,26 @@ def test_agent_hook_takes_the_vsa_by_digest_in_bundle_dir(world, tmp_path: Path)
     assert ask() != "allow"
     (bundles / "sha256" / f"{world['sha256']}.vsa.jsonl").write_bytes(write_vsa(world, "hook").read_bytes())
     assert ask() == "allow"
+
+
+def test_local_verifier_counts_for_nothing_under_an_org_that_fixes_the_anchors(world, tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """A local policy cannot name a verifier whose key its author holds and so vouch for anything past
+    an org that states the trust anchors (signers) and no verifier."""
+    org = tmp_path / "org.json"
+    org.write_text(json.dumps({"version": 1, "trust": {"signers": [
+        {"identity": "https://github.com/example-org/x/.github/workflows/r.yml@refs/heads/main",
+         "issuer": "https://token.actions.githubusercontent.com"}]}}))
+    org.chmod(0o644)
+    monkeypatch.setenv("ATIP_TRUST_ORG_POLICY", str(org))
+    r = admit(world, write_vsa(world, "under-org"))
+    assert r.code == 1 and r.json["trust_level"] != "VERIFIED"
+    (c,) = vsa_checks(r.json)
+    assert c["status"] == "skip" and "not signed by a verifier policy trusts" in c["message"]
+    # and an org that names the verifier itself makes it count
+    doc = json.loads(org.read_text())
+    doc["trust"]["verifiers"] = [{"id": VERIFIER, "publicKey": str(world["dir"] / "keys" / "ci.pub"),
+                                  "maxAge": "30d"}]
+    org.write_text(json.dumps(doc))
+    r = admit(world, write_vsa(world, "org-named"))
+    assert r.json["trust_level"] == "VERIFIED"

@@ -7,7 +7,8 @@ signatures carry, as ``verify-vsa --public-key-id``), its ``id`` (the VSA's ``ve
 which ``policyDigests`` count (absent: any policy the verifier applied).
 
 Composition follows the other trust anchors (compose.py): when an org layer states ``trust.verifiers``,
-only the org's verifiers count; otherwise every layer's do.
+only the org's verifiers count; when the org fixes the anchor set without naming verifiers, none counts;
+otherwise every layer's do.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def verifier_rules(policy: Policy) -> list[VerifierRule]:
               if isinstance((layer.document.get("trust") or {}).get("verifiers"), list)]
     if any(layer.source == "org" for layer in stated):
         stated = [layer for layer in stated if layer.source == "org"]
+    elif policy.org_fixes_anchors:
+        # The org fixes the trust anchors and names no verifier: none counts, or a local policy could
+        # name a verifier whose key its author holds and vouch for anything (compose.py, org anchors).
+        return []
     rules: list[VerifierRule] = []
     for layer in stated:
         base = os.path.dirname(layer.path) if layer.path else os.getcwd()
