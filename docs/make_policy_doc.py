@@ -69,6 +69,11 @@ STRING_EXAMPLES = {
     "trustLevel": "VERIFIED",
     "below": "deny",
     "metadataSources": "org",
+    "verifier.id": "https://ci.example.com/atip-trust/verify",
+    "verifier.publicKey": "keys/ci-vsa.pub",
+    "verifier.keyId": "kms://ci/vsa-key",
+    "verifier.resourceUris": "https://github.com/acme/tool/releases/download/v1.2.0/tool",
+    "maxAge": "30d",
 }
 
 

@@ -106,6 +106,9 @@ def add_evidence_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contract-bundle", metavar="FILE",
                    help="Sigstore bundle over the contract (default: TOOL.md.bundle beside it), checked "
                    "against the policy's signers")
+    p.add_argument("--vsa", action="append", default=[], metavar="FILE",
+                   help="SLSA VSA (a signed verification summary, docs/vsa.md); counts only when signed by "
+                   "a verifier in policy trust.verifiers; repeatable")
 
 
 class _AuditLogAction(argparse.Action):
@@ -162,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
         audit_log=args.audit_log, defer_audit=True,
         cache=not args.no_cache, fetch=args.fetch,
-        contract=args.contract, contract_bundle=args.contract_bundle,
+        contract=args.contract, contract_bundle=args.contract_bundle, vsas=args.vsa,
     )
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
             staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
             audit_log=args.audit_log, cache=not args.no_cache, expect_digest=args.expect_digest,
-            contract=args.contract, contract_bundle=args.contract_bundle,
+            contract=args.contract, contract_bundle=args.contract_bundle, vsas=args.vsa,
         )
     except ExecRefused as refused:
         line = " ".join([args.tool, *tool_args])

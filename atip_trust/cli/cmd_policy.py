@@ -16,14 +16,26 @@ if TYPE_CHECKING:
 
 from atip_trust._base.jsonio import load_json_file
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
-from atip_trust.cli.sarif import sarif_log
+from atip_trust._base.files import write_atomic
+from atip_trust.errors import ArtifactAccessError
+from atip_trust.cli.sarif import Rule, sarif_log, sarif_result
 from atip_trust.limits import LIMITS
 from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
 from atip_trust.provenance.slsa import BuilderMap
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from atip_trust.gate import policy_test
+    from atip_trust.policy import signed as signed_mod
+    from xml.etree import ElementTree
+else:
+    ElementTree = lazy_import("xml.etree.ElementTree")  # only for --junit
+    signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
+    policy_test = lazy_import("atip_trust.gate.policy_test")  # only `policy test` runs admissions
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -37,6 +49,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         q.add_argument("--org", action="store_true",
                        help="treat FILE as an org (managed) policy: refuse unsafe ownership or mode")
         q.set_defaults(func=run)
+    g = psub.add_parser("sign", parents=[common],
+                        help="sign an org policy with a key: writes FILE.sig.json beside it")
+    g.add_argument("file", metavar="FILE", help="policy file to sign (its exact bytes are signed)")
+    g.add_argument("--key", required=True, metavar="KEY.pem", help="unencrypted PEM private key")
+    g.set_defaults(func=run_sign)
+    t = psub.add_parser("test", parents=[common],
+                        help="run a policy's test cases through admission; exit 1 on any mismatch")
+    t.add_argument("cases", metavar="CASES", nargs="+",
+                   help="case file(s), JSON or YAML (atip_trust/gate/policy_test.py, docs/policy-test.md)")
+    t.add_argument("--junit", metavar="FILE",
+                   help="also write a JUnit XML report to FILE (a testcase per case, a failure per mismatch)")
+    t.set_defaults(func=run_test)
 
 
 def _builder_map(path: str) -> list[str] | None:
@@ -78,3 +102,85 @@ def run(args: argparse.Namespace) -> int:
     for line in lines:
         sys.stdout.write(one_line(line) + "\n")
     return EXIT_OK
+
+
+def run_sign(args: argparse.Namespace) -> int:
+    """``policy sign FILE --key KEY``: the policy is checked (it must load), then signed."""
+    load_layer(args.file, source="local")
+    out = signed_mod.sign_policy(args.file, args.key)
+    if args.format == "json":
+        dump_json({"command": "policy sign", "path": args.file, "signature": out})
+    else:
+        sys.stdout.write(one_line(f"signed: {args.file} -> {out}") + "\n")
+    return EXIT_OK
+
+
+RULE_MISMATCH = "atip-trust/policy-test/mismatch"
+_MISMATCH_RULE_TEXT = ("Policy test case does not hold",
+                       ("A case file states the decision a policy must give; the admission gave another, "
+                        "or a reason code the case expects is missing."),
+                       ("Either the policy changed a decision on purpose (update the case) or by mistake "
+                        "(fix the policy)."))
+
+
+def _case_files(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
+    return [(path, policy_test.run_cases(path)) for path in args.cases]
+
+
+def _actual(r: Any) -> str:
+    detail = f" missing {', '.join(r.missing)}" if r.missing else ""
+    return f"{r.actual} {' '.join(r.actual_reasons)}{detail}".strip()
+
+
+def _junit(files: list[tuple[str, list[Any]]]) -> str:
+    """JUnit XML, as CI systems read it: a testsuite per case file, a failure per mismatch."""
+    root = ElementTree.Element("testsuites", name="atip-trust policy test")
+    for path, results in files:
+        suite = ElementTree.SubElement(root, "testsuite", name=path, tests=str(len(results)),
+                              failures=str(sum(1 for r in results if not r.ok)))
+        for r in results:
+            case = ElementTree.SubElement(suite, "testcase", classname=path, name=r.name)
+            if not r.ok:
+                fail = ElementTree.SubElement(case, "failure", message=f"expected {r.expected}, got {r.actual}")
+                fail.text = f"expected: {r.expected} {' '.join(r.expected_reasons)}\nactual: {_actual(r)}"
+                if r.error:
+                    fail.text += f"\nerror: {r.error}"
+    return ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def run_test(args: argparse.Namespace) -> int:
+    """``policy test CASES...``: a table (text), ``{"files": [...], "passed", "failed", "exit_code"}``
+    (json) or a SARIF result per mismatch; ``--junit FILE`` too."""
+    files = _case_files(args)
+    failed = sum(1 for _, results in files for r in results if not r.ok)
+    passed = sum(1 for _, results in files for r in results if r.ok)
+    code = EXIT_FAIL if failed else EXIT_OK
+    if args.junit:
+        try:
+            write_atomic(args.junit, _junit(files).encode("utf-8"), mode=0o644)
+        except OSError as err:
+            raise ArtifactAccessError(f"cannot write the JUnit report (--junit): {err.strerror or err}",
+                                      path=args.junit) from err
+    if args.format == "json":
+        dump_json({"command": "policy test", "files": [
+            {"path": path, "cases": [r.to_json() for r in results]} for path, results in files],
+            "passed": passed, "failed": failed, "exit_code": code})
+        return code
+    if args.format == "sarif":
+        found = [sarif_result(RULE_MISMATCH, f"{r.name}: expected {r.expected} "
+                              f"{' '.join(r.expected_reasons)}, got {_actual(r)}".replace("  ", " "), path,
+                              identity=(r.name,))
+                 for path, results in files for r in results if not r.ok]
+        dump_json(sarif_log(found, {RULE_MISMATCH: Rule(*_MISMATCH_RULE_TEXT)}, version=__version__))
+        return code
+    rows = [("RESULT", "CASE", "EXPECTED", "ACTUAL")]
+    for path, results in files:
+        for r in results:
+            rows.append(("ok" if r.ok else "MISMATCH", f"{path}: {r.name}",
+                         f"{r.expected} {' '.join(r.expected_reasons)}".strip(), _actual(r)))
+    widths = [max(len(one_line(row[i])) for row in rows) for i in range(3)]
+    for row in rows:
+        cells = [one_line(c).ljust(widths[i]) if i < 3 else one_line(c) for i, c in enumerate(row)]
+        sys.stdout.write("  ".join(cells).rstrip() + "\n")
+    sys.stdout.write(f"{passed} passed, {failed} failed\n")
+    return code

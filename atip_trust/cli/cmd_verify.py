@@ -34,6 +34,7 @@ from atip_trust.cli.output import (
 )
 from atip_trust._base.lazy import lazy_import
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
+from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
 from atip_trust.gate.verify import Verification, verify
 from atip_trust.inputs import Constraints
@@ -89,6 +90,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tr.add_argument("--trusted-root", "--custom-trusted-root", metavar="FILE", help="a Sigstore trusted_root.json")
     tr.add_argument("--staging", action="store_true", help="use the embedded staging root")
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
+    add_emit_flags(p)
     p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")
     add_report_file_flags(p)
     p.add_argument("--no-cache", action="store_true",
@@ -126,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url and "
                          "trust.integrity.signature.bundle to fetch")
     constraints = build_constraints(args)
+    check_emit_flags(args)
     results: list[Verification | BaseException] = []
     for artifact in args.artifact:
         try:
@@ -134,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
             if len(args.artifact) == 1:
                 raise  # one artifact: the one catch point reports it (cli/main.py)
             results.append(err)  # about this artifact: the others still get their result
+    if args.emit_vsa and isinstance(results[0], Verification):
+        emit(args, results[0], constraints)  # whatever the verdict (docs/vsa.md)
     write_report_files(report_files(args), lambda fmt: _render(args, results, fmt))
     if args.format == "text":
         for res in results:

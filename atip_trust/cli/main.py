@@ -62,8 +62,8 @@ else:
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
 #: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
-COMMANDS = ("hash", "metadata", "verify", "admit", "exec", "hook", "policy", "cache", "compile", "scan", "lock",
-            "trust-root")
+COMMANDS = ("hash", "metadata", "verify", "verify-vsa", "admit", "exec", "hook", "policy", "cache", "compile",
+            "scan", "lock", "trust-root")
 
 
 #: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an

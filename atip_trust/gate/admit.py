@@ -82,7 +82,9 @@ if TYPE_CHECKING:
     from atip_trust.facts.aip14 import ToolContract
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.gate import metadata_trust, shims
+    from atip_trust.gate import vsa as gate_vsa
 else:
+    gate_vsa = lazy_import("atip_trust.gate.vsa")  # only with VSAs: signing code stays off the warm path
     evaluate_mod = lazy_import("atip_trust.evaluate")
     metadata_mod = lazy_import("atip_trust.facts.metadata")
     metadata_trust = lazy_import("atip_trust.gate.metadata_trust")
@@ -321,6 +323,7 @@ def admit(
     fetch: bool = False,
     contract: PathLike | None = None,
     contract_bundle: PathLike | None = None,
+    vsas: PathLike | Sequence[PathLike] = (),
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
@@ -349,6 +352,7 @@ def admit(
     ``contract``: an AIP-14 ``TOOL.md`` (default: a ``TOOL.md`` beside the ``metadata`` file that names
     this tool), verified like metadata by ``contract_bundle`` (default: ``TOOL.md.bundle`` beside it)
     against the policy's signers (``_contract``); every tool its ``requires.tools`` names is admitted too.
+    ``vsas``: SLSA VSAs (gate/vsa.py, docs/vsa.md), counted only from policy's ``trust.verifiers``.
     """
     chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
     known = Known(tool=name or tool_name_of(tool), policy=chosen)
@@ -359,7 +363,7 @@ def admit(
             bundles=path_texts(bundles, "bundles"), keys=path_texts(keys, "keys"), signature=signature,
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
-            contract=contract, contract_bundle=contract_bundle,
+            contract=contract, contract_bundle=contract_bundle, vsas=path_texts(vsas, "vsas"),
         ),
     )
 
@@ -428,6 +432,7 @@ def _admit(
     audit_log: str | None = None,
     contract: PathLike | None = None,
     contract_bundle: PathLike | None = None,
+    vsas: Sequence[PathLike] = (),
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
@@ -531,6 +536,13 @@ def _admit(
 
     if lookup_note is not None:
         report.checks.append(lookup_note)
+        report_digest = None
+
+    # (4a) VSAs: read and checked each time (never cached: their age changes), after the report is
+    # stored, so the cached report is the evidence's own (docs/vsa.md).
+    if vsas:
+        gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({a: d.hex for a, d in digests.items()}, vsas,
+                                                        gate_vsa.verifier_rules(policy)))
         report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.

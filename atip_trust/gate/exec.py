@@ -124,16 +124,18 @@ class ExecPlan(Slotted):
         return self.interpreter if self.interpreter is not None else self.tool
 
 
-def find_bundles(bundle_dir: PathLike | None, hexdigest: str) -> list[str]:
+def find_bundles(bundle_dir: PathLike | None, hexdigest: str,
+                 suffixes: tuple[str, ...] = (".sigstore.json", ".sigstore.jsonl")) -> list[str]:
     """A tool's Sigstore bundles kept by digest: ``DIR/sha256/<hex>.sigstore.json`` (or ``.jsonl``),
     or the same names directly in ``DIR``: how exec and agent hooks find evidence for any tool. Paths
-    as text (no pathlib on an agent hook's path, README "Verdict cache")."""
+    as text (no pathlib on an agent hook's path, README "Verdict cache"). ``suffixes``
+    ``(".vsa.jsonl",)``: its VSAs kept the same way (docs/vsa.md)."""
     if bundle_dir is None:
         return []
     base = os.fspath(bundle_dir)
     found: list[str] = []
     for folder in (os.path.join(base, "sha256"), base):
-        for suffix in (".sigstore.json", ".sigstore.jsonl"):
+        for suffix in suffixes:
             cand = os.path.join(folder, f"{hexdigest}{suffix}")
             if os.path.isfile(cand):
                 found.append(cand)
@@ -183,6 +185,9 @@ def admit_file(
                     rule="--expect-digest", expected=str(expect_digest), actual=str(digest))])
             if bundle_dir is not None:
                 more = list(find_bundles(bundle_dir, digest.hex))
+                kept = find_bundles(bundle_dir, digest.hex, suffixes=(".vsa.jsonl",))
+                if kept:  # VSAs by digest beside the bundles (docs/vsa.md)
+                    admit_args["vsas"] = [*admit_args.get("vsas", ()), *kept]
         admission = admit(art, policy=policy, name=name, command=list(command),
                           bundles=[*bundles, *more], cache=cache, defer_audit=True, **admit_args)
     except BaseException:

@@ -62,10 +62,12 @@ if TYPE_CHECKING:
 # Likewise the schema validator: a policy found valid before is not validated again (module docstring).
 if TYPE_CHECKING:
     from atip_trust._base import schema
+    from atip_trust.policy import signed
     from atip_trust.provenance import slsa
 else:
     schema = lazy_import("atip_trust._base.schema")
     slsa = lazy_import("atip_trust.provenance.slsa")
+    signed = lazy_import("atip_trust.policy.signed")  # only where a signers file requires a signature
 
 if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior, RuleSource
@@ -453,6 +455,8 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
         # Read through one descriptor, refusing a link, an unsafe owner or mode (module docstring).
         data = read_capped(name, LIMITS.policy_bytes, what="org policy", follow_links=False,
                            owner_check=PolicyError)
+        if os.path.lexists(name + ".signers.json"):  # the machine requires it signed (policy/signed.py)
+            signed.check_signed(name, data)
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     try:

@@ -1,0 +1,308 @@
+"""Verification Summary Attestations as library calls: write one for a verification
+(``verify --emit-vsa``), and check one as slsa-verifier ``verify-vsa`` does.
+
+A CI job verifies a release once and signs what it found; a fleet machine then checks that one signed
+summary instead of the original bundles (SLSA v1.0 "Verification Summary Attestation", "How to
+verify"). The statement is ``provenance/vsa.py``'s, the envelope and its key-id rule
+``signature/envelope.py``'s; this module joins them, as ``evaluate`` joins signatures and provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
+
+from atip_trust._base.clock import datetime, timezone
+from atip_trust._base.files import read_capped, write_atomic
+from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, init
+from atip_trust._version import __version__
+from atip_trust.errors import EnvironmentFailure
+from atip_trust.facts.report import Check, TrustLevel, TrustReport
+from atip_trust.limits import LIMITS
+from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
+from atip_trust.policy.verifiers import VerifierRule, verifier_rules
+from atip_trust.provenance.vsa import (
+    PASSED,
+    Vsa,
+    VsaProblem,
+    build_level,
+    check_vsa,
+    level_problem,
+    parse_vsa,
+    vsa_statement,
+)
+from atip_trust.signature.envelope import (
+    Envelope,
+    envelope_signed_by,
+    load_private_key,
+    parse_envelope,
+    sign_envelope,
+)
+from atip_trust.signature.keys import load_public_key
+from atip_trust.facts.digest import Digest
+from atip_trust.signature.identity import IdentityRule, match_identities
+from atip_trust.signature.trustroot import TrustRoot
+from atip_trust.errors import UsageError
+
+if TYPE_CHECKING:
+    from atip_trust.signature import bundle as bundles_mod
+    from atip_trust.signature import keyless as keyless_mod
+else:
+    bundles_mod = lazy_import("atip_trust.signature.bundle")
+    keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
+
+PathLike = str | os.PathLike[str]
+
+#: Without ``--policy`` the flags are the policy: this names them (the digest is of the flags).
+FLAGS_POLICY_URI = "atip-trust:verify-flags"
+
+
+def file_digest(path: PathLike, what: str) -> dict[str, str]:
+    """``{"sha256": hex}`` of an input attestation, read capped like every bundle."""
+    data = read_capped(path, LIMITS.bundle_bytes, what=what)
+    return {"sha256": hashlib.sha256(data).hexdigest()}
+
+
+def policy_reference(policy_digest: str | None, constraints_text: str, policy_uri: str | None) -> tuple[str, dict[str, str]]:
+    """``policy.uri`` and ``policy.digest``: the composed policy's digest (``sha256:<hex>``), or, with
+    flags alone, the SHA-256 of the flags' canonical form, so two CI jobs with different flags never
+    write the same policy digest."""
+    if policy_digest is not None:
+        alg, _, value = policy_digest.partition(":")
+        return policy_uri or "atip-trust:policy", {alg: value}
+    raw = canonical_json({"constraints": constraints_text})
+    return policy_uri or FLAGS_POLICY_URI, {"sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_uri: str,
+             policy_uri: str, policy_digest: dict[str, str], bundles: Sequence[PathLike],
+             key_id: str | None = None, now: datetime | None = None) -> bytes:
+    """The VSA of ``report`` as one JSON line (a DSSE envelope), whatever the verdict: PASSED exactly
+    when the verification allowed the artifact (its decision), FAILED otherwise."""
+    if not verifier_id or not resource_uri:
+        raise EnvironmentFailure("a VSA needs a verifier id and a resource URI (--vsa-verifier-id, "
+                                 "--vsa-resource-uri)")
+    signer = load_private_key(key)
+    passed = report.decision is not None and report.decision.behavior == "allow" \
+        and report.trust_level is TrustLevel.VERIFIED
+    level = report.provenance.slsa_level if report.provenance.status == "valid" else None
+    stmt = vsa_statement(
+        digests=dict(report.digests),
+        name=os.path.basename(report.path) if report.path else "_",
+        verifier_id=verifier_id,
+        time_verified=now or datetime.now(timezone.utc),
+        resource_uri=resource_uri,
+        policy_uri=policy_uri,
+        policy_digest=policy_digest,
+        inputs=[(os.path.basename(os.fspath(b)), file_digest(b, "bundle")) for b in bundles],
+        passed=passed,
+        levels=build_level(level),
+        version=__version__,
+    )
+    envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, canonical_json(stmt, ascii_only=False),
+                             key_id=key_id)
+    return canonical_json(envelope) + b"\n"
+
+
+def write_vsa(path: PathLike, line: bytes) -> None:
+    """Write the VSA all at once (a reader never sees half an envelope)."""
+    try:
+        write_atomic(path, line, mode=0o644)
+    except OSError as err:
+        raise EnvironmentFailure(f"cannot write the VSA: {err.strerror or err}", path=os.fspath(path)) from err
+
+
+class VsaVerification(Record):
+    """What ``verify-vsa`` found: the signing key's id (None: no signature by the key), the VSA
+    (None when the signature did not verify: an unsigned statement is never read), the problems."""
+
+    __slots__ = ("path", "key_id", "vsa", "problems", "statement")
+    _no_repr = frozenset({"statement"})
+    path: str
+    key_id: str | None
+    vsa: Vsa | None
+    problems: tuple[VsaProblem, ...]
+    #: The signed statement's bytes as signed (``--print-attestation``); empty when not signed.
+    statement: bytes
+
+    def __init__(self, path: str, key_id: str | None, vsa: Vsa | None, problems: tuple[VsaProblem, ...],
+                 statement: bytes = b"") -> None:
+        init(self, path, key_id, vsa, problems, statement)
+
+    @property
+    def passed(self) -> bool:
+        return self.vsa is not None and not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        vsa = self.vsa
+        return {
+            "command": "verify-vsa",
+            "attestation": self.path,
+            "result": "PASSED" if self.passed else "FAILED",
+            "key_id": self.key_id,
+            "vsa": None if vsa is None else {
+                "subjects": list(vsa.subjects), "verifier_id": vsa.verifier_id,
+                "time_verified": vsa.time_verified.isoformat() if vsa.time_verified else None,
+                "resource_uri": vsa.resource_uri, "policy": {"uri": vsa.policy_uri, "digest": vsa.policy_digest},
+                "verification_result": vsa.result, "verified_levels": list(vsa.levels)},
+            "problems": [{"code": p.code, "message": p.message, "expected": p.expected, "actual": p.actual}
+                         for p in self.problems],
+            "exit_code": 0 if self.passed else 1,
+        }
+
+
+def read_signed_vsa(path: PathLike, public_key: PathLike, key_id: str | None
+                    ) -> tuple[str | None, Vsa | None, bytes]:
+    """The VSA in ``path`` (key id, VSA, statement bytes) if ``public_key`` signed it under the key-id
+    rule (envelope.py), else ``(None, None, b"")``: an envelope the key did not sign is never parsed."""
+    env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=os.fspath(path))
+    signed = envelope_signed_by(env, load_public_key(public_key), key_id)
+    if signed is None:
+        return None, None, b""
+    return signed, parse_vsa(env.payload_type, env.payload), env.payload
+
+
+def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, digests: list[str],
+               verifier_id: str, resource_uri: str, levels: list[str]) -> VsaVerification:
+    """slsa-verifier ``VerifyVSA``: the signature (step 1, the key-id rule), the predicate type
+    (step 3), then subject digests, verifier id, resource URI, PASSED and levels (``check_vsa``)."""
+    signed, vsa, statement = read_signed_vsa(path, public_key, key_id)
+    if vsa is None:
+        want = key_id or "the key's SHA256 fingerprint"
+        return VsaVerification(os.fspath(path), None, None, (VsaProblem(
+            "VSA_SIGNATURE", f"no signature by the public key under key id {want}", want, None),))
+    problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
+                         levels=levels)
+    return VsaVerification(os.fspath(path), signed, vsa, tuple(problems), statement)
+
+
+
+
+def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequence[IdentityRule],
+                       digests: list[str], verifier_id: str, resource_uri: str,
+                       levels: list[str]) -> VsaVerification:
+    """A VSA in a Sigstore bundle (keyless: a Fulcio certificate and a log entry), which slsa-verifier
+    cannot check: sigstore-python verifies the bundle (signature/keyless.py, bound to the ``sha256``
+    subject digest given), the certificate must match ``signers`` (cosign's identity rules), then the
+    same checks as a key-signed VSA. ``key_id`` in the result is the signer identity."""
+    sha = [d.partition(":")[2] for d in digests if d.startswith("sha256:")]
+    if not sha:
+        raise UsageError("a keyless VSA is bound to its subject by sha256: give --subject-digest sha256:<hex>")
+    if not signers:
+        raise UsageError("a keyless VSA needs the signer identity (--certificate-identity or "
+                         "--certificate-identity-regexp, and --certificate-oidc-issuer)")
+    bound = {"sha256": Digest.from_hex("sha256", sha[0])}
+    verifier = keyless_mod.KeylessVerifier(trust_root)
+    last = "no DSSE bundle in the file"
+    for b in bundles_mod.load_bundles(path):
+        if b.content != "dsse":
+            last = f"{b.label}: not a DSSE bundle"
+            continue
+        out = verifier.verify(b, bound)
+        failed = next((c for c in out.checks if c.failed), None)
+        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
+            last = f"{b.label}: {failed.message if failed else 'does not verify'}"
+            continue
+        rule, _ = match_identities(signers, out.facts, evidence=b.label)
+        if rule is None:
+            last = f"{b.label}: signed by {out.facts.identity}, not an allowed identity"
+            continue
+        vsa = parse_vsa(out.payload_type, out.payload)
+        problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
+                             levels=levels)
+        return VsaVerification(os.fspath(path), out.facts.identity, vsa, tuple(problems), out.payload)
+    return VsaVerification(os.fspath(path), None, None, (VsaProblem(
+        "VSA_SIGNATURE", f"no Sigstore bundle by an allowed signer verifies: {last}",
+        [r.describe() for r in signers], None),))
+
+
+# --- admission from VSAs (trust.verifiers) --------------------------------------------------------------
+
+#: A VSA dated this far ahead of the local clock still counts (clock skew between CI and machine).
+FUTURE_SKEW_SECONDS = 300
+
+
+def _signer(env: Envelope, rules: Sequence[VerifierRule]) -> VerifierRule | None:
+    for rule in rules:
+        if envelope_signed_by(env, load_public_key(rule.public_key), rule.key_id) is not None:
+            return rule
+    return None
+
+
+def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
+    """Why a PASSED VSA by ``rule``'s key does not vouch, or None: id, resource, level, policy, age."""
+    if vsa.verifier_id != rule.id:
+        return f"verifier.id is {vsa.verifier_id!r}, expected {rule.id!r}"
+    if rule.resource_uris is not None and vsa.resource_uri not in rule.resource_uris:
+        return f"resourceUri {vsa.resource_uri!r} is not one trust.verifiers allows"
+    if rule.min_level and level_problem(vsa, [f"SLSA_BUILD_LEVEL_{rule.min_level}"]) is not None:
+        return f"verifiedLevels {list(vsa.levels)} are below SLSA_BUILD_LEVEL_{rule.min_level}"
+    if rule.policy_digests is not None and not any(
+            f"{alg}:{value}" in rule.policy_digests for alg, value in vsa.policy_digest.items()):
+        return f"policy.digest {vsa.policy_digest} is not one of trust.verifiers' policyDigests"
+    if vsa.time_verified is None:
+        return "no timeVerified: its age cannot be known"
+    age = (now - vsa.time_verified).total_seconds()
+    if age > rule.max_age:
+        return f"verified {int(age)} s ago, over maxAge {rule.max_age_text}"
+    if age < -FUTURE_SKEW_SECONDS:
+        return f"timeVerified {vsa.time_verified.isoformat()} is in the future"
+    return None
+
+
+def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
+               now: datetime | None = None) -> list[Check]:
+    """One check per VSA about these bytes (``digests``: the artifact's hex digests by algorithm).
+
+    ``pass``: a trusted verifier PASSED exactly these bytes and its VSA meets its ``trust.verifiers``
+    entry; ``fail``: a trusted verifier FAILED them (evidence of failure); ``skip``: ignored, and why
+    (not signed by a listed verifier, another artifact, another id, resource, level, policy or too old)."""
+    at = now or datetime.now(timezone.utc)
+    out: list[Check] = []
+    for path in paths:
+        label = os.fspath(path)
+        env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=label)
+        rule = _signer(env, rules)
+        if rule is None:
+            out.append(Check("vsa", "skip", "VSA ignored: not signed by a verifier policy trusts "
+                             "(trust.verifiers)", [r.id for r in rules], None, label))
+            continue
+        vsa = parse_vsa(env.payload_type, env.payload)
+        if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
+            out.append(Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
+                             {a: v for a, v in digests.items()}, list(vsa.subjects), label))
+            continue
+        if vsa.result != PASSED:
+            out.append(Check("vsa", "fail", f"trusted verifier {rule.id} reported {vsa.result or 'no result'} "
+                             "for this artifact", PASSED, vsa.result, label, impact="unverified"))
+            continue
+        why = _why_not(vsa, rule, at)
+        if why is not None:
+            out.append(Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label))
+            continue
+        out.append(Check("vsa", "pass", f"{rule.id} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
+                         rule.id, vsa.verifier_id, label))
+    return out
+
+
+def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
+    """Add ``checks`` to ``report`` and set its level: a trusted FAILED caps it below VERIFIED (the
+    verifier's failure stands over any local evidence); otherwise a trusted PASSED makes it VERIFIED."""
+    report.checks.extend(checks)
+    if report.trust_level is TrustLevel.COMPROMISED:
+        return  # evidence of tampering stands: no summary outweighs a signature that fails over these bytes
+    if any(c.failed for c in checks):
+        report.trust_level = min(report.trust_level, TrustLevel.UNVERIFIED)
+    elif any(c.status == "pass" for c in checks):
+        report.trust_level = TrustLevel.VERIFIED
+
+
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "apply_vsas", "emit_vsa", "file_digest",
+           "policy_reference", "read_signed_vsa", "verify_vsa", "verify_vsa_keyless", "verifier_rules", "vsa_checks",
+           "write_vsa"]

@@ -1,0 +1,77 @@
+"""``trust.verifiers``: who may vouch for a tool with a SLSA Verification Summary Attestation (docs/vsa.md).
+
+Each entry names one verifier: its public key (``publicKey``, a PEM file; ``keyId``, the id its
+signatures carry, as ``verify-vsa --public-key-id``), its ``id`` (the VSA's ``verifier.id``), the
+``resourceUris`` it may vouch for (absent: any), the SLSA Build level its VSA must state at least
+(``minLevel``), how old a VSA may be (``maxAge``, required: a summary is a snapshot, never forever) and
+which ``policyDigests`` count (absent: any policy the verifier applied).
+
+Composition follows the other trust anchors (compose.py): when an org layer states ``trust.verifiers``,
+only the org's verifiers count; when the org fixes the anchor set without naming verifiers, none counts;
+otherwise every layer's do.
+"""
+
+from __future__ import annotations
+
+import os
+
+from atip_trust._base.record import Record, init
+from atip_trust.policy.model import Policy
+
+_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+class VerifierRule(Record):
+    """One ``trust.verifiers`` entry, paths resolved against its policy file's directory."""
+
+    __slots__ = ("id", "public_key", "key_id", "resource_uris", "min_level", "max_age", "max_age_text",
+                 "policy_digests", "source")
+    id: str
+    public_key: str
+    key_id: str | None
+    #: None: any resource URI.
+    resource_uris: tuple[str, ...] | None
+    min_level: int
+    #: Seconds.
+    max_age: int
+    max_age_text: str
+    #: None: any policy digest; else ``sha256:<hex>`` strings.
+    policy_digests: tuple[str, ...] | None
+    source: str
+
+    def __init__(self, id: str, public_key: str, key_id: str | None, resource_uris: tuple[str, ...] | None,
+                 min_level: int, max_age: int, max_age_text: str, policy_digests: tuple[str, ...] | None,
+                 source: str) -> None:
+        init(self, id, public_key, key_id, resource_uris, min_level, max_age, max_age_text, policy_digests,
+             source)
+
+
+def _age(text: str) -> int:
+    return int(text[:-1]) * _UNITS[text[-1]]
+
+
+def verifier_rules(policy: Policy) -> list[VerifierRule]:
+    """The verifiers whose VSAs count under ``policy`` (schema-checked documents; module docstring)."""
+    stated = [layer for layer in policy.layers
+              if isinstance((layer.document.get("trust") or {}).get("verifiers"), list)]
+    if any(layer.source == "org" for layer in stated):
+        stated = [layer for layer in stated if layer.source == "org"]
+    elif policy.org_fixes_anchors:
+        # The org fixes the trust anchors and names no verifier: none counts, or a local policy could
+        # name a verifier whose key its author holds and vouch for anything (compose.py, org anchors).
+        return []
+    rules: list[VerifierRule] = []
+    for layer in stated:
+        base = os.path.dirname(layer.path) if layer.path else os.getcwd()
+        for v in layer.document["trust"]["verifiers"]:
+            uris = v.get("resourceUris")
+            digests = v.get("policyDigests")
+            rules.append(VerifierRule(
+                id=v["id"], public_key=os.path.realpath(os.path.join(base, v["publicKey"])),
+                key_id=v.get("keyId"), resource_uris=tuple(uris) if uris is not None else None,
+                min_level=int(v.get("minLevel", 0)), max_age=_age(v["maxAge"]), max_age_text=v["maxAge"],
+                policy_digests=tuple(digests) if digests is not None else None, source=layer.source))
+    return rules
+
+
+__all__ = ["VerifierRule", "verifier_rules"]

@@ -1,0 +1,218 @@
+"""SLSA Verification Summary Attestations (VSA v1): the statement ``verify --emit-vsa`` writes, and the
+checks ``verify-vsa`` and admission apply to one, as slsa-verifier applies them.
+
+Spec: https://slsa.dev/spec/v1.0/verification_summary (predicate ``https://slsa.dev/verification_summary/v1``
+in an in-toto Statement v1). slsa-verifier's checks (``verifiers/internal/vsa/verifier.go``), in its order,
+after the signature: every expected subject digest is some subject's digest (any digest type, e.g.
+``gce_image_id``); ``verifier.id`` equals the expected one; ``resourceUri`` equals the expected one;
+``verificationResult`` is ``PASSED``; every expected SLSA track level ``SLSA_<TRACK>_LEVEL_<N>`` is met by
+the highest level of that track in ``verifiedLevels`` (at least N), and every other expected level is
+listed exactly. Nothing else is checked.
+
+No crypto here: the envelope's signature is ``signature/envelope.py``'s; the two meet in ``gate/vsa.py``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+if TYPE_CHECKING:
+    from typing import Any
+
+from atip_trust._base.clock import datetime, timezone
+from atip_trust._base.record import Record, init
+from atip_trust.errors import BundleError
+from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE, STATEMENT_V1, Statement, parse_statement
+
+VSA_PREDICATE_TYPE = "https://slsa.dev/verification_summary/v1"
+PASSED = "PASSED"
+FAILED = "FAILED"
+
+
+class VsaProblem(Record):
+    """One expectation a VSA does not meet: a stable code (for reasons), expected and actual."""
+
+    __slots__ = ("code", "message", "expected", "actual")
+    code: str
+    message: str
+    expected: Any
+    actual: Any
+
+    def __init__(self, code: str, message: str, expected: Any, actual: Any) -> None:
+        init(self, code, message, expected, actual)
+
+
+class Vsa(Record):
+    """The fields of a parsed VSA that verification and admission read."""
+
+    __slots__ = ("subjects", "verifier_id", "time_verified", "resource_uri", "policy_uri",
+                 "policy_digest", "result", "levels")
+    #: Each subject's digests, every digest type, as ``{type: value}``.
+    subjects: tuple[dict[str, str], ...]
+    verifier_id: str
+    time_verified: datetime | None
+    resource_uri: str
+    policy_uri: str | None
+    #: ``policy.digest`` as ``{type: value}``.
+    policy_digest: dict[str, str]
+    result: str
+    levels: tuple[str, ...]
+
+    def __init__(self, subjects: tuple[dict[str, str], ...], verifier_id: str, time_verified: datetime | None,
+                 resource_uri: str, policy_uri: str | None, policy_digest: dict[str, str], result: str,
+                 levels: tuple[str, ...]) -> None:
+        init(self, subjects, verifier_id, time_verified, resource_uri, policy_uri, policy_digest, result,
+             levels)
+
+    def has_digest(self, alg: str, value: str) -> bool:
+        return any(s.get(alg) == value for s in self.subjects)
+
+
+def build_level(level: int | None) -> list[str]:
+    """``verifiedLevels`` for a PASSED verification: the SLSA Build level the trusted-builder map gave
+    (provenance/slsa.py), or none when no provenance earned one (a VSA never claims more than we saw)."""
+    return [f"SLSA_BUILD_LEVEL_{level}"] if level is not None else []
+
+
+def vsa_statement(*, digests: dict[str, str], name: str, verifier_id: str, time_verified: datetime,
+                  resource_uri: str, policy_uri: str, policy_digest: dict[str, str],
+                  inputs: list[tuple[str, dict[str, str]]], passed: bool, levels: list[str],
+                  version: str) -> dict[str, Any]:
+    """The in-toto Statement v1 of a VSA (spec "Schema"); ``inputs``: (uri, digest) of each bundle used.
+
+    A FAILED VSA lists no levels: a level is a claim that something was verified at it."""
+    return {
+        "_type": STATEMENT_V1,
+        "subject": [{"name": name or "_", "digest": dict(digests)}],
+        "predicateType": VSA_PREDICATE_TYPE,
+        "predicate": {
+            "verifier": {"id": verifier_id, "version": {"atip-trust": version}},
+            "timeVerified": time_verified.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "resourceUri": resource_uri,
+            "policy": {"uri": policy_uri, "digest": dict(policy_digest)},
+            "inputAttestations": [{"uri": uri, "digest": dict(d)} for uri, d in inputs],
+            "verificationResult": PASSED if passed else FAILED,
+            "verifiedLevels": list(levels) if passed else [],
+        },
+    }
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """A field that should be an object; anything else reads as empty (the checks then fail on it)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _strs(value: Any, path: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BundleError("expected a list of strings", path=path)
+    return tuple(value)
+
+
+def parse_vsa(payload_type: str, payload: bytes) -> Vsa:
+    """A VSA from a (signature-checked) DSSE payload; ``BundleError`` when it is not one."""
+    if payload_type != INTOTO_PAYLOAD_TYPE:
+        raise BundleError(f"payloadType is {payload_type!r}, expected {INTOTO_PAYLOAD_TYPE!r}",
+                          path="$.payloadType")
+    stmt: Statement = parse_statement(payload_type, payload)
+    if stmt.predicate_type != VSA_PREDICATE_TYPE:
+        raise BundleError(f"predicateType is {stmt.predicate_type!r}, expected {VSA_PREDICATE_TYPE!r}",
+                          path="$.predicateType")
+    p = stmt.predicate
+    verifier = _obj(p.get("verifier"))
+    policy = _obj(p.get("policy"))
+    subjects = tuple({**{a: d.hex for a, d in s.digests.items()}, **s.other} for s in stmt.subjects)
+    return Vsa(
+        subjects=subjects,
+        verifier_id=_str(verifier.get("id")),
+        time_verified=_time(p.get("timeVerified")),
+        resource_uri=_str(p.get("resourceUri")),
+        policy_uri=_str(policy.get("uri")) or None,
+        policy_digest={str(k): v for k, v in _obj(policy.get("digest")).items() if isinstance(v, str)},
+        result=_str(p.get("verificationResult")),
+        levels=_strs(p.get("verifiedLevels"), "$.predicate.verifiedLevels"),
+    )
+
+
+def track_levels(levels: tuple[str, ...] | list[str]) -> dict[str, int]:
+    """slsa-verifier ``extractSLSALevels``: ``SLSA_<TRACK>_LEVEL_<N>`` -> the highest N per track;
+    a malformed ``SLSA_`` level is an error (``BundleError``), other names are not track levels."""
+    ladder: dict[str, int] = {}
+    for level in levels:
+        if not level.startswith("SLSA_"):
+            continue
+        parts = level.split("_", 3)
+        if len(parts) != 4 or parts[2] != "LEVEL" or not parts[3].lstrip("+-").isdigit():
+            raise BundleError(f"invalid SLSA level {level!r} (expected SLSA_<TRACK>_LEVEL_<N>)",
+                              path="verifiedLevels")
+        ladder[parts[1]] = max(ladder.get(parts[1], int(parts[3])), int(parts[3]))
+    return ladder
+
+
+def subject_problem(vsa: Vsa, expected: list[str]) -> VsaProblem | None:
+    """Every ``ALG:VALUE`` expected must be some subject's digest of that type (exact string)."""
+    if not expected:
+        return VsaProblem("VSA_NO_SUBJECT_DIGEST", "no subject digest to match (--subject-digest)",
+                          "at least one", None)
+    for want in expected:
+        alg, sep, value = want.partition(":")
+        if not sep:
+            return VsaProblem("VSA_BAD_SUBJECT_DIGEST", f"{want!r} is not <digest type>:<digest value>",
+                              "ALG:VALUE", want)
+        if not vsa.has_digest(alg, value):
+            return VsaProblem("VSA_SUBJECT_MISMATCH", f"expected digest not found: {want}", want,
+                              list(vsa.subjects))
+    return None
+
+
+def level_problem(vsa: Vsa, expected: list[str]) -> VsaProblem | None:
+    """slsa-verifier ``matchVerifiedLevels``: track levels at least, other levels exactly."""
+    try:
+        want, got = track_levels(expected), track_levels(vsa.levels)
+    except BundleError as err:
+        return VsaProblem("VSA_BAD_LEVEL", err.message, expected, list(vsa.levels))
+    for track, n in sorted(want.items()):
+        if got.get(track, -1) < n:
+            return VsaProblem("VSA_LEVEL_TOO_LOW", f"SLSA {track} level must be at least {n}",
+                              f"SLSA_{track}_LEVEL_{n}", list(vsa.levels))
+    for level in expected:
+        if not level.startswith("SLSA_") and level not in vsa.levels:
+            return VsaProblem("VSA_LEVEL_MISSING", f"expected verified level not found: {level}", level,
+                              list(vsa.levels))
+    return None
+
+
+def check_vsa(vsa: Vsa, *, digests: list[str], verifier_id: str, resource_uri: str,
+              levels: list[str]) -> list[VsaProblem]:
+    """slsa-verifier's matches after the signature, in its order; the first failure ends it (as there)."""
+    checks: list[VsaProblem | None] = [subject_problem(vsa, digests)]
+    if not checks[-1]:
+        checks.append(None if vsa.verifier_id == verifier_id else VsaProblem(
+            "VSA_VERIFIER_MISMATCH", "verifier ID mismatch", verifier_id, vsa.verifier_id or None))
+    if not checks[-1]:
+        checks.append(None if vsa.resource_uri and vsa.resource_uri == resource_uri else VsaProblem(
+            "VSA_RESOURCE_MISMATCH", "resource URI mismatch", resource_uri, vsa.resource_uri or None))
+    if not checks[-1]:
+        checks.append(None if vsa.result == PASSED else VsaProblem(
+            "VSA_NOT_PASSED", "verification result is not PASSED", PASSED, vsa.result or None))
+    if not checks[-1]:
+        checks.append(level_problem(vsa, levels))
+    return [c for c in checks if c is not None]
+
+
+__all__ = ["FAILED", "PASSED", "VSA_PREDICATE_TYPE", "Vsa", "VsaProblem", "build_level", "check_vsa",
+           "level_problem", "parse_vsa", "subject_problem", "track_levels", "vsa_statement"]

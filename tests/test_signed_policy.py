@@ -1,0 +1,120 @@
+"""Signed org policies (issue 25 item 4): where a signers file sits beside the org policy, the policy must
+carry a signature by one of its keys over its exact bytes, checked before it is composed, and its
+``serial`` may never go back below the highest this machine accepted. Real keys, real files, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+from verify_helpers import cli
+
+
+def _keys(d: Path, name: str, key: Any) -> tuple[Path, Path]:
+    priv, pub = d / f"{name}.key", d / f"{name}.pub"
+    priv.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    return priv, pub
+
+
+@pytest.fixture()
+def org(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    org_key, org_pub = _keys(etc, "org", ec.generate_private_key(ec.SECP256R1()))
+    rogue_key, _ = _keys(tmp_path, "rogue", ed25519.Ed25519PrivateKey.generate())
+    policy = etc / "policy.json"
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\necho hi\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("ATIP_TRUST_ORG_POLICY", str(policy))
+    monkeypatch.setenv("ATIP_TRUST_POLICY_SERIALS", str(tmp_path / "state" / "serials.json"))
+    return {"etc": etc, "policy": policy, "org_key": org_key, "org_pub": org_pub, "rogue_key": rogue_key,
+            "tool": tool, "signers": etc / "policy.json.signers.json"}
+
+
+def write_policy(org: dict[str, Path], serial: int | None, *, sign_with: Path | None = None) -> None:
+    doc: dict[str, Any] = {"version": 1, "name": "org", "requirements": {"minTrustLevel": "UNSIGNED"}}
+    if serial is not None:
+        doc["serial"] = serial
+    org["policy"].write_text(json.dumps(doc))
+    org["policy"].chmod(0o644)
+    if sign_with is not None:
+        r = cli("policy", "sign", str(org["policy"]), "--key", str(sign_with))
+        assert r.code == 0, r.err
+
+
+def require_signature(org: dict[str, Path]) -> None:
+    org["signers"].write_text(json.dumps({"publicKeys": ["org.pub"]}))
+    org["signers"].chmod(0o644)
+
+
+def admit(org: dict[str, Path]) -> Any:
+    return cli("admit", str(org["tool"]), "--command", "status", "--non-interactive", "--no-audit",
+               "--no-cache", "--format", "json")
+
+
+def test_unsigned_org_policy_without_a_signers_file_loads_as_before(org) -> None:
+    write_policy(org, None)
+    assert admit(org).code in (0, 1)
+
+
+def test_signed_org_policy_by_a_listed_signer_is_applied(org) -> None:
+    write_policy(org, 1, sign_with=org["org_key"])
+    require_signature(org)
+    r = admit(org)
+    assert r.code in (0, 1), r.err
+    assert (org["etc"] / "policy.json.sig.json").is_file()
+
+
+def test_tampered_signed_policy_is_refused(org) -> None:
+    write_policy(org, 1, sign_with=org["org_key"])
+    require_signature(org)
+    doc = json.loads(org["policy"].read_text())
+    doc["requirements"]["minTrustLevel"] = "COMPROMISED"  # loosened after signing
+    org["policy"].write_text(json.dumps(doc))
+    r = admit(org)
+    assert r.code == 2 and "changed after it was signed" in r.json["decision"]["reasons"][0]["message"]
+
+
+def test_policy_signed_by_an_unlisted_signer_is_refused(org) -> None:
+    write_policy(org, 1, sign_with=org["rogue_key"])
+    require_signature(org)
+    r = admit(org)
+    assert r.code == 2 and "not signed by a key" in r.json["decision"]["reasons"][0]["message"]
+
+
+def test_required_signature_missing_is_refused(org) -> None:
+    write_policy(org, 1)
+    require_signature(org)
+    r = admit(org)
+    assert r.code == 2 and "has no signature" in r.json["decision"]["reasons"][0]["message"]
+
+
+def test_rollback_to_an_older_serial_is_refused(org) -> None:
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)  # serial 5 accepted and remembered
+    write_policy(org, 4, sign_with=org["org_key"])  # an older release, validly signed
+    r = admit(org)
+    assert r.code == 2 and "rollback" in r.json["decision"]["reasons"][0]["message"]
+    write_policy(org, 5, sign_with=org["org_key"])  # the same serial again is fine
+    assert admit(org).code in (0, 1)
+    write_policy(org, 6, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code == 2
+
+
+def test_signers_file_writable_by_others_is_refused(org) -> None:
+    write_policy(org, 1, sign_with=org["org_key"])
+    require_signature(org)
+    org["signers"].chmod(0o666)
+    assert admit(org).code == 2
