@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, InputTooLargeError
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
@@ -50,8 +50,7 @@ BLOCKING_CODES = frozenset({"TRUST_COMPROMISED", "TOOL_DENIED", "TOOL_DENIED_DIG
                             "DIGEST_PIN_MISMATCH", "DELEGATION_TOOL_NOT_ALLOWED"})
 
 
-@dataclass(frozen=True)
-class ProbePermission:
+class ProbePermission(Record):
     allowed: bool
     #: Machine-readable: ``verified``, ``digest_pinned``, ``signed_shim`` (allowed, but not needed),
     #: ``probe_disabled``, ``policy_blocked``, ``not_verified``.
@@ -59,8 +58,7 @@ class ProbePermission:
     message: str
 
 
-@dataclass(frozen=True)
-class ProbeOutcome:
+class ProbeOutcome(Record):
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
     #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
