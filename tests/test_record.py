@@ -110,6 +110,8 @@ def test_fields_are_bound_by_position_and_keyword_with_defaults_and_fresh_factor
     (("a",), {"name": "b"}),  # the same field twice
     (("a", (), b"", [], "extra"), {}),  # one positional too many
     ((), {"values": (1,)}),  # keywords only, the required one missing
+    (("a",), {"name": "b", "nope": 1}),  # two wrongs: the first one named is the one reported
+    (("a",), {"nope": 1, "name": "b"}),
 ])
 def test_a_wrong_missing_or_unknown_argument_raises_the_typeerror_a_dataclass_raises(
         args: tuple[object, ...], kwargs: dict[str, object]) -> None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, dataclass_transform
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, dataclass_transform
 
 if TYPE_CHECKING:
     R = TypeVar("R", bound="Record")
@@ -111,6 +111,10 @@ class _RecordMeta(type):
         cls._frozen = frozen
         cls._fields = fields
         cls._defaults = defaults
+        cls._template = tuple(defaults.get(f, _MISSING) for f in fields)
+        cls._index = {f: i for i, f in enumerate(fields)}
+        cls._required = len(fields) - len(defaults)
+        cls._factories = tuple(i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory)
         cls._setters = tuple(_setter(made, f) for f in fields)
         cls._compared = tuple(_shown_as(made, f) for f in fields if f not in cls._no_compare
                               and _shown_as(made, f))
@@ -171,6 +175,12 @@ class Record(metaclass=_RecordMeta):
     _frozen: ClassVar[bool] = True
     _fields: ClassVar[tuple[str, ...]] = ()
     _defaults: ClassVar[dict[str, Any]] = {}
+    #: For binding arguments (_bind): the defaults in field order (_MISSING where required), each field's
+    #: position, how many lead without a default, and where a default is a factory.
+    _template: ClassVar[tuple[Any, ...]] = ()
+    _index: ClassVar[dict[str, int]] = {}
+    _required: ClassVar[int] = 0
+    _factories: ClassVar[tuple[int, ...]] = ()
     _compared: ClassVar[tuple[str, ...]] = ()
     _shown: ClassVar[tuple[str, ...]] = ()
     _no_compare: ClassVar[frozenset[str]] = frozenset()
@@ -186,9 +196,10 @@ class Record(metaclass=_RecordMeta):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
         setters = cls._setters
+        values: Any = args
         if kwargs or len(args) != len(setters):
-            args = _bind(cls, args, kwargs)
-        for setter, value in zip(setters, args):
+            values = _bind(cls, args, kwargs)
+        for setter, value in zip(setters, values):
             setter(self, value)
         post = cls._post_init
         if post is not None:
@@ -217,8 +228,29 @@ class Record(metaclass=_RecordMeta):
         return (_rebuild, (type(self), tuple([getattr(self, f) for f in self._fields])))
 
 
-def _bind(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def _bind(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     """The values of ``cls(*args, **kwargs)`` in field order, or the ``TypeError`` Python gives."""
+    n = len(args)
+    values = list(cls._template)
+    if n > len(values):
+        _refuse(cls, args, kwargs)
+    values[:n] = args
+    index = cls._index
+    for name, value in kwargs.items():
+        if index.get(name, -1) < n:  # unknown, or given by position too
+            _refuse(cls, args, kwargs)
+        values[index[name]] = value
+    for i in range(n, cls._required):
+        if values[i] is _MISSING:
+            _refuse(cls, args, kwargs)
+    for i in cls._factories:
+        if values[i].__class__ is _Factory:
+            values[i] = values[i].factory()
+    return values
+
+
+def _refuse(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
+    """Raise the ``TypeError`` Python gives for a call ``_bind`` cannot bind (worded as for a dataclass)."""
     fields = cls._fields
     where = f"{cls.__qualname__}.__init__()"
     if len(args) > len(fields):
@@ -226,28 +258,17 @@ def _bind(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
         takes = f"from {least} to {most}" if least < most else str(most)
         plural = "s" if most > 1 else ""
         raise TypeError(f"{where} takes {takes} positional argument{plural} but {len(args) + 1} were given")
-    for name in fields[:len(args)]:
-        if name in kwargs:
+    for name in kwargs:  # in the order given, as the interpreter checks them
+        if name not in cls._index:
+            raise TypeError(f"{where} got an unexpected keyword argument {name!r}")
+        if cls._index[name] < len(args):
             raise TypeError(f"{where} got multiple values for argument {name!r}")
-    values = list(args)
-    missing = []
-    defaults = cls._defaults
-    for name in fields[len(args):]:
-        value = kwargs.pop(name, _MISSING)
-        if value is _MISSING:
-            value = defaults.get(name, _MISSING)
-            if value is _MISSING:
-                missing.append(name)
-            elif value.__class__ is _Factory:
-                value = value.factory()
-        values.append(value)
-    if kwargs:
-        raise TypeError(f"{where} got an unexpected keyword argument {next(iter(kwargs))!r}")
+    missing = [f for f in fields[len(args):] if f not in kwargs and f not in cls._defaults]
     if missing:
         names = " and ".join(", ".join(repr(m) for m in missing).rsplit(", ", 1))
         plural = "s" if len(missing) > 1 else ""
         raise TypeError(f"{where} missing {len(missing)} required positional argument{plural}: {names}")
-    return tuple(values)
+    raise AssertionError(f"{where}: arguments _bind could not bind")  # pragma: no cover
 
 
 def _tuple_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
