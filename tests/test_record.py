@@ -40,9 +40,10 @@ def _all_records() -> list[type[Record]]:
 RECORDS = _all_records()
 
 #: The records that still write an ``__init__``, each because it computes a field from its arguments
-#: (a path given as ``os.PathLike`` kept as text; a report whose digest is worked out on first read), not
-#: just assigns them. Checks on the values are a ``__post_init__`` (``Digest``, ``IdentityRule``).
-OWN_INIT = {"atip_trust.facts.artifact.Artifact", "atip_trust.gate.exec.Opened", "atip_trust.facts.report.Decision"}
+#: (a report whose digest is worked out on first read), not just assigns them. Checks on the values are
+#: a ``__post_init__`` (``Digest``, ``IdentityRule``); other ways of making one are classmethods
+#: (``Artifact.open``).
+OWN_INIT = {"atip_trust.facts.report.Decision"}
 
 
 def _name(cls: type) -> str:

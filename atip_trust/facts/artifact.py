@@ -18,7 +18,7 @@ from types import TracebackType
 
 from atip_trust._base.files import open_regular, path_name
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, field
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
@@ -205,18 +205,12 @@ class Artifact(Record, frozen=False):
 
     # ``_path`` holds the path as text and ``path`` (a field, _base/record.py) gives it as a Path on first
     # read: the warm path reads ``path_text`` and never imports pathlib (README "Verdict cache").
+    # Made by ``open`` (the constructor to call), which passes the resolved path as text.
     _no_repr = frozenset({"_digests"})
     _path: str
     fd: int
     identity: FileIdentity
-    _digests: dict[Algorithm, Digest]
-
-    def __init__(self, path: str | os.PathLike[str], fd: int, identity: FileIdentity,
-                 _digests: dict[Algorithm, Digest] | None = None) -> None:
-        self._path = os.fspath(path)
-        self.fd = fd
-        self.identity = identity
-        self._digests = {} if _digests is None else _digests
+    _digests: dict[Algorithm, Digest] = field(default_factory=dict)
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False, lookup: bool = True) -> Artifact:

@@ -90,11 +90,6 @@ class Opened(Record, frozen=False):
     art: Artifact
     admission: Admission
 
-    def __init__(self, found: str | os.PathLike[str], art: Artifact, admission: Admission) -> None:
-        self.found = os.fspath(found)
-        self.art = art
-        self.admission = admission
-
 
 class ExecPlan(Record, frozen=False):
     """What is about to be executed: shown to ``before_exec`` (a test's or runtime's hook point)."""
@@ -177,7 +172,7 @@ def admit_file(
     except BaseException:
         art.close()
         raise
-    return Opened(found=found, art=art, admission=admission)
+    return Opened(found=os.fspath(found), art=art, admission=admission)
 
 
 def expected_digest(text: str | Digest | None) -> Digest | None:

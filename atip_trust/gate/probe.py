@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from atip_trust._base.record import Record
@@ -142,7 +141,7 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     # The interpreter is checked before the cache is read: a cached answer is what the tool said when
     # it was allowed to run, and is used only while it still would be (policy's exec.scripts, the
     # interpreter's bytes and evidence may have changed since).
-    script = Opened(found=Path(admission.path), art=artifact, admission=admission)
+    script = Opened(found=admission.path, art=artifact, admission=admission)
     try:
         planned = script_interpreter(script, policy=policy, env=minimal_env() if env is None else env,
                                      audit=False, **dict(interpreter_args or {}))
