@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
-from atip_trust._base.slotted import Slotted
+from atip_trust._base.record import Record, field
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
@@ -89,46 +88,23 @@ else:
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
-class EvidenceResult(Slotted):
+class EvidenceResult(Record, frozen=False):
     """One bundle or signature, verified on its own."""
 
-    __slots__ = ("label", "route", "content", "applies", "valid", "compromised", "trusted", "facts",
-                 "key_digest", "payload_type", "payload", "checks", "provenance", "provenance_passed")
     label: str
     route: str
     content: str
-    applies: bool
-    valid: bool
-    compromised: bool
-    trusted: bool
-    facts: CertificateFacts | None
-    key_digest: str | None
-    payload_type: str | None
-    payload: bytes | None
-    checks: list[Check]
-    provenance: ProvenanceResult | None
-    provenance_passed: bool
-
-    def __init__(self, label: str, route: str, content: str, applies: bool = True,
-                 valid: bool = False, compromised: bool = False, trusted: bool = False,
-                 facts: CertificateFacts | None = None, key_digest: str | None = None,
-                 payload_type: str | None = None, payload: bytes | None = None,
-                 checks: list[Check] | None = None, provenance: ProvenanceResult | None = None,
-                 provenance_passed: bool = False) -> None:
-        self.label = label
-        self.route = route
-        self.content = content
-        self.applies = applies
-        self.valid = valid
-        self.compromised = compromised
-        self.trusted = trusted
-        self.facts = facts
-        self.key_digest = key_digest
-        self.payload_type = payload_type
-        self.payload = payload
-        self.checks = [] if checks is None else checks
-        self.provenance = provenance
-        self.provenance_passed = provenance_passed
+    applies: bool = True
+    valid: bool = False
+    compromised: bool = False
+    trusted: bool = False
+    facts: CertificateFacts | None = None
+    key_digest: str | None = None
+    payload_type: str | None = None
+    payload: bytes | None = None
+    checks: list[Check] = field(default_factory=list)
+    provenance: ProvenanceResult | None = None
+    provenance_passed: bool = False
 
     def summary(self) -> EvidenceSummary:
         return EvidenceSummary(

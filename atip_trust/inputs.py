@@ -7,7 +7,7 @@ its constraints without loading the evaluation itself; ``atip_trust.evaluate`` r
 
 from __future__ import annotations
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.signature.identity import match_identities
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
@@ -23,70 +23,47 @@ if TYPE_CHECKING:
 class Evidence(Record):
     """Untrusted material offered about the artifact."""
 
-    __slots__ = ("bundles", "signature", "certificate", "metadata")
-    bundles: tuple[Path, ...]
+    bundles: tuple[Path, ...] = ()
     #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``, or with
     #: ``certificate`` against that certificate (signature/certificate_pair.py).
-    signature: Path | None
+    signature: Path | None = None
     #: The signing certificate of ``signature`` (cosign ``--cert``): a pair that carries no log entry.
-    certificate: Path | None
+    certificate: Path | None = None
     #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
     #: or a document already read, so that a caller that also verifies the document's own signature
     #: (metadata_trust.py) checks claims from the very bytes it verified.
-    metadata: Path | MetadataDocument | None
-
-    def __init__(self, bundles: tuple[Path, ...] = (), signature: Path | None = None,
-                 certificate: Path | None = None,
-                 metadata: Path | MetadataDocument | None = None) -> None:
-        init(self, bundles, signature, certificate, metadata)
+    metadata: Path | MetadataDocument | None = None
 
 
 class SignerSet(Record):
     """Signer rules of one origin (``flags``, a policy layer), any one of which must match."""
 
-    __slots__ = ("source", "rules")
     source: str
     rules: tuple[IdentityRule, ...]
-
-    def __init__(self, source: str, rules: tuple[IdentityRule, ...]) -> None:
-        init(self, source, rules)
 
 
 class Constraints(Record):
     """Trust anchors and requirements: from CLI flags or policy, never from the evidence."""
 
-    __slots__ = ("signers", "also_signers", "keys", "builder_id", "source_uri", "source_tag",
-                 "source_branch", "predicate_type", "min_slsa_level", "require_provenance", "sources",
-                 "builders")
     #: Allowed keyless signers: any one of them.
-    signers: tuple[IdentityRule, ...]
+    signers: tuple[IdentityRule, ...] = ()
     #: Further signer sets a keyless signer must ALSO satisfy, one rule of each (``verify --policy``
     #: with identity flags: the policy's signers and the flags' both hold; flags only tighten).
-    also_signers: tuple[SignerSet, ...]
+    also_signers: tuple[SignerSet, ...] = ()
     #: Trusted public keys (PEM files), for detached signatures and public-key bundles.
-    keys: tuple[Path, ...]
-    builder_id: str | None
-    source_uri: str | None
-    source_tag: str | None
-    source_branch: str | None
-    predicate_type: str | None
-    min_slsa_level: int | None
-    require_provenance: bool
+    keys: tuple[Path, ...] = ()
+    builder_id: str | None = None
+    source_uri: str | None = None
+    source_tag: str | None = None
+    source_branch: str | None = None
+    predicate_type: str | None = None
+    min_slsa_level: int | None = None
+    require_provenance: bool = False
     #: Allowed (repository, refs) pairs from policy ``trust.sources``: provenance must come from one
     #: of them. None: no such requirement; an empty tuple allows no source (fail closed).
-    sources: tuple[AllowedSource, ...] | None
+    sources: tuple[AllowedSource, ...] | None = None
     #: Trusted-builder map from policy; None: the shipped map (policies/trusted-builders.json).
-    builders: BuilderMap | None
-
-    def __init__(self, signers: tuple[IdentityRule, ...] = (),
-                 also_signers: tuple[SignerSet, ...] = (), keys: tuple[Path, ...] = (),
-                 builder_id: str | None = None, source_uri: str | None = None,
-                 source_tag: str | None = None, source_branch: str | None = None,
-                 predicate_type: str | None = None, min_slsa_level: int | None = None,
-                 require_provenance: bool = False, sources: tuple[AllowedSource, ...] | None = None,
-                 builders: BuilderMap | None = None) -> None:
-        init(self, signers, also_signers, keys, builder_id, source_uri, source_tag, source_branch,
-             predicate_type, min_slsa_level, require_provenance, sources, builders)
+    builders: BuilderMap | None = None
 
     @property
     def wants_provenance(self) -> bool:

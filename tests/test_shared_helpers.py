@@ -18,7 +18,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 
 from atip_trust._base.files import open_regular, read_capped, read_fd_capped
-from atip_trust._base.sha import SMALL, hasher, sha256, sha256_hex
 from atip_trust._base.jsonio import (
     b64_bytes,
     canonical_digest,
@@ -262,17 +261,3 @@ def test_b64_bytes_accepts_only_standard_padded_base64() -> None:
 def test_join_path_renders_children_as_json_path_does() -> None:
     assert join_path("$.a", "b", 0, "c d") == '$.a.b[0]["c d"]'
     assert json.loads(join_path("$", "x y")[2:-1]) == "x y"
-
-
-def test_the_small_document_sha256_agrees_with_hashlib_on_both_sides_of_its_size_cut() -> None:
-    """_base/sha.py hashes small documents without OpenSSL and larger ones with it: the digest is the
-    same SHA-256 either way (a wrong digest here would make every cache key and policy digest wrong)."""
-    for n in (0, 1, 55, 56, 64, 1000, SMALL - 1, SMALL, SMALL + 1, 3 * SMALL):
-        data = os.urandom(n)
-        assert sha256_hex(data) == hashlib.sha256(data).hexdigest(), n
-        assert sha256(data).digest() == hashlib.sha256(data).digest(), n
-        for algorithm in ("sha256", "sha512"):
-            h = hasher(algorithm, n)
-            h.update(data[: n // 2])
-            h.update(data[n // 2:])
-            assert h.digest() == hashlib.new(algorithm, data).digest(), (algorithm, n)

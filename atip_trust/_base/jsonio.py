@@ -6,6 +6,7 @@ the canonical JSON that atip-trust hashes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.sha import sha256_hex
 from atip_trust.errors import InputTooLargeError, MalformedInputError
 
 # base64 only for a field that carries bytes: never on a cache hit (_base/lazy.py).
@@ -217,7 +217,7 @@ def canonical_json(obj: Any, *, ascii_only: bool = True, stringify: bool = False
 def canonical_digest(obj: Any, *, ascii_only: bool = True, stringify: bool = False) -> str:
     """``sha256:<hex>`` of ``canonical_json(obj, ...)`` (same parameters, same reasons)."""
     raw = canonical_json(obj, ascii_only=ascii_only, stringify=stringify)
-    return "sha256:" + sha256_hex(raw)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def json_path(parts: list[str | int] | tuple[str | int, ...]) -> str:

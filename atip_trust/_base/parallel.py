@@ -21,11 +21,10 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from atip_trust._base.generic import Generic
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 
 # Processes only for verification (gate/batch.py): ``hash`` of many files, on threads, does not load
 # multiprocessing and the process pool (a quarter of its start-up). concurrent.futures (which imports
@@ -35,26 +34,20 @@ if TYPE_CHECKING:
     import multiprocessing.context
     from concurrent import futures
     from concurrent.futures import Future, process
-    from typing import TypeVar
-
-    T = TypeVar("T")
-    R = TypeVar("R")
 else:
     futures = lazy_import("concurrent.futures")
     multiprocessing = lazy_import("multiprocessing")
     process = lazy_import("concurrent.futures.process")
-    T = R = None  # _base/generic.py
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Outcome(Record, Generic[R]):
     """One item's result, or why there is none (``error``: the exception, or a description)."""
 
-    __slots__ = ("value", "error")
-    value: R | None
-    error: BaseException | None
-
-    def __init__(self, value: R | None = None, error: BaseException | None = None) -> None:
-        init(self, value, error)
+    value: R | None = None
+    error: BaseException | None = None
 
     @property
     def ok(self) -> bool:

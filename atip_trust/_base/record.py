@@ -1,77 +1,210 @@
-"""Immutable value classes for the warm path, without ``dataclasses``' import-time code generation.
+"""Value classes: fields written once, as class annotations, without ``dataclasses``' code generation.
 
-Why not ``@dataclass(frozen=True)``: every such class ``exec``s five or six generated methods when its
-module is imported (~0.5-1.3 ms each class on this project's machines) and ``dataclasses`` itself pulls in
-``inspect``/``ast``/``dis`` (~10 ms). A cache-hit ``atip-trust admit`` imports ~40 value classes, so those
-two costs were half of its own time (README "Verdict cache", ``python -m bench --only admit``). A
-``Record`` subclass states its fields once as ``__slots__`` (declaration order), annotates them, and
-writes a plain ``__init__`` that hands the values, in that order, to :func:`init`. Everything else —
-equality, hashing, ``repr``, refusing assignment, pickling, :func:`replace` — is the base class's, written
-once here.
+A ``Record`` subclass states each field once, as an annotation with its default if it has one::
 
-``tests/test_record.py`` checks, for every ``Record`` subclass in the package, that ``__init__``'s
-parameters are exactly the slots in order (the one thing a hand-written ``__init__`` could get wrong) and
-that instances refuse assignment.
+    class Reason(Record):
+        code: str
+        message: str
+        rule: str | None = None
+        notes: list[str] = field(default_factory=list)   # a fresh list per instance
 
-Modules off the warm path may keep ``dataclasses``; nothing on it may import it (tests/test_startup.py).
+Everything else is derived from those lines, here, once: ``__slots__`` (so no ``__dict__``), a generic
+``__init__`` binding positional and keyword arguments to the fields in order (and raising ``TypeError``
+for a missing, unknown or doubled argument, with the messages a dataclass gives), equality, hashing,
+``repr``, refusing assignment, pickling and :func:`replace`. ``typing.dataclass_transform`` (PEP 681) on
+the metaclass tells the type checker the same, so ``mypy --strict`` checks every constructor call's
+arguments and keywords against the annotations (a swapped pair of differently typed values fails).
+
+``class X(Record, frozen=False)`` is the mutable flavour (for values filled in step by step, such as a
+``TrustReport``): assignment allowed, unhashable, as a non-frozen dataclass. A ``__post_init__`` runs
+after the fields are set (validation; :func:`replace` runs it again). A class that really computes its
+fields from other arguments may still write its own ``__init__`` (the few that do are mutable and assign).
+
+A field named ``_x`` is internal state: left out of equality and ``repr`` — unless the class has a
+property ``x``, which is then what equality and ``repr`` read (a value worked out on first read).
+``_no_compare`` names fields equality and hashing ignore (carried data, not identity); ``_no_repr``
+fields ``repr`` leaves out (raw bytes, large documents).
+
+Why not ``@dataclass``: each such class ``exec``s five or six generated methods when its module is
+imported (~0.5-1.3 ms a class here), and ``dataclasses`` itself pulls in ``inspect``/``ast``/``dis``;
+a cache-hit ``atip-trust admit`` imports ~40 value classes (README "Verdict cache",
+``python -m bench --only admit``).
+This base generates nothing: its methods are ordinary functions reading per-class tables built when
+the class is created.
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
 from collections.abc import Callable
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, dataclass_transform
+
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, TypeVar, dataclass_transform
-
     R = TypeVar("R", bound="Record")
-else:
-    def dataclass_transform(**_: object) -> object:  # for type checkers only: nothing at run time
-        return lambda cls: cls
 
-__all__ = ["FrozenInstanceError", "Record", "init", "replace"]
+T = TypeVar("T")
+
+__all__ = ["FrozenInstanceError", "Record", "field", "replace"]
 
 
 class FrozenInstanceError(AttributeError):
     """Assignment to a field of a record (the same contract as ``dataclasses.FrozenInstanceError``)."""
 
 
-@dataclass_transform(frozen_default=True)
-class Record:
-    """Base of an immutable value class: fields are the ``__slots__`` of the class and its bases.
+class _Factory:
+    """A mutable default: ``factory()`` is called once per instance built without that argument."""
 
-    ``_no_compare`` names fields that equality and hashing ignore (carried data, not identity);
-    ``_no_repr`` names fields ``repr`` leaves out (raw bytes, large documents).
-    """
+    __slots__ = ("factory",)
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self.factory = factory
+
+    def __repr__(self) -> str:
+        return "<factory>"  # as dataclasses shows it in a signature
+
+
+def field(*, default_factory: Callable[[], T]) -> T:
+    """A field's default made fresh for each instance (``field(default_factory=list)``), as
+    ``dataclasses.field``; the type checker knows the name through ``field_specifiers``."""
+    return _Factory(default_factory)  # type: ignore[return-value]  # a marker the metaclass takes away
+
+
+_MISSING = object()
+
+
+def _is_classvar(annotation: object) -> bool:
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return text.startswith(("ClassVar", "typing.ClassVar"))
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+class _RecordMeta(type):
+    """Builds each record class's slots and tables from its annotations (the module docstring)."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], ns: dict[str, Any],
+                frozen: bool | None = None, **kwargs: Any) -> _RecordMeta:
+        parent = next((b for b in bases if isinstance(b, _RecordMeta)), None)
+        inherited: tuple[str, ...] = getattr(parent, "_fields", ())
+        defaults: dict[str, Any] = dict(getattr(parent, "_defaults", {}))
+        was_frozen: bool | None = getattr(parent, "_frozen", None) if inherited or parent else None
+        if frozen is None:
+            frozen = True if was_frozen is None else was_frozen
+        if inherited and was_frozen is not None and frozen != was_frozen:
+            raise TypeError(f"{name}: cannot change frozen={was_frozen} of its base record")
+        own = [f for f, ann in ns.get("__annotations__", {}).items()
+               if not _is_classvar(ann) and f not in inherited]
+        for f in own:
+            if f in ns:
+                defaults[f] = ns.pop(f)  # a class attribute would shadow the slot
+        fields = inherited + tuple(own)
+        _check_default_order(name, fields, defaults)
+        extra = ns.get("__slots__", ())  # internal state that is no field (rare)
+        extra = (extra,) if isinstance(extra, str) else tuple(extra)
+        ns["__slots__"] = tuple(own) + tuple(x for x in extra if x not in own)
+        if parent is not None and not frozen:
+            ns.setdefault("__setattr__", object.__setattr__)
+            ns.setdefault("__delattr__", object.__delattr__)
+            ns.setdefault("__hash__", None)  # mutable: unhashable, as a non-frozen dataclass
+        made = super().__new__(mcs, name, bases, ns, **kwargs)
+        if parent is None:
+            return made
+        cls: Any = made  # the tables below are Record's class variables
+        cls._frozen = frozen
+        cls._fields = fields
+        cls._defaults = defaults
+        cls._template = tuple(defaults.get(f, _MISSING) for f in fields)
+        cls._index = {f: i for i, f in enumerate(fields)}
+        cls._required = len(fields) - len(defaults)
+        cls._factories = tuple(i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory)
+        cls._setters = tuple(_setter(made, f) for f in fields)
+        cls._compared = tuple(_shown_as(made, f) for f in fields if f not in cls._no_compare
+                              and _shown_as(made, f))
+        cls._shown = tuple(_shown_as(made, f) for f in fields if f not in cls._no_repr
+                           and _shown_as(made, f))
+        cls._key = staticmethod(_tuple_getter(cls._compared))  # one C-level getter a class
+        cls._post_init = getattr(made, "__post_init__", None)
+        return made
+
+    @property
+    def __signature__(cls) -> Any:
+        """What ``inspect.signature(cls)`` reports: the fields as parameters, as for a dataclass (made on
+        request, so that nothing imports ``inspect`` at start-up)."""
+        import inspect
+
+        if cls.__init__ is not Record.__init__:  # type: ignore[misc]  # a hand-written one
+            sig = inspect.signature(cls.__init__)  # type: ignore[misc]
+            return sig.replace(parameters=list(sig.parameters.values())[1:])
+        notes: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            notes.update(klass.__dict__.get("__annotations__", {}))
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        defaults: dict[str, Any] = getattr(cls, "_defaults", {})
+        return inspect.Signature([
+            inspect.Parameter(f, kind, default=defaults.get(f, inspect.Parameter.empty),
+                              annotation=notes.get(f, inspect.Parameter.empty))
+            for f in getattr(cls, "_fields", ())])
+
+
+def _check_default_order(name: str, fields: tuple[str, ...], defaults: dict[str, Any]) -> None:
+    seen_default = None
+    for f in fields:
+        if f in defaults:
+            seen_default = f
+        elif seen_default is not None:
+            raise TypeError(f"{name}: non-default field {f!r} follows default field {seen_default!r}")
+
+
+def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    for klass in cls.__mro__:
+        if name in klass.__dict__.get("__slots__", ()):
+            setter: Callable[[Any, Any], None] = klass.__dict__[name].__set__  # the slot's descriptor
+            return setter
+    raise TypeError(f"{cls.__name__}: field {name!r} has no slot")
+
+
+def _shown_as(cls: type, name: str) -> str:
+    """The name equality and repr read a field by: itself, its property, or none (internal state)."""
+    if not name.startswith("_"):
+        return name
+    return name[1:] if isinstance(getattr(cls, name[1:], None), property) else ""
+
+
+class Record(metaclass=_RecordMeta):
+    """Base of a value class: the fields are the annotations of the class and its record bases."""
 
     __slots__ = ()
+    _frozen: ClassVar[bool] = True
     _fields: ClassVar[tuple[str, ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}
+    #: For binding arguments (_bind): the defaults in field order (_MISSING where required), each field's
+    #: position, how many lead without a default, and where a default is a factory.
+    _template: ClassVar[tuple[Any, ...]] = ()
+    _index: ClassVar[dict[str, int]] = {}
+    _required: ClassVar[int] = 0
+    _factories: ClassVar[tuple[int, ...]] = ()
     _compared: ClassVar[tuple[str, ...]] = ()
     _shown: ClassVar[tuple[str, ...]] = ()
     _no_compare: ClassVar[frozenset[str]] = frozenset()
     _no_repr: ClassVar[frozenset[str]] = frozenset()
     #: The compared fields' values as a tuple (a C-level getter built once per class).
     _key: ClassVar[Callable[..., tuple[Any, ...]]] = staticmethod(lambda _obj: ())
-    #: Each field's slot setter (its member descriptor's ``__set__``), in field order: :func:`init`
-    #: calls these directly instead of ``object.__setattr__`` looking each name up through the MRO
-    #: (a record is made on every decision; python -m bench --only decide).
+    #: Each field's slot setter (its member descriptor's ``__set__``), in field order: calling these
+    #: directly skips ``object.__setattr__``'s lookup through the MRO (python -m bench --only decide).
     _setters: ClassVar[tuple[Callable[[Any, Any], None], ...]] = ()
+    #: The class's ``__post_init__`` (checks run after the fields are set), or None.
+    _post_init: ClassVar[Callable[[Any], None] | None] = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        fields: list[str] = []
-        setters: list[Callable[[Any, Any], None]] = []
-        for klass in reversed(cls.__mro__):
-            slots = klass.__dict__.get("__slots__", ())
-            for name in (slots,) if isinstance(slots, str) else slots:
-                fields.append(name)
-                setters.append(klass.__dict__[name].__set__)  # the member descriptor the slot made
-        cls._fields = tuple(fields)
-        cls._setters = tuple(setters)
-        cls._compared = tuple(f for f in fields if f not in cls._no_compare)
-        cls._shown = tuple(f for f in fields if f not in cls._no_repr)
-        # One C-level getter per class: equality and hashing compare these tuples.
-        cls._key = staticmethod(_tuple_getter(cls._compared))
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        cls = type(self)
+        setters = cls._setters
+        values: Any = args
+        if kwargs or len(args) != len(setters):
+            values = _bind(cls, args, kwargs)
+        for setter, value in zip(setters, values):
+            setter(self, value)
+        post = cls._post_init
+        if post is not None:
+            post(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r} of {type(self).__name__}")
@@ -96,13 +229,47 @@ class Record:
         return (_rebuild, (type(self), tuple([getattr(self, f) for f in self._fields])))
 
 
-def init(self: Record, *values: Any) -> None:
-    """Set a record's fields, in slot order, from its ``__init__`` (the only writer of a record)."""
-    setters = self._setters
-    if len(values) != len(setters):  # a bug in a hand-written __init__ (tests/test_record.py)
-        raise ValueError(f"{type(self).__name__} has {len(setters)} fields, {len(values)} values given")
-    for setter, value in zip(setters, values):
-        setter(self, value)
+def _bind(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The values of ``cls(*args, **kwargs)`` in field order, or the ``TypeError`` Python gives."""
+    n = len(args)
+    values = list(cls._template)
+    if n > len(values):
+        _refuse(cls, args, kwargs)
+    values[:n] = args
+    index = cls._index
+    for name, value in kwargs.items():
+        if index.get(name, -1) < n:  # unknown, or given by position too
+            _refuse(cls, args, kwargs)
+        values[index[name]] = value
+    for i in range(n, cls._required):
+        if values[i] is _MISSING:
+            _refuse(cls, args, kwargs)
+    for i in cls._factories:
+        if values[i].__class__ is _Factory:
+            values[i] = values[i].factory()
+    return values
+
+
+def _refuse(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
+    """Raise the ``TypeError`` Python gives for a call ``_bind`` cannot bind (worded as for a dataclass)."""
+    fields = cls._fields
+    where = f"{cls.__qualname__}.__init__()"
+    if len(args) > len(fields):
+        most, least = len(fields) + 1, len(fields) + 1 - len(cls._defaults)
+        takes = f"from {least} to {most}" if least < most else str(most)
+        plural = "s" if most > 1 else ""
+        raise TypeError(f"{where} takes {takes} positional argument{plural} but {len(args) + 1} were given")
+    for name in kwargs:  # in the order given, as the interpreter checks them
+        if name not in cls._index:
+            raise TypeError(f"{where} got an unexpected keyword argument {name!r}")
+        if cls._index[name] < len(args):
+            raise TypeError(f"{where} got multiple values for argument {name!r}")
+    missing = [f for f in fields[len(args):] if f not in kwargs and f not in cls._defaults]
+    if missing:
+        names = " and ".join(", ".join(repr(m) for m in missing).rsplit(", ", 1))
+        plural = "s" if len(missing) > 1 else ""
+        raise TypeError(f"{where} missing {len(missing)} required positional argument{plural}: {names}")
+    raise AssertionError(f"{where}: arguments _bind could not bind")  # pragma: no cover
 
 
 def _tuple_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:

@@ -16,16 +16,9 @@ import os
 import stat
 import time
 from collections.abc import Hashable
+from typing import Generic, TypeVar
 
-from atip_trust._base.generic import Generic
-
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
-if TYPE_CHECKING:
-    from typing import TypeVar
-
-    V = TypeVar("V")
-else:
-    V = None  # _base/generic.py
+V = TypeVar("V")
 
 __all__ = ["RACY_NS", "Ident", "StatMemo", "ident_of", "regular_ident", "settled"]
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.jsonio import parse_json
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.errors import MalformedInputError, UsageError
 
 AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
@@ -63,25 +63,16 @@ ORDER = {"allow": 0, "passthrough": 1, "ask": 2, "deny": 3}
 class HookRequest(Record):
     """What the agent asked: its tool, and for a shell tool the command (a line, or an argv list)."""
 
-    __slots__ = ("agent", "tool_name", "command", "cwd")
     agent: str
     tool_name: str
     command: str | list[str] | None
-    cwd: str | None
-
-    def __init__(self, agent: str, tool_name: str, command: str | list[str] | None,
-                 cwd: str | None = None) -> None:
-        init(self, agent, tool_name, command, cwd)
+    cwd: str | None = None
 
 
 class HookAnswer(Record):
-    __slots__ = ("stdout", "stderr", "exit_code")
     stdout: str
     stderr: str
     exit_code: int
-
-    def __init__(self, stdout: str, stderr: str, exit_code: int) -> None:
-        init(self, stdout, stderr, exit_code)
 
 
 def _field(obj: dict[str, Any], key: str, kind: type, where: str) -> Any:

@@ -12,37 +12,27 @@ An option the table does not know, an ambiguous abbreviation or a word whose tex
 
 from __future__ import annotations
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.agents.words import Unprovable, Word
 
 
 class Grammar(Record):
     """A runner's options (getopt's option string and long-option table)."""
 
-    __slots__ = ("flags", "valued", "optional", "long_flags", "long_valued", "long_optional")
     #: Short options without a value, with a required value, with an optional (attached) value.
-    flags: str
-    valued: str
-    optional: str
-    long_flags: tuple[str, ...]
-    long_valued: tuple[str, ...]
-    long_optional: tuple[str, ...]
-
-    def __init__(self, flags: str = "", valued: str = "", optional: str = "",
-                 long_flags: tuple[str, ...] = (), long_valued: tuple[str, ...] = (),
-                 long_optional: tuple[str, ...] = ()) -> None:
-        init(self, flags, valued, optional, long_flags, long_valued, long_optional)
+    flags: str = ''
+    valued: str = ''
+    optional: str = ''
+    long_flags: tuple[str, ...] = ()
+    long_valued: tuple[str, ...] = ()
+    long_optional: tuple[str, ...] = ()
 
 
 class Parsed(Record):
     """The options found (``-x`` or ``--name``, with the value or None) and where operands start."""
 
-    __slots__ = ("options", "rest")
     options: tuple[tuple[str, str | None], ...]
     rest: int
-
-    def __init__(self, options: tuple[tuple[str, str | None], ...], rest: int) -> None:
-        init(self, options, rest)
 
     def has(self, *names: str) -> bool:
         return any(name in names for name, _ in self.options)

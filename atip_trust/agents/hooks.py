@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init, replace
+from atip_trust._base.record import Record, replace
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
@@ -67,59 +67,40 @@ MAX_VISIBLE = 16
 class Part(Record):
     """One program of the line and what the gate said about it."""
 
-    __slots__ = ("argv", "behavior", "reason", "path", "digest", "program")
     argv: tuple[str, ...]
     behavior: str
     reason: str
     #: The file admitted and its sha256 (for --pin), when one was.
-    path: str | None
-    digest: str | None
-    program: Program | None
-
-    def __init__(self, argv: tuple[str, ...], behavior: str, reason: str, path: str | None = None,
-                 digest: str | None = None, program: Program | None = None) -> None:
-        init(self, argv, behavior, reason, path, digest, program)
+    path: str | None = None
+    digest: str | None = None
+    program: Program | None = None
 
 
 class Verdict(Record):
     """The answer for the whole line: the strictest of its parts, and the rewritten line (--pin)."""
 
-    __slots__ = ("behavior", "reason", "parts", "rewritten")
     behavior: str
     reason: str
-    parts: tuple[Part, ...]
-    rewritten: str | None
-
-    def __init__(self, behavior: str, reason: str, parts: tuple[Part, ...] = (),
-                 rewritten: str | None = None) -> None:
-        init(self, behavior, reason, parts, rewritten)
+    parts: tuple[Part, ...] = ()
+    rewritten: str | None = None
 
 
 class Options(Record):
     """What every admission of one hook answer is given (the hook's flags)."""
 
-    __slots__ = ("bundle_dir", "shim_dir", "trusted_root", "staging", "audit", "audit_log", "cache", "path_env",
-                 "pin", "pin_options")
-    bundle_dir: str | None
-    shim_dir: str | None
-    trusted_root: str | None
-    staging: bool
-    audit: bool
-    audit_log: str | None
-    cache: bool
+    bundle_dir: str | None = None
+    shim_dir: str | None = None
+    trusted_root: str | None = None
+    staging: bool = False
+    audit: bool = True
+    audit_log: str | None = None
+    cache: bool = True
     #: PATH as the agent's shell has it (None: this process's).
-    path_env: str | None
+    path_env: str | None = None
     #: ``--pin``: the words that run atip-trust (before ``exec``), or None when not pinning.
-    pin: tuple[str, ...] | None
+    pin: tuple[str, ...] | None = None
     #: ``exec``'s options for a pinned program: the hook's own policy and evidence flags.
-    pin_options: tuple[str, ...]
-
-    def __init__(self, bundle_dir: str | None = None, shim_dir: str | None = None,
-                 trusted_root: str | None = None, staging: bool = False, audit: bool = True,
-                 audit_log: str | None = None, cache: bool = True, path_env: str | None = None,
-                 pin: tuple[str, ...] | None = None, pin_options: tuple[str, ...] = ()) -> None:
-        init(self, bundle_dir, shim_dir, trusted_root, staging, audit, audit_log, cache, path_env, pin,
-             pin_options)
+    pin_options: tuple[str, ...] = ()
 
     def admit_args(self) -> dict[str, Any]:
         return dict(bundle_dir=self.bundle_dir, shim_dir=self.shim_dir, trusted_root=self.trusted_root,

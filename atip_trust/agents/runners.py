@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.agents.getopt import Grammar, Parsed, parse_options
 from atip_trust.agents.words import Unprovable, Word
 from atip_trust.gate.env import changes_what_runs
@@ -37,33 +37,24 @@ def changes_lookup(name: str) -> bool:
 class Inner(Record):
     """A command a runner runs (its words), or a shell string it runs (``sh -c``)."""
 
-    __slots__ = ("words", "search", "open_args", "chdir", "shell_string", "script")
-    words: tuple[Word, ...]
+    words: tuple[Word, ...] = ()
     #: Where a bare name is looked up: None for the line's PATH, else this search path.
-    search: str | None
+    search: str | None = None
     #: The runner appends words only known at run time (xargs, ``find -exec ... {} +``).
-    open_args: bool
+    open_args: bool = False
     #: The runner changes directory first: a relative program path means something else.
-    chdir: bool
+    chdir: bool = False
     #: ``sh -c STRING``: a line of its own, parsed again.
-    shell_string: str | None
+    shell_string: str | None = None
     #: ``sh FILE``: the file is a script the shell reads (never looked up on PATH by the gate).
-    script: bool
-
-    def __init__(self, words: tuple[Word, ...] = (), search: str | None = None, open_args: bool = False,
-                 chdir: bool = False, shell_string: str | None = None, script: bool = False) -> None:
-        init(self, words, search, open_args, chdir, shell_string, script)
+    script: bool = False
 
 
 class Outcome(Record):
     """What a runner runs (possibly nothing) and whether it writes files before it does."""
 
-    __slots__ = ("inner", "writes")
-    inner: tuple[Inner, ...]
-    writes: bool
-
-    def __init__(self, inner: tuple[Inner, ...] = (), writes: bool = False) -> None:
-        init(self, inner, writes)
+    inner: tuple[Inner, ...] = ()
+    writes: bool = False
 
 
 NOTHING = Outcome()

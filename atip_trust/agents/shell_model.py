@@ -19,7 +19,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.agents import bash_syntax
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
@@ -32,31 +32,23 @@ if TYPE_CHECKING:
 class Program(Record):
     """One program the line executes, with the words it gets and what the hook must know about it."""
 
-    __slots__ = ("argv", "literal", "search", "via", "after_writer", "moved", "script", "state_dependent",
-                 "span")
     argv: tuple[str, ...]
     #: Every word is known and no runner appends words at run time.
-    literal: bool
+    literal: bool = True
     #: Where a bare name is looked up: None for the line's PATH (runners.Inner.search).
-    search: str | None
+    search: str | None = None
     #: The runners this program was found inside, outermost first (``("sudo", "env")``).
-    via: tuple[str, ...]
+    via: tuple[str, ...] = ()
     #: Something earlier in the line (a program, an output redirection) can write files.
-    after_writer: bool
+    after_writer: bool = False
     #: An earlier ``cd`` (or a runner's own directory change) makes a relative path mean another file.
-    moved: bool
+    moved: bool = False
     #: A script a shell reads (``bash ./x.sh``), not a program it executes.
-    script: bool
+    script: bool = False
     #: Its behaviour depends on files the user can write (git: configuration and hooks).
-    state_dependent: bool
+    state_dependent: bool = False
     #: Byte range of the command word in the line when it is a plain top-level command (for --pin).
-    span: tuple[int, int] | None
-
-    def __init__(self, argv: tuple[str, ...], literal: bool = True, search: str | None = None,
-                 via: tuple[str, ...] = (), after_writer: bool = False, moved: bool = False,
-                 script: bool = False, state_dependent: bool = False,
-                 span: tuple[int, int] | None = None) -> None:
-        init(self, argv, literal, search, via, after_writer, moved, script, state_dependent, span)
+    span: tuple[int, int] | None = None
 
 
 #: Builtins and keywords after which the line's later words or lookups are not what the text says

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 
 if TYPE_CHECKING:
     from atip_trust.agents.bash_syntax import Node
@@ -26,13 +26,9 @@ class Unprovable(ValueError):
 class Word(Record):
     """One word of a command: its text after quote removal (the source text when not literal)."""
 
-    __slots__ = ("text", "literal")
     text: str
     #: No expansion can change the text: it is exactly the argv entry the program gets.
-    literal: bool
-
-    def __init__(self, text: str, literal: bool = True) -> None:
-        init(self, text, literal)
+    literal: bool = True
 
 
 #: Characters that, unquoted, make bash expand a word (pathname expansion, extglob, parameter and

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.jsonio import parse_json
 from atip_trust.bridge.compile import check_provider
 from atip_trust.errors import MalformedInputError, UntrustedInputError
@@ -35,8 +35,7 @@ class ToolCallParseError(MalformedInputError):
         self.response = response
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(Record):
     """One call the model asked for: its id (Gemini: the function name), flat name and arguments."""
 
     id: str

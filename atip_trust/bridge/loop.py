@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from atip_trust._base.record import Record, replace
 from atip_trust.bridge.argv import tool_call_to_argv
 from atip_trust.bridge.compile import check_provider, tool_document
 from atip_trust.bridge.lifecycle import (
@@ -83,9 +83,10 @@ Status = Literal["ok", "failed", "timeout", "denied", "invalid", "error"]
 Confirm = Callable[[ToolCall, CallDecision], bool]
 
 
-@dataclass(frozen=True)
-class CallOutcome:
+class CallOutcome(Record):
     """One call's outcome: ``message`` goes back to the model; the rest is for the runtime."""
+
+    _no_repr = frozenset({"decision", "run"})
 
     id: str
     name: str | None
@@ -94,13 +95,12 @@ class CallOutcome:
     result: dict[str, Any]
     #: The provider's tool-result message.
     message: dict[str, Any]
-    decision: CallDecision | None = field(default=None, repr=False)
+    decision: CallDecision | None = None
     argv: tuple[str, ...] | None = None
-    run: RunResult | None = field(default=None, repr=False)
+    run: RunResult | None = None
 
 
-@dataclass(frozen=True)
-class _Ctx:
+class _Ctx(Record):
     provider: str
     surface: Surface
     policy: Policy

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record
 from atip_trust.bridge.compile import command_effects, tool_document
 from atip_trust.facts.flatten import flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
@@ -79,8 +79,7 @@ DEFAULT_REDACT_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ResultFilter:
+class ResultFilter(Record):
     """Redact, then truncate (see the module docstring)."""
 
     max_length: int

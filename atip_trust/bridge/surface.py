@@ -24,11 +24,11 @@ only when its name is in that map, with the admission and evidence the surface w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record, field
 from atip_trust.bridge.compile import (
     check_provider,
     check_unique,
@@ -46,9 +46,11 @@ from atip_trust.policy.model import Policy
 CONFIRM_NOTE = "[REQUIRES USER CONFIRMATION: ask the user before calling]"
 
 
-@dataclass(frozen=True)
-class SurfaceTool:
+class SurfaceTool(Record):
     """A tool's metadata with what verifying the tool established (``admit`` computes all of it)."""
+
+    _no_compare = frozenset({"admission", "admit_args"})
+    _no_repr = frozenset({"admission", "admit_args"})
 
     metadata: Mapping[str, Any] | MetadataDocument
     report: TrustReport
@@ -59,10 +61,10 @@ class SurfaceTool:
     #: The name policy rules match (default: the metadata's ``name``).
     name: str | None = None
     #: The admission the report came from: a call is validated against it (bridge/loop.py).
-    admission: Admission | None = field(default=None, compare=False, repr=False)
+    admission: Admission | None = None
     #: The evidence ``admit`` was given (``metadata``, ``metadata_bundle``, ``bundles``, ``keys``,
     #: ``trusted_root``, ``shim_dir``, ...): the tool is admitted again with it when a call runs.
-    admit_args: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    admit_args: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_admission(cls, admission: Admission, metadata: Mapping[str, Any] | MetadataDocument,
@@ -71,8 +73,7 @@ class SurfaceTool:
                    admission.tool, admission, dict(admit_args or {}))
 
 
-@dataclass(frozen=True)
-class SurfaceCommand:
+class SurfaceCommand(Record):
     """One command a model was offered: the tool it belongs to and its declaration."""
 
     name: str
@@ -82,8 +83,7 @@ class SurfaceCommand:
     behavior: str
 
 
-@dataclass(frozen=True)
-class Surface:
+class Surface(Record):
     """A compiled surface: what ``compile_surface`` returns (``to_json``), and the offered commands."""
 
     provider: str

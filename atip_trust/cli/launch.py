@@ -8,17 +8,10 @@ start-up built is moved out of its sight (``gc.freeze``) and it runs again for t
 long ``scan`` or ``compile`` is collected as usual. Reference counting frees everything else
 throughout. A library caller (``atip_trust.admit`` in an agent runtime) never comes through here: its
 collector is left alone.
-
-argparse's own messages ("usage:", "the following arguments are required: ...") are used as written,
-untranslated: CPython ships no catalog for them, and looking one up (``gettext``) imports ``locale`` and
-probes the file system again for each of the ~10 messages a parser is built with: 4% of a warm
-admission's instructions (README "Verdict cache"). This process's argparse only; again, a library
-caller's is left alone.
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
@@ -32,14 +25,6 @@ else:
     cli_main = lazy_import("atip_trust.cli.main")
 
 
-def _as_written(message: str) -> str:
-    return message
-
-
-def _plural_as_written(singular: str, plural: str, n: int) -> str:
-    return singular if n == 1 else plural
-
-
 def _started() -> None:
     gc.freeze()
     gc.enable()
@@ -47,9 +32,6 @@ def _started() -> None:
 
 def main() -> int:
     gc.disable()
-    # argparse looks its gettext and ngettext up in its module globals when it formats a message.
-    setattr(argparse, "_", _as_written)
-    setattr(argparse, "ngettext", _plural_as_written)
     try:
         return cli_main.main(sys.argv[1:], started=_started)
     finally:

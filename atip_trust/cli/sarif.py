@@ -19,12 +19,13 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 from urllib.parse import quote_from_bytes
+
+from atip_trust._base.record import Record
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_URI = "https://github.com/atip-trust/atip-trust"
@@ -38,8 +39,7 @@ _HELP_TAIL = " Run the same command with --format json to see every check with w
     "what was found; README 'CLI reference' lists the exit codes."
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Record):
     """One ``reportingDescriptor``: what the rule checks, and what to do when it fires."""
 
     short: str

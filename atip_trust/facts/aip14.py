@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
 from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import MetadataError
@@ -76,9 +76,10 @@ _RISK: dict[int, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class ToolContract:
+class ToolContract(Record):
     """One parsed ``TOOL.md``: identity, the effects it maps to, its approval class, the bytes' digest."""
+
+    _no_repr = frozenset({"frontmatter"})
 
     id: str
     name: str
@@ -96,7 +97,7 @@ class ToolContract:
     #: ``sha256:<hex>`` of the exact bytes read (what a signature over the contract must cover).
     sha256: str
     source_name: str = "TOOL.md"
-    frontmatter: dict[str, Any] = field(default_factory=dict, repr=False)
+    frontmatter: dict[str, Any] = field(default_factory=dict)
 
 
 def frontmatter_bytes(data: bytes, source_name: str = "TOOL.md") -> bytes:

@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+from atip_trust._base.record import Record
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.flatten import FlatCommand
 from atip_trust.limits import LIMITS
@@ -46,8 +46,7 @@ _FLAG_RE = re.compile(r"--?[^\s=\x00-][^\s=\x00]*")
 _INT_RE = re.compile(r"-?[0-9]+")
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Record):
     """One declared option or positional argument of a command."""
 
     name: str

@@ -11,15 +11,14 @@ follows refuses it.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from types import TracebackType
 
 from atip_trust._base.files import open_regular, path_name
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
-from atip_trust._base.sha import hasher
-from atip_trust._base.slotted import Slotted
+from atip_trust._base.record import Record, field
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
@@ -47,7 +46,6 @@ _COPY_CHUNK = 256 * 1024
 class FileIdentity(Record):
     """What ``fstat`` said about the opened file; used to detect a swap or an edit before exec."""
 
-    __slots__ = ("dev", "inode", "size", "mtime_ns", "ctime_ns", "mode", "uid", "gid")
     dev: int
     inode: int
     size: int
@@ -56,10 +54,6 @@ class FileIdentity(Record):
     mode: int
     uid: int
     gid: int
-
-    def __init__(self, dev: int, inode: int, size: int, mtime_ns: int, ctime_ns: int, mode: int,
-                 uid: int, gid: int) -> None:
-        init(self, dev, inode, size, mtime_ns, ctime_ns, mode, uid, gid)
 
     @classmethod
     def from_stat(cls, st: os.stat_result) -> FileIdentity:
@@ -202,28 +196,21 @@ def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
         raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
 
 
-class Artifact(Slotted):
+class Artifact(Record, frozen=False):
     """An opened regular file: its resolved path, descriptor, identity and (lazily) its digests.
 
     Use as a context manager, or call ``close()``. Digests are computed from the descriptor on first
     request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
     """
 
-    # ``_path`` holds the path as text and ``path`` (a field, slotted.py) gives it as a Path on first
+    # ``_path`` holds the path as text and ``path`` (a field, _base/record.py) gives it as a Path on first
     # read: the warm path reads ``path_text`` and never imports pathlib (README "Verdict cache").
-    __slots__ = ("_path", "fd", "identity", "_digests")
+    # Made by ``open`` (the constructor to call), which passes the resolved path as text.
     _no_repr = frozenset({"_digests"})
     _path: str
     fd: int
     identity: FileIdentity
-    _digests: dict[Algorithm, Digest]
-
-    def __init__(self, path: str | os.PathLike[str], fd: int, identity: FileIdentity,
-                 _digests: dict[Algorithm, Digest] | None = None) -> None:
-        self._path = os.fspath(path)
-        self.fd = fd
-        self.identity = identity
-        self._digests = {} if _digests is None else _digests
+    _digests: dict[Algorithm, Digest] = field(default_factory=dict)
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False, lookup: bool = True) -> Artifact:
@@ -317,7 +304,7 @@ class Artifact(Slotted):
             raise ArtifactAccessError("the artifact is closed", path=self._path)
         out = _anonymous_file(executable)
         try:
-            digest = hasher(expected.algorithm, self.identity.size)
+            digest = hashlib.new(expected.algorithm)
             offset = 0
             while True:
                 try:
@@ -409,17 +396,12 @@ def _write_all(fd: int, data: bytes) -> None:
                 raise ArtifactAccessError(f"cannot write the sealed copy: {err.strerror}") from err
 
 
-class DigestSubject(Slotted):
+class DigestSubject(Record, frozen=False):
     """An artifact known only by its digest (``verify sha256:<hex>``), as cosign's ``--digest`` or
     ``gh attestation verify`` on a digest: attestations are matched by subject; nothing is opened."""
 
-    __slots__ = ("known", "fd")
     known: Digest
-    fd: int
-
-    def __init__(self, known: Digest, fd: int = -1) -> None:
-        self.known = known
-        self.fd = fd
+    fd: int = -1
 
     @property
     def path(self) -> str:

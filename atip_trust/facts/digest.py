@@ -7,21 +7,20 @@ constant-time. The text form is ``<algorithm>:<lowercase hex>``, the form ATIP u
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
-from atip_trust._base.sha import hasher
+from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust.limits import LIMITS
 
 # Only a large file is hashed with a reader thread (``_hash_overlapped``); an admission that takes its
-# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py). Nor
-# does it hash its artifact on a hit (the stat fast path): OpenSSL (through hashlib, which hmac imports
-# too) is loaded when a large file is hashed (_base/sha.py) or two digests are compared.
+# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py); hmac
+# only when two digests are compared.
 if TYPE_CHECKING:
     import hmac
     from typing import Any, Literal
@@ -42,18 +41,17 @@ _TEXT_RE = re.compile(r"(sha256|sha512):([0-9a-f]+)")
 class Digest(Record):
     """A hash value: algorithm and raw bytes."""
 
-    __slots__ = ("algorithm", "value")
     algorithm: Algorithm
     value: bytes
 
-    def __init__(self, algorithm: Algorithm, value: bytes) -> None:
+    def __post_init__(self) -> None:
+        algorithm, value = self.algorithm, self.value
         if algorithm not in _HEX_LEN:
             raise MalformedInputError(f"unsupported digest algorithm {algorithm!r}")
         if len(value) * 2 != _HEX_LEN[algorithm]:
             raise MalformedInputError(
                 f"{algorithm} digest must be {_HEX_LEN[algorithm] // 2} bytes, got {len(value)}"
             )
-        init(self, algorithm, value)
 
     @property
     def hex(self) -> str:
@@ -123,7 +121,7 @@ def hash_fd(
         size_hint = os.fstat(fd).st_size
     except OSError as err:
         raise ArtifactAccessError(f"cannot stat: {err.strerror}") from err
-    hashers = [hasher(a, size_hint) for a in algs]
+    hashers = [hashlib.new(a) for a in algs]
     if overlap and size_hint > 4 * chunk:
         _hash_overlapped(fd, hashers, chunk)
     else:
@@ -219,9 +217,7 @@ def _hash_overlapped(fd: int, hashers: list[Any], chunk: int) -> None:
 
 
 def hash_bytes(data: bytes, algorithm: Algorithm = "sha256") -> Digest:
-    h = hasher(algorithm, len(data))
-    h.update(data)
-    return Digest(algorithm, h.digest())
+    return Digest(algorithm, hashlib.new(algorithm, data).digest())
 
 
 __all__ = ["Algorithm", "ALGORITHMS", "Digest", "hash_fd", "hash_bytes"]

@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record
 from atip_trust.errors import MetadataError
 
 #: The provider function-name limit shared by OpenAI, Gemini and Anthropic tool names.
 NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
-@dataclass(frozen=True)
-class FlatCommand:
+class FlatCommand(Record):
     """One leaf command: its flat name, path words, declaration and effects levels (tool first)."""
 
     name: str

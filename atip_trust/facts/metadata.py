@@ -45,11 +45,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.schema import Validator, best_match, validator
@@ -78,8 +78,7 @@ _SINCE: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
 # Typed claims
 
 
-@dataclass(frozen=True)
-class SignatureClaim:
+class SignatureClaim(Record):
     """A declared signer (RFC §3.2.2 ``integrity.signature`` / ``shimIntegrity.signature``)."""
 
     type: str | None = None
@@ -96,8 +95,7 @@ class SignatureClaim:
         }
 
 
-@dataclass(frozen=True)
-class ProvenanceClaim:
+class ProvenanceClaim(Record):
     """A declared SLSA provenance (RFC §3.2.2 ``trust.provenance``).
 
     ``slsa_level`` is only what the document claims; the level atip-trust assigns comes from the
@@ -118,8 +116,7 @@ class ProvenanceClaim:
         }
 
 
-@dataclass(frozen=True)
-class BinaryClaim:
+class BinaryClaim(Record):
     """A shim's ``binary`` section (RFC §4.5)."""
 
     hash: Digest | None = None
@@ -136,8 +133,7 @@ class BinaryClaim:
         }
 
 
-@dataclass(frozen=True)
-class TrustClaims:
+class TrustClaims(Record):
     """Everything a document claims about trust. Claims to check, never expectations."""
 
     source: str | None = None
@@ -169,8 +165,7 @@ class TrustClaims:
         }
 
 
-@dataclass(frozen=True)
-class MetadataDocument:
+class MetadataDocument(Record):
     """A schema-valid ATIP document: the exact bytes read, the parsed object and its claims."""
 
     raw: bytes

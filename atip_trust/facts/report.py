@@ -13,8 +13,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 from atip_trust._base.jsonio import canonical_digest
-from atip_trust._base.record import Record, init
-from atip_trust._base.slotted import Slotted
+from atip_trust._base.record import Record, field
 
 if TYPE_CHECKING:
     CheckStatus = Literal["pass", "fail", "skip", "error"]
@@ -54,19 +53,14 @@ class TrustLevel(IntEnum):
 class Check(Record):
     """One check run during verification, with what was expected and what was found."""
 
-    __slots__ = ("name", "status", "message", "expected", "actual", "evidence", "impact")
     name: str
     status: CheckStatus
-    message: str
-    expected: Any
-    actual: Any
+    message: str = ''
+    expected: Any = None
+    actual: Any = None
     #: Which piece of evidence (bundle file, ``bundle.jsonl#3``, key file) the check was about.
-    evidence: str | None
-    impact: Impact
-
-    def __init__(self, name: str, status: CheckStatus, message: str = "", expected: Any = None,
-                 actual: Any = None, evidence: str | None = None, impact: Impact = "none") -> None:
-        init(self, name, status, message, expected, actual, evidence, impact)
+    evidence: str | None = None
+    impact: Impact = 'none'
 
     @property
     def failed(self) -> bool:
@@ -130,28 +124,17 @@ class CheckFailure(Exception):
         )
 
 
-class SignatureResult(Slotted):
+class SignatureResult(Record, frozen=False):
     """The signature verdict of a report: status and the signer's certificate facts."""
 
-    __slots__ = ("status", "identity", "issuer", "kind", "evidence", "extensions")
-    status: SignatureStatus
-    identity: str | None
-    issuer: str | None
+    status: SignatureStatus = 'absent'
+    identity: str | None = None
+    issuer: str | None = None
     #: ``keyless`` (Fulcio certificate), ``key`` (public key), or None.
-    kind: str | None
-    evidence: str | None
+    kind: str | None = None
+    evidence: str | None = None
     #: Fulcio extensions of the signing certificate (GitHub claims and the like), by short name.
-    extensions: dict[str, str]
-
-    def __init__(self, status: SignatureStatus = "absent", identity: str | None = None,
-                 issuer: str | None = None, kind: str | None = None, evidence: str | None = None,
-                 extensions: dict[str, str] | None = None) -> None:
-        self.status = status
-        self.identity = identity
-        self.issuer = issuer
-        self.kind = kind
-        self.evidence = evidence
-        self.extensions = {} if extensions is None else extensions
+    extensions: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -172,31 +155,17 @@ class SignatureResult(Slotted):
                    extensions=dict(doc.get("extensions") or {}))
 
 
-class ProvenanceResult(Slotted):
+class ProvenanceResult(Record, frozen=False):
     """The provenance verdict of a report: status, builder, source and SLSA level."""
 
-    __slots__ = ("status", "predicate_type", "builder_id", "build_type", "slsa_level", "source",
-                 "evidence")
-    status: ProvenanceStatus
-    predicate_type: str | None
-    builder_id: str | None
-    build_type: str | None
-    slsa_level: int | None
+    status: ProvenanceStatus = 'absent'
+    predicate_type: str | None = None
+    builder_id: str | None = None
+    build_type: str | None = None
+    slsa_level: int | None = None
     #: ``{"uri": ..., "ref": ..., "digest": {...}, "workflow": ...}`` or None.
-    source: dict[str, Any] | None
-    evidence: str | None
-
-    def __init__(self, status: ProvenanceStatus = "absent", predicate_type: str | None = None,
-                 builder_id: str | None = None, build_type: str | None = None,
-                 slsa_level: int | None = None, source: dict[str, Any] | None = None,
-                 evidence: str | None = None) -> None:
-        self.status = status
-        self.predicate_type = predicate_type
-        self.builder_id = builder_id
-        self.build_type = build_type
-        self.slsa_level = slsa_level
-        self.source = source
-        self.evidence = evidence
+    source: dict[str, Any] | None = None
+    evidence: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -220,16 +189,11 @@ class ProvenanceResult(Slotted):
 class Reason(Record):
     """Why a decision came out as it did (principle 8)."""
 
-    __slots__ = ("code", "message", "rule", "expected", "actual")
     code: str
     message: str
-    rule: str | None
-    expected: Any
-    actual: Any
-
-    def __init__(self, code: str, message: str, rule: str | None = None, expected: Any = None,
-                 actual: Any = None) -> None:
-        init(self, code, message, rule, expected, actual)
+    rule: str | None = None
+    expected: Any = None
+    actual: Any = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -241,16 +205,19 @@ class Reason(Record):
         return out
 
 
-class Decision(Slotted):
+class Decision(Record, frozen=False):
     """allow / ask / deny, with its reasons and the digests of the policy and report decided on."""
 
-    __slots__ = ("behavior", "reasons", "policy_digest", "_report_digest", "rule_source", "mode", "_report")
     behavior: Behavior
     reasons: list[Reason]
     policy_digest: str | None
+    #: Stored ``report_digest`` (the property), None until known.
+    _report_digest: str | None
     #: Where the deciding rule came from (``org``, ``local``, ``cli``, ``default``).
     rule_source: str | None
     mode: str
+    #: The report decided on, until its digest is worked out (internal state, no field).
+    _report: TrustReport | None
 
     def __init__(self, behavior: Behavior, reasons: list[Reason] | None = None,
                  policy_digest: str | None = None, report_digest: str | None = None,
@@ -304,32 +271,22 @@ class EvidenceSummary(Record):
     read these fields; the report's headline ``signature`` is a summary for people.
     """
 
-    __slots__ = ("evidence", "route", "content", "applies", "valid", "compromised", "signer_trusted",
-                 "identity", "issuer", "key", "extensions", "predicate_type", "provenance", "checks")
     evidence: str
     route: str
     content: str
-    applies: bool
-    valid: bool
-    compromised: bool
-    signer_trusted: bool
-    identity: str | None
-    issuer: str | None
+    applies: bool = True
+    valid: bool = False
+    compromised: bool = False
+    signer_trusted: bool = False
+    identity: str | None = None
+    issuer: str | None = None
     #: ``sha256:<hex>`` of the DER public key, for key-based signatures.
-    key: str | None
+    key: str | None = None
     #: Fulcio claims of the signing certificate: a policy signer rule may constrain them.
-    extensions: Mapping[str, str]
-    predicate_type: str | None
-    provenance: ProvenanceResult | None
-    checks: tuple[Check, ...]
-
-    def __init__(self, evidence: str, route: str, content: str, applies: bool = True,
-                 valid: bool = False, compromised: bool = False, signer_trusted: bool = False,
-                 identity: str | None = None, issuer: str | None = None, key: str | None = None,
-                 extensions: Mapping[str, str] | None = None, predicate_type: str | None = None,
-                 provenance: ProvenanceResult | None = None, checks: tuple[Check, ...] = ()) -> None:
-        init(self, evidence, route, content, applies, valid, compromised, signer_trusted, identity,
-             issuer, key, {} if extensions is None else extensions, predicate_type, provenance, checks)
+    extensions: Mapping[str, str] = field(default_factory=dict)
+    predicate_type: str | None = None
+    provenance: ProvenanceResult | None = None
+    checks: tuple[Check, ...] = ()
 
     @property
     def vouches(self) -> bool:
@@ -369,40 +326,21 @@ class EvidenceSummary(Record):
         )
 
 
-class TrustReport(Slotted):
+class TrustReport(Record, frozen=False):
     """Everything verification found about one artifact."""
 
-    __slots__ = ("path", "digests", "size", "trust_level", "signature", "provenance", "checks",
-                 "attestations", "claims", "decision")
     path: str
     digests: dict[str, str]
-    size: int | None
-    trust_level: TrustLevel
-    signature: SignatureResult
-    provenance: ProvenanceResult
-    checks: list[Check]
+    size: int | None = None
+    trust_level: TrustLevel = TrustLevel.UNSIGNED
+    signature: SignatureResult = field(default_factory=SignatureResult)
+    provenance: ProvenanceResult = field(default_factory=ProvenanceResult)
+    checks: list[Check] = field(default_factory=list)
     #: One entry per piece of evidence examined (bundle, key signature), each with its own checks.
-    attestations: list[EvidenceSummary]
+    attestations: list[EvidenceSummary] = field(default_factory=list)
     #: Claims made by metadata (RFC §3.2.2), reported, never used as expectations.
-    claims: dict[str, Any] | None
-    decision: Decision | None
-
-    def __init__(self, path: str, digests: dict[str, str], size: int | None = None,
-                 trust_level: TrustLevel = TrustLevel.UNSIGNED,
-                 signature: SignatureResult | None = None,
-                 provenance: ProvenanceResult | None = None, checks: list[Check] | None = None,
-                 attestations: list[EvidenceSummary] | None = None,
-                 claims: dict[str, Any] | None = None, decision: Decision | None = None) -> None:
-        self.path = path
-        self.digests = digests
-        self.size = size
-        self.trust_level = trust_level
-        self.signature = SignatureResult() if signature is None else signature
-        self.provenance = ProvenanceResult() if provenance is None else provenance
-        self.checks = [] if checks is None else checks
-        self.attestations = [] if attestations is None else attestations
-        self.claims = claims
-        self.decision = decision
+    claims: dict[str, Any] | None = None
+    decision: Decision | None = None
 
     def to_json(self, *, full: bool = False, decision: bool = True) -> dict[str, Any]:
         """The JSON README documents; ``full`` adds each check's ``impact`` (see ``from_json``);

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
@@ -134,8 +134,6 @@ def tool_name_of(tool: PathLike | Artifact) -> str:
 class Admission(Record):
     """The outcome of one admission: what was decided about which bytes, and why."""
 
-    __slots__ = ("tool", "command", "path", "report", "decision", "effects_verified",
-                 "metadata_source", "audit_record", "audit_log", "cache", "metadata", "contract")
     _no_repr = frozenset({"audit_record", "metadata", "contract"})
     _no_compare = frozenset({"metadata", "contract"})
     tool: str
@@ -150,22 +148,15 @@ class Admission(Record):
     #: The audit-log line for this decision (written unless auditing was off or deferred).
     audit_record: dict[str, Any]
     #: Where the line goes (None: the user state dir), after the policy's ``audit`` settings.
-    audit_log: str | None
+    audit_log: str | None = None
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
     #: ``off`` (not used: ``cache=False``, or evidence that cannot be read).
-    cache: str
+    cache: str = 'off'
     #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
-    metadata: MetadataDocument | None
+    metadata: MetadataDocument | None = None
     #: The AIP-14 ``TOOL.md`` decided with (``--contract`` or beside the metadata), None when none:
     #: its ``timeout_ms`` is the run's ceiling (gate/exec.py, bridge/loop.py).
-    contract: ToolContract | None
-
-    def __init__(self, tool: str, command: tuple[str, ...], path: str, report: TrustReport,
-                 decision: Decision, effects_verified: bool, metadata_source: str | None,
-                 audit_record: dict[str, Any], audit_log: str | None = None, cache: str = "off",
-                 metadata: MetadataDocument | None = None, contract: ToolContract | None = None) -> None:
-        init(self, tool, command, path, report, decision, effects_verified, metadata_source,
-             audit_record, audit_log, cache, metadata, contract)
+    contract: ToolContract | None = None
 
     @property
     def metadata_sha256(self) -> str | None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record
 from atip_trust._base.parallel import default_workers, map_processes
 from atip_trust.errors import AtipTrustError, error_code
 from atip_trust.inputs import Constraints
@@ -29,8 +29,7 @@ from atip_trust.signature.keyless import KeylessVerifier
 PathLike = str | os.PathLike[str]
 
 
-@dataclass(frozen=True)
-class VerifyJob:
+class VerifyJob(Record):
     """One artifact and its evidence; what every job shares is given to ``verify_batch``."""
 
     artifact: str
@@ -39,22 +38,20 @@ class VerifyJob:
     metadata: str | None = None
 
 
-@dataclass(frozen=True)
-class BatchResult:
+class BatchResult(Record):
     """One job's answer: exit code 0 verified, 1 not, 2 could not evaluate (``error`` says why)."""
 
     artifact: str
     exit_code: int
     result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = field(default=None)
+    error: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"artifact": self.artifact, "exit_code": self.exit_code, "result": self.result,
                 "error": self.error}
 
 
-@dataclass(frozen=True)
-class _Shared:
+class _Shared(Record):
     constraints: Constraints
     policy: str | None
     trusted_root: str | None

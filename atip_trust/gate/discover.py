@@ -26,10 +26,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import owner_problem
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact
@@ -51,9 +51,10 @@ Placement = Literal["loaded", "not_probed", "without_metadata", "blocked"]
 SIDECAR_SUFFIXES = (".sigstore.json", ".sigstore")
 
 
-@dataclass
-class ToolRow:
+class ToolRow(Record, frozen=False):
     """One tool found by discovery, with what was decided about it and why (machine-readable)."""
+
+    _no_repr = frozenset({"admission"})
 
     name: str
     path: str
@@ -82,7 +83,7 @@ class ToolRow:
     cache: str = "off"
     error: str | None = None
     #: The admission's JSON (docs/contract.md's verification object), None when the tool could not be evaluated.
-    admission: dict[str, Any] | None = field(default=None, repr=False)
+    admission: dict[str, Any] | None = None
 
     def contract_json(self) -> dict[str, Any]:
         """One item of ``scan --format json`` (docs/contract.md): the verification object ``admit`` prints for
@@ -118,8 +119,7 @@ class ToolRow:
         }
 
 
-@dataclass
-class ToolSurface:
+class ToolSurface(Record, frozen=False):
     """What an agent may see: loaded tools, tools listed but never run, and blocked ones (with
     the directories and files the safe scan skipped, each with its reason)."""
 
@@ -255,8 +255,7 @@ def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
         row.placement, row.placement_reason = "without_metadata", outcome.reason
 
 
-@dataclass(frozen=True)
-class _Options:
+class _Options(Record):
     policy: Policy
     shim_dir: PathLike | None
     bundle_dir: PathLike | None

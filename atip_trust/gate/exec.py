@@ -45,7 +45,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.slotted import Slotted
+from atip_trust._base.record import Record, field
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
 from atip_trust._base.files import path_name
 from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
@@ -83,41 +83,25 @@ class ExecRefused(AtipTrustError):
         return EXIT_ASK if self.behavior == "ask" else EXIT_DENY
 
 
-class Opened(Slotted):
+class Opened(Record, frozen=False):
     """One file about to run: the path it was found at (as text), its open descriptor, its admission."""
 
-    __slots__ = ("found", "art", "admission")
     found: str
     art: Artifact
     admission: Admission
 
-    def __init__(self, found: str | os.PathLike[str], art: Artifact, admission: Admission) -> None:
-        self.found = os.fspath(found)
-        self.art = art
-        self.admission = admission
 
-
-class ExecPlan(Slotted):
+class ExecPlan(Record, frozen=False):
     """What is about to be executed: shown to ``before_exec`` (a test's or runtime's hook point)."""
 
-    __slots__ = ("argv", "env", "tool", "interpreter", "audit_record", "script_fd")
     _no_repr = frozenset({"audit_record"})
     argv: list[str]
     env: dict[str, str]
     tool: Opened
-    interpreter: Opened | None
-    audit_record: dict[str, Any]
+    interpreter: Opened | None = None
+    audit_record: dict[str, Any] = field(default_factory=dict)
     #: A ``#!`` script's sealed copy (``sealed_script``), read by the interpreter at ``/dev/fd/N``; -1.
-    script_fd: int
-
-    def __init__(self, argv: list[str], env: dict[str, str], tool: Opened, interpreter: Opened | None = None,
-                 audit_record: dict[str, Any] | None = None, script_fd: int = -1) -> None:
-        self.argv = argv
-        self.env = env
-        self.tool = tool
-        self.interpreter = interpreter
-        self.audit_record = {} if audit_record is None else audit_record
-        self.script_fd = script_fd
+    script_fd: int = -1
 
     @property
     def exec_target(self) -> Opened:
@@ -193,7 +177,7 @@ def admit_file(
     except BaseException:
         art.close()
         raise
-    return Opened(found=found, art=art, admission=admission)
+    return Opened(found=os.fspath(found), art=art, admission=admission)
 
 
 def expected_digest(text: str | Digest | None) -> Digest | None:

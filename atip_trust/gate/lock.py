@@ -33,11 +33,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
@@ -52,8 +52,7 @@ GATED_EFFECTS = ("destructive", "network")
 _FIELDS = ("path", "digest", "signer", "issuer", "sourceRepo", "sourceRef", "metadataDigest", "effects")
 
 
-@dataclass(frozen=True)
-class LockEntry:
+class LockEntry(Record):
     path: str
     digest: str
     signer: str | None = None
@@ -109,8 +108,7 @@ class LockEntry:
         return who, self.issuer
 
 
-@dataclass
-class Change:
+class Change(Record, frozen=False):
     tool: str
     kind: str  # added | removed | updated | unchanged | not_scanned
     #: field -> (old, new), only the fields that differ.

@@ -20,12 +20,12 @@ Each outcome is a ``Check`` (``metadata.signature``, ``metadata.binding``) with 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
 from atip_trust.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.aip14 import ToolContract, parse_tool_md
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
 
 
-@dataclass(frozen=True)
-class MetadataTrust:
+class MetadataTrust(Record):
     """The verdict on one metadata document for one artifact."""
 
     #: Signed by a signer policy names AND bound to this artifact's digest and name.

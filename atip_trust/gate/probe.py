@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
+from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, InputTooLargeError
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
@@ -50,8 +49,7 @@ BLOCKING_CODES = frozenset({"TRUST_COMPROMISED", "TOOL_DENIED", "TOOL_DENIED_DIG
                             "DIGEST_PIN_MISMATCH", "DELEGATION_TOOL_NOT_ALLOWED"})
 
 
-@dataclass(frozen=True)
-class ProbePermission:
+class ProbePermission(Record):
     allowed: bool
     #: Machine-readable: ``verified``, ``digest_pinned``, ``signed_shim`` (allowed, but not needed),
     #: ``probe_disabled``, ``policy_blocked``, ``not_verified``.
@@ -59,8 +57,7 @@ class ProbePermission:
     message: str
 
 
-@dataclass(frozen=True)
-class ProbeOutcome:
+class ProbeOutcome(Record):
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
     #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
@@ -144,7 +141,7 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     # The interpreter is checked before the cache is read: a cached answer is what the tool said when
     # it was allowed to run, and is used only while it still would be (policy's exec.scripts, the
     # interpreter's bytes and evidence may have changed since).
-    script = Opened(found=Path(admission.path), art=artifact, admission=admission)
+    script = Opened(found=admission.path, art=artifact, admission=admission)
     try:
         planned = script_interpreter(script, policy=policy, env=minimal_env() if env is None else env,
                                      audit=False, **dict(interpreter_args or {}))

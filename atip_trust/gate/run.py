@@ -26,8 +26,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from atip_trust._base.record import Record
 from atip_trust.errors import EnvironmentFailure, UsageError
 from atip_trust.facts.artifact import Artifact
 
@@ -46,8 +46,7 @@ def minimal_env() -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LANG": "C"}
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(Record):
     """What a bounded run produced. ``exit_code`` is None when a signal ended the child (``signal``)."""
 
     exit_code: int | None

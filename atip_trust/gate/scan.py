@@ -32,11 +32,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import owner_problem
 from atip_trust.facts.artifact import path_entries
 
@@ -44,8 +44,7 @@ from atip_trust.facts.artifact import path_entries
 MAX_ENTRIES_PER_DIR = 100_000
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(Record):
     """A directory or file the scan refused, with a machine-readable ``reason`` code."""
 
     path: str
@@ -59,8 +58,7 @@ class Skipped:
                 "resolved": self.resolved}
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Record):
     """An executable regular file in a safe directory, not yet opened."""
 
     name: str
@@ -75,8 +73,7 @@ class Candidate:
         return self.path != self.resolved
 
 
-@dataclass
-class ScanResult:
+class ScanResult(Record, frozen=False):
     directories: list[str] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)

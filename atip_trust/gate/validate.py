@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
+from atip_trust._base.record import Record
 from atip_trust.errors import UsageError
 from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
@@ -103,8 +103,7 @@ CLASS_CODES: dict[str, str] = {
 _TRUST_CODES = frozenset({"TRUST_BELOW_MINIMUM", "TRUST_COMPROMISED"})
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(Record):
     code: str
     severity: Severity
     message: str
@@ -120,8 +119,7 @@ class Violation:
                 "rule": self.rule}
 
 
-@dataclass(frozen=True)
-class CallDecision:
+class CallDecision(Record):
     """The answer for one call: ``behavior`` is what a runtime does; ``violations`` say why in the
     validator's codes; ``reasons`` are the policy decision's reasons and one per added violation."""
 

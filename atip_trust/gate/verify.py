@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, DigestSubject
@@ -59,19 +59,14 @@ _DIGEST_RE = re.compile(r"^sha(256|512):")
 class Verification(Record):
     """The outcome of one verification: the trust report, the decision, and what it was checked with."""
 
-    __slots__ = ("report", "decision", "trusted_root", "fetched", "fetch", "cache")
     report: TrustReport
     decision: Decision
     trusted_root: TrustRoot
     #: With ``fetch``: what was fetched (url, final_url, sha256, bytes, file).
-    fetched: tuple[dict[str, Any], ...]
-    fetch: bool
+    fetched: tuple[dict[str, Any], ...] = ()
+    fetch: bool = False
     #: The verdict cache: ``hit``, ``miss``, or ``off`` (``cache=False``, ``fetch``, unreadable evidence).
-    cache: str
-
-    def __init__(self, report: TrustReport, decision: Decision, trusted_root: TrustRoot,
-                 fetched: tuple[dict[str, Any], ...] = (), fetch: bool = False, cache: str = "off") -> None:
-        init(self, report, decision, trusted_root, fetched, fetch, cache)
+    cache: str = 'off'
 
     @property
     def exit_code(self) -> int:

@@ -50,7 +50,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -60,6 +59,7 @@ if TYPE_CHECKING:  # httpx is imported on first fetch: `import atip_trust` must 
     import httpcore
     import httpx
 
+from atip_trust._base.record import Record
 from atip_trust._base.jsonio import parse_json
 from atip_trust._version import __version__
 from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
@@ -448,8 +448,7 @@ def _get(url: str, *, timeout: float, max_bytes: int, max_redirects: int) -> tup
     return body, final
 
 
-@dataclass(frozen=True)
-class HttpAnswer:
+class HttpAnswer(Record):
     """One conditional GET's answer (``fetch_conditional``)."""
 
     url: str
@@ -504,8 +503,7 @@ def fetch_bytes(
     return _get(url, timeout=timeout, max_bytes=max_bytes, max_redirects=max_redirects)[0]
 
 
-@dataclass(frozen=True)
-class FetchedMaterial:
+class FetchedMaterial(Record):
     """One fetched document, written where the bundle loader can read it."""
 
     url: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.clock import datetime, timezone
+from datetime import datetime, timezone
 from atip_trust.errors import PolicyError, TrustRootError, UsageError
 from atip_trust.inputs import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule

@@ -37,7 +37,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-from atip_trust._base.clock import UTC, datetime
+from datetime import UTC, datetime
 from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (

@@ -13,6 +13,7 @@ fails is never remembered; the semantic checks that follow the schema run on eve
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import sys
@@ -23,11 +24,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base import jsonio
-from atip_trust._base.clock import UTC, datetime
+from datetime import UTC, datetime
 from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.jsonio import json_path, parse_json
-from atip_trust._base.sha import sha256_hex
 from atip_trust._base.shipped import shipped_file, shipped_path
 from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
@@ -84,7 +84,7 @@ def _schema_sha256() -> str:
     """The shipped schema's bytes, by digest: a changed schema (a checkout between versions) validates
     every policy again."""
     with open(shipped_path("schema", _SCHEMA), "rb") as f:
-        return sha256_hex(f.read())
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 #: An extra org (managed) policy file to compose, for tests and staged roll-outs. Safe because org layers

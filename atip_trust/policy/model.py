@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record, field
 from atip_trust.facts.report import TrustLevel
 
 if TYPE_CHECKING:
@@ -38,17 +38,11 @@ class SignerRule(Record):
     Field names are part of the interface with the identity verifier; keep them exactly.
     """
 
-    __slots__ = ("identity", "identity_regexp", "issuer", "issuer_regexp", "claims")
-    identity: str | None
-    identity_regexp: str | None
-    issuer: str | None
-    issuer_regexp: str | None
-    claims: dict[str, str]
-
-    def __init__(self, identity: str | None = None, identity_regexp: str | None = None,
-                 issuer: str | None = None, issuer_regexp: str | None = None,
-                 claims: dict[str, str] | None = None) -> None:
-        init(self, identity, identity_regexp, issuer, issuer_regexp, {} if claims is None else claims)
+    identity: str | None = None
+    identity_regexp: str | None = None
+    issuer: str | None = None
+    issuer_regexp: str | None = None
+    claims: dict[str, str] = field(default_factory=dict)
 
     def matches(
         self, identity: str | None, issuer: str | None, extensions: Mapping[str, str] | None = None
@@ -95,14 +89,10 @@ class SignerRule(Record):
 class PublicKeyRule(Record):
     """A trusted public key (``trust.publicKeys``): a PEM file, its digest, or both."""
 
-    __slots__ = ("path", "digest", "name")
     #: Absolute path (relative paths in the file are resolved against the policy's directory).
-    path: str | None
-    digest: str | None
-    name: str | None
-
-    def __init__(self, path: str | None = None, digest: str | None = None, name: str | None = None) -> None:
-        init(self, path, digest, name)
+    path: str | None = None
+    digest: str | None = None
+    name: str | None = None
 
 
 class BuilderRule(Record):
@@ -111,30 +101,21 @@ class BuilderRule(Record):
     ``id`` matches exactly, or, when it ends in ``@refs/tags/*``-style glob, by that glob on the ref only.
     """
 
-    __slots__ = ("id", "level", "name", "source", "origin", "signer_workflow", "runner_environment",
-                 "signer_issuer", "signer_key")
     id: str
     level: int
-    name: str | None
+    name: str | None = None
     #: Where the level is published (the shipped map cites each builder's own documentation).
-    source: str | None
+    source: str | None = None
     #: ``builtin:trusted-builders`` when the rule came from the shipped map; None when the policy
     #: states it.
-    origin: str | None
+    origin: str | None = None
     #: How the attestation's signature proves this builder (``provenance.SignerBinding``): the
     #: certificate's build-signer workflow patterns, runner environment, OIDC issuer, or trusted key
     #: digests. A rule stating none of workflow, runner environment or key grants no level.
-    signer_workflow: tuple[str, ...]
-    runner_environment: str | None
-    signer_issuer: str | None
-    signer_key: tuple[str, ...]
-
-    def __init__(self, id: str, level: int, name: str | None = None, source: str | None = None,
-                 origin: str | None = None, signer_workflow: tuple[str, ...] = (),
-                 runner_environment: str | None = None, signer_issuer: str | None = None,
-                 signer_key: tuple[str, ...] = ()) -> None:
-        init(self, id, level, name, source, origin, signer_workflow, runner_environment, signer_issuer,
-             signer_key)
+    signer_workflow: tuple[str, ...] = ()
+    runner_environment: str | None = None
+    signer_issuer: str | None = None
+    signer_key: tuple[str, ...] = ()
 
     def binding_json(self) -> dict[str, Any]:
         """The binding in the JSON names of the map and the policy schema (only the fields stated)."""
@@ -153,97 +134,65 @@ class BuilderRule(Record):
 class SourceRule(Record):
     """An allowed source repository and its refs (``trust.sources``)."""
 
-    __slots__ = ("repository", "refs")
     repository: str
-    refs: tuple[str, ...]
-
-    def __init__(self, repository: str, refs: tuple[str, ...] = ()) -> None:
-        init(self, repository, refs)
+    refs: tuple[str, ...] = ()
 
 
 class RegistryRule(Record):
     """A shim registry policy names (``trust.registries``) and the signers its shims need."""
 
-    __slots__ = ("url", "signers", "priority", "mode", "name", "token_env", "max_cache_age_hours")
     url: str
     signers: tuple[SignerRule, ...]
-    priority: int
-    mode: Literal["allowlist", "fallthrough"]
-    name: str | None
+    priority: int = 100
+    mode: Literal["allowlist", "fallthrough"] = 'fallthrough'
+    name: str | None = None
     #: The environment variable holding a bearer token for this registry (RFC §4.6 ``tokenEnvVar``).
-    token_env: str | None
+    token_env: str | None = None
     #: ``maxCacheAgeHours``: how old a cached shim's last check may be when it is used without the
     #: network (registry/client.py, "Cache"); 168 (7 days) unless policy says otherwise.
-    max_cache_age_hours: float
-
-    def __init__(self, url: str, signers: tuple[SignerRule, ...], priority: int = 100,
-                 mode: Literal["allowlist", "fallthrough"] = "fallthrough", name: str | None = None,
-                 token_env: str | None = None, max_cache_age_hours: float = 168) -> None:
-        init(self, url, signers, priority, mode, name, token_env, max_cache_age_hours)
+    max_cache_age_hours: float = 168
 
 
 class Requirements(Record):
     """What a tool must meet to run (``requirements``), waivable by a live waiver."""
 
-    __slots__ = ("min_trust_level", "min_slsa_level", "provenance_required", "predicate_type",
-                 "metadata_sources", "signature_threshold")
-    min_trust_level: TrustLevel | None
-    min_slsa_level: int | None
-    provenance_required: bool
-    predicate_type: str | None
+    min_trust_level: TrustLevel | None = None
+    min_slsa_level: int | None = None
+    provenance_required: bool = False
+    predicate_type: str | None = None
     #: RFC §3.2.2 ``trust.source`` values allowed; None = any.
-    metadata_sources: tuple[str, ...] | None
+    metadata_sources: tuple[str, ...] | None = None
     #: M of the N signers in ``trust.signers`` must have signed (distinct identities).
-    signature_threshold: int | None
-
-    def __init__(self, min_trust_level: TrustLevel | None = None, min_slsa_level: int | None = None,
-                 provenance_required: bool = False, predicate_type: str | None = None,
-                 metadata_sources: tuple[str, ...] | None = None,
-                 signature_threshold: int | None = None) -> None:
-        init(self, min_trust_level, min_slsa_level, provenance_required, predicate_type, metadata_sources,
-             signature_threshold)
+    signature_threshold: int | None = None
 
 
 class ToolRule(Record):
     """A tool allowed or denied by name, by digest, or both (``tools``)."""
 
-    __slots__ = ("name", "digest", "source", "text")
     name: str | None
     digest: str | None
     source: RuleSource
     text: str
 
-    def __init__(self, name: str | None, digest: str | None, source: RuleSource, text: str) -> None:
-        init(self, name, digest, source, text)
-
 
 class CommandRule(Record):
     """One permissions rule, compiled. See ``rules.py`` for the matching semantics."""
 
-    __slots__ = ("behavior", "kind", "text", "source", "pattern", "parts", "tail_optional", "tokens",
-                 "min_trust_level", "signer")
     behavior: RuleBehavior
     #: ``any`` (bare ``Bash``), ``exact``, ``prefix`` (``:*``), ``wildcard`` (``*``), ``tokens`` (Codex).
     kind: Literal["any", "exact", "prefix", "wildcard", "tokens"]
     #: The rule as written (``Bash(gh pr view *)``, ``["gh","pr","view"]``), for reasons.
     text: str
     source: RuleSource
-    pattern: str
+    pattern: str = ''
     #: ``prefix``/``wildcard``: the literal pieces between unescaped ``*`` (``"a * b"`` → ``("a ", " b")``),
     #: matched linearly by ``rules.glob_match`` (no regexp, no backtracking).
-    parts: tuple[str, ...]
+    parts: tuple[str, ...] = ()
     #: A trailing `` *`` also matches nothing (``gh pr view *`` matches ``gh pr view``).
-    tail_optional: bool
-    tokens: tuple[tuple[str, ...], ...]
-    min_trust_level: TrustLevel | None
-    signer: SignerRule | None
-
-    def __init__(self, behavior: RuleBehavior, kind: Literal["any", "exact", "prefix", "wildcard", "tokens"],
-                 text: str, source: RuleSource, pattern: str = "", parts: tuple[str, ...] = (),
-                 tail_optional: bool = False, tokens: tuple[tuple[str, ...], ...] = (),
-                 min_trust_level: TrustLevel | None = None, signer: SignerRule | None = None) -> None:
-        init(self, behavior, kind, text, source, pattern, parts, tail_optional, tokens, min_trust_level,
-             signer)
+    tail_optional: bool = False
+    tokens: tuple[tuple[str, ...], ...] = ()
+    min_trust_level: TrustLevel | None = None
+    signer: SignerRule | None = None
 
     @property
     def first_word(self) -> str | None:
@@ -264,43 +213,28 @@ class Gate(Record):
     """A capability class and the trust level below which it asks or denies (``capabilities``), and
     what every command with the class gets at any level (``always``; None: nothing)."""
 
-    __slots__ = ("min_trust_level", "below", "source", "always")
     min_trust_level: TrustLevel
-    below: Literal["ask", "deny"]
-    source: RuleSource
-    always: Literal["ask", "deny"] | None
-
-    def __init__(self, min_trust_level: TrustLevel, below: Literal["ask", "deny"] = "ask",
-                 source: RuleSource = "local", always: Literal["ask", "deny"] | None = None) -> None:
-        init(self, min_trust_level, below, source, always)
+    below: Literal["ask", "deny"] = 'ask'
+    source: RuleSource = 'local'
+    always: Literal["ask", "deny"] | None = None
 
 
 class Waiver(Record):
     """A temporary exception to the requirements for one tool or digest, until ``expires``."""
 
-    __slots__ = ("digest", "tool", "reason", "expires", "source")
     digest: str | None
     tool: str | None
     reason: str
     expires: datetime
     source: RuleSource
 
-    def __init__(self, digest: str | None, tool: str | None, reason: str, expires: datetime,
-                 source: RuleSource) -> None:
-        init(self, digest, tool, reason, expires, source)
-
 
 class Defaults(Record):
     """What happens when no rule matches (``defaults``)."""
 
-    __slots__ = ("no_match", "allow_verified_read_only", "read_only_min_trust_level")
-    no_match: Literal["ask", "deny"]
-    allow_verified_read_only: bool
-    read_only_min_trust_level: TrustLevel
-
-    def __init__(self, no_match: Literal["ask", "deny"] = "ask", allow_verified_read_only: bool = False,
-                 read_only_min_trust_level: TrustLevel = TrustLevel.VERIFIED) -> None:
-        init(self, no_match, allow_verified_read_only, read_only_min_trust_level)
+    no_match: Literal["ask", "deny"] = 'ask'
+    allow_verified_read_only: bool = False
+    read_only_min_trust_level: TrustLevel = TrustLevel.VERIFIED
 
 
 #: RFC §3.6 ``cost.estimate`` values, cheapest first.
@@ -310,20 +244,13 @@ COST_ORDER: tuple[str, ...] = ("free", "low", "medium", "high")
 class CallLimits(Record):
     """The ``calls`` section composed over every layer: the lowest cost limit, deny over ask."""
 
-    __slots__ = ("max_cost_estimate", "over_cost")
-    max_cost_estimate: str | None
-    over_cost: Literal["ask", "deny"]
-
-    def __init__(self, max_cost_estimate: str | None = None, over_cost: Literal["ask", "deny"] = "ask") -> None:
-        init(self, max_cost_estimate, over_cost)
+    max_cost_estimate: str | None = None
+    over_cost: Literal["ask", "deny"] = 'ask'
 
 
 class PolicyLayer(Record):
     """One policy document (org, local or CLI flags), parsed; composition combines layers."""
 
-    __slots__ = ("source", "document", "digest", "path", "mode", "signers", "public_keys", "trusted_roots",
-                 "trusted_builders", "sources", "registries", "requirements", "tool_allow", "tool_deny",
-                 "delegation_tools", "effect_restrictions", "rules", "gates", "defaults", "waivers")
     source: RuleSource
     document: dict[str, Any]
     digest: str
@@ -347,19 +274,6 @@ class PolicyLayer(Record):
     defaults: Defaults
     waivers: tuple[Waiver, ...]
 
-    def __init__(self, source: RuleSource, document: dict[str, Any], digest: str, path: str | None,
-                 mode: Mode | None, signers: tuple[SignerRule, ...] | None,
-                 public_keys: tuple[PublicKeyRule, ...] | None, trusted_roots: tuple[str, ...] | None,
-                 trusted_builders: tuple[BuilderRule, ...] | None, sources: tuple[SourceRule, ...] | None,
-                 registries: tuple[RegistryRule, ...] | None, requirements: Requirements,
-                 tool_allow: tuple[ToolRule, ...], tool_deny: tuple[ToolRule, ...],
-                 delegation_tools: tuple[str, ...] | None, effect_restrictions: tuple[str, ...],
-                 rules: tuple[CommandRule, ...], gates: dict[str, Gate], defaults: Defaults,
-                 waivers: tuple[Waiver, ...]) -> None:
-        init(self, source, document, digest, path, mode, signers, public_keys, trusted_roots, trusted_builders,
-             sources, registries, requirements, tool_allow, tool_deny, delegation_tools, effect_restrictions,
-             rules, gates, defaults, waivers)
-
 
 if TYPE_CHECKING:
     EnvMode = Literal["pass", "scrub", "allowlist"]
@@ -368,13 +282,9 @@ if TYPE_CHECKING:
 class EnvRule(Record):
     """One layer's ``exec.env``: a filter the environment passes through (gate/env.py)."""
 
-    __slots__ = ("mode", "allow", "source")
-    mode: EnvMode
-    allow: tuple[str, ...]
-    source: RuleSource
-
-    def __init__(self, mode: EnvMode = "pass", allow: tuple[str, ...] = (), source: RuleSource = "local") -> None:
-        init(self, mode, allow, source)
+    mode: EnvMode = 'pass'
+    allow: tuple[str, ...] = ()
+    source: RuleSource = 'local'
 
 
 class ExecSettings(Record):
@@ -382,13 +292,8 @@ class ExecSettings(Record):
     verify-interpreter), and the environment passes through each layer's ``env`` filter in turn, so
     a variable survives only where every layer that speaks keeps it."""
 
-    __slots__ = ("scripts", "env")
-    scripts: Literal["deny", "verify-interpreter"]
-    env: tuple[EnvRule, ...]
-
-    def __init__(self, scripts: Literal["deny", "verify-interpreter"] = "verify-interpreter",
-                 env: tuple[EnvRule, ...] = ()) -> None:
-        init(self, scripts, env)
+    scripts: Literal["deny", "verify-interpreter"] = 'verify-interpreter'
+    env: tuple[EnvRule, ...] = ()
 
 
 #: The call loop's bounds for one call when no layer states ``bridge.callTimeoutMs`` / ``maxOutputBytes``.
@@ -400,16 +305,11 @@ class DiscoverySettings(Record):
     """The policy's ``discovery`` section, composed: which tools may be probed with ``--agent`` and the
     bounds of one probe (the strictest layer wins: ``never`` over ``verified``, the smaller numbers)."""
 
-    __slots__ = ("probe", "probe_timeout_ms", "max_output_bytes")
-    probe: Literal["verified", "never"]
+    probe: Literal["verified", "never"] = 'verified'
     #: RFC §5.2 runs ``--agent`` with a 2 s timeout.
-    probe_timeout_ms: int
+    probe_timeout_ms: int = 2000
     #: Each of stdout and stderr; the metadata cap (limits.py) is the largest allowed.
-    max_output_bytes: int
-
-    def __init__(self, probe: Literal["verified", "never"] = "verified", probe_timeout_ms: int = 2000,
-                 max_output_bytes: int = 4 * 1024 * 1024) -> None:
-        init(self, probe, probe_timeout_ms, max_output_bytes)
+    max_output_bytes: int = 4 * 1024 * 1024
 
 
 class Policy(Record):
@@ -417,10 +317,6 @@ class Policy(Record):
     (a record) and nothing changes its lists in place: ``decide`` compiles the rules once per policy
     (``rules.RuleIndex``)."""
 
-    __slots__ = ("layers", "digest", "mode", "signers", "public_keys", "trusted_roots", "trusted_builders",
-                 "sources", "registries", "requirements", "tool_allow", "tool_deny", "tool_allowlists",
-                 "delegation_allowlists", "effect_restrictions", "deny_rules", "ask_rules", "allow_rules",
-                 "gates", "defaults", "waivers", "notes", "name", "layer_policies", "org_anchors")
     layers: tuple[PolicyLayer, ...]
     digest: str
     mode: Mode
@@ -445,31 +341,13 @@ class Policy(Record):
     defaults: Defaults
     waivers: list[Waiver]
     #: What composition dropped or tightened, for ``policy explain`` and audit.
-    notes: list[str]
-    name: str | None
+    notes: list[str] = field(default_factory=list)
+    name: str | None = None
     #: Each layer composed on its own (only when there are several): a denial in any layer stands.
-    layer_policies: dict[str, Policy]
+    layer_policies: dict[str, Policy] = field(default_factory=dict)
     #: The trust anchor lists (document names) some org layer states. Not empty: the org fixes the
     #: whole anchor set, and a list it is silent on names nobody / the default (compose.py).
-    org_anchors: tuple[str, ...]
-
-    def __init__(
-        self, layers: tuple[PolicyLayer, ...], digest: str, mode: Mode, signers: list[SignerRule],
-        public_keys: list[PublicKeyRule], trusted_roots: list[str], trusted_builders: list[BuilderRule],
-        sources: list[SourceRule], registries: list[RegistryRule], requirements: Requirements,
-        tool_allow: list[ToolRule], tool_deny: list[ToolRule],
-        tool_allowlists: list[tuple[RuleSource, tuple[ToolRule, ...]]],
-        delegation_allowlists: list[tuple[RuleSource, tuple[str, ...]]],
-        effect_restrictions: dict[str, RuleSource], deny_rules: list[CommandRule],
-        ask_rules: list[CommandRule], allow_rules: list[CommandRule], gates: dict[str, Gate],
-        defaults: Defaults, waivers: list[Waiver], notes: list[str] | None = None, name: str | None = None,
-        layer_policies: dict[str, Policy] | None = None, org_anchors: tuple[str, ...] = (),
-    ) -> None:
-        init(self, layers, digest, mode, signers, public_keys, trusted_roots, trusted_builders, sources,
-             registries, requirements, tool_allow, tool_deny, tool_allowlists, delegation_allowlists,
-             effect_restrictions, deny_rules, ask_rules, allow_rules, gates, defaults, waivers,
-             [] if notes is None else notes, name, {} if layer_policies is None else layer_policies,
-             org_anchors)
+    org_anchors: tuple[str, ...] = ()
 
     @property
     def org_fixes_anchors(self) -> bool:

@@ -41,9 +41,8 @@ if TYPE_CHECKING:
 
 from atip_trust._base.jsonio import json_path, load_json_file, parse_json
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record, field
 from atip_trust._base.shipped import shipped_path
-from atip_trust._base.slotted import Slotted
 from atip_trust.errors import AtipTrustError, BundleError, PolicyError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
@@ -99,28 +98,19 @@ _V02_BUILD_TYPES = (
 
 
 class Subject(Record):
-    __slots__ = ("name", "digests", "other")
     name: str
     #: Only the algorithms atip-trust can compare (sha256, sha512); others are kept in ``other``.
     digests: dict[str, Digest]
-    other: dict[str, str]
-
-    def __init__(self, name: str, digests: dict[str, Digest], other: dict[str, str] | None = None) -> None:
-        init(self, name, digests, {} if other is None else other)
+    other: dict[str, str] = field(default_factory=dict)
 
 
 class Statement(Record):
     """An in-toto Statement (v0.1 or v1) as signed: type, subjects, predicate type and predicate."""
 
-    __slots__ = ("statement_type", "predicate_type", "subjects", "predicate")
     statement_type: str
     predicate_type: str
     subjects: tuple[Subject, ...]
     predicate: dict[str, Any]
-
-    def __init__(self, statement_type: str, predicate_type: str, subjects: tuple[Subject, ...],
-                 predicate: dict[str, Any]) -> None:
-        init(self, statement_type, predicate_type, subjects, predicate)
 
 
 def _bad(path: list[str | int], message: str) -> BundleError:
@@ -234,30 +224,21 @@ def match_subject(statement: Statement, artifact_digests: dict[str, Digest]) -> 
 class SlsaFacts(Record):
     """What a SLSA provenance predicate says about the build, normalised across v0.2 and v1."""
 
-    __slots__ = ("predicate_type", "builder_id", "build_type", "build_type_known", "source_uri", "source_ref",
-                 "source_digest", "workflow", "claimed_level")
     predicate_type: str
     builder_id: str | None
     build_type: str | None
     #: True when ``build_type`` is one this module knows how to read; facts below are None otherwise.
     build_type_known: bool
     #: Source repository, normalised (``https://github.com/o/r``: no ``git+``, no ``.git``, no ``@ref``).
-    source_uri: str | None
+    source_uri: str | None = None
     #: Git ref as written (``refs/tags/v1.2.3``, ``refs/heads/main``), or None when not stated.
-    source_ref: str | None
+    source_ref: str | None = None
     #: Commit digest, ``{"gitCommit"|"sha1": hex}`` as in the provenance.
-    source_digest: dict[str, str] | None
+    source_digest: dict[str, str] | None = None
     #: Workflow file path (GitHub) or job name (GitLab) that ran the build.
-    workflow: str | None
+    workflow: str | None = None
     #: A level the provenance itself claims (never used for decisions; reported only).
-    claimed_level: int | None
-
-    def __init__(self, predicate_type: str, builder_id: str | None, build_type: str | None,
-                 build_type_known: bool, source_uri: str | None = None, source_ref: str | None = None,
-                 source_digest: dict[str, str] | None = None, workflow: str | None = None,
-                 claimed_level: int | None = None) -> None:
-        init(self, predicate_type, builder_id, build_type, build_type_known, source_uri, source_ref,
-             source_digest, workflow, claimed_level)
+    claimed_level: int | None = None
 
     def source_json(self) -> dict[str, Any] | None:
         if self.source_uri is None and self.source_ref is None and self.source_digest is None:
@@ -314,12 +295,8 @@ def source_matches(repository: str, refs: Sequence[str], uri: str | None, ref: s
 class AllowedSource(Record):
     """One allowed source repository and the refs it may be built from (policy ``trust.sources``)."""
 
-    __slots__ = ("repository", "refs")
     repository: str
-    refs: tuple[str, ...]
-
-    def __init__(self, repository: str, refs: tuple[str, ...] = ()) -> None:
-        init(self, repository, refs)
+    refs: tuple[str, ...] = ()
 
     def matches(self, uri: str | None, ref: str | None) -> bool:
         return source_matches(self.repository, self.refs, uri, ref)
@@ -507,11 +484,9 @@ class BuilderPattern(Record):
     compared exactly; ``*`` stands for one ref-name segment (``[A-Za-z0-9._+-]+``).
     """
 
-    __slots__ = ("text",)
     text: str
 
-    def __init__(self, text: str) -> None:
-        init(self, text)
+    def __post_init__(self) -> None:
         if "*" in self.text:
             head, at, ref = self.text.partition("@")
             if (
@@ -555,15 +530,10 @@ class BuildSigner(Record):
     the digest (``sha256:<hex>`` of the DER SubjectPublicKeyInfo) of the trusted key that verified it.
     """
 
-    __slots__ = ("issuer", "identities", "extensions", "key_digest")
-    issuer: str | None
-    identities: tuple[str, ...]
-    extensions: Mapping[str, str]
-    key_digest: str | None
-
-    def __init__(self, issuer: str | None = None, identities: tuple[str, ...] = (),
-                 extensions: Mapping[str, str] | None = None, key_digest: str | None = None) -> None:
-        init(self, issuer, identities, {} if extensions is None else extensions, key_digest)
+    issuer: str | None = None
+    identities: tuple[str, ...] = ()
+    extensions: Mapping[str, str] = field(default_factory=dict)
+    key_digest: str | None = None
 
     @property
     def workflow_uris(self) -> tuple[str, ...]:
@@ -601,15 +571,10 @@ class SignerBinding(Record):
     grants no level: nothing would tie the level to the signature (fail closed).
     """
 
-    __slots__ = ("workflows", "runner_environment", "issuer", "keys")
-    workflows: tuple[BuilderPattern, ...]
-    runner_environment: str | None
-    issuer: str | None
-    keys: tuple[str, ...]
-
-    def __init__(self, workflows: tuple[BuilderPattern, ...] = (), runner_environment: str | None = None,
-                 issuer: str | None = None, keys: tuple[str, ...] = ()) -> None:
-        init(self, workflows, runner_environment, issuer, keys)
+    workflows: tuple[BuilderPattern, ...] = ()
+    runner_environment: str | None = None
+    issuer: str | None = None
+    keys: tuple[str, ...] = ()
 
     @property
     def stated(self) -> bool:
@@ -705,28 +670,19 @@ class SignerBinding(Record):
 
 
 class BuilderEntry(Record):
-    __slots__ = ("pattern", "level", "name", "source", "binding")
     pattern: BuilderPattern
     level: int
-    name: str
-    source: str
+    name: str = ''
+    source: str = ''
     #: How the attestation's signature must prove this builder; without one the entry grants no level.
-    binding: SignerBinding
-
-    def __init__(self, pattern: BuilderPattern, level: int, name: str = "", source: str = "",
-                 binding: SignerBinding | None = None) -> None:
-        init(self, pattern, level, name, source, SignerBinding() if binding is None else binding)
+    binding: SignerBinding = field(default_factory=SignerBinding)
 
 
 class BuilderMap(Record):
     """Trusted builders: builder id pattern → SLSA Build level (SLSA v1.0 Build track, levels 0–3)."""
 
-    __slots__ = ("entries", "origin")
     entries: tuple[BuilderEntry, ...]
-    origin: str
-
-    def __init__(self, entries: tuple[BuilderEntry, ...], origin: str = "") -> None:
-        init(self, entries, origin)
+    origin: str = ''
 
     @classmethod
     def from_json(cls, doc: Any, *, origin: str = "") -> BuilderMap:
@@ -793,25 +749,18 @@ class BuilderMap(Record):
 class ProvenanceRequirements(Record):
     """slsa-verifier's flags (README): every field None means "not required"."""
 
-    __slots__ = ("predicate_type", "builder_id", "source_uri", "source_tag", "source_branch", "min_slsa_level",
-                 "sources", "provenance_required")
-    predicate_type: str | None
-    builder_id: str | None
-    source_uri: str | None
-    source_tag: str | None
-    source_branch: str | None
-    min_slsa_level: int | None
+    predicate_type: str | None = None
+    builder_id: str | None = None
+    source_uri: str | None = None
+    source_tag: str | None = None
+    source_branch: str | None = None
+    min_slsa_level: int | None = None
     #: Allowed (repository, refs) pairs; None: no requirement; empty: no source is allowed.
-    sources: tuple[AllowedSource, ...] | None
+    sources: tuple[AllowedSource, ...] | None = None
     #: Policy ``provenanceRequired``: some SLSA provenance must name the artifact.
-    provenance_required: bool
+    provenance_required: bool = False
 
-    def __init__(self, predicate_type: str | None = None, builder_id: str | None = None,
-                 source_uri: str | None = None, source_tag: str | None = None,
-                 source_branch: str | None = None, min_slsa_level: int | None = None,
-                 sources: tuple[AllowedSource, ...] | None = None, provenance_required: bool = False) -> None:
-        init(self, predicate_type, builder_id, source_uri, source_tag, source_branch, min_slsa_level, sources,
-             provenance_required)
+    def __post_init__(self) -> None:
         if self.builder_id is not None:
             BuilderPattern(self.builder_id)  # validates the glob form (PolicyError)
         if self.min_slsa_level is not None and not 0 <= self.min_slsa_level <= 3:
@@ -840,32 +789,20 @@ class ProvenanceRequirements(Record):
         )
 
 
-class ProvenanceOutcome(Slotted):
+class ProvenanceOutcome(Record, frozen=False):
     """Result of checking one attestation against one artifact and the requirements.
 
     ``applies`` False: the attestation names another artifact (or is filtered out by predicate type);
     it counts as absent. ``passed``: applies and every check passed. ``level``: from the builder map.
     """
 
-    __slots__ = ("checks", "applies", "passed", "statement", "facts", "level", "level_source")
     checks: list[Check]
     applies: bool
     passed: bool
-    statement: Statement | None
-    facts: SlsaFacts | None
-    level: int | None
-    level_source: str | None
-
-    def __init__(self, checks: list[Check], applies: bool, passed: bool, statement: Statement | None = None,
-                 facts: SlsaFacts | None = None, level: int | None = None,
-                 level_source: str | None = None) -> None:
-        self.checks = checks
-        self.applies = applies
-        self.passed = passed
-        self.statement = statement
-        self.facts = facts
-        self.level = level
-        self.level_source = level_source
+    statement: Statement | None = None
+    facts: SlsaFacts | None = None
+    level: int | None = None
+    level_source: str | None = None
 
 
 def _check(name: str, ok: bool, message: str, expected: Any, actual: Any, evidence: str | None) -> Check:

@@ -53,11 +53,11 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
+from atip_trust._base.record import Record, field, replace
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import AtipTrustError, UsageError
@@ -81,8 +81,7 @@ MANIFEST_PATH = "/.well-known/atip-registry.json"
 Outcome = Literal["found", "not-found", "rejected", "error", "offline"]
 
 
-@dataclass(frozen=True)
-class RegistrySpec:
+class RegistrySpec(Record):
     """One registry as *policy* names it (``trust.registries`` entry)."""
 
     url: str
@@ -105,8 +104,7 @@ class RegistrySpec:
         return self.url.startswith(("file://", "/"))
 
 
-@dataclass(frozen=True)
-class SignatureVerdict:
+class SignatureVerdict(Record):
     """The ``ShimVerifier``'s answer about one shim's bytes and bundle."""
 
     ok: bool
@@ -121,8 +119,7 @@ class SignatureVerdict:
 ShimVerifier = Callable[[bytes, Path, RegistrySpec], SignatureVerdict]
 
 
-@dataclass(frozen=True)
-class Attempt:
+class Attempt(Record):
     """What one registry answered for one lookup."""
 
     registry: str
@@ -133,8 +130,7 @@ class Attempt:
         return {"registry": self.registry, "outcome": self.outcome, "reason": self.reason}
 
 
-@dataclass(frozen=True)
-class ShimResult:
+class ShimResult(Record):
     """A lookup's answer: a verified shim, or none and why."""
 
     digest: Digest

@@ -25,12 +25,12 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record, replace
 from atip_trust._base.files import open_regular, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError
@@ -55,8 +55,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@dataclass(frozen=True)
-class LocalEntry:
+class LocalEntry(Record):
     """One tool in the index, checked against the file as it is now."""
 
     name: str

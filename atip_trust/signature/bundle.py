@@ -20,12 +20,12 @@ import binascii
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
@@ -54,8 +54,7 @@ def proof_required(version: str) -> bool:
     return version != "0.1"
 
 
-@dataclass
-class BundleInput:
+class BundleInput(Record, frozen=False):
     """One bundle as read from disk: its label (``file`` or ``file#N`` for ``.jsonl``), bytes, JSON."""
 
     label: str

@@ -24,11 +24,11 @@ import binascii
 import hmac
 import os
 import re
-from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from atip_trust._base.record import Record
 from atip_trust._base.files import read_capped
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
@@ -43,8 +43,7 @@ from atip_trust.limits import LIMITS
 _PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----")
 
 
-@dataclass(frozen=True)
-class CertificatePair:
+class CertificatePair(Record):
     """``--cert`` and ``--signature`` as read (not yet verified)."""
 
     certificate: x509.Certificate

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record, field
 from atip_trust.errors import UsageError
 from atip_trust.facts.report import Check
 
@@ -88,13 +88,9 @@ def _der_utf8(value: bytes) -> str | None:
 class CertificateFacts(Record):
     """What a Fulcio certificate says about its signer."""
 
-    __slots__ = ("sans", "issuer", "extensions")
     sans: tuple[str, ...]
     issuer: str | None
     extensions: Mapping[str, str]
-
-    def __init__(self, sans: tuple[str, ...], issuer: str | None, extensions: Mapping[str, str]) -> None:
-        init(self, sans, issuer, extensions)
 
     @property
     def identity(self) -> str | None:
@@ -153,17 +149,15 @@ class IdentityRule(Record):
     exact value. ``github_workflow_repository`` etc. are accepted too.
     """
 
-    __slots__ = ("identity", "identity_regexp", "issuer", "issuer_regexp", "claims")
-    identity: str | None
-    identity_regexp: str | None
-    issuer: str | None
-    issuer_regexp: str | None
-    claims: Mapping[str, str]
+    identity: str | None = None
+    identity_regexp: str | None = None
+    issuer: str | None = None
+    issuer_regexp: str | None = None
+    claims: Mapping[str, str] = field(default_factory=dict)
 
-    def __init__(self, identity: str | None = None, identity_regexp: str | None = None,
-                 issuer: str | None = None, issuer_regexp: str | None = None,
-                 claims: Mapping[str, str] | None = None) -> None:
-        claims = {} if claims is None else claims
+    def __post_init__(self) -> None:
+        identity, identity_regexp, issuer, issuer_regexp = (
+            self.identity, self.identity_regexp, self.issuer, self.issuer_regexp)
         if (identity is None) == (identity_regexp is None):
             raise UsageError(
                 "a signer needs exactly one of identity (--certificate-identity) or identity_regexp "
@@ -180,10 +174,9 @@ class IdentityRule(Record):
                     re.compile(pat)
                 except re.error as err:
                     raise UsageError(f"invalid regular expression {pat!r}: {err}") from err
-        for k in claims:
+        for k in self.claims:
             if k not in CLAIMS:
                 raise UsageError(f"unknown certificate claim {k!r}; known: {', '.join(CLAIMS)}")
-        init(self, identity, identity_regexp, issuer, issuer_regexp, claims)
 
     @classmethod
     def coerce(cls, obj: Any) -> IdentityRule:

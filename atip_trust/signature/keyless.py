@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import binascii
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
 
 from cryptography import x509
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import TrustRootError
 from atip_trust.facts.digest import Digest
@@ -93,8 +93,7 @@ class _RecordingPolicy:
         self.certificate = cert
 
 
-@dataclass
-class KeylessOutcome:
+class KeylessOutcome(Record, frozen=False):
     """What one keyless bundle proved about one artifact."""
 
     label: str

@@ -35,7 +35,6 @@ import hashlib
 import hmac
 import os
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -49,6 +48,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
+from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped, read_fd_capped
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import (
@@ -264,8 +264,7 @@ def _schemes(key: PublicKey) -> str:
     return "pure Ed25519"
 
 
-@dataclass
-class KeySignatureResult:
+class KeySignatureResult(Record, frozen=False):
     """Outcome of one key signature check. Read ``valid`` / ``compromised``; the object is not truthy."""
 
     valid: bool
@@ -318,8 +317,7 @@ def verify_detached(
 # --- Sigstore bundles with a public key ---------------------------------------------------------------
 
 
-@dataclass
-class KeyBundleResult(KeySignatureResult):
+class KeyBundleResult(KeySignatureResult, frozen=False):
     """A key bundle's outcome; ``entry`` is the verified log entry's facts when the log checks passed."""
 
     integrated_time: datetime | None = None

@@ -35,7 +35,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-from dataclasses import dataclass
 from datetime import datetime, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
@@ -46,6 +45,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
+from atip_trust._base.record import Record
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
@@ -70,8 +70,7 @@ class LegacyVerificationError(CheckFailure):
 
     TAMPER_CHECKS = frozenset({"signature", "tlog.body", "digest"})
 
-@dataclass(frozen=True)
-class LegacyResult:
+class LegacyResult(Record):
     """A verified legacy DSSE bundle: what ``keyless.verify_dsse`` gives, plus what was proven."""
 
     payload_type: str
@@ -105,8 +104,7 @@ def _cert(der: bytes, path: str) -> x509.Certificate:
         raise _bad(path, f"is not a DER X.509 certificate: {err}") from err
 
 
-@dataclass(frozen=True)
-class _Parsed:
+class _Parsed(Record):
     version: str
     payload_type: str
     payload: bytes

@@ -31,12 +31,12 @@ import binascii
 import hashlib
 import hmac
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.record import Record
 from atip_trust._base.jsonio import b64_bytes, canonical_json, expect_object, get_field, join_path
 from atip_trust.errors import BundleError
 from atip_trust.facts.report import Check, CheckFailure
@@ -127,8 +127,7 @@ def check_integrated_times(doc: Any) -> None:
 # --- parsing ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class InclusionProof:
+class InclusionProof(Record):
     log_index: int
     root_hash: bytes
     tree_size: int
@@ -138,9 +137,10 @@ class InclusionProof:
     checkpoint: str | None
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(Record):
     """One ``TransparencyLogEntry`` (sigstore protobuf-specs ``dev.sigstore.rekor.v1``)."""
+
+    _no_repr = frozenset({"canonicalized_body"})
 
     log_index: int
     log_id: bytes
@@ -148,7 +148,7 @@ class LogEntry:
     version: str
     #: Seconds since the epoch; ``None`` when absent or 0 (Rekor v2 entries carry no integrated time).
     integrated_time: int | None
-    canonicalized_body: bytes = field(repr=False)
+    canonicalized_body: bytes
     inclusion_promise: bytes | None
     inclusion_proof: InclusionProof | None
     #: JSON path of the entry in its bundle, for messages.
@@ -365,8 +365,7 @@ def verify_inclusion_proof(entry: LogEntry) -> None:
 # --- checkpoint (signed note) ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(Record):
     origin: str
     tree_size: int
     root_hash: bytes
@@ -544,8 +543,7 @@ def verify_set(entry: LogEntry, trust_root: TrustRoot) -> None:
 # --- the whole entry --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EntryResult:
+class EntryResult(Record):
     """What was proven about one entry. Not truthy on purpose: read the fields."""
 
     proof: bool

@@ -17,6 +17,7 @@ report under its digest, so a cache hit cannot stand on a broken root.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import json
 import os
@@ -25,12 +26,11 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.clock import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
-from atip_trust._base.sha import sha256_hex
+from atip_trust._base.record import Record
 from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust.limits import LIMITS
@@ -69,16 +69,11 @@ _EMBEDDED = {
 class LogKey(Record):
     """A transparency log (Rekor) or CT log public key from the trusted root."""
 
-    __slots__ = ("key_id", "public_key", "base_url", "valid_from", "valid_until")
     key_id: bytes
     public_key: PublicKeyTypes
     base_url: str
     valid_from: datetime | None
     valid_until: datetime | None
-
-    def __init__(self, key_id: bytes, public_key: PublicKeyTypes, base_url: str,
-                 valid_from: datetime | None, valid_until: datetime | None) -> None:
-        init(self, key_id, public_key, base_url, valid_from, valid_until)
 
     def valid_at(self, when: datetime) -> bool:
         if self.valid_from is not None and when < self.valid_from:
@@ -91,15 +86,10 @@ class LogKey(Record):
 class CertificateAuthority(Record):
     """A Fulcio (or TSA) CA: its chain, leaf-most first as in the file, and validity window."""
 
-    __slots__ = ("uri", "chain", "valid_from", "valid_until")
     uri: str
     chain: tuple[x509.Certificate, ...]
     valid_from: datetime | None
     valid_until: datetime | None
-
-    def __init__(self, uri: str, chain: tuple[x509.Certificate, ...], valid_from: datetime | None,
-                 valid_until: datetime | None) -> None:
-        init(self, uri, chain, valid_from, valid_until)
 
 
 def _ts(value: Any) -> datetime | None:
@@ -172,39 +162,30 @@ _MAX_PARSED = 8
 def _digest_of(raw: bytes) -> str:
     # By the bytes (a bytes object keeps its own hash once computed): a root reused for many
     # admissions is hashed once, as the cached property of a dataclass did.
-    return "sha256:" + sha256_hex(raw)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 class TrustRoot(Record):
     """One trusted root file, read once; its keys and certificates parsed once: at once, or on first
     ``check()`` when ``deferred`` (module docstring; until then the four tuples are empty)."""
 
-    __slots__ = ("label", "raw", "embedded_root", "tlogs", "ctlogs", "fulcio", "tsas", "checked",
-                 "tlog_required", "members")
     _no_repr = frozenset({"raw"})
     #: The file path or given name; for an embedded root, ``production`` or ``staging``.
     label: str
     raw: bytes
     #: True for a root shipped inside the installed sigstore package.
-    embedded_root: bool
-    tlogs: tuple[LogKey, ...]
-    ctlogs: tuple[LogKey, ...]
-    fulcio: tuple[CertificateAuthority, ...]
-    tsas: tuple[CertificateAuthority, ...]
+    embedded_root: bool = False
+    tlogs: tuple[LogKey, ...] = ()
+    ctlogs: tuple[LogKey, ...] = ()
+    fulcio: tuple[CertificateAuthority, ...] = ()
+    tsas: tuple[CertificateAuthority, ...] = ()
     #: True once the file was parsed and checked (the four tuples above are its contents).
-    checked: bool
+    checked: bool = False
     #: Whether a bundle must carry a transparency log entry; None: as ``requires_tlog`` infers it.
-    tlog_required: bool | None
+    tlog_required: bool | None = None
     #: A ``trusted_root.jsonl`` (gh's format, one root per line): its roots, each chosen per bundle by
     #: ``choose`` (the four tuples above then stay empty: no verification ever sees a union of roots).
-    members: tuple[TrustRoot, ...]
-
-    def __init__(self, label: str, raw: bytes, embedded_root: bool = False,
-                 tlogs: tuple[LogKey, ...] = (), ctlogs: tuple[LogKey, ...] = (),
-                 fulcio: tuple[CertificateAuthority, ...] = (),
-                 tsas: tuple[CertificateAuthority, ...] = (), checked: bool = False,
-                 tlog_required: bool | None = None, members: tuple[TrustRoot, ...] = ()) -> None:
-        init(self, label, raw, embedded_root, tlogs, ctlogs, fulcio, tsas, checked, tlog_required, members)
+    members: tuple[TrustRoot, ...] = ()
 
     @property
     def requires_tlog(self) -> bool:

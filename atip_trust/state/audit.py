@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.clock import UTC, datetime
+from datetime import UTC, datetime
 from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
 from atip_trust.errors import ArtifactAccessError

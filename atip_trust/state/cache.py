@@ -24,6 +24,7 @@ Location: ``ATIP_CACHE_DIR``, else ``<platformdirs user_cache_dir("atip-trust")>
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -37,8 +38,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
-from atip_trust._base.record import Record, init
-from atip_trust._base.sha import sha256_hex
+from atip_trust._base.record import Record
 from atip_trust._base.statmemo import RACY_NS, Ident, ident_of
 from atip_trust.errors import AtipTrustError
 from atip_trust.state import dirs
@@ -103,13 +103,9 @@ def cache_key(parts: Mapping[str, Any]) -> str:
 class CacheStats(Record):
     """The cache directory's path, number of entries and total size (``cache stats``)."""
 
-    __slots__ = ("path", "entries", "bytes")
     path: str
     entries: int
     bytes: int
-
-    def __init__(self, path: str, entries: int, bytes: int) -> None:
-        init(self, path, entries, bytes)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "entries": self.entries, "bytes": self.bytes}
@@ -175,7 +171,7 @@ class VerdictCache:
                     and data.endswith(b"}")):
                 return None  # another format, or not an entry
             raw = data[_BODY_AT:-1]
-            if sha256_hex(raw).encode("ascii") != data[len(_HEAD):_BODY_AT - len(_MID)]:
+            if hashlib.sha256(raw).hexdigest().encode("ascii") != data[len(_HEAD):_BODY_AT - len(_MID)]:
                 return None
             body = parse_json(raw, what="cache entry")
         except AtipTrustError:
@@ -198,7 +194,7 @@ class VerdictCache:
             raw = json.dumps(body, default=str, separators=(",", ":"), allow_nan=False).encode("utf-8")
         except ValueError:
             return  # not JSON (a NaN, say): not kept, computed again next time
-        data = b"%s%s%s%s}" % (_HEAD, sha256_hex(raw).encode("ascii"), _MID, raw)
+        data = b"%s%s%s%s}" % (_HEAD, hashlib.sha256(raw).hexdigest().encode("ascii"), _MID, raw)
         if len(data) > ENTRY_BYTES:
             return
         try:
@@ -267,7 +263,7 @@ class VerdictCache:
     # -- the stat fast path --------------------------------------------------------------------------
     @staticmethod
     def _stat_name(path: str) -> str:
-        return f"{_STAT_PREFIX}{sha256_hex(path.encode('utf-8', 'surrogateescape'))}{_SUFFIX}"
+        return f"{_STAT_PREFIX}{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()}{_SUFFIX}"
 
     def known_digests(self, path: str, ident: Sequence[int]) -> dict[str, str] | None:
         """The digests remembered for ``path`` if its ``ident`` (dev, inode, size, mtime_ns,

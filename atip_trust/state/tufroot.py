@@ -23,6 +23,7 @@ instead (``--root-from DIR`` on a machine without network: the copy is verified 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from urllib.parse import quote, unquote
@@ -30,11 +31,10 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-from atip_trust._base.clock import datetime, timezone
+from datetime import datetime, timezone
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
-from atip_trust._base.sha import sha256_hex
+from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, TrustRootError, UsageError
 from atip_trust.signature.trustroot import TrustRoot, embedded_tuf_root
@@ -73,14 +73,10 @@ _FETCH_CAP = 8 * 1024 * 1024
 class VerifiedRoot(Record):
     """A trusted root the last TUF update verified: where it is, its digest, and when."""
 
-    __slots__ = ("url", "path", "digest", "verified_at")
     url: str
     path: str
     digest: str
     verified_at: datetime
-
-    def __init__(self, url: str, path: str, digest: str, verified_at: datetime) -> None:
-        init(self, url, path, digest, verified_at)
 
     def to_json(self) -> dict[str, str]:
         return {"url": self.url, "path": self.path, "digest": self.digest,
@@ -100,7 +96,7 @@ def cached(url: str) -> VerifiedRoot | None:
         with open(os.path.join(folder, "verified.json"), "rb") as f:
             record = parse_json(f.read(), what="TUF record")
         with open(os.path.join(folder, TARGET), "rb") as f:
-            digest = "sha256:" + sha256_hex(f.read())
+            digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
         when = datetime.fromisoformat(str(record["verified_at"]))
     except (OSError, AtipTrustError, KeyError, TypeError, ValueError):
         return None
@@ -211,7 +207,7 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
         raw = f.read()
     TrustRoot.from_bytes(raw, name=f"{TARGET} from {url}")  # checked as any root is, before it is kept
     when = now or datetime.now(timezone.utc)
-    digest = "sha256:" + sha256_hex(raw)
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     path = os.path.join(folder, TARGET)
     _write_atomic(path, raw)
     record = VerifiedRoot(url, path, digest, when)
