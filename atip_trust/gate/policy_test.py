@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import expect_object, get_field, parse_json
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import AtipTrustError, PolicyError
 from atip_trust.gate.admit import admit
@@ -53,7 +53,6 @@ BEHAVIORS = ("allow", "ask", "deny")
 class CaseResult(Record):
     """One case: what was expected, what the admission decided, and whether they agree."""
 
-    __slots__ = ("name", "expected", "expected_reasons", "actual", "actual_reasons", "error")
     name: str
     expected: str
     expected_reasons: tuple[str, ...]
@@ -61,10 +60,6 @@ class CaseResult(Record):
     actual_reasons: tuple[str, ...]
     #: An admission that raised (could not evaluate): its one-line message; the decision is then deny.
     error: str | None
-
-    def __init__(self, name: str, expected: str, expected_reasons: tuple[str, ...], actual: str,
-                 actual_reasons: tuple[str, ...], error: str | None) -> None:
-        init(self, name, expected, expected_reasons, actual, actual_reasons, error)
 
     @property
     def missing(self) -> tuple[str, ...]:

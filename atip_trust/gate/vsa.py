@@ -12,15 +12,15 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from datetime import datetime, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.clock import datetime, timezone
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import EnvironmentFailure
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
@@ -122,18 +122,13 @@ class VsaVerification(Record):
     """What ``verify-vsa`` found: the signing key's id (None: no signature by the key), the VSA
     (None when the signature did not verify: an unsigned statement is never read), the problems."""
 
-    __slots__ = ("path", "key_id", "vsa", "problems", "statement")
     _no_repr = frozenset({"statement"})
     path: str
     key_id: str | None
     vsa: Vsa | None
     problems: tuple[VsaProblem, ...]
     #: The signed statement's bytes as signed (``--print-attestation``); empty when not signed.
-    statement: bytes
-
-    def __init__(self, path: str, key_id: str | None, vsa: Vsa | None, problems: tuple[VsaProblem, ...],
-                 statement: bytes = b"") -> None:
-        init(self, path, key_id, vsa, problems, statement)
+    statement: bytes = b""
 
     @property
     def passed(self) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.policy.model import Policy
 
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
@@ -24,8 +24,6 @@ _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 class VerifierRule(Record):
     """One ``trust.verifiers`` entry, paths resolved against its policy file's directory."""
 
-    __slots__ = ("id", "public_key", "key_id", "resource_uris", "min_level", "max_age", "max_age_text",
-                 "policy_digests", "source")
     id: str
     public_key: str
     key_id: str | None
@@ -38,12 +36,6 @@ class VerifierRule(Record):
     #: None: any policy digest; else ``sha256:<hex>`` strings.
     policy_digests: tuple[str, ...] | None
     source: str
-
-    def __init__(self, id: str, public_key: str, key_id: str | None, resource_uris: tuple[str, ...] | None,
-                 min_level: int, max_age: int, max_age_text: str, policy_digests: tuple[str, ...] | None,
-                 source: str) -> None:
-        init(self, id, public_key, key_id, resource_uris, min_level, max_age, max_age_text, policy_digests,
-             source)
 
 
 def _age(text: str) -> int:

@@ -14,12 +14,13 @@ No crypto here: the envelope's signature is ``signature/envelope.py``'s; the two
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.clock import datetime, timezone
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.errors import BundleError
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE, STATEMENT_V1, Statement, parse_statement
 
@@ -31,21 +32,15 @@ FAILED = "FAILED"
 class VsaProblem(Record):
     """One expectation a VSA does not meet: a stable code (for reasons), expected and actual."""
 
-    __slots__ = ("code", "message", "expected", "actual")
     code: str
     message: str
     expected: Any
     actual: Any
 
-    def __init__(self, code: str, message: str, expected: Any, actual: Any) -> None:
-        init(self, code, message, expected, actual)
-
 
 class Vsa(Record):
     """The fields of a parsed VSA that verification and admission read."""
 
-    __slots__ = ("subjects", "verifier_id", "time_verified", "resource_uri", "policy_uri",
-                 "policy_digest", "result", "levels")
     #: Each subject's digests, every digest type, as ``{type: value}``.
     subjects: tuple[dict[str, str], ...]
     verifier_id: str
@@ -56,12 +51,6 @@ class Vsa(Record):
     policy_digest: dict[str, str]
     result: str
     levels: tuple[str, ...]
-
-    def __init__(self, subjects: tuple[dict[str, str], ...], verifier_id: str, time_verified: datetime | None,
-                 resource_uri: str, policy_uri: str | None, policy_digest: dict[str, str], result: str,
-                 levels: tuple[str, ...]) -> None:
-        init(self, subjects, verifier_id, time_verified, resource_uri, policy_uri, policy_digest, result,
-             levels)
 
     def has_digest(self, alg: str, value: str) -> bool:
         return any(s.get(alg) == value for s in self.subjects)

@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
-from atip_trust._base.record import Record, init
+from atip_trust._base.record import Record
 from atip_trust.errors import BundleError, UsageError
 from atip_trust.limits import LIMITS
 from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
@@ -53,14 +53,10 @@ MAX_SIGNATURES = 16
 class Envelope(Record):
     """A parsed DSSE envelope: the payload type, the payload bytes and ``(keyid, signature)`` pairs."""
 
-    __slots__ = ("payload_type", "payload", "signatures")
     _no_repr = frozenset({"payload"})
     payload_type: str
     payload: bytes
     signatures: tuple[tuple[str, bytes], ...]
-
-    def __init__(self, payload_type: str, payload: bytes, signatures: tuple[tuple[str, bytes], ...]) -> None:
-        init(self, payload_type, payload, signatures)
 
 
 def ssh_key_id(key: PublicKey) -> str:
