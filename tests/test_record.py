@@ -213,6 +213,9 @@ def test_mypy_refuses_swapped_missing_and_unknown_constructor_arguments(tmp_path
     p = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--config-file", "",
                         "--cache-dir", str(tmp_path / "cache"), str(src)], cwd=REPO, capture_output=True,
                        text=True, timeout=300, stdin=subprocess.DEVNULL)
-    flagged = {int(line.split(":")[1]) for line in p.stdout.splitlines() if ": error:" in line}
+    # Only this file's lines: the package it imports is checked without the project's mypy settings here
+    # (--config-file ""), which can report the optional stubs the project's settings allow to be missing.
+    flagged = {int(line.split(":")[1]) for line in p.stdout.splitlines()
+               if ": error:" in line and line.startswith(str(src))}
     expected = {n for n, line in enumerate(TYPED_CALLS.splitlines(), 1) if line.endswith("# E")}
     assert flagged == expected, p.stdout + p.stderr
