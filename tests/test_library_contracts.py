@@ -1,4 +1,4 @@
-"""The library's contracts as an agent runtime's developer reads them in the README (issue 26, item 3):
+"""The library's contracts as an agent runtime's developer reads them in docs/library.md (issue 26, item 3):
 every refusal and error is an ``AtipTrustError`` (a documented ``except AtipTrustError`` lets no
 traceback out), one path given where several may be is one path, a policy may be given as its file's
 path, errors name the library's parameters (not only the CLI's flags) and the files involved, and
@@ -24,7 +24,7 @@ from atip_trust import AtipTrustError, UsageError
 ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
-README = Path(__file__).resolve().parents[1] / "README.md"
+LIBRARY_DOC = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +150,8 @@ def test_held_tool_open_takes_admits_audit_log_and_interactive_for_its_first_lin
     assert [x["decision"] for x in lines(log)] == ["deny", "ask", "deny"]
 
 
-def test_the_readme_library_section_names_every_error_the_library_raises() -> None:
-    section = README.read_text().split("\n## Library\n", 1)[1].split("\n## ", 1)[0]
+def test_the_library_doc_names_every_error_the_library_raises() -> None:
+    section = LIBRARY_DOC.read_text(encoding="utf-8")
     raised = [n for n in atip_trust.errors.__all__ if n[0].isupper()] + ["ExecRefused"]
     missing = [n for n in raised if not re.search(rf"`{n}`", section)]
-    assert not missing, f"README's Library section does not name: {missing}"
+    assert not missing, f"docs/library.md does not name: {missing}"
