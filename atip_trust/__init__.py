@@ -28,7 +28,7 @@ judges that report under a ``Policy`` (a ``Decision`` with its ``Reason`` list).
 from __future__ import annotations
 
 import importlib
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,7 +2,7 @@
 
 Three families, after python-tuf's split (practice 4). Every exception a dependency raises is
 mapped into one of them at the boundary where we call it; the CLI catches ``AtipTrustError`` at one point
-and maps it to exit code 2 ("could not evaluate", README). A *failed verification* is not an
+and maps it to exit code 2 ("could not evaluate", docs/contract.md). A *failed verification* is not an
 exception: it is a ``TrustReport`` whose checks failed (exit 1).
 
     AtipTrustError                      base; ``.diagnostics()`` gives the one-line message

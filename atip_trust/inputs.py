@@ -1,7 +1,7 @@
 """What one evaluation is given (``evaluate.py``): the untrusted ``Evidence`` offered about an artifact, and
 the ``Constraints`` (trust anchors and requirements, from flags or policy) it is held to.
 
-Its own module so that an admission that reuses a cached trust report (README "Verdict cache") builds
+Its own module so that an admission that reuses a cached trust report (docs/caching.md) builds
 its constraints without loading the evaluation itself; ``atip_trust.evaluate`` re-exports both.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from atip_trust._base.record import Record
 from atip_trust.signature.identity import match_identities
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from atip_trust.facts.artifact import Artifact
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
 

@@ -3,7 +3,7 @@
     python bench/run.py [--quick] [--only NAME ...]      (or: python -m bench ...)
 
 Pairs are measured interleaved (A, B, A, B, ...; medians), so a machine that gets busier part-way
-through slows both sides alike. Figures and the goals they are read against (README "Verdict cache"):
+through slows both sides alike. Figures and the goals they are read against (docs/caching.md):
 
   hash        throughput of hashing a file (1 GiB; --quick 32 MiB) from the page cache, against
               ``openssl speed -evp sha256`` (OpenSSL only as a yardstick)            goal >= 0.95x

@@ -35,8 +35,8 @@ HEADER = """\
      tests/test_cli_doc.py fails when this file is stale. -->
 
 Every subcommand, its arguments and options, as `atip-trust COMMAND --help` prints them. What the
-commands promise (exit codes, JSON keys) is in [contract.md](contract.md); the README's "CLI
-reference" explains each command at more length.
+commands promise (exit codes, JSON keys) is in [contract.md](contract.md); [cli-guide.md](cli-guide.md)
+explains each command at more length.
 """
 
 

@@ -2,7 +2,7 @@
 
 Policy rules match on the tool's name (``"gh pr *"``), so the name taken from ``admit PATH`` must be the
 one every other part of the product (and a reader of the policy) sees for that path. ``gate/admit``
-computes it without importing pathlib (start-up, README "Verdict cache"); these tests hold it to
+computes it without importing pathlib (start-up, docs/caching.md); these tests hold it to
 ``PurePosixPath(path).name`` for crafted and arbitrary paths.
 """
 

@@ -104,7 +104,7 @@ def test_aip14_required_tools_are_admitted_too(signed: Signed) -> None:
 def test_aip14_timeout_ms_is_a_hard_ceiling_on_exec(signed: Signed, tmp_path: Path) -> None:
     # exec runs a verified #! script on its verified interpreter: both signed, found by digest.
     # A loop of shell builtins: no child process (the timer ends the exec'd process; children it starts
-    # are not in its reach, README "AIP-14").
+    # are not in its reach, docs/bridge.md).
     body = b"#!/bin/sh\nwhile :; do :; done\necho never\n"
     slow = tmp_path / "bin" / "gh"
     slow.parent.mkdir()

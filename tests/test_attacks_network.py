@@ -160,7 +160,7 @@ def test_fetch_takes_both_the_signature_bundle_and_the_provenance(httpserver: HT
 
 def test_verify_fetch_from_a_header_trickling_server_exits_2_timed_out_within_its_documented_10_s(
         trickle: TrickleServer, tmp_path: Path) -> None:
-    # Through the CLI as users call it (README: 10 s in total). The old client waited the trickle out.
+    # Through the CLI as users call it (docs/network.md: 10 s in total). The old client waited the trickle out.
     r = verify(write_metadata(tmp_path, trickle.url("/prov.json")), "--fetch", subprocess=True)
     assert r.code == 2, r.out + r.err
     assert "timed out: not complete after 10.0 s" in r.err

@@ -1,4 +1,4 @@
-"""Attacks on the warm paths now that they carry paths as text (README "Verdict cache").
+"""Attacks on the warm paths now that they carry paths as text (docs/caching.md).
 
 A tool's name (what policy rules match) is the last component of the path as given, read the way pathlib
 reads it; the default folders are platformdirs'. Each test spells its input the way an attacker would to

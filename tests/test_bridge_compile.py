@@ -1,5 +1,5 @@
 """The compiler gives the reference atip-bridge's bytes (fixtures/bridge/golden/, made by the reference
-itself with fixtures/bridge/make_golden.mjs), except where README "Bridge" lists a deviation; each
+itself with fixtures/bridge/make_golden.mjs), except where docs/bridge.md lists a deviation; each
 deviation is asserted here as the one known difference."""
 
 from __future__ import annotations

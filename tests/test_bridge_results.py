@@ -24,7 +24,7 @@ def golden(name: str) -> Any:
     return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
 
 
-# The one case where the reference leaves a secret visible: "PASSWORD: s3cret!" (see README "Bridge").
+# The one case where the reference leaves a secret visible: "PASSWORD: s3cret!" (see docs/bridge.md).
 WE_REDACT_MORE = {"PASSWORD: s3cret!": "PASSWORD: [REDACTED]"}
 
 

@@ -42,7 +42,7 @@ def files(tmp_path: Path) -> list[bytes]:
 def test_our_output_passes_sha256sum_check_and_is_byte_identical(tmp_path: Path, files: list[bytes],
                                                                  tag: bool) -> None:
     flags = ["--tag"] if tag else []
-    paths = [b"./" + f for f in files]  # a bare name would be looked up on PATH (README)
+    paths = [b"./" + f for f in files]  # a bare name would be looked up on PATH (docs/cli-guide.md)
     mine = ours(tmp_path, "hash", *flags, "--", *paths)
     assert mine.returncode == 0, mine.stderr
     assert mine.stdout == coreutils(tmp_path, *flags, "--", *paths).stdout
@@ -126,7 +126,7 @@ def test_dash_is_standard_input_for_files_and_for_the_list(tmp_path: Path, files
 
 
 def test_a_bare_name_is_looked_up_on_path_and_its_line_names_the_file_hashed(tmp_path: Path) -> None:
-    """`hash sh` hashes the sh the shell would run (README) and says which file that is: checking the
+    """`hash sh` hashes the sh the shell would run (docs/cli-guide.md) and says which file that is: checking the
     line with `sha256sum -c` checks those bytes, never a local file that happens to be called sh."""
     (tmp_path / "sh").write_bytes(b"a local file called sh\n")
     onpath = os.path.realpath(shutil.which("sh") or "/bin/sh")

@@ -1,4 +1,4 @@
-"""The package's layers (README, "Architecture"): imports point only downward, no import circles, no
+"""The package's layers (docs/architecture.md, "Layers and modules"): imports point only downward, no import circles, no
 intra-package import hidden in a function, and each third-party package enters through its one boundary.
 
 A deferred import (``name = lazy_import("module")``, _base/lazy.py) is an import like any other here:

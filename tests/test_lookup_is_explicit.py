@@ -1,6 +1,6 @@
 """A bare name is looked up on PATH only where the product says so, and a file named by the user is that file.
 
-The warm paths now pass paths as text (README "Verdict cache"), where they used to pass a ``Path`` to mean
+The warm paths now pass paths as text (docs/caching.md), where they used to pass a ``Path`` to mean
 "this file, not a PATH name". An attacker who can put a ``tool`` on PATH (or in the working directory)
 must not get the other one opened, hashed and decided on in place of the file meant: ``verify tool`` and a
 file found by ``exec``/hooks are files, ``admit tool`` and ``hash tool`` are PATH names.

@@ -1,7 +1,7 @@
 """A decision says its cause first (issue 26, item 5): a wrong signer's ``SIGNER_NOT_IN_POLICY`` comes
 before the gates, rule qualifiers and the no-match default that follow from it (it was 6th of 7), a rule
 that denies the command on its own still comes first, and a bundle for another file says in a plain
-sentence that the signature is for other bytes (the level stays COMPROMISED, as README documents).
+sentence that the signature is for other bytes (the level stays COMPROMISED, as docs/decisions.md documents).
 Through the CLI and the library, with bundles of the local test Sigstore."""
 
 from __future__ import annotations

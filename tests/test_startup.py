@@ -25,7 +25,7 @@ OWN_COLD = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_tr
             "atip_trust.evaluate")
 
 #: Standard-library and small third-party modules a cache-hit admission (ATIP_CACHE_DIR set, no audit
-#: line) has no use for, each a few ms of start-up (README "Verdict cache"): dataclasses (and inspect),
+#: line) has no use for, each a few ms of start-up (docs/caching.md): dataclasses (and inspect),
 #: hmac, platformdirs (and tempfile, shutil, random), shlex, threads and their pools, base64 and copy.
 #: The standard library's own answers do load, as any Python program's: typing (with contextlib) for the
 #: value classes' ``dataclass_transform`` (_base/record.py), hashlib (OpenSSL) for every digest, datetime
@@ -46,8 +46,8 @@ sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own, "std": std}) 
 
 #: What a cache-hit admission needs of the standard library is checked in a bare interpreter (``-S``: no
 #: site-packages, whose editable-install hook imports pathlib, re and urllib at start-up, and no
-#: third-party package at all): pathlib (with urllib.parse and ipaddress) is not among it (README "Verdict
-#: cache"); typing, contextlib, hashlib and datetime are (STD_COLD says why).
+#: third-party package at all): pathlib (with urllib.parse and ipaddress) is not among it (docs/caching.md);
+#: typing, contextlib, hashlib and datetime are (STD_COLD says why).
 BARE_COLD = ("pathlib", "urllib.parse", "ipaddress")
 
 

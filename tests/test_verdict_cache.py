@@ -1,4 +1,4 @@
-"""The verdict cache (state/cache.py, README "Verdict cache"): a second identical admission reuses the
+"""The verdict cache (state/cache.py, docs/caching.md): a second identical admission reuses the
 trust report instead of verifying signatures again, while the decision is made fresh every time; any
 change to what the report depends on misses; an entry that is not the user's own, untouched work is
 ignored and rebuilt. Through the CLI in real subprocesses, on tools signed by the local test Sigstore."""

@@ -12,7 +12,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import (
@@ -167,7 +167,7 @@ def read_capped(
 
 
 def path_name(text: str) -> str:
-    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (README "Verdict cache"): the
+    """pathlib's ``PurePosixPath(text).name`` without importing pathlib (docs/caching.md): the
     last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
     nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
     for part in reversed(text.split("/")):

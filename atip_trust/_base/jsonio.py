@@ -11,7 +11,7 @@ import json
 import os
 import re
 from collections.abc import Collection
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     import base64
     import binascii

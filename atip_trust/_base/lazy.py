@@ -2,8 +2,8 @@
 
 Why: an admission check runs before every tool call an agent makes, and with the verdict cache warm
 (state/cache.py) it needs no verifier at all; importing sigstore, cryptography's x509 or jsonschema
-anyway would be most of its cost (README "Verdict cache"). Imports inside functions are forbidden
-(README "Architecture": they hide the dependency graph), so a deferred import is written at module
+anyway would be most of its cost (docs/caching.md). Imports inside functions are forbidden
+(docs/architecture.md: they hide the dependency graph), so a deferred import is written at module
 level, in the open, with a literal module name::
 
     if TYPE_CHECKING:
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

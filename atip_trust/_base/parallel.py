@@ -1,5 +1,5 @@
 """Both cores: many independent items through threads (I/O and hashing) or processes (CPU-bound
-verification), results always in input order, each item's failure its own (README "Verdict cache").
+verification), results always in input order, each item's failure its own (docs/caching.md).
 
 Threads suit hashing: hashlib releases the GIL while it digests a buffer, and reads release it too.
 Signature verification is mostly Python (sigstore-python, pydantic, our checks), so it needs

@@ -27,7 +27,7 @@ fields ``repr`` leaves out (raw bytes, large documents).
 
 Why not ``@dataclass``: each such class ``exec``s five or six generated methods when its module is
 imported (~0.5-1.3 ms a class here), and ``dataclasses`` itself pulls in ``inspect``/``ast``/``dis``;
-a cache-hit ``atip-trust admit`` imports ~40 value classes (README "Verdict cache",
+a cache-hit ``atip-trust admit`` imports ~40 value classes (docs/caching.md,
 ``python -m bench --only admit``).
 This base generates nothing: its methods are ordinary functions reading per-class tables built when
 the class is created.

@@ -24,7 +24,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.shipped import shipped_file

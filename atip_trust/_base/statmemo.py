@@ -3,7 +3,7 @@
 
 Why: a runtime that admits a tool before every call reads the same small files each time — the bundle,
 the trusted root, the cache entry itself — and hashing or parsing them again was most of a cache hit's
-cost (README "Verdict cache"). A file whose (dev, inode, size, mtime_ns, ctime_ns) are those it had
+cost (docs/caching.md). A file whose (dev, inode, size, mtime_ns, ctime_ns) are those it had
 when it was read is taken to hold the same bytes: the same rule, and the same limit, as the on-disk
 stat fast path. ctime cannot be set back by any user, so a same-size rewrite that restores the mtime
 is still seen. A file changed within ``RACY_NS`` of being read (a coarse file-system clock may not

@@ -17,7 +17,7 @@ refused rather than turned into a ``date``; quote it).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,7 +11,7 @@ is accounted for: :func:`parse` refuses a tree with an error or missing node, an
 from __future__ import annotations
 
 from collections.abc import Iterator
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
 

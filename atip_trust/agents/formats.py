@@ -28,7 +28,7 @@ Tools other than the shell get no opinion. Malformed input is a :class:`Malforme
 from __future__ import annotations
 
 import json
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     import shlex
     from typing import Any

@@ -17,7 +17,7 @@ assignment standing alone...). Within what is read:
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.record import Record
 from atip_trust.agents import bash_syntax

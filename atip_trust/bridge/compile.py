@@ -15,7 +15,7 @@ The output is the reference atip-bridge's, key for key and character for charact
 * OpenAI strict mode: every property required, the optional ones nullable (``["string", "null"]``),
   ``additionalProperties: false`` and ``strict: true``.
 
-Where the reference is unsafe or wrong this module does better (README "Bridge", each with a test):
+Where the reference is unsafe or wrong this module does better (docs/bridge.md, each with a test):
 
 * metadata is schema-checked first (``facts.metadata``); invalid metadata is a ``MetadataError`` naming
   the JSON path, where the reference checks four fields;

@@ -3,7 +3,7 @@
 ``parse_tool_call`` reads OpenAI ``choices[0].message.tool_calls`` (arguments a JSON string),
 Gemini ``candidates[0].content.parts[].functionCall`` (the function name is the id) and Anthropic
 ``content[]`` blocks of type ``tool_use``, as the reference does. A response of the wrong shape is a
-``ToolCallParseError`` naming the provider and the JSON path; beyond the reference (README "Bridge"), so
+``ToolCallParseError`` naming the provider and the JSON path; beyond the reference (docs/bridge.md), so
 is a call whose name is not a string or whose arguments are not a JSON object (OpenAI's string is parsed
 strictly: no duplicate keys, no NaN), where the reference would hand such a call on.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -4,7 +4,7 @@
 compiled descriptions carry (tool and group levels apply to each command, risk winning, RFC §3.6).
 
 ``create_result_filter`` redacts secrets, then truncates (RFC §8.2: results go back to a model that
-must not see credentials). Beyond the reference (README "Bridge"):
+must not see credentials). Beyond the reference (docs/bridge.md):
 
 * redaction runs over the whole output *before* the cut, so a secret straddling the limit is redacted
   whole, and the cut moves back to the start of a ``[REDACTED]`` marker it would split; the limit counts
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -24,7 +24,7 @@ only when its name is in that map, with the admission and evidence the surface w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

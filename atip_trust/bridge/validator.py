@@ -10,7 +10,7 @@ the result is the same denial), never a pass-through.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

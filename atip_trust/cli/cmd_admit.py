@@ -15,7 +15,7 @@ import argparse
 import io
 import os
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -114,7 +114,7 @@ def add_evidence_flags(p: argparse.ArgumentParser) -> None:
 class _AuditLogAction(argparse.Action):
     """``--audit-log FILE`` (stored as given). Its help names the default path, found by platformdirs
     only when the help is shown: an admission that writes no audit line (or names its file) does not
-    pay for that import (README "Verdict cache")."""
+    pay for that import (docs/caching.md)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
@@ -134,8 +134,8 @@ def add_audit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--audit-log", metavar="FILE", action=_AuditLogAction)
     p.add_argument("--no-audit", action="store_true", help="do not write an audit line")
     p.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "
-                   "\"Verdict cache\"): verify everything again")
+                   help="neither read nor write the verdict cache (ATIP_CACHE_DIR; "
+                   "docs/caching.md): verify everything again")
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:

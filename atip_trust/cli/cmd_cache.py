@@ -1,11 +1,11 @@
-"""``atip-trust cache stats`` and ``cache clear``: the verdict cache (state/cache.py, README
-"Verdict cache"): how many trust reports it holds and where, or empty it."""
+"""``atip-trust cache stats`` and ``cache clear``: the verdict cache (state/cache.py,
+docs/caching.md): how many trust reports it holds and where, or empty it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,7 +2,7 @@
 
 Output is what coreutils writes, so each side checks the other's: ``<hex>  FILE`` by default,
 ``SHA256 (FILE) = <hex>`` with ``--tag``; ``-`` is standard input. A bare name is looked up on PATH
-once (README) and its line names the file found, so the line checks the bytes that were hashed. ``--format json`` keeps the typed
+once (docs/cli-guide.md, "hash") and its line names the file found, so the line checks the bytes that were hashed. ``--format json`` keeps the typed
 form (``{"path", "digest": "sha256:<hex>"}``). A file name containing a backslash, newline or carriage
 return is escaped (``\\``, ``\n``, ``\r``) and its line starts with a backslash, as coreutils does, so a
 name like ``"x\n<forged hex>  /usr/bin/gh"`` cannot forge a second line for whoever parses the output.
@@ -26,7 +26,7 @@ import hashlib
 import os
 import re
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
@@ -140,7 +140,7 @@ def digest_of(name: str, algorithm: Algorithm, *, path_lookup: bool = False,
     """The digest of ``name`` and the name to print for it.
 
     ``-`` is standard input (as in coreutils; ``./-`` names a file called ``-``). With ``path_lookup``
-    (``hash NAME``, README) a bare name is looked up on PATH once, as the shell would run it, and the
+    (``hash NAME``, docs/cli-guide.md) a bare name is looked up on PATH once, as the shell would run it, and the
     line names the file that was hashed, so ``sha256sum -c`` checks those same bytes. Names read from a
     checksum list are always files: a list line must check the file it names, not one found on PATH.
     ``overlap``: ``hash_fd``'s reader thread for a large file (off when files are hashed in parallel).

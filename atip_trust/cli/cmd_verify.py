@@ -1,4 +1,4 @@
-"""``atip-trust verify ARTIFACT``: signature and provenance verification of one file (README).
+"""``atip-trust verify ARTIFACT``: signature and provenance verification of one file (docs/cli-guide.md).
 
 Flag names follow cosign (identity) and slsa-verifier (provenance). Regexps must match the whole
 string. Several ``--certificate-identity``/``-regexp`` values mean any one of them.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from atip_trust.cli import sarif
 else:
-    pathlib = lazy_import("pathlib")  # only for --key files (README "Verdict cache")
+    pathlib = lazy_import("pathlib")  # only for --key files (docs/caching.md)
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
 
 
@@ -94,8 +94,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")
     add_report_file_flags(p)
     p.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the verdict cache (ATIP_CACHE_DIR; README "
-                   "\"Verdict cache\"): verify everything again")
+                   help="neither read nor write the verdict cache (ATIP_CACHE_DIR; "
+                   "docs/caching.md): verify everything again")
     p.set_defaults(func=run)
 
 

@@ -22,7 +22,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -117,7 +117,7 @@ FOREIGN_FLAGS = {
 def _terminal_columns() -> int:
     """shutil.get_terminal_size's answer (COLUMNS, else the terminal, else 80) without importing shutil:
     argparse builds a help formatter for every add_argument, and its default one imports shutil (with
-    bz2, lzma and fnmatch) on each start — a few ms of a warm admission (README "Verdict cache"). Asked
+    bz2, lzma and fnmatch) on each start — a few ms of a warm admission (docs/caching.md). Asked
     of the terminal once per value of COLUMNS, not once per argument."""
     return _columns(os.environ.get("COLUMNS", "0"))
 
@@ -254,7 +254,7 @@ def command_of(argv: Sequence[str]) -> str | None:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or with ``only``, just that subcommand's parser: each subcommand
     module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not pay for
-    ``verify``'s (README "Verdict cache": start-up is most of a warm admission)."""
+    ``verify``'s (docs/caching.md: start-up is most of a warm admission)."""
     common = common_options()
     parser = _Parser(
         prog="atip-trust",
@@ -412,8 +412,7 @@ class _GuardedStdout:
 
     Only the interpreter's own stdout is wrapped (tests that capture output into a buffer are left
     alone); encoding, error handler and line buffering stay as they were. (A class rather than
-    ``contextlib.contextmanager``: contextlib is not imported on a warm admission, README "Verdict
-    cache".)
+    ``contextlib.contextmanager``: contextlib is not imported on a warm admission, docs/caching.md.)
     """
 
     def __enter__(self) -> None:
@@ -517,7 +516,7 @@ def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
         return EXIT_ERROR
 
 
-#: Commands whose every refusal leaves an audit line (README "admit"): a command line that does not
+#: Commands whose every refusal leaves an audit line (docs/cli-guide.md, "admit"): a command line that does not
 #: parse is one too, a denial (exit 2), recorded with what could be read of it.
 AUDITED_COMMANDS = ("admit", "exec", "hook")
 

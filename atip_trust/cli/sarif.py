@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 from urllib.parse import quote_from_bytes
@@ -103,7 +103,7 @@ CHECK_RULES: dict[str, Rule] = {
     "identity": Rule(
         "Signer identity is not allowed",
         "The certificate's subject (workflow URI or email) does not fully match any identity the flags "
-        "or the policy trust; regexps match the whole string (README, DESIGN principle 4).",
+        "or the policy trust; regexps match the whole string (docs/architecture.md, principle 4).",
         "If this signer should be trusted, add it to the policy's trust.signers or pass "
         "--certificate-identity; otherwise the artifact is not from whom you expect." + _HELP_TAIL),
     "issuer": Rule(
@@ -394,7 +394,7 @@ def report_results(
     return results, rules
 
 
-#: ``scan``: what each finding means (README "CLI reference", ``atip-trust scan``).
+#: ``scan``: what each finding means (docs/cli-guide.md, ``atip-trust scan``).
 SCAN_RULES: dict[str, Rule] = {
     "blocked": Rule("Tool blocked from the agent's surface",
                     "Discovery refused this tool: tampered bytes, a policy denial, a failed probe or an "

@@ -13,8 +13,8 @@ from atip_trust.errors import UsageError
 from atip_trust.gate.verify import Verification, load_verify_policy
 from atip_trust.inputs import Constraints
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
-# Signing only with --emit-vsa: a warm verify loads no cryptography (README "Verdict cache").
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+# Signing only with --emit-vsa: a warm verify loads no cryptography (docs/caching.md).
 if TYPE_CHECKING:
     from atip_trust.gate import vsa as gate_vsa
 else:

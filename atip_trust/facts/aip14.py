@@ -9,7 +9,7 @@ adding risk wins against the ATIP metadata's own effects.
 AIP-14 says a manifest is untrusted until verified. ``contract_states(..., verified=False)`` keeps only
 what adds risk: a contract nobody vouches for can tighten a decision, never relax one.
 
-Mapping (README "AIP-14 TOOL.md"); each row is a partial effects object, merged with risk winning:
+Mapping (docs/bridge.md, AIP-14); each row is a partial effects object, merged with risk winning:
 
 ==========================  =====================================================================
 ``risk_level: 0``           ``destructive: false, reversible: true, filesystem.write/delete: false``
@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any, Literal
 

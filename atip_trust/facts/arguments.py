@@ -7,7 +7,7 @@ and asks which arguments it carries. A provider's tool call names a leaf command
 (``facts/flatten.py``); its arguments are the command's options and positional arguments by name.
 
 Where this differs from the reference executor (atip-execute ``buildCommandArray``), each time to fail
-closed (README "Bridge"):
+closed (docs/bridge.md):
 
 * options first, then positional arguments; a positional value starting with ``-`` comes after one
   ``--``, so ``--exec=evil`` given as a file name is never read as an option (the reference puts the
@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any, Literal
 

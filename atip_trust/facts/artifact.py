@@ -22,7 +22,7 @@ from atip_trust._base.record import Record, field
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     import fcntl
     import pathlib
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from atip_trust.facts.digest import Algorithm
 else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
     fcntl = lazy_import("fcntl")  # only when a #! script is copied for its interpreter (sealed_copy)
     tempfile = lazy_import("tempfile")
 
@@ -164,7 +164,7 @@ def resolve(target: str | os.PathLike[str]) -> Path:
 
 def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once, as text (no pathlib on
-    a warm admission, README "Verdict cache"; ``resolve`` gives the same as a ``Path``).
+    a warm admission, docs/caching.md; ``resolve`` gives the same as a ``Path``).
 
     A bare name (a ``str`` without ``/``) is looked up through PATH only (``which``), as the shell that
     will run it does, and never in the current directory first; anything containing a separator is a
@@ -204,7 +204,7 @@ class Artifact(Record, frozen=False):
     """
 
     # ``_path`` holds the path as text and ``path`` (a field, _base/record.py) gives it as a Path on first
-    # read: the warm path reads ``path_text`` and never imports pathlib (README "Verdict cache").
+    # read: the warm path reads ``path_text`` and never imports pathlib (docs/caching.md).
     # Made by ``open`` (the constructor to call), which passes the resolved path as text.
     _no_repr = frozenset({"_digests"})
     _path: str
@@ -340,7 +340,7 @@ class Artifact(Record, frozen=False):
 
     def borrowed(self) -> _Borrowed:
         """This artifact in a ``with`` block that leaves it open: its owner closes it (an admission of a
-        file ``exec`` or a hook opened, README "Verdict cache": contextlib's nullcontext, without it)."""
+        file ``exec`` or a hook opened, docs/caching.md: contextlib's nullcontext, without it)."""
         return _Borrowed(self)
 
     def __exit__(

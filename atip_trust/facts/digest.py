@@ -11,7 +11,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from atip_trust._base.lazy import lazy_import
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     import copy
     from typing import Any, Literal, TypeGuard

@@ -4,7 +4,7 @@ A model sees ``gh_pr_create``; the validator, the tool call -> argv mapping and 
 have to agree on which declared command that name is. This module is the one place that answers it:
 leaf commands depth-first in declaration order, path words joined with ``_`` after the tool's name.
 
-Where it differs from the reference bridge (listed in README "Bridge"):
+Where it differs from the reference bridge (listed in docs/bridge.md):
 
 * the root command ``""`` (RFC §4.5) is named after the tool alone (``tool``, not ``tool_``);
 * two commands whose flat names collide, or a name outside the providers' limit
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

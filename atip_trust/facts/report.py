@@ -1,14 +1,14 @@
-"""Facts produced by verification: trust levels, checks, and the trust report (README "Architecture").
+"""Facts produced by verification: trust levels, checks, and the trust report (docs/architecture.md).
 
 Verification produces a ``TrustReport``; it never decides. The policy engine turns a report into a
-``Decision``. Both serialise to the JSON keys README documents.
+``Decision``. Both serialise to the JSON keys docs/contract.md documents.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import IntEnum
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any, Literal
 
@@ -67,7 +67,7 @@ class Check(Record):
         return self.status in ("fail", "error")
 
     def to_json(self, *, full: bool = False) -> dict[str, Any]:
-        """The JSON README documents; ``full`` adds ``impact`` (kept by the verdict cache, so that a
+        """The JSON docs/contract.md documents; ``full`` adds ``impact`` (kept by the verdict cache, so that a
         report read back is the report that was written)."""
         out: dict[str, Any] = {"name": self.name, "status": self.status}
         if self.message:
@@ -89,7 +89,7 @@ class Check(Record):
 
 
 #: The plain sentence for a signature over other bytes (a bundle whose signed digest is not this file's):
-#: the level stays COMPROMISED (README "Trust levels"), and the reader is told what that means here.
+#: the level stays COMPROMISED (docs/decisions.md), and the reader is told what that means here.
 OTHER_BYTES = ("the signature is for other bytes: the bundle signs another digest than this file's, so "
                "this file is not the one that was signed (it changed after signing, or the bundle belongs "
                "to another file)")
@@ -343,7 +343,7 @@ class TrustReport(Record, frozen=False):
     decision: Decision | None = None
 
     def to_json(self, *, full: bool = False, decision: bool = True) -> dict[str, Any]:
-        """The JSON README documents; ``full`` adds each check's ``impact`` (see ``from_json``);
+        """The JSON docs/contract.md documents; ``full`` adds each check's ``impact`` (see ``from_json``);
         ``decision=False`` leaves the decision out (the facts alone, as ``digest`` covers them)."""
         return {
             "artifact": {"path": self.path, "digest": dict(self.digests), "size": self.size},

@@ -12,7 +12,7 @@ once; (3) verify the
 tool with the policy's trust anchors (evaluate.py); (4) verify the metadata's own signature over the
 bytes that were read and its binding to this tool's digest and name (gate/metadata_trust.py): a shim
 against the registry signers policy names, a metadata bundle against the policy's signers. Only
-verified, bound metadata may relax capability gating (README "Decision rules") or establish a
+verified, bound metadata may relax capability gating (docs/decisions.md) or establish a
 ``requirements.metadataSources`` source; (5) decide (policy/decide.py); (6) the audit line.
 
 Any error raises (the CLI turns it into exit 2, a denial) and, with auditing on, leaves a deny line
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     import pathlib
     from pathlib import Path
 else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
 
 # Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
@@ -335,7 +335,7 @@ def admit(
 
     ``fetch``: ask policy's remote shim registries over the network when no shim was found locally
     (``ATIP_OFFLINE`` still forbids it); without it only cached verified shims and folder registries
-    are read, so an admission makes no request unless told to (README: no network unless asked).
+    are read, so an admission makes no request unless told to (docs/network.md: no network unless asked).
 
     ``policy``: the ``Policy`` :func:`load_admission_policy` returns, or a policy file's path, loaded
     here the same way (every call: load it once when deciding often). ``bundles`` and ``keys``: paths,

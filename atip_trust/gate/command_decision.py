@@ -11,7 +11,7 @@ metadata's effects trusted only when verified, then policy/decide.py.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,4 +1,4 @@
-"""Discovery: which tools an agent may even see (RFC §5; the discovery gate of README "Architecture").
+"""Discovery: which tools an agent may even see (RFC §5; the discovery gate of docs/architecture.md).
 
 ``discover(dirs, policy)`` walks the safe scan (gate/scan.py), opens each candidate once, re-checks its
 owner and mode on that descriptor, hashes it (the verdict cache's stat fast path), and admits it

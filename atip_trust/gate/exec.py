@@ -1,6 +1,6 @@
 """Run exactly the bytes that were verified: admission, then ``execve`` of the verified descriptor.
 
-``exec_verified`` is ``atip-trust exec``'s pipeline (README "exec"; architecture.md principle 6):
+``exec_verified`` is ``atip-trust exec``'s pipeline (docs/cli-guide.md, "exec"; architecture.md principle 6):
 
 (1) resolve the tool once (a bare name through PATH only, ``facts.artifact.which``) and open it once;
 (1a) ``expect_digest`` (``--expect-digest sha256:<hex>``, what an agent hook pins when it rewrites an
@@ -41,7 +41,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -112,7 +112,7 @@ def find_bundles(bundle_dir: PathLike | None, hexdigest: str,
                  suffixes: tuple[str, ...] = (".sigstore.json", ".sigstore.jsonl")) -> list[str]:
     """A tool's Sigstore bundles kept by digest: ``DIR/sha256/<hex>.sigstore.json`` (or ``.jsonl``),
     or the same names directly in ``DIR``: how exec and agent hooks find evidence for any tool. Paths
-    as text (no pathlib on an agent hook's path, README "Verdict cache"). ``suffixes``
+    as text (no pathlib on an agent hook's path, docs/caching.md). ``suffixes``
     ``(".vsa.jsonl",)``: its VSAs kept the same way (docs/vsa.md)."""
     if bundle_dir is None:
         return []

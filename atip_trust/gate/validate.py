@@ -14,7 +14,7 @@ be one the metadata declares (``UNKNOWN_COMMAND``), the arguments must fit their
 (``COST_EXCEEDS_LIMIT``), a lead agent's RFC §10.2 delegation for a sub-agent (composed into the
 policy as one more layer, so it can only tighten) and an AIP-14 contract's approval class.
 
-Beyond the reference (README "Call validator"):
+Beyond the reference (docs/bridge.md, "Call validator"):
 
 * tool-level effects merge with the command's, the value adding risk winning (``effects.merge_states``),
   so a tool-level ``destructive: true`` applies to every command;

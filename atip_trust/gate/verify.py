@@ -3,14 +3,14 @@
 The one pipeline behind ``atip-trust verify`` (and next ``scan``). ``verify(artifact, ...)`` opens the
 file once (or takes a ``sha256:``/``sha512:`` digest, as ``cosign --digest`` / ``gh attestation verify``
 do: attestations are then matched by subject digest), optionally fetches the metadata's provenance URL
-(the only network use, README "--fetch"), evaluates the evidence (evaluate.py) and decides:
+(the only network use, docs/network.md), evaluates the evidence (evaluate.py) and decides:
 
 * without a policy: allow exactly VERIFIED, and say why anything else is denied;
 * with a policy: its trust anchors become the constraints (flags given with it only tighten,
   ``policy.constraints.constraints_from_policy``), the managed org layers are composed over it as for
   ``admit``, and ``decide(policy, report, purpose="verify")`` answers the trust question about these
-  bytes — requirements, tool and digest rules, waivers, mode, and VERIFIED as the bar (README "Decision
-  rules"). Command rules govern running commands, which is ``admit``'s question; ``verify`` never asks.
+  bytes — requirements, tool and digest rules, waivers, mode, and VERIFIED as the bar (docs/decisions.md).
+  Command rules govern running commands, which is ``admit``'s question; ``verify`` never asks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -38,8 +38,8 @@ from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.cache import VerdictCache
 
-# Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (README
-# "Verdict cache": a warm verify loads none of them).
+# Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (docs/caching.md:
+# a warm verify loads none of them).
 if TYPE_CHECKING:
     import pathlib
     from pathlib import Path
@@ -162,8 +162,8 @@ def verify(
     # Deferred: parsed only when a cache miss verifies (evaluate checks it first).
     root = choose_trusted_root(applied, os.fspath(trusted_root) if trusted_root is not None else None,
                                staging, deferred=True)
-    # The evidence files as text: the cache key is made from them without pathlib (README "Verdict
-    # cache"); the ``Evidence`` of ``Path``s only when a miss evaluates.
+    # The evidence files as text: the cache key is made from them without pathlib (docs/caching.md);
+    # the ``Evidence`` of ``Path``s only when a miss evaluates.
     given = _Given(path_texts(bundles, "bundles"), _text(signature), _text(certificate), _text(metadata))
     fetched: list[dict[str, Any]] = []
     store_in = open_cache(cache and not fetch)  # fetched material is new each time: never cached

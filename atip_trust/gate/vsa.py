@@ -13,7 +13,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

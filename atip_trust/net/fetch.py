@@ -2,7 +2,7 @@
 
 ATIP metadata may name where its provenance lives (RFC §3.2.2 ``trust.provenance.url``) and where the
 binary's signature bundle lives (``trust.integrity.signature.bundle``). Those URLs are *claims* from an
-untrusted document, so fetching them is opt-in (``--fetch``; README: no network
+untrusted document, so fetching them is opt-in (``--fetch``; docs/network.md: no network
 request unless told to fetch something by URL) and every step is bounded:
 
 (1) the URL is checked before any connection: ``https://`` only (plain ``http://`` only for loopback
@@ -51,7 +51,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,7 +9,7 @@ first used); public keys are read only when a policy or a flag names them, and c
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
 from datetime import datetime, timezone
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import pathlib
     from pathlib import Path
 else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
 
 if TYPE_CHECKING:
     from atip_trust.state import tufroot
@@ -246,8 +246,8 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
 
     Signers: the policy's when it states any list (even empty: nobody), else the flags'. When both
     state signers, a keyless signer must match BOTH: one of the policy's rules (``signers``) and one of
-    the flags' rules with their claims (``also_signers``); flags tighten, never replace (README
-    "verify --policy"). Keys: the policy's PEM files, and ``--key`` files only when policy lists their
+    the flags' rules with their claims (``also_signers``); flags tighten, never replace (docs/decisions.md,
+    "Anchors come from policy"). Keys: the policy's PEM files, and ``--key`` files only when policy lists their
     digest (``trusted_keys``). Requirements: the stricter.
     """
 

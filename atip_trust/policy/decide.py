@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any, Literal
 
@@ -379,7 +379,7 @@ def _core(
         )
 
     # Valid material, but nobody to trust: say which policy left the signer list out, so an admin sees
-    # why a signed tool is UNVERIFIED (README "Decision rules").
+    # why a signed tool is UNVERIFIED (docs/decisions.md).
     if not plan.signers_declared and any(
         a.valid and a.applies and not a.signer_trusted and a.identity is not None
         for a in report.attestations

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 from functools import lru_cache
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -146,7 +146,7 @@ def shipped_policy_file(name: str) -> Path:
 
 def default_policy_path() -> str:
     """The embedded default policy: the checkout's policies/default.json, else the packaged copy (as
-    text: no pathlib on a warm admission, README "Verdict cache")."""
+    text: no pathlib on a warm admission, docs/caching.md)."""
     return shipped_path("policies", "default.json")
 
 
@@ -294,7 +294,7 @@ def layer_from_document(
     assert_dict = doc if isinstance(doc, dict) else {}
     trust = assert_dict.get("trust", {})
     # Relative key and root paths are relative to the policy file's folder (os.path: no pathlib on a
-    # warm admission, README "Verdict cache"; realpath is what Path.resolve() runs).
+    # warm admission, docs/caching.md; realpath is what Path.resolve() runs).
     base = os.fspath(base_dir) if base_dir is not None else os.getcwd()
 
     signers = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.record import Record, field
 from atip_trust.facts.report import TrustLevel
@@ -429,7 +429,7 @@ class Policy(Record):
 
     @property
     def exec_settings(self) -> ExecSettings:
-        """The composed ``exec`` section (README "exec"): read from the layers' documents, which the
+        """The composed ``exec`` section (docs/cli-guide.md, "exec"): read from the layers' documents, which the
         schema has checked."""
         scripts: Literal["deny", "verify-interpreter"] = "verify-interpreter"
         env: list[EnvRule] = []

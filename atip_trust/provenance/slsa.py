@@ -35,7 +35,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -49,7 +49,7 @@ from atip_trust.facts.report import Check
 from atip_trust.limits import LIMITS
 
 # fnmatch only to match a policy's source refs (a warm admission with the default policy, which includes
-# the shipped builder map, loads this module: README "Verdict cache").
+# the shipped builder map, loads this module: docs/caching.md).
 if TYPE_CHECKING:
     import fnmatch
     from pathlib import Path

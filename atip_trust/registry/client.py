@@ -5,7 +5,7 @@ A registry is a static file host: ``<url>/.well-known/atip-registry.json`` (the 
 ``<url>/shims/sha256/<hex>.json`` with ``<hex>.json.bundle`` beside it (§4.4.1, §4.9). A ``file://``
 URL or an absolute path is a local folder laid out the same way (``shims/sha256/`` or ``sha256/``).
 
-What makes a shim count (README "Decision rules"; docs/architecture.md, registries):
+What makes a shim count (docs/decisions.md; docs/architecture.md, registries):
 
 * **Policy names the registry and its signers.** ``RegistrySpec`` values come from policy
   (``trust.registries``); the manifest's own ``trust.signers`` are never read as anchors, and

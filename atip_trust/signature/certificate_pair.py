@@ -7,7 +7,7 @@ artifact with the certificate's key (legacy_bundle.verify_message_signature) and
 against the allowed identities (identity.py). What the pair lacks is the transparency-log entry: no
 inclusion proof or promise, hence no verified signing time inside the certificate's ten-minute
 validity. ``cosign verify-blob --cert --signature`` fetches that entry from Rekor online; atip-trust
-verifies offline (README "--fetch" is the only network use), so the pair alone never verifies: the
+verifies offline (docs/network.md is the only network use), so the pair alone never verifies: the
 evaluation reports the checks above and a failed ``tlog`` check (evaluate.py). The entry comes with a
 Sigstore bundle or cosign's own ``--bundle`` file (bundle.py reads both); given alongside the pair, the
 bundle must carry the very same certificate and signature (cosign does the same for ``--cert`` with

@@ -32,7 +32,7 @@ import hashlib
 import hmac
 import re
 from datetime import UTC, datetime, timedelta
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,7 +2,7 @@
 
 The default root is read from the installed sigstore package's own data files (the copy it embeds to
 seed its TUF cache), never from the user's TUF cache, so a stale or planted cache cannot win and no
-network is used (principle 5, README ``--trusted-root``).
+network is used (principle 5, docs/trust-roots.md).
 
 This module gives two views of one file: sigstore-python's ``TrustedRoot`` (for its ``Verifier``) and our
 own parsed keys and CA certificates (for the verification code we own: key bundles, legacy bundles).
@@ -22,7 +22,7 @@ import importlib.machinery
 import json
 import os
 from functools import lru_cache
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pathlib
     from pathlib import Path
 else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); README "Verdict cache"
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
 
 # base64 only for a root's keys and certificates, never on a cache hit (_base/lazy.py).
 if TYPE_CHECKING:
@@ -345,7 +345,7 @@ class TrustRoot(Record):
             if file is None:
                 # sys.path's finder first (importlib.machinery: what a site-packages install is found
                 # by, loaded with the interpreter); importlib.util (which imports contextlib) only for a
-                # package another finder provides. README "Verdict cache".
+                # package another finder provides. docs/caching.md.
                 spec = importlib.machinery.PathFinder.find_spec("sigstore") or importlib_util.find_spec("sigstore")
                 locations = list(spec.submodule_search_locations or ()) if spec is not None else []
                 if not locations:

@@ -3,14 +3,14 @@
 Written to ``--audit-log FILE`` or ``<platformdirs user_state_dir("atip-trust")>/audit.jsonl``. Lines
 carry digests, the signer identity, the decision and its reasons; never environment or key material.
 Arguments appear as the command words an admission decided for, and ``exec`` adds the ``argv`` it ran
-(README "exec": the line records what ran).
+(docs/cli-guide.md, "exec": the line records what ran).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -113,7 +113,7 @@ def _open_log(target: str) -> int:
     """
     try:
         # As Path.mkdir(parents=True, mode=0o700): the mode is the last folder's (paths as text: no
-        # pathlib on a warm admission, README "Verdict cache").
+        # pathlib on a warm admission, docs/caching.md).
         os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
     except OSError as err:
         raise ArtifactAccessError(f"cannot open audit log: {err.strerror}", path=target) from err

@@ -4,7 +4,7 @@ An admission check runs before every tool call an agent makes; with nothing chan
 the transparency-log proofs and the provenance say what they said last time. This cache keeps the
 *trust report* (the facts), keyed by a sha256 over everything the report depends on: the artifact's
 digests, the digest of every piece of evidence, the composed policy's digest, the trusted root's
-digest, atip-trust's version and the constraints (README "Verdict cache"). It never keeps a
+digest, atip-trust's version and the constraints (docs/caching.md). It never keeps a
 decision: rules, waivers with an expiry, interactivity and the command are decided on every call.
 It also remembers which policy documents passed their JSON Schema (by a digest of the document, the
 schema's bytes and the version), so an unchanged policy is not validated, nor jsonschema imported,
@@ -31,7 +31,7 @@ import stat
 import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -80,7 +80,7 @@ def default_cache_dir() -> str:
 @lru_cache(maxsize=16)
 def _cache_dir(env: str | None) -> str:
     # Per value of ATIP_CACHE_DIR (an admission opens the cache on every call). Text, not a Path: no
-    # pathlib on a warm admission (README "Verdict cache").
+    # pathlib on a warm admission (docs/caching.md).
     if env:
         return env
     return os.path.join(dirs.user_cache_dir(), "verdicts")

@@ -2,7 +2,7 @@
 answer is plain.
 
 ``import platformdirs`` loads pathlib, tempfile, shutil and random: ~45 M instructions, a third of a warm
-admission that uses the default folders (README "Verdict cache"). On Linux, when the XDG variable is an
+admission that uses the default folders (docs/caching.md). On Linux, when the XDG variable is an
 absolute path, or is unset and ``HOME`` is an absolute path, every platformdirs version answers
 ``$XDG_CACHE_HOME/atip-trust`` (resp. ``$XDG_STATE_HOME``) or ``~/.cache/atip-trust``
 (``~/.local/state``) by ``os.path.expanduser``; that is computed here. Anything else — another platform,
@@ -17,7 +17,7 @@ import sys
 
 from atip_trust._base.lazy import lazy_import
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     import platformdirs
 else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import platformdirs
 else:
     # Only when no directory is given (--audit-log, ATIP_CACHE_DIR): platformdirs imports tempfile,
-    # shutil and random, ~10 ms of a warm admission that names its own paths (README "Verdict cache").
+    # shutil and random, ~10 ms of a warm admission that names its own paths (docs/caching.md).
     platformdirs = lazy_import("platformdirs")
 
 

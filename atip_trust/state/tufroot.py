@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 from urllib.parse import quote, unquote
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (README "Verdict cache")
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
