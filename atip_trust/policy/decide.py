@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 from datetime import UTC, datetime
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, field
 from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
     EvidenceSummary,
@@ -65,6 +66,7 @@ else:
     slsa = lazy_import("atip_trust.provenance.slsa")
 
 if TYPE_CHECKING:
+    from atip_trust.facts.effects import State
     from atip_trust.policy.model import RuleBehavior, RuleSource
 
 #: Rule sources as Agent Tool names them (the Agent Tool permission decision's rule sources).
@@ -314,6 +316,38 @@ def decide(
     )
 
 
+class _Case(Record, frozen=False):
+    """One call of ``_core``: its inputs, what steps (1)-(8) work out once, and what a step leaves for a
+    later one (the waiver of (4), the command-rule outcome of (5), the effect states of (6))."""
+
+    policy: Policy
+    plan: _Plan
+    report: TrustReport
+    tool_name: str
+    effects: Mapping[str, Any] | None
+    effects_verified: bool
+    metadata_source: str | None
+    now: datetime
+    effects_unknown: str | None
+    effects_omitted: str | None
+    declared: Sequence[tuple[RuleBehavior, Reason]]
+    #: ``sha256:<hex>`` of the report's artifact, or None.
+    digest: str | None
+    tokens: tuple[str, ...]
+    line: str
+    #: The trust level, lowered to UNVERIFIED by step (2) for a signer policy does not name.
+    level: TrustLevel
+    v: _Verdicts
+    #: Reasons that are no verdict (reported after the verdicts' reasons).
+    info: list[Reason]
+    waiver: Waiver | None = None
+    allowed_by: CommandRule | None = None
+    asked: bool = False
+    denied_by_rule: bool = False
+    too_large: tuple[str, str] | None = None
+    states: dict[str, State] = field(default_factory=dict)
+
+
 def _core(
     policy: Policy,
     report: TrustReport,
@@ -329,45 +363,63 @@ def _core(
     declared: Sequence[tuple[RuleBehavior, Reason]] = (),
 ) -> tuple[RuleBehavior, list[Reason], RuleSource]:
     """Steps (1)-(8): the strictest verdict before interactivity and mode are applied."""
-    v = _Verdicts()
-    plan = _plan_of(policy)
-    info: list[Reason] = []
     digest = report.digests.get("sha256")
     digest = f"sha256:{digest}" if digest and not digest.startswith("sha256:") else digest
     tokens, line = command_line(tool_name, words)
-    level = report.trust_level
+    c = _Case(policy=policy, plan=_plan_of(policy), report=report, tool_name=tool_name, effects=effects,
+              effects_verified=effects_verified, metadata_source=metadata_source, now=now,
+              effects_unknown=effects_unknown, effects_omitted=effects_omitted, declared=declared,
+              digest=digest, tokens=tokens, line=line, level=report.trust_level, v=_Verdicts(), info=[])
+    _step_compromised(c)
+    _step_signers(c)
+    _step_tool_rules(c)
+    _step_requirements(c)
+    if purpose == "verify":
+        _verify_base(c.v, c.info, c.level, policy.requirements.min_trust_level, c.waiver,
+                     c.plan.requirements_source)
+        return _result(c.v, c.info)
+    _step_command_rules(c)
+    _step_effects(c)
+    _step_capability_gating(c)
+    _step_base(c)
+    return _result(c.v, c.info)
 
-    # (1) COMPROMISED: denied whatever else policy says.
-    if level == TrustLevel.COMPROMISED:
-        v.add(
+
+def _step_compromised(c: _Case) -> None:
+    """(1) COMPROMISED: denied whatever else policy says."""
+    if c.level == TrustLevel.COMPROMISED:
+        c.v.add(
             "deny",
             Reason(
                 "TRUST_COMPROMISED",
-                _tampering(report),
+                _tampering(c.report),
                 rule="builtin:compromised",
                 expected="not COMPROMISED",
-                actual=level.name,
+                actual=c.level.name,
             ),
             "default",
         )
 
-    # (2) A signer policy does not name cannot lift the level above UNVERIFIED (principle 1).
-    sig = report.signature
+
+def _step_signers(c: _Case) -> None:
+    """(2) A signer policy does not name cannot lift the level above UNVERIFIED (principle 1)."""
+    plan, info = c.plan, c.info
+    sig = c.report.signature
     # Every layer that states signers must name this one (a local list narrows the org's, never widens).
     keyless = sig.status == "valid" and sig.identity is not None and sig.kind != "key"
     if keyless and plan.org_silent_signers:
         # The org fixes the trust anchors and names no signer: no local signer can add one (compose.py).
-        level = min(level, TrustLevel.UNVERIFIED)
+        c.level = min(c.level, TrustLevel.UNVERIFIED)
         info.append(Reason("SIGNER_NOT_IN_POLICY",
                            "the signature is valid but the org policy, which states the trust anchors, "
                            "trusts no keyless signer", rule="trust.signers[org]",
-                           expected=f"no signer (the org states only {list(policy.org_anchors)})",
+                           expected=f"no signer (the org states only {list(c.policy.org_anchors)})",
                            actual=f"{sig.identity} (issuer {sig.issuer})"))
     missed = plan.signers_missing(sig.identity, sig.issuer, sig.extensions) \
         if sig.status == "valid" and sig.identity is not None and plan.signer_layers else ()
     for i in missed:
         layer_source, layer_signers = plan.signer_layers[i]
-        level = min(level, TrustLevel.UNVERIFIED)
+        c.level = min(c.level, TrustLevel.UNVERIFIED)
         info.append(
             Reason(
                 "SIGNER_NOT_IN_POLICY",
@@ -382,10 +434,10 @@ def _core(
     # why a signed tool is UNVERIFIED (docs/decisions.md).
     if not plan.signers_declared and any(
         a.valid and a.applies and not a.signer_trusted and a.identity is not None
-        for a in report.attestations
+        for a in c.report.attestations
     ):
         names = ", ".join(
-            f"{layer.source} {layer.path or layer.document.get('name') or 'flags'}" for layer in policy.layers)
+            f"{layer.source} {layer.path or layer.document.get('name') or 'flags'}" for layer in c.policy.layers)
         info.append(Reason("NO_SIGNERS_IN_POLICY",
                            f"the signature verifies, but the policy ({names}) states no trust.signers, "
                            "so no keyless signer is trusted", rule="trust.signers",
@@ -393,7 +445,10 @@ def _core(
                            "--certificate-oidc-issuer",
                            actual=f"{sig.identity} (issuer {sig.issuer})" if sig.identity else None))
 
-    # (3) Tool rules.
+
+def _step_tool_rules(c: _Case) -> None:
+    """(3) Tool rules."""
+    policy, v, tool_name, digest = c.policy, c.v, c.tool_name, c.digest
     digest_allowed = bool(policy.tool_allow) and any(t.digest is not None and t.digest == digest and (
         t.name is None or t.name == tool_name) for t in policy.tool_allow)
     for t in policy.tool_deny:
@@ -429,16 +484,28 @@ def _core(
                                  rule="delegation.allowedTools", expected=list(allowed),
                                  actual=tool_name), source)
 
-    # (4) Requirements, waivable.
-    waiver = _waiver_for(policy, tool_name, digest, now, info)
-    req = policy.requirements
-    req_source = plan.requirements_source
+
+def _step_requirements(c: _Case) -> None:
+    """(4) Requirements, waivable: each failure denies, or is reported as waived under a live waiver
+    (kept in ``c.waiver`` for the trust part of (7) and for (5v))."""
+    waiver = c.waiver = _waiver_for(c.policy, c.tool_name, c.digest, c.now, c.info)
+    trust_failures = _requirement_failures(c)
+    for r in trust_failures:
+        if waiver is not None:
+            c.info.append(_waived(r, waiver))
+        else:
+            c.v.add("deny", r, c.plan.requirements_source)
+
+
+def _requirement_failures(c: _Case) -> list[Reason]:
+    """(4) The requirements this artifact fails, in the order the policy reference lists them."""
+    req, plan, level = c.policy.requirements, c.plan, c.level
     trust_failures: list[Reason] = []
     if req.min_trust_level is not None and level < req.min_trust_level:
         trust_failures.append(Reason("TRUST_BELOW_MINIMUM", "trust level is below the policy minimum",
                                      rule="requirements.minTrustLevel",
                                      expected=f">= {req.min_trust_level.name}", actual=level.name))
-    prov = report.provenance
+    prov = c.report.provenance
     if req.provenance_required and prov.status != "valid":
         trust_failures.append(Reason("PROVENANCE_REQUIRED", "policy requires valid provenance",
                                      rule="requirements.provenanceRequired", expected="valid",
@@ -467,8 +534,10 @@ def _core(
         # own signature verified against signers policy names and that is bound to this artifact
         # (metadata_trust.py, passed in as ``metadata_source``). The document's unverified claim is
         # what it says about itself (principle 1): reported, never accepted.
+        metadata_source = c.metadata_source
         if metadata_source not in req.metadata_sources:
-            claimed = report.claims.get("source") if isinstance(report.claims, Mapping) else None
+            claims = c.report.claims
+            claimed = claims.get("source") if isinstance(claims, Mapping) else None
             why = ("metadata source is not one policy allows" if metadata_source is not None else
                    "no metadata source established by verification (signed metadata bound to this tool)"
                    + (f"; the metadata's own claim {claimed!r} is not evidence"
@@ -477,26 +546,19 @@ def _core(
                                          rule="requirements.metadataSources",
                                          expected=list(req.metadata_sources), actual=metadata_source))
     if req.signature_threshold is not None:
-        n = len(_distinct_signers(report, policy))
+        n = len(_distinct_signers(c.report, c.policy))
         if n < req.signature_threshold:
             trust_failures.append(Reason("SIGNATURE_THRESHOLD",
                                          "too few distinct trusted signers",
                                          rule="requirements.signatures.threshold",
                                          expected=f">= {req.signature_threshold}", actual=n))
-    for r in trust_failures:
-        if waiver is not None:
-            info.append(_waived(r, waiver))
-        else:
-            v.add("deny", r, req_source)
+    return trust_failures
 
-    if purpose == "verify":
-        _verify_base(v, info, level, req.min_trust_level, waiver, req_source)
-        return _result(v, info)
 
-    # (5) Command rules: deny → ask → allow; specificity never changes the order.
-    allowed_by: CommandRule | None = None
-    asked = False
-    too_large = command_too_large(tokens, line)
+def _step_command_rules(c: _Case) -> None:
+    """(5) Command rules: deny → ask → allow; specificity never changes the order."""
+    v, tokens, line = c.v, c.tokens, c.line
+    too_large = c.too_large = command_too_large(tokens, line)
     variants, complete = command_variants(tokens, line) if too_large is None else ([], False)
     if too_large is not None:
         # Matching is linear, but a bound on the input keeps a hostile command from costing more.
@@ -512,12 +574,11 @@ def _core(
                                       "positions", actual=f"more, in {len(tokens)} words"), "default")
     # Deny and ask rules see every reading of leading options (rules.command_variants); allow rules see
     # only the command as given, so no reading can widen what they admit.
-    denied_by_rule = False
-    deny_rules, ask_rules, allow_rules = plan.rules(tool_name)
+    deny_rules, ask_rules, allow_rules = c.plan.rules(c.tool_name)
     for rule, match in deny_rules:
         hit = _first_reading(match, variants)
         if hit is not None:
-            denied_by_rule = True
+            c.denied_by_rule = True
             v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule"
                                  + (f" (read as {hit!r})" if hit != line else ""),
                                  rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
@@ -526,49 +587,57 @@ def _core(
         # (load and compile_rule refuse qualifiers on ask rules).
         hit = _first_reading(match, variants)
         if hit is not None:
-            asked = True
+            c.asked = True
             v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule"
                                 + (f" (read as {hit!r})" if hit != line else ""),
                                 rule=rule.text, actual=line), rule.source)
+    sig = c.report.signature
     for rule, match in allow_rules:
         if too_large is not None or not match(tokens, line):
             continue
-        if _qualified(rule, level, report):
-            allowed_by = allowed_by or rule
+        if _qualified(rule, c.level, c.report):
+            c.allowed_by = c.allowed_by or rule
         else:
-            info.append(Reason("RULE_QUALIFIER_NOT_MET",
-                               "an allow rule matches but its trust condition does not hold",
-                               rule=rule.text,
-                               expected=_qualifier_text(rule),
-                               actual=f"{level.name}, signer {sig.identity} (issuer {sig.issuer})"))
+            c.info.append(Reason("RULE_QUALIFIER_NOT_MET",
+                                 "an allow rule matches but its trust condition does not hold",
+                                 rule=rule.text,
+                                 expected=_qualifier_text(rule),
+                                 actual=f"{c.level.name}, signer {sig.identity} (issuer {sig.issuer})"))
 
-    # (6) Effects, trusted only as far as their source.
-    states, disregarded = effective_states(effects, verified=effects_verified)
-    if effects_unknown is not None:
+
+def _step_effects(c: _Case) -> None:
+    """(6) Effects, trusted only as far as their source."""
+    v, info = c.v, c.info
+    states, disregarded = effective_states(c.effects, verified=c.effects_verified)
+    c.states = states
+    if c.effects_unknown is not None:
         info.append(Reason("EFFECTS_UNKNOWN",
                            f"the command's effects are unknown, so every class counts as risky: "
-                           f"{effects_unknown}", rule="builtin:effects-trust",
-                           expected="the words name one declared command", actual=effects_unknown))
-    if effects_omitted is not None:
-        _omitted(v, info, effects_omitted, effects_verified, line)
-    for behavior_declared, reason_declared in declared:
+                           f"{c.effects_unknown}", rule="builtin:effects-trust",
+                           expected="the words name one declared command", actual=c.effects_unknown))
+    if c.effects_omitted is not None:
+        _omitted(v, info, c.effects_omitted, c.effects_verified, c.line)
+    for behavior_declared, reason_declared in c.declared:
         v.add(behavior_declared, reason_declared, "default")
     if disregarded:
         info.append(Reason("EFFECTS_UNVERIFIED",
                            "declared safe effects disregarded: the metadata declaring them is not verified",
                            rule="builtin:effects-trust", expected="verified metadata",
                            actual=sorted(disregarded)))
-    for cls, source in policy.effect_restrictions.items():
+    for cls, source in c.policy.effect_restrictions.items():
         if states.get(cls, "risky") == "risky":
             v.add("deny", Reason("EFFECT_RESTRICTED",
                                  f"effect {cls!r} is restricted by delegation.effectRestrictions",
                                  rule=f"delegation.effectRestrictions.{cls}",
                                  expected=f"{cls} absent (verified)", actual="present or unknown"), source)
 
-    # (7) Capability gating. When the effects are unknown (no declaration, or words that name no one
-    # declared command) every class is risky: one reason per gate outcome names the classes, instead of
-    # one line per class that would bury the cause.
-    unknown = effects is None or effects_unknown is not None
+
+def _step_capability_gating(c: _Case) -> None:
+    """(7) Capability gating. When the effects are unknown (no declaration, or words that name no one
+    declared command) every class is risky: one reason per gate outcome names the classes, instead of
+    one line per class that would bury the cause."""
+    v, info, waiver, level, states, plan = c.v, c.info, c.waiver, c.level, c.states, c.plan
+    unknown = c.effects is None or c.effects_unknown is not None
     grouped: dict[tuple[RuleBehavior, TrustLevel, RuleSource], list[str]] = {}
     gates = plan.gates if plan.gates_below is not None and level < plan.gates_below else ()
     for cls, gate in gates:
@@ -589,25 +658,27 @@ def _core(
             below, source)
     _always(v, plan.always, states, unknown)
 
-    # (8) Base decision.
+
+def _step_base(c: _Case) -> None:
+    """(8) Base decision."""
+    policy, line, level = c.policy, c.line, c.level
+    allowed_by = c.allowed_by
     if allowed_by is not None:
-        v.add("allow", Reason("COMMAND_ALLOWED", f"command {line!r} matches an allow rule",
-                              rule=allowed_by.text, actual=line), allowed_by.source)
-    elif (policy.defaults.allow_verified_read_only and effects_verified
-          and read_only(effects)  # facts/effects.py: the five classes safe, no change declared
+        c.v.add("allow", Reason("COMMAND_ALLOWED", f"command {line!r} matches an allow rule",
+                                rule=allowed_by.text, actual=line), allowed_by.source)
+    elif (policy.defaults.allow_verified_read_only and c.effects_verified
+          and read_only(c.effects)  # facts/effects.py: the five classes safe, no change declared
           and level >= policy.defaults.read_only_min_trust_level):
-        v.add("allow", Reason("READ_ONLY_VERIFIED",
-                              "verified metadata declares this command read-only",
-                              rule="defaults.allowVerifiedReadOnly",
-                              expected=f">= {policy.defaults.read_only_min_trust_level.name}",
-                              actual=level.name), plan.defaults_source)
-    elif not asked and not denied_by_rule:
+        c.v.add("allow", Reason("READ_ONLY_VERIFIED",
+                                "verified metadata declares this command read-only",
+                                rule="defaults.allowVerifiedReadOnly",
+                                expected=f">= {policy.defaults.read_only_min_trust_level.name}",
+                                actual=level.name), c.plan.defaults_source)
+    elif not c.asked and not c.denied_by_rule:
         # A deny or ask rule that matched is a match: the no-match default does not apply.
         behavior: RuleBehavior = "ask" if policy.defaults.no_match == "ask" else "deny"
-        v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
-                               rule="defaults.noMatch", actual=line), plan.defaults_source)
-
-    return _result(v, info)
+        c.v.add(behavior, Reason("NO_MATCHING_RULE", f"no rule allows {line!r}",
+                                 rule="defaults.noMatch", actual=line), c.plan.defaults_source)
 
 
 def _omitted(v: _Verdicts, info: list[Reason], assumption: str, verified: bool, line: str) -> None:
