@@ -824,6 +824,27 @@ def _ref_kind(ref: str | None, kind: str) -> str | None:
     return None
 
 
+class _Checking(Record, frozen=False):
+    """One ``check_provenance`` call: what every step reads, the checks made so far, and what step (4)
+    finds about the builder for step (5)."""
+
+    statement: Statement
+    requirements: ProvenanceRequirements
+    evidence: str | None
+    checks: list[Check] = field(default_factory=list)
+    #: The trusted-builder map's entry for the provenance's builder id, if any.
+    entry: BuilderEntry | None = None
+    #: Whether the verified signer proves that entry's builder, and the signer as reported.
+    proven: bool = False
+    signer_shown: str | None = None
+
+    def add(self, name: str, ok: bool, message: str, expected: Any, actual: Any) -> None:
+        self.checks.append(_check(name, ok, message, expected, actual, self.evidence))
+
+    def stop(self, *, applies: bool, passed: bool = False) -> ProvenanceOutcome:
+        return ProvenanceOutcome(self.checks, applies=applies, passed=passed, statement=self.statement)
+
+
 def check_provenance(
     statement: Statement,
     artifact_digests: dict[str, Digest],
@@ -838,162 +859,162 @@ def check_provenance(
     ``signer`` is who the verified signature says signed the statement; without it no builder is proven,
     so no SLSA level is granted.
     """
-    checks: list[Check] = []
+    c = _Checking(statement, requirements, evidence)
+    stop = _step_subject(c, artifact_digests)
+    if stop is None:
+        stop = _step_predicate_type(c)
+    if stop is not None:
+        return stop
+    facts = _step_build_type(c)
+    if isinstance(facts, ProvenanceOutcome):
+        return facts
+    _step_builder(c, facts, builders, signer)
+    _step_source(c, facts)
+    level, level_source = _step_level(c, facts)
+    passed = not any(check.failed for check in c.checks)
+    return ProvenanceOutcome(
+        c.checks, applies=True, passed=passed, statement=statement, facts=facts,
+        level=level, level_source=level_source,
+    )
 
-    # (1) subject: does this attestation talk about this artifact at all?
+
+def _step_subject(c: _Checking, artifact_digests: dict[str, Digest]) -> ProvenanceOutcome | None:
+    """(1) subject: does this attestation talk about this artifact at all? (An outcome when it does not.)"""
+    statement = c.statement
     subject = match_subject(statement, artifact_digests)
     if subject is None:
         theirs = [
             f"{s.name or '?'} " + ", ".join(str(d) for d in s.digests.values())
             for s in statement.subjects[:10]
         ]
-        checks.append(
-            _check(
-                "subject",
-                False,
-                "the attestation names another artifact, so it does not apply to this one",
-                [str(d) for d in artifact_digests.values()],
-                theirs,
-                evidence,
-            )
-        )
-        return ProvenanceOutcome(checks, applies=False, passed=False, statement=statement)
-    matched_alg = next(a for a, d in artifact_digests.items() if subject.digests.get(a) == d)
-    checks.append(
-        _check(
+        c.add(
             "subject",
-            True,
-            f"subject {subject.name!r} matches by {matched_alg}",
-            str(artifact_digests[matched_alg]),
-            str(subject.digests[matched_alg]),
-            evidence,
+            False,
+            "the attestation names another artifact, so it does not apply to this one",
+            [str(d) for d in artifact_digests.values()],
+            theirs,
         )
+        return c.stop(applies=False)
+    matched_alg = next(a for a, d in artifact_digests.items() if subject.digests.get(a) == d)
+    c.add(
+        "subject",
+        True,
+        f"subject {subject.name!r} matches by {matched_alg}",
+        str(artifact_digests[matched_alg]),
+        str(subject.digests[matched_alg]),
     )
+    return None
 
-    # (2) predicate type: the filter, or by default any SLSA provenance type.
+
+def _step_predicate_type(c: _Checking) -> ProvenanceOutcome | None:
+    """(2) predicate type: the filter, or by default any SLSA provenance type. (An outcome when it fails.)"""
+    statement, requirements = c.statement, c.requirements
     wanted = requirements.predicate_type
     if wanted is not None and statement.predicate_type != wanted:
-        checks.append(
-            _check(
-                "predicate_type", False, "predicate type is not the one required",
-                wanted, statement.predicate_type, evidence,
-            )
-        )
-        return ProvenanceOutcome(checks, applies=False, passed=False, statement=statement)
+        c.add("predicate_type", False, "predicate type is not the one required",
+              wanted, statement.predicate_type)
+        return c.stop(applies=False)
     if requirements.needs_slsa and statement.predicate_type not in SLSA_PROVENANCE_TYPES:
         # An SBOM, a release attestation or an unknown predicate about this artifact is not provenance:
         # it says nothing about who built it, so it never meets a provenance requirement.
-        checks.append(
-            _check(
-                "predicate_type", False,
-                "not SLSA provenance: provenance requirements are met only by SLSA provenance",
-                list(SLSA_PROVENANCE_TYPES), statement.predicate_type, evidence,
-            )
-        )
-        return ProvenanceOutcome(checks, applies=True, passed=False, statement=statement)
-    checks.append(
-        _check("predicate_type", True, "", wanted or "any", statement.predicate_type, evidence)
-    )
+        c.add("predicate_type", False,
+              "not SLSA provenance: provenance requirements are met only by SLSA provenance",
+              list(SLSA_PROVENANCE_TYPES), statement.predicate_type)
+        return c.stop(applies=True)
+    c.add("predicate_type", True, "", wanted or "any", statement.predicate_type)
+    return None
 
-    # (3) SLSA facts from a build type we understand.
+
+def _step_build_type(c: _Checking) -> SlsaFacts | ProvenanceOutcome:
+    """(3) SLSA facts from a build type we understand (an outcome when there are none to check)."""
     try:
-        facts = slsa_facts(statement)
+        facts = slsa_facts(c.statement)
     except BundleError as err:
-        checks.append(
-            Check("build_type", "error", err.diagnostics(), None, None, evidence, "provenance")
+        c.checks.append(
+            Check("build_type", "error", err.diagnostics(), None, None, c.evidence, "provenance")
         )
-        return ProvenanceOutcome(checks, applies=True, passed=False, statement=statement)
+        return c.stop(applies=True)
     if facts is None:
         # Not SLSA provenance and nothing needs it to be (checked in step 2).
-        return ProvenanceOutcome(checks, applies=True, passed=True, statement=statement)
+        return c.stop(applies=True, passed=True)
     if not facts.build_type_known:
-        checks.append(
-            _check(
-                "build_type", False,
-                f"build type {facts.build_type} is not one atip-trust can read; failing closed",
-                "a supported build type", facts.build_type, evidence,
-            )
-        )
+        c.add("build_type", False,
+              f"build type {facts.build_type} is not one atip-trust can read; failing closed",
+              "a supported build type", facts.build_type)
     else:
-        checks.append(_check("build_type", True, "", None, facts.build_type, evidence))
+        c.add("build_type", True, "", None, facts.build_type)
+    return facts
 
-    # (4) builder and source requirements.
-    entry = builders.lookup(facts.builder_id) if facts.builder_id else None
-    proven, signer_shown = (
+
+def _step_builder(c: _Checking, facts: SlsaFacts, builders: BuilderMap, signer: BuildSigner | None) -> None:
+    """(4) builder requirements; keeps the map entry and whether the signer proves it for step (5)."""
+    requirements = c.requirements
+    entry = c.entry = builders.lookup(facts.builder_id) if facts.builder_id else None
+    c.proven, c.signer_shown = (
         entry.binding.proves(facts.builder_id, signer) if entry is not None and facts.builder_id
         else (False, signer.describe() if signer is not None else None)
     )
     if requirements.builder_id is not None:
         pat = BuilderPattern(requirements.builder_id)
         ok = facts.builder_id is not None and pat.matches(facts.builder_id)
-        checks.append(
-            _check(
-                "builder_id", ok,
-                "" if ok else "builder id does not match" + (" the glob" if pat.is_glob else " exactly"),
-                requirements.builder_id, facts.builder_id, evidence,
-            )
+        c.add(
+            "builder_id", ok,
+            "" if ok else "builder id does not match" + (" the glob" if pat.is_glob else " exactly"),
+            requirements.builder_id, facts.builder_id,
         )
     if entry is not None and (requirements.builder_id is not None or requirements.min_slsa_level is not None):
         # The builder id is what the signer wrote. A map entry that says how its signature proves it
         # makes it a fact; an entry stating no binding leaves it a claim: no level (step 5), and a
         # --builder-id still compares the claim, as it does for builders outside the map.
         if entry.binding.stated:
-            checks.append(
-                _check(
-                    "builder_signer", proven,
-                    f"signed by builder {entry.pattern.text!r}" if proven else
-                    f"builder {facts.builder_id!r} is named by the provenance but its signature does "
-                    "not come from that builder, so the builder id is only a claim (no level)",
-                    entry.binding.describe(), signer_shown, evidence,
-                )
+            c.add(
+                "builder_signer", c.proven,
+                f"signed by builder {entry.pattern.text!r}" if c.proven else
+                f"builder {facts.builder_id!r} is named by the provenance but its signature does "
+                "not come from that builder, so the builder id is only a claim (no level)",
+                entry.binding.describe(), c.signer_shown,
             )
         else:
-            checks.append(
+            c.checks.append(
                 Check("builder_signer", "skip",
                       f"trusted-builder entry {entry.pattern.text!r} states no signer binding "
                       "(signerWorkflow, runnerEnvironment or signerKey), so it grants no level",
-                      entry.binding.describe(), signer_shown, evidence)
+                      entry.binding.describe(), c.signer_shown, c.evidence)
             )
+
+
+def _step_source(c: _Checking, facts: SlsaFacts) -> None:
+    """(4) source requirements: repository, tag, branch, and the policy's allowed sources."""
+    requirements = c.requirements
     if requirements.source_uri is not None:
         want = normalize_source_uri(requirements.source_uri)
         ok = facts.build_type_known and facts.source_uri == want
-        checks.append(
-            _check("source_uri", ok, "" if ok else "source repository differs", want, facts.source_uri, evidence)
-        )
+        c.add("source_uri", ok, "" if ok else "source repository differs", want, facts.source_uri)
     if requirements.source_tag is not None:
         want_tag = requirements.source_tag.removeprefix("refs/tags/")
         tag = _ref_kind(facts.source_ref, "tags")
         ok = facts.build_type_known and tag == want_tag
-        checks.append(
-            _check(
-                "source_tag", ok, "" if ok else "not built from that tag",
-                f"refs/tags/{want_tag}", facts.source_ref, evidence,
-            )
-        )
+        c.add("source_tag", ok, "" if ok else "not built from that tag",
+              f"refs/tags/{want_tag}", facts.source_ref)
     if requirements.source_branch is not None:
         want_branch = requirements.source_branch.removeprefix("refs/heads/")
         branch = _ref_kind(facts.source_ref, "heads")
         ok = facts.build_type_known and branch == want_branch
-        checks.append(
-            _check(
-                "source_branch", ok, "" if ok else "not built from that branch",
-                f"refs/heads/{want_branch}", facts.source_ref, evidence,
-            )
-        )
+        c.add("source_branch", ok, "" if ok else "not built from that branch",
+              f"refs/heads/{want_branch}", facts.source_ref)
 
     if requirements.sources is not None:
         ok = facts.build_type_known and any(
             s.matches(facts.source_uri, facts.source_ref) for s in requirements.sources
         )
-        checks.append(
-            _check(
-                "source", ok, "" if ok else "source repository or ref is not one policy allows",
-                [s.describe() for s in requirements.sources] or "no source (empty list)",
-                f"{facts.source_uri} {facts.source_ref}", evidence,
-            )
-        )
+        c.add("source", ok, "" if ok else "source repository or ref is not one policy allows",
+              [s.describe() for s in requirements.sources] or "no source (empty list)",
+              f"{facts.source_uri} {facts.source_ref}")
 
-    # (5) level from the trusted-builder map only, and only for a builder its signature proves.
+
+def _step_level(c: _Checking, facts: SlsaFacts) -> tuple[int | None, str | None]:
+    """(5) level from the trusted-builder map only, and only for a builder its signature proves."""
+    entry, proven, requirements = c.entry, c.proven, c.requirements
     level = entry.level if entry is not None and proven else None
     level_source = entry.pattern.text if entry is not None and proven else None
     if requirements.min_slsa_level is not None:
@@ -1001,7 +1022,7 @@ def check_provenance(
         if entry is not None and not proven:
             msg = (f"builder {facts.builder_id!r} maps to L{entry.level} via {entry.pattern.text!r}, but "
                    f"the signature does not prove that builder (expected {entry.binding.describe()}; "
-                   f"actual {signer_shown}), so it has no level")
+                   f"actual {c.signer_shown}), so it has no level")
         elif level is None:
             msg = f"builder {facts.builder_id!r} is not in the trusted-builder map, so it has no level"
         elif not ok:
@@ -1010,15 +1031,8 @@ def check_provenance(
             msg = f"via {level_source!r}"
         if facts.claimed_level is not None:
             msg += f" (the provenance claims level {facts.claimed_level}; claims are not used)"
-        checks.append(
-            _check("slsa_level", ok, msg, f">= {requirements.min_slsa_level}", level, evidence)
-        )
-
-    passed = not any(c.failed for c in checks)
-    return ProvenanceOutcome(
-        checks, applies=True, passed=passed, statement=statement, facts=facts,
-        level=level, level_source=level_source,
-    )
+        c.add("slsa_level", ok, msg, f">= {requirements.min_slsa_level}", level)
+    return level, level_source
 
 
 def missing_provenance_checks(requirements: ProvenanceRequirements) -> list[Check]:
