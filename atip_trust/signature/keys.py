@@ -396,6 +396,38 @@ def _body_checks(
     return checks, logged_key
 
 
+class _KeyBundle(Record):
+    """Step (1)'s output: the parts of a well-formed key bundle the later steps check."""
+
+    version: str
+    public_key: dict[str, Any]
+    signature: bytes
+    message_digest: bytes
+    entry: LogEntry
+
+
+class _KeyCheck(Record, frozen=False):
+    """One ``verify_key_bundle`` call after step (1): its inputs, the checks so far and the findings
+    steps (2)-(6) leave for the verdict."""
+
+    key: PublicKey
+    artifact_sha256: Digest
+    evidence: str | None
+    kd: Digest
+    ktype: str
+    checks: list[Check] = field(default_factory=list)
+    compromised: bool = False
+    applies: bool = True
+    hint_mismatch: bool = False
+    digest_ok: bool = False
+    sig_ok: str | None = None
+    tlog_ok: bool = False
+    by_other_key: bool = False
+    result_time: datetime | None = None
+    log_url: str | None = None
+    log_index: int | None = None
+
+
 def verify_key_bundle(
     bundle_json: dict[str, Any],
     artifact_sha256: Digest,
@@ -416,6 +448,32 @@ def verify_key_bundle(
       (5) ``tlog.*``: the entry's proof, checkpoint and SET against the trusted root (tlog.verify_entry);
       (6) ``tlog.body.*``: the logged body names this artifact, this signature and this key.
     """
+    bundle = _key_bundle_shape(bundle_json)
+    st = _KeyCheck(key=key, artifact_sha256=artifact_sha256, evidence=evidence,
+                   kd=key_digest(key), ktype=describe_key(key))
+    _step_hint(st, bundle.public_key)
+    bundle_digest = _step_digest(st, bundle.message_digest)
+    _step_signature(st, bundle.signature, bundle_digest)
+    _step_log(st, bundle.entry, trust_root, bundle.version, now)
+    _step_body(st, bundle.entry, bundle.signature)
+    _step_signature_failure(st)
+    valid = all(not c.failed for c in st.checks) and st.sig_ok is not None and st.tlog_ok
+    return KeyBundleResult(
+        valid=valid,
+        compromised=st.compromised and not valid,
+        key_digest=st.kd,
+        key_type=st.ktype,
+        scheme=st.sig_ok,
+        checks=st.checks,
+        applies=st.applies,
+        integrated_time=st.result_time,
+        log_url=st.log_url,
+        log_index=st.log_index,
+    )
+
+
+def _key_bundle_shape(bundle_json: dict[str, Any]) -> _KeyBundle:
+    """(1) shape; a malformed bundle raises ``BundleError`` naming the JSON path."""
     if not isinstance(bundle_json, dict):
         raise BundleError("bundle is not a JSON object", path="$")
     media = bundle_json.get("mediaType")
@@ -463,115 +521,113 @@ def verify_key_bundle(
             f"log entry is {entry.kind}/{entry.version}; key bundles need hashedrekord/0.0.1",
             path="$.verificationMaterial.tlogEntries[0].kindVersion",
         )
+    return _KeyBundle(version, pk, signature, md_value, entry)
 
-    kd = key_digest(key)
-    ktype = describe_key(key)
-    checks: list[Check] = []
-    compromised = False
-    applies = True
 
-    # (2) The hint is unauthenticated; a mismatch means the bundle says another key signed it.
-    hint_mismatch = False
+def _step_hint(st: _KeyCheck, pk: dict[str, Any]) -> None:
+    """(2) The hint is unauthenticated; a mismatch means the bundle says another key signed it."""
+    kd = st.kd
     if "hint" in pk:
         hint = pk["hint"]
         if isinstance(hint, str) and hint == base64.b64encode(kd.value).decode():
-            checks.append(Check("key", "pass", f"bundle names the given {ktype} key",
-                                expected=str(kd), actual=str(kd), evidence=evidence))
+            st.checks.append(Check("key", "pass", f"bundle names the given {st.ktype} key",
+                                   expected=str(kd), actual=str(kd), evidence=st.evidence))
         else:
-            hint_mismatch = True
-            checks.append(_fail("key", f"bundle publicKey.hint {hint!r:.80} does not name the given key {kd}",
-                                expected=base64.b64encode(kd.value).decode(), actual=hint,
-                                evidence=evidence, impact="unverified"))
+            st.hint_mismatch = True
+            st.checks.append(_fail("key", f"bundle publicKey.hint {hint!r:.80} does not name the given key {kd}",
+                                   expected=base64.b64encode(kd.value).decode(), actual=hint,
+                                   evidence=st.evidence, impact="unverified"))
 
-    # (3) messageDigest against the artifact.
+
+def _step_digest(st: _KeyCheck, md_value: bytes) -> Digest:
+    """(3) messageDigest against the artifact (a mismatch is reported after step (4), which tells
+    whether the bundle is a valid signature over another artifact)."""
     bundle_digest = Digest("sha256", md_value)
-    digest_ok = bundle_digest == artifact_sha256
-    if digest_ok:
-        checks.append(Check("digest", "pass", "messageDigest equals the artifact's sha256",
-                            expected=str(artifact_sha256), actual=str(bundle_digest), evidence=evidence))
+    st.digest_ok = bundle_digest == st.artifact_sha256
+    if st.digest_ok:
+        st.checks.append(Check("digest", "pass", "messageDigest equals the artifact's sha256",
+                               expected=str(st.artifact_sha256), actual=str(bundle_digest),
+                               evidence=st.evidence))
+    return bundle_digest
 
-    # (4) The signature over the artifact (prehashed sha256; key bundles carry only a digest).
-    sig_ok = _verify_digest(key, signature, artifact_sha256)
+
+def _step_signature(st: _KeyCheck, signature: bytes, bundle_digest: Digest) -> None:
+    """(4) The signature over the artifact (prehashed sha256; key bundles carry only a digest)."""
+    key, kd, artifact_sha256 = st.key, st.kd, st.artifact_sha256
+    sig_ok = st.sig_ok = _verify_digest(key, signature, artifact_sha256)
     if sig_ok is not None:
-        checks.append(Check("signature", "pass", f"{ktype} signature over the artifact verifies ({sig_ok})",
-                            expected=str(kd), actual=str(kd), evidence=evidence))
-    if not digest_ok:
+        st.checks.append(Check("signature", "pass", f"{st.ktype} signature over the artifact verifies ({sig_ok})",
+                               expected=str(kd), actual=str(kd), evidence=st.evidence))
+    if not st.digest_ok:
         # Valid material about another artifact does not apply to this one (principle 2); a digest that
         # neither matches nor is what the key signed is tampering.
         other_ok = _verify_digest(key, signature, bundle_digest) is not None
-        applies = False if other_ok else applies
-        compromised = compromised or not other_ok
-        checks.append(_fail(
+        st.applies = False if other_ok else st.applies
+        st.compromised = st.compromised or not other_ok
+        st.checks.append(_fail(
             "digest",
             f"bundle messageDigest {bundle_digest} is not the artifact's {artifact_sha256}"
             + (" (the bundle is a valid signature over another artifact)" if other_ok else ""),
-            expected=str(artifact_sha256), actual=str(bundle_digest), evidence=evidence,
+            expected=str(artifact_sha256), actual=str(bundle_digest), evidence=st.evidence,
             impact="unsigned" if other_ok else "compromised",
         ))
 
-    # (5) The log entry.
-    result_time: datetime | None = None
-    log_url: str | None = None
-    log_index: int | None = None
-    tlog_ok = False
+
+def _step_log(st: _KeyCheck, entry: LogEntry, trust_root: TrustRoot, version: str,
+              now: datetime | None) -> None:
+    """(5) The log entry."""
     try:
-        er = verify_entry(entry, trust_root, require_proof=proof_required(version), now=now, evidence=evidence)
-        checks.extend(er.checks)
-        result_time, log_url, log_index = er.integrated_time, er.log_url, er.log_index
-        tlog_ok = True
+        er = verify_entry(entry, trust_root, require_proof=proof_required(version), now=now,
+                          evidence=st.evidence)
+        st.checks.extend(er.checks)
+        st.result_time, st.log_url, st.log_index = er.integrated_time, er.log_url, er.log_index
+        st.tlog_ok = True
     except TlogVerificationError as err:
-        failed = err.to_check(evidence=evidence)
-        checks.append(failed)
+        failed = err.to_check(evidence=st.evidence)
+        st.checks.append(failed)
         # A forged proof, checkpoint or SET for an entry naming this artifact is tampering; for material
         # about another artifact it changes nothing (it does not apply either way).
-        if failed.impact == "compromised" and applies:
-            compromised = True
+        if failed.impact == "compromised" and st.applies:
+            st.compromised = True
 
-    # (6) The logged body against the bundle, the artifact and the key.
+
+def _step_body(st: _KeyCheck, entry: LogEntry, signature: bytes) -> None:
+    """(6) The logged body against the bundle, the artifact and the key."""
     body_checks, logged_key = _body_checks(entry.canonicalized_body, signature=signature,
-                                           artifact_sha256=artifact_sha256, key=key, evidence=evidence)
-    checks.extend(body_checks)
-    by_other_key = tlog_ok and logged_key is not None and not _same_key(logged_key, key)
+                                           artifact_sha256=st.artifact_sha256, key=st.key,
+                                           evidence=st.evidence)
+    st.checks.extend(body_checks)
+    st.by_other_key = st.tlog_ok and logged_key is not None and not _same_key(logged_key, st.key)
     for c in body_checks:
-        if c.failed and c.impact == "compromised" and applies:
-            compromised = True
+        if c.failed and c.impact == "compromised" and st.applies:
+            st.compromised = True
 
-    if sig_ok is None and isinstance(key, ed25519.Ed25519PublicKey):
+
+def _step_signature_failure(st: _KeyCheck) -> None:
+    """(4) A signature that did not verify, reported once (2), (5) and (6) tell whose it may be."""
+    key, kd, ktype = st.key, st.kd, st.ktype
+    if st.sig_ok is None and isinstance(key, ed25519.Ed25519PublicKey):
         # hashedrekord carries only a digest: pure Ed25519 cannot be checked from it, and cosign's
         # Ed25519ph (cosign PR #4414) is not available in cryptography. Unverifiable, not tampering.
-        checks.append(Check(
+        st.checks.append(Check(
             "signature", "error",
             "Ed25519 key bundles (Ed25519ph over the digest) cannot be verified by atip-trust",
-            expected="ECDSA or RSA key", actual=ktype, evidence=evidence, impact="unverified",
+            expected="ECDSA or RSA key", actual=ktype, evidence=st.evidence, impact="unverified",
         ))
-    elif sig_ok is None:
+    elif st.sig_ok is None:
         # Signed by someone else (authenticated by the log, or claimed by the hint): not tampering, but
         # not a signer policy trusts. Otherwise the given key's signature over this artifact is invalid.
-        other_signer = by_other_key or (hint_mismatch and not tlog_ok)
-        if applies and not other_signer:
-            compromised = True
-        checks.append(_fail(
+        other_signer = st.by_other_key or (st.hint_mismatch and not st.tlog_ok)
+        if st.applies and not other_signer:
+            st.compromised = True
+        st.checks.append(_fail(
             "signature",
-            f"signature does not verify with the {ktype} key {kd} over {artifact_sha256} "
+            f"signature does not verify with the {ktype} key {kd} over {st.artifact_sha256} "
             f"(tried {_schemes(key)} over the digest)"
-            + ("; the log records another signing key" if by_other_key else ""),
-            expected=f"valid signature by {kd}", actual="invalid signature", evidence=evidence,
-            impact="unverified" if other_signer else ("unsigned" if not applies else "compromised"),
+            + ("; the log records another signing key" if st.by_other_key else ""),
+            expected=f"valid signature by {kd}", actual="invalid signature", evidence=st.evidence,
+            impact="unverified" if other_signer else ("unsigned" if not st.applies else "compromised"),
         ))
-
-    valid = all(not c.failed for c in checks) and sig_ok is not None and tlog_ok
-    return KeyBundleResult(
-        valid=valid,
-        compromised=compromised and not valid,
-        key_digest=kd,
-        key_type=ktype,
-        scheme=sig_ok,
-        checks=checks,
-        applies=applies,
-        integrated_time=result_time,
-        log_url=log_url,
-        log_index=log_index,
-    )
 
 
 def _verify_digest(key: PublicKey, signature: bytes, digest: Digest) -> str | None:
