@@ -27,6 +27,7 @@ from atip_trust._base import jsonio
 from datetime import UTC, datetime
 from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.shipped import shipped_file, shipped_path
 from atip_trust._version import __version__
@@ -70,7 +71,7 @@ else:
     signed = lazy_import("atip_trust.policy.signed")  # only where a signers file requires a signature
 
 if TYPE_CHECKING:
-    from atip_trust.policy.model import RuleBehavior, RuleSource
+    from atip_trust.policy.model import RuleBehavior, RuleSource, SignerRule
 
 _SCHEMA = "policy.schema.json"
 
@@ -281,6 +282,20 @@ def _refuse_qualified_deny_ask(doc: Any) -> None:
                                       path=f"$.permissions.{behavior}[{i}].{key}")
 
 
+class _TrustSection(Record):
+    """The ``trust`` section of one document, compiled (None: the key is absent, so the layer says
+    nothing about it)."""
+
+    signers: tuple[SignerRule, ...] | None
+    keys: tuple[PublicKeyRule, ...] | None
+    roots: tuple[str, ...] | None
+    builders: tuple[BuilderRule, ...] | None
+    #: Whether the builder map includes the builtin one (its entries then enter the layer's digest).
+    included: bool
+    sources: tuple[SourceRule, ...] | None
+    registries: tuple[RegistryRule, ...] | None
+
+
 def layer_from_document(
     doc: Any, *, source: RuleSource, path: str | None = None, base_dir: str | os.PathLike[str] | None = None,
     cache: VerdictCache | None = None,
@@ -292,11 +307,48 @@ def layer_from_document(
     if err is not None:
         raise err
     assert_dict = doc if isinstance(doc, dict) else {}
-    trust = assert_dict.get("trust", {})
     # Relative key and root paths are relative to the policy file's folder (os.path: no pathlib on a
     # warm admission, docs/caching.md; realpath is what Path.resolve() runs).
     base = os.fspath(base_dir) if base_dir is not None else os.getcwd()
+    trust = _trust_section(assert_dict.get("trust", {}), base)
+    requirements = _requirements(assert_dict.get("requirements", {}))
+    tools = assert_dict.get("tools", {})
+    deleg = assert_dict.get("delegation", {})
+    rules = _command_rules(assert_dict.get("permissions", {}), tools, deleg, source)
+    effect_restrictions = _effect_restrictions(deleg.get("effectRestrictions", {}))
+    gates = _gates(assert_dict.get("capabilities", {}), source)
+    defaults = _defaults(assert_dict.get("defaults", {}))
+    waivers = _waivers(assert_dict.get("waivers", ()), source)
+    return PolicyLayer(
+        source=source,
+        document=assert_dict,
+        # An included builder map is part of what the policy says: its entries enter the digest.
+        digest=canonical_digest(
+            [assert_dict, {BUILTIN_BUILDERS: [[b.id, b.level, b.binding_json()] for b in builtin_builders()]}]
+            if trust.included else assert_dict
+        ),
+        path=path,
+        mode=assert_dict.get("mode"),
+        signers=trust.signers,
+        public_keys=trust.keys,
+        trusted_roots=trust.roots,
+        trusted_builders=trust.builders,
+        sources=trust.sources,
+        registries=trust.registries,
+        requirements=requirements,
+        tool_allow=_tool_rules(tools, "allow", source),
+        tool_deny=_tool_rules(tools, "deny", source),
+        delegation_tools=tuple(deleg["allowedTools"]) if "allowedTools" in deleg else None,
+        effect_restrictions=effect_restrictions,
+        rules=rules,
+        gates=gates,
+        defaults=defaults,
+        waivers=waivers,
+    )
 
+
+def _trust_section(trust: Any, base: str) -> _TrustSection:
+    """``trust``: signers, public keys and roots (paths relative to ``base``), builders, sources, registries."""
     signers = None
     if "signers" in trust:
         signers = tuple(
@@ -345,9 +397,11 @@ def layer_from_document(
             )
             for i, r in enumerate(trust["registries"])
         )
+    return _TrustSection(signers, keys, roots, builders, included, sources, registries)
 
-    req = assert_dict.get("requirements", {})
-    requirements = Requirements(
+
+def _requirements(req: Any) -> Requirements:
+    return Requirements(
         min_trust_level=TrustLevel.parse(req["minTrustLevel"]) if "minTrustLevel" in req else None,
         min_slsa_level=req.get("minSlsaLevel"),
         provenance_required=bool(req.get("provenanceRequired", False)),
@@ -356,21 +410,22 @@ def layer_from_document(
         signature_threshold=req.get("signatures", {}).get("threshold"),
     )
 
-    tools = assert_dict.get("tools", {})
 
-    def tool_rules(key: str) -> tuple[ToolRule, ...]:
-        return tuple(
-            ToolRule(
-                name=t.get("name"),
-                digest=t.get("digest"),
-                source=source,
-                text=json.dumps({k: v for k, v in t.items() if k != "comment"}, sort_keys=True),
-            )
-            for t in tools.get(key, ())
+def _tool_rules(tools: Any, key: str, source: RuleSource) -> tuple[ToolRule, ...]:
+    return tuple(
+        ToolRule(
+            name=t.get("name"),
+            digest=t.get("digest"),
+            source=source,
+            text=json.dumps({k: v for k, v in t.items() if k != "comment"}, sort_keys=True),
         )
+        for t in tools.get(key, ())
+    )
 
+
+def _command_rules(perms: Any, tools: Any, deleg: Any, source: RuleSource) -> tuple[CommandRule, ...]:
+    """``permissions`` deny, ask, allow, then ``tools.deniedCommands`` and ``delegation.deniedCommands``."""
     rules: list[CommandRule] = []
-    perms = assert_dict.get("permissions", {})
     behaviors: tuple[RuleBehavior, ...] = ("deny", "ask", "allow")
     for behavior in behaviors:
         for i, raw in enumerate(perms.get(behavior, ())):
@@ -379,10 +434,12 @@ def layer_from_document(
             )
     for i, text in enumerate(tools.get("deniedCommands", ())):
         rules.append(denied_command_rule(text, source, f"$.tools.deniedCommands[{i}]"))
-    deleg = assert_dict.get("delegation", {})
     for i, text in enumerate(deleg.get("deniedCommands", ())):
         rules.append(denied_command_rule(text, source, f"$.delegation.deniedCommands[{i}]"))
-    restrictions = deleg.get("effectRestrictions", {})
+    return tuple(rules)
+
+
+def _effect_restrictions(restrictions: Any) -> tuple[str, ...]:
     # RFC §10.2 names effects as in §3.6; map them onto the gating classes.
     restr_map = {
         "destructive": "destructive", "network": "network", "billable": "billable",
@@ -390,9 +447,11 @@ def layer_from_document(
         "interactive": "interactive", "reversible": "nonReversible", "idempotent": "nonIdempotent",
         "subprocess": "subprocess",
     }
-    effect_restrictions = tuple(restr_map[k] for k in sorted(restrictions))
+    return tuple(restr_map[k] for k in sorted(restrictions))
 
-    gates = {
+
+def _gates(capabilities: Any, source: RuleSource) -> dict[str, Gate]:
+    return {
         cls: Gate(
             # ``always`` alone: no trust minimum (every level is at or above the lowest).
             min_trust_level=TrustLevel.parse(g["minTrustLevel"]) if "minTrustLevel" in g else TrustLevel.COMPROMISED,
@@ -400,15 +459,20 @@ def layer_from_document(
             source=source,
             always=g.get("always"),
         )
-        for cls, g in assert_dict.get("capabilities", {}).items()
+        for cls, g in capabilities.items()
     }
-    d = assert_dict.get("defaults", {})
-    defaults = Defaults(
+
+
+def _defaults(d: Any) -> Defaults:
+    return Defaults(
         no_match=d.get("noMatch", "ask"),
         allow_verified_read_only=bool(d.get("allowVerifiedReadOnly", False)),
         read_only_min_trust_level=TrustLevel.parse(d.get("readOnlyMinTrustLevel", "VERIFIED")),
     )
-    waivers = tuple(
+
+
+def _waivers(waivers: Any, source: RuleSource) -> tuple[Waiver, ...]:
+    return tuple(
         Waiver(
             digest=w.get("digest"),
             tool=w.get("tool"),
@@ -416,33 +480,7 @@ def layer_from_document(
             expires=_parse_expiry(w["expires"], f"$.waivers[{i}].expires"),
             source=source,
         )
-        for i, w in enumerate(assert_dict.get("waivers", ()))
-    )
-    return PolicyLayer(
-        source=source,
-        document=assert_dict,
-        # An included builder map is part of what the policy says: its entries enter the digest.
-        digest=canonical_digest(
-            [assert_dict, {BUILTIN_BUILDERS: [[b.id, b.level, b.binding_json()] for b in builtin_builders()]}]
-            if included else assert_dict
-        ),
-        path=path,
-        mode=assert_dict.get("mode"),
-        signers=signers,
-        public_keys=keys,
-        trusted_roots=roots,
-        trusted_builders=builders,
-        sources=sources,
-        registries=registries,
-        requirements=requirements,
-        tool_allow=tool_rules("allow"),
-        tool_deny=tool_rules("deny"),
-        delegation_tools=tuple(deleg["allowedTools"]) if "allowedTools" in deleg else None,
-        effect_restrictions=effect_restrictions,
-        rules=tuple(rules),
-        gates=gates,
-        defaults=defaults,
-        waivers=waivers,
+        for i, w in enumerate(waivers)
     )
 
 
