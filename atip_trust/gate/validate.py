@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, field
 from atip_trust.errors import UsageError
 from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
@@ -203,6 +203,31 @@ def _cost_estimate(
     return (COST_ORDER[declared] if declared is not None else None), COST_ORDER[counted]
 
 
+class _Call(Record, frozen=False):
+    """One ``validate_call``: the call as given, what step (1) finds it names, and the violations the
+    validator itself adds (each with its behavior and reason) beside the policy decision's."""
+
+    tool: str
+    meta: Mapping[str, Any] | None
+    name: str | Sequence[str]
+    contracts: Sequence[ToolContract]
+    contracts_verified: bool
+    effects_verified: bool
+    extra: list[tuple[Violation, RuleBehavior, Reason]] = field(default_factory=list)
+    cmd: FlatCommand | None = None
+    #: Why no declared command matches (None when ``cmd`` is found).
+    why: str | None = None
+    tail: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    argv: tuple[str, ...] | None = None
+    omitted: str | None = None
+
+    def add(self, code: str, message: str, behavior: RuleBehavior, *, rule: str, expected: Any = None,
+            actual: Any = None, path: tuple[str, ...] | None = None) -> None:
+        v = Violation(code, VIOLATION_SEVERITY[code], message, self.tool, path, rule)
+        self.extra.append((v, behavior, Reason(code, message, rule=rule, expected=expected, actual=actual)))
+
+
 def validate_call(
     metadata: MetadataDocument | Mapping[str, Any] | None,
     name: str | Sequence[str],
@@ -227,71 +252,11 @@ def validate_call(
     meta = _metadata_dict(metadata)
     tool = tool_name or (str(meta.get("name")) if meta is not None and meta.get("name") else None) or (
         PurePath(name[0]).name if not isinstance(name, str) and name else str(name))
-    extra: list[tuple[Violation, RuleBehavior, Reason]] = []
-
-    def add(code: str, message: str, behavior: RuleBehavior, *, rule: str, expected: Any = None,
-            actual: Any = None, path: tuple[str, ...] | None = None) -> None:
-        v = Violation(code, VIOLATION_SEVERITY[code], message, tool, path, rule)
-        extra.append((v, behavior, Reason(code, message, rule=rule, expected=expected, actual=actual)))
-
-    # (1) Which declared command, and the command line the policy decides about.
-    cmd: FlatCommand | None = None
-    why: str | None = None
-    tail: tuple[str, ...] = ()
-    words: tuple[str, ...] = ()
-    argv: tuple[str, ...] | None = None
-    if meta is None:
-        why = "no metadata declares the tool's commands"
-    elif meta.get("name") != tool:
-        why = f"the metadata describes tool {meta.get('name')!r}, the call is for {tool!r}"
-    elif isinstance(name, str):
-        cmd = next((c for c in flatten_commands(meta) if c.name == name), None)
-        if cmd is None:
-            why = f"{name!r} is not a command the metadata of {tool!r} declares"
-    else:
-        given = list(name)
-        if not given or PurePath(given[0]).name != tool:
-            why = f"the argv {given[:1]!r} does not start with the tool {tool!r}"
-        else:
-            cmd, tail, why = resolve_words(meta, given)
-            words = tuple(given[1:])
-            argv = tuple(given)
-    omitted: str | None = None
-    if cmd is None and meta is not None and words:
-        # RFC §3.1.1, through the one lookup admit uses: an omitted command is still unknown here (its
-        # arguments cannot be checked), and the decision reports the partial document's assumption.
-        _, _, omitted = command_lookup(meta, words)
-    if cmd is None:
-        add("UNKNOWN_COMMAND", f"unknown command: {why}", "deny", rule="builtin:call-validator",
-            expected="a command the metadata declares", actual=name if isinstance(name, str) else list(name))
-
-    # (2) Arguments against their declarations.
-    if cmd is not None:
-        problems: list[str]
-        if tail and arguments:
-            problems = ["give the arguments as argv words or as an object, not both"]
-        elif tail or not isinstance(name, str):
-            arguments, problems = parse_argv(cmd, tail)
-            problems = problems or argument_problems(cmd, arguments)
-        else:
-            problems = argument_problems(cmd, arguments)
-            if not problems:
-                argv = tuple(command_argv(tool, cmd, arguments))
-                words = argv[1:]
-        for problem in problems:
-            add("ARGUMENT_INVALID", f"invalid argument: {problem}", "deny", rule="builtin:call-validator",
-                path=cmd.path)
-        if problems:
-            argv = None
-            words = words or cmd.argv_prefix
-
-    # (3) Effects: every level on the command's path (tool first) and the AIP-14 contracts; the value
-    # adding risk wins; an unverified contract's "safe" claims are dropped (it can only tighten).
-    states: dict[str, State] | None = None
-    if cmd is not None:
-        layers = [classify(e) for e in cmd.effect_levels]
-        layers += [contract_states(c, verified=contracts_verified) for c in contracts]
-        states = merge_states(*layers)
+    c = _Call(tool=tool, meta=meta, name=name, contracts=contracts, contracts_verified=contracts_verified,
+              effects_verified=effects_verified)
+    _step_command(c)
+    _step_arguments(c, arguments)
+    states = _step_effects(c)
 
     # (4) The policy's decision, with the delegation as one more (tightening) layer.
     effective = policy
@@ -299,16 +264,85 @@ def validate_call(
         layer = layer_from_document(json.loads(json.dumps({"version": 1, "delegation": delegation})),
                                     source="cli", path="<delegation>")
         effective = compose([*policy.layers, layer])
-    decision = decide(effective, report, tool_name=tool, command=list(words), effects=states,
+    decision = decide(effective, report, tool_name=tool, command=list(c.words), effects=states,
                       effects_verified=effects_verified, interactive=interactive,
                       metadata_source=metadata_source, now=now,
-                      effects_unknown=why if cmd is None else None, effects_omitted=omitted)
+                      effects_unknown=c.why if c.cmd is None else None, effects_omitted=c.omitted)
 
-    # (5) The capability, trust and delegation violations are the decision's own reasons.
+    found = _step_decision_violations(c, effective, decision)
+    _step_cost_and_approval(c, effective)
+    return _call_decision(c, found, decision, interactive)
+
+
+def _step_command(c: _Call) -> None:
+    """(1) Which declared command, and the command line the policy decides about."""
+    meta, name, tool = c.meta, c.name, c.tool
+    if meta is None:
+        c.why = "no metadata declares the tool's commands"
+    elif meta.get("name") != tool:
+        c.why = f"the metadata describes tool {meta.get('name')!r}, the call is for {tool!r}"
+    elif isinstance(name, str):
+        c.cmd = next((f for f in flatten_commands(meta) if f.name == name), None)
+        if c.cmd is None:
+            c.why = f"{name!r} is not a command the metadata of {tool!r} declares"
+    else:
+        given = list(name)
+        if not given or PurePath(given[0]).name != tool:
+            c.why = f"the argv {given[:1]!r} does not start with the tool {tool!r}"
+        else:
+            c.cmd, c.tail, c.why = resolve_words(meta, given)
+            c.words = tuple(given[1:])
+            c.argv = tuple(given)
+    if c.cmd is None and meta is not None and c.words:
+        # RFC §3.1.1, through the one lookup admit uses: an omitted command is still unknown here (its
+        # arguments cannot be checked), and the decision reports the partial document's assumption.
+        _, _, c.omitted = command_lookup(meta, c.words)
+    if c.cmd is None:
+        c.add("UNKNOWN_COMMAND", f"unknown command: {c.why}", "deny", rule="builtin:call-validator",
+              expected="a command the metadata declares", actual=name if isinstance(name, str) else list(name))
+
+
+def _step_arguments(c: _Call, arguments: Mapping[str, Any] | None) -> None:
+    """(2) Arguments against their declarations."""
+    cmd = c.cmd
+    if cmd is None:
+        return
+    problems: list[str]
+    if c.tail and arguments:
+        problems = ["give the arguments as argv words or as an object, not both"]
+    elif c.tail or not isinstance(c.name, str):
+        arguments, problems = parse_argv(cmd, c.tail)
+        problems = problems or argument_problems(cmd, arguments)
+    else:
+        problems = argument_problems(cmd, arguments)
+        if not problems:
+            c.argv = tuple(command_argv(c.tool, cmd, arguments))
+            c.words = c.argv[1:]
+    for problem in problems:
+        c.add("ARGUMENT_INVALID", f"invalid argument: {problem}", "deny", rule="builtin:call-validator",
+              path=cmd.path)
+    if problems:
+        c.argv = None
+        c.words = c.words or cmd.argv_prefix
+
+
+def _step_effects(c: _Call) -> dict[str, State] | None:
+    """(3) Effects: every level on the command's path (tool first) and the AIP-14 contracts; the value
+    adding risk wins; an unverified contract's "safe" claims are dropped (it can only tighten)."""
+    if c.cmd is None:
+        return None
+    layers = [classify(e) for e in c.cmd.effect_levels]
+    layers += [contract_states(t, verified=c.contracts_verified) for t in c.contracts]
+    return merge_states(*layers)
+
+
+def _step_decision_violations(c: _Call, effective: Policy, decision: Decision) -> list[Violation]:
+    """(5) The capability, trust and delegation violations are the decision's own reasons."""
+    tool = c.tool
     denied_by_delegation = {text for layer in effective.layers
                             for text in (layer.document.get("delegation") or {}).get("deniedCommands", ())}
     found: list[Violation] = []
-    path = cmd.path if cmd is not None else None
+    path = c.cmd.path if c.cmd is not None else None
     for r in decision.reasons:
         for cls in effect_classes_of(r):
             code = CLASS_CODES.get(cls)
@@ -320,25 +354,35 @@ def validate_call(
             found.append(Violation(r.code, "error", r.message, tool, path, r.rule))
         elif r.code == "COMMAND_DENIED" and r.rule in denied_by_delegation:
             found.append(Violation("DELEGATION_COMMAND_DENIED", "error", r.message, tool, path, r.rule))
+    return found
 
-    # (6) Cost (policy ``calls``) and the contracts' approval class.
+
+def _step_cost_and_approval(c: _Call, effective: Policy) -> None:
+    """(6) Cost (policy ``calls``) and the contracts' approval class."""
+    cmd, contracts = c.cmd, c.contracts
     limits = effective.call_limits
     if cmd is not None and limits.max_cost_estimate is not None:
-        declared, counted = _cost_estimate([(cmd.effect_levels, effects_verified),
-                                            ([c.effects for c in contracts], contracts_verified)])
+        declared, counted = _cost_estimate([(cmd.effect_levels, c.effects_verified),
+                                            ([t.effects for t in contracts], c.contracts_verified)])
         if COST_ORDER.index(counted) > COST_ORDER.index(limits.max_cost_estimate):
-            add("COST_EXCEEDS_LIMIT",
-                f"cost estimate {counted} is above the limit {limits.max_cost_estimate}"
-                + ("" if declared == counted else
-                   f" (declared: {declared or 'nothing'}; an undeclared or unverified estimate counts as high)"),
-                limits.over_cost, rule="calls.maxCostEstimate",
-                expected=f"<= {limits.max_cost_estimate}", actual=counted, path=cmd.path)
-    for c in contracts:
-        asked = approval_reason(c)
+            c.add("COST_EXCEEDS_LIMIT",
+                  f"cost estimate {counted} is above the limit {limits.max_cost_estimate}"
+                  + ("" if declared == counted else
+                     f" (declared: {declared or 'nothing'}; an undeclared or unverified estimate counts as high)"),
+                  limits.over_cost, rule="calls.maxCostEstimate",
+                  expected=f"<= {limits.max_cost_estimate}", actual=counted, path=cmd.path)
+    path = cmd.path if cmd is not None else None
+    for t in contracts:
+        asked = approval_reason(t)
         if asked is not None:
-            add(asked.code, asked.message, "ask", rule=asked.rule or "", expected=asked.expected,
-                actual=asked.actual, path=path)
+            c.add(asked.code, asked.message, "ask", rule=asked.rule or "", expected=asked.expected,
+                  actual=asked.actual, path=path)
 
+
+def _call_decision(c: _Call, found: list[Violation], decision: Decision, interactive: bool) -> CallDecision:
+    """The violations once each, the strictest behavior of the decision and the validator's own, and
+    ``ask`` without a human as ``deny``."""
+    extra = c.extra
     violations: list[Violation] = []
     for v in [*found, *(v for v, _, _ in extra)]:
         if all((v.code, v.message) != (w.code, w.message) for w in violations):
@@ -354,8 +398,8 @@ def validate_call(
             reasons.insert(0, Reason("ASK_WITHOUT_USER", "the call needs confirmation but no one can answer",
                                      rule="builtin:non-interactive", expected="interactive session",
                                      actual="non-interactive"))
-    return CallDecision(behavior=behavior, violations=tuple(violations), reasons=tuple(reasons), tool=tool,
-                        command=cmd, argv=argv, decision=decision, effects_verified=effects_verified)
+    return CallDecision(behavior=behavior, violations=tuple(violations), reasons=tuple(reasons), tool=c.tool,
+                        command=c.cmd, argv=c.argv, decision=decision, effects_verified=c.effects_verified)
 
 
 def check_call(
