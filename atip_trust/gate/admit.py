@@ -93,6 +93,7 @@ else:
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
     from atip_trust.gate.interactive import Interactive
+    from atip_trust.signature.trustroot import TrustRoot
 
 PathLike = str | os.PathLike[str]
 
@@ -403,6 +404,30 @@ def audited(
     return admission
 
 
+class _Admitting(Record, frozen=False):
+    """One ``_admit``: what step (1) found (the tool, its digests, the root), the metadata step (2)
+    found for it, and what steps (3)-(4b) work out for the decision (5)."""
+
+    policy: Policy
+    trust_root: TrustRoot
+    tool_name: str
+    digests: dict[Algorithm, Digest]
+    cache: VerdictCache | None
+    doc: MetadataDocument | None = None
+    meta_path: Path | None = None
+    meta_bundle: Path | None = None
+    #: The metadata is a shim found by digest (in ``shim_dir`` or a registry), not given by the caller.
+    from_shim: bool = False
+    #: A registry's own signers, when the shim came from it.
+    shim_signers: list[SignerRule] | None = None
+    #: Why no registry shim was found, reported on the report (never cached).
+    lookup_note: Check | None = None
+    effects_verified: bool = False
+    metadata_source: str | None = None
+    #: The report's digest as cached with it (None once a check is added after caching).
+    report_digest: str | None = None
+
+
 def _admit(
     tool: PathLike | Artifact,
     known: Known,
@@ -440,122 +465,150 @@ def _admit(
     else:
         path = resolve_text(os.fspath(tool))
     known.path = path
-    tool_name = known.tool
     if metadata_bundle is not None and metadata is None:
         raise UsageError("metadata_bundle (--metadata-bundle) needs metadata (--metadata): the file it signs",
                          path=os.fspath(metadata_bundle))
     with tool.borrowed() if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
+        a = _Admitting(policy=policy, trust_root=trust_root, tool_name=known.tool, digests=digests, cache=cache)
+        _step_evidence(a, metadata, metadata_bundle, shim_dir, fetch)
+        key, hit, report = _step_verify(a, art, bundles, keys, signature)
+    _step_metadata_trust(a, key, hit, report)
+    tool_md, contract_verified, declared = _step_additions(
+        a, report, vsas, contract, contract_bundle, shim_dir=shim_dir, trusted_root=trusted_root,
+        staging=staging, fetch=fetch)
 
-        # (2) Evidence. The metadata file is read once: its signature is checked over these bytes and
-        # its claims and effects are parsed from them.
-        given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
-        meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else pathlib.Path(metadata)
-        meta_bundle = pathlib.Path(metadata_bundle) if metadata_bundle is not None else None
-        from_shim = False
-        if metadata is None and shim_dir is not None:
-            meta_path, meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
-            from_shim = meta_path is not None
-        doc: MetadataDocument | None = None
-        shim_signers: list[SignerRule] | None = None  # a registry's own, when a shim came from it
-        lookup_note: Check | None = None
-        if metadata is None and not from_shim and policy.registries:
-            found = shims.registry_client(policy, trust_root=trust_root,
-                                    offline=None if fetch else True).lookup(digests["sha256"])
-            if found.document is not None and found.registry is not None:
-                # Verified by the client; verified again below with the same check as any shim,
-                # against the signers of the registry it came from only.
-                doc, meta_path, meta_bundle = found.document, found.shim_path, found.bundle_path
-                from_shim = True
-                shim_signers = list(found.registry.signers)
-            else:
-                lookup_note = Check("metadata.registry", "skip",
-                                    "no verified shim for this digest in policy's registries"
-                                    + ("" if fetch else " (cached and local only: --fetch asks "
-                                       "remote registries)"),
-                                    expected=f"a shim for {digests['sha256']} signed by a registry "
-                                    "signer policy names", actual=found.reasons)
-        if given is not None:
-            doc = metadata_mod.parse_metadata(given)
-        elif doc is None and meta_path is not None:
-            # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
-            doc = metadata_mod.load_metadata(meta_path, lookup_digest=digests["sha256"] if from_shim else None)
+    # (5) Decide.
+    return decided(policy, report, tool_name=a.tool_name, words=words, path=path, doc=a.doc,
+                   effects_verified=a.effects_verified, metadata_source=a.metadata_source,
+                   interactive=interactive, report_digest=a.report_digest, audit_log=audit_log,
+                   cache="off" if key is None else "hit" if hit is not None else "miss",
+                   contract=tool_md, contract_verified=contract_verified, declared=declared)
 
-        # (3) Verify the tool with the policy's anchors, unless the same bytes were verified with
-        # the same evidence, policy, root and constraints before (the verdict cache).
-        constraints = _constraints(policy, keys)
-        key = _cache_key(cache, art, digests, tool_name=tool_name, policy=policy,
-                         root_digest=trust_root.digest, constraints=constraints, bundles=bundles,
-                         keys=constraints.keys, signature=signature, doc=doc, meta_path=meta_path,
-                         meta_bundle=meta_bundle, from_shim=from_shim)
-        hit = cached(cache, key)
-        if hit is None:
-            evidence = Evidence(
-                bundles=tuple(pathlib.Path(b) for b in bundles),
-                signature=pathlib.Path(signature) if signature is not None else None,
-                metadata=doc,
-            )
-            # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
-            report = evaluate_mod.evaluate(art, evidence, constraints, trust_root, require_anchor=False)
 
-    # (4) The metadata's own signature and its binding to this tool.
-    effects_verified = False
-    metadata_source: str | None = None
-    report_digest: str | None = None  # the report's digest as cached with it (until a check is added)
+def _step_evidence(a: _Admitting, metadata: PathLike | bytes | None, metadata_bundle: PathLike | None,
+                   shim_dir: PathLike | None, fetch: bool) -> None:
+    """(2) Evidence. The metadata file is read once: its signature is checked over these bytes and
+    its claims and effects are parsed from them."""
+    policy, digests = a.policy, a.digests
+    given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
+    a.meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else pathlib.Path(metadata)
+    a.meta_bundle = pathlib.Path(metadata_bundle) if metadata_bundle is not None else None
+    if metadata is None and shim_dir is not None:
+        a.meta_path, a.meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
+        a.from_shim = a.meta_path is not None
+    if metadata is None and not a.from_shim and policy.registries:
+        found = shims.registry_client(policy, trust_root=a.trust_root,
+                                      offline=None if fetch else True).lookup(digests["sha256"])
+        if found.document is not None and found.registry is not None:
+            # Verified by the client; verified again below with the same check as any shim,
+            # against the signers of the registry it came from only.
+            a.doc, a.meta_path, a.meta_bundle = found.document, found.shim_path, found.bundle_path
+            a.from_shim = True
+            a.shim_signers = list(found.registry.signers)
+        else:
+            a.lookup_note = Check("metadata.registry", "skip",
+                                  "no verified shim for this digest in policy's registries"
+                                  + ("" if fetch else " (cached and local only: --fetch asks "
+                                     "remote registries)"),
+                                  expected=f"a shim for {digests['sha256']} signed by a registry "
+                                  "signer policy names", actual=found.reasons)
+    if given is not None:
+        a.doc = metadata_mod.parse_metadata(given)
+    elif a.doc is None and a.meta_path is not None:
+        # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
+        a.doc = metadata_mod.load_metadata(a.meta_path,
+                                           lookup_digest=digests["sha256"] if a.from_shim else None)
+
+
+def _step_verify(
+    a: _Admitting, art: Artifact, bundles: Sequence[PathLike], keys: Sequence[PathLike],
+    signature: PathLike | None,
+) -> tuple[ReportKey | None, tuple[TrustReport, dict[str, Any]] | None, TrustReport]:
+    """(3) Verify the tool with the policy's anchors, unless the same bytes were verified with
+    the same evidence, policy, root and constraints before (the verdict cache). Returns the cache key,
+    the hit, and the report (the cached one on a hit)."""
+    policy = a.policy
+    constraints = _constraints(policy, keys)
+    key = _cache_key(a.cache, art, a.digests, tool_name=a.tool_name, policy=policy,
+                     root_digest=a.trust_root.digest, constraints=constraints, bundles=bundles,
+                     keys=constraints.keys, signature=signature, doc=a.doc, meta_path=a.meta_path,
+                     meta_bundle=a.meta_bundle, from_shim=a.from_shim)
+    hit = cached(a.cache, key)
     if hit is not None:
-        report, payload = hit
-        report_digest = stored_digest(payload)
-        effects_verified = payload.get("effects_verified") is True
+        return key, hit, hit[0]
+    evidence = Evidence(
+        bundles=tuple(pathlib.Path(b) for b in bundles),
+        signature=pathlib.Path(signature) if signature is not None else None,
+        metadata=a.doc,
+    )
+    # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
+    return key, hit, evaluate_mod.evaluate(art, evidence, constraints, a.trust_root, require_anchor=False)
+
+
+def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
+                         hit: tuple[TrustReport, dict[str, Any]] | None, report: TrustReport) -> None:
+    """(4) The metadata's own signature and its binding to this tool (from the cache on a hit; on a
+    miss verified, and the report stored with what was found)."""
+    policy = a.policy
+    if hit is not None:
+        payload = hit[1]
+        a.report_digest = stored_digest(payload)
+        a.effects_verified = payload.get("effects_verified") is True
         source = payload.get("metadata_source")
-        metadata_source = source if isinstance(source, str) else None
+        a.metadata_source = source if isinstance(source, str) else None
     else:
+        doc = a.doc
         if doc is not None:
-            if not from_shim:
+            if not a.from_shim:
                 signers = list(policy.signers)
             else:
-                signers = shim_signers if shim_signers is not None else \
+                signers = a.shim_signers if a.shim_signers is not None else \
                     [s for reg in policy.registries for s in reg.signers]
-            trust = metadata_trust.verify_metadata(doc, meta_bundle, signers, trust_root, digests=digests,
-                                    tool_name=tool_name,
-                                    signer_kind="registry" if from_shim else "policy")
+            trust = metadata_trust.verify_metadata(doc, a.meta_bundle, signers, a.trust_root, digests=a.digests,
+                                                   tool_name=a.tool_name,
+                                                   signer_kind="registry" if a.from_shim else "policy")
             report.checks.extend(trust.checks)
-            effects_verified = trust.verified
-            metadata_source = trust.source
-        report_digest = store(cache, key, report, effects_verified=effects_verified,
-                              metadata_source=metadata_source)
+            a.effects_verified = trust.verified
+            a.metadata_source = trust.source
+        a.report_digest = store(a.cache, key, report, effects_verified=a.effects_verified,
+                                metadata_source=a.metadata_source)
 
-    if lookup_note is not None:
-        report.checks.append(lookup_note)
-        report_digest = None
+    if a.lookup_note is not None:
+        report.checks.append(a.lookup_note)
+        a.report_digest = None
 
+
+def _step_additions(
+    a: _Admitting, report: TrustReport, vsas: Sequence[PathLike], contract: PathLike | None,
+    contract_bundle: PathLike | None, *, shim_dir: PathLike | None, trusted_root: PathLike | None,
+    staging: bool, fetch: bool,
+) -> tuple[ToolContract | None, bool, list[tuple[Any, Any]]]:
+    """(4a) and (4b): evidence read and checked each time, added to the report after it is stored.
+    Returns the AIP-14 contract, whether it verified, and the verdicts its required tools add."""
+    policy = a.policy
     # (4a) VSAs: read and checked each time (never cached: their age changes), after the report is
     # stored, so the cached report is the evidence's own (docs/vsa.md).
     if vsas:
-        gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({a: d.hex for a, d in digests.items()}, vsas,
+        gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({alg: d.hex for alg, d in a.digests.items()}, vsas,
                                                         gate_vsa.verifier_rules(policy)))
-        report_digest = None
+        a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
     tool_md: ToolContract | None = None
     contract_verified = False
     declared: list[tuple[Any, Any]] = []
-    if contract is not None or contract_bundle is not None or (meta_path is not None and not from_shim):
-        tool_md, contract_verified, checks = _contract(contract, contract_bundle, meta_path, policy,
-                                                       trust_root, tool_name)
+    if contract is not None or contract_bundle is not None or (a.meta_path is not None and not a.from_shim):
+        tool_md, contract_verified, checks = _contract(contract, contract_bundle, a.meta_path, policy,
+                                                       a.trust_root, a.tool_name)
         if checks:
             report.checks.extend(checks)
-            report_digest = None
+            a.report_digest = None
         if tool_md is not None:
             declared = _required_tools(tool_md, policy, shim_dir=shim_dir, trusted_root=trusted_root,
-                                       staging=staging, cache=cache is not None, fetch=fetch)
-
-    # (5) Decide.
-    return decided(policy, report, tool_name=tool_name, words=words, path=path, doc=doc,
-                   effects_verified=effects_verified, metadata_source=metadata_source,
-                   interactive=interactive, report_digest=report_digest, audit_log=audit_log,
-                   cache="off" if key is None else "hit" if hit is not None else "miss",
-                   contract=tool_md, contract_verified=contract_verified, declared=declared)
+                                       staging=staging, cache=a.cache is not None, fetch=fetch)
+    return tool_md, contract_verified, declared
 
 
 def decided(
