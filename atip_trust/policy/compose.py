@@ -217,88 +217,12 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
     has_org = any(layer.source == "org" for layer in layers)
     org_anchors = org_anchor_lists(layers)
     org_fixed = bool(org_anchors)
-
-    mode: Mode = "audit"
-    stated_mode = False
-    for layer in layers:
-        # An org policy that says nothing about mode is enforcing; no other layer's "warn" loosens it.
-        layer_mode: Mode | None = layer.mode or ("enforce" if layer.source == "org" else None)
-        if layer_mode is not None:
-            stated_mode = True
-            if MODE_STRICTNESS[layer_mode] > MODE_STRICTNESS[mode]:
-                mode = layer_mode
-    if not stated_mode:
-        mode = "enforce"
-
-    req = Requirements()
-    sources_allowed: set[str] | None = None
-    for layer in layers:
-        r = layer.requirements
-        if r.metadata_sources is not None:
-            s = set(r.metadata_sources)
-            sources_allowed = s if sources_allowed is None else sources_allowed & s
-        req = Requirements(
-            min_trust_level=_max_level(req.min_trust_level, r.min_trust_level),
-            min_slsa_level=_max_int(req.min_slsa_level, r.min_slsa_level),
-            provenance_required=req.provenance_required or r.provenance_required,
-            predicate_type=req.predicate_type or r.predicate_type,
-            metadata_sources=None,
-            signature_threshold=_max_int(req.signature_threshold, r.signature_threshold),
-        )
-    if sources_allowed is not None:
-        req = Requirements(
-            min_trust_level=req.min_trust_level,
-            min_slsa_level=req.min_slsa_level,
-            provenance_required=req.provenance_required,
-            predicate_type=req.predicate_type,
-            metadata_sources=tuple(sorted(sources_allowed)),
-            signature_threshold=req.signature_threshold,
-        )
-
-    gates: dict[str, Gate] = {}
-    for layer in layers:
-        for cls, g in layer.gates.items():
-            cur = gates.get(cls)
-            if cur is None:
-                gates[cls] = g
-            else:
-                level = max(cur.min_trust_level, g.min_trust_level)
-                below: Literal["ask", "deny"] = "deny" if "deny" in (cur.below, g.below) else "ask"
-                src = g.source if g.min_trust_level > cur.min_trust_level else cur.source
-                always: Literal["ask", "deny"] | None = (
-                    "deny" if "deny" in (cur.always, g.always) else "ask" if "ask" in (cur.always, g.always)
-                    else None)
-                gates[cls] = Gate(min_trust_level=level, below=below, source=src, always=always)
-
-    no_match = "ask"
-    read_only = True
-    stated_read_only = False
-    ro_level = TrustLevel.VERIFIED
-    for layer in layers:
-        doc_defaults = layer.document.get("defaults", {})
-        if doc_defaults.get("noMatch") == "deny":
-            no_match = "deny"
-        if "allowVerifiedReadOnly" in doc_defaults:
-            stated_read_only = True
-            read_only = read_only and bool(doc_defaults["allowVerifiedReadOnly"])
-        if "readOnlyMinTrustLevel" in doc_defaults:
-            ro_level = max(ro_level, layer.defaults.read_only_min_trust_level)
-    defaults = Defaults(
-        no_match=no_match,  # type: ignore[arg-type]
-        allow_verified_read_only=read_only and stated_read_only,
-        read_only_min_trust_level=ro_level,
-    )
-
+    mode = _composed_mode(layers)
+    req = _composed_requirements(layers)
+    gates = _composed_gates(layers)
+    defaults = _composed_defaults(layers)
     rules: list[CommandRule] = [r for layer in layers for r in layer.rules]
-    waivers: list[Waiver] = []
-    for layer in layers:
-        if has_org and layer.source != "org" and layer.waivers:
-            notes.append(
-                f"{len(layer.waivers)} waiver(s) in the {layer.source} policy ignored: "
-                "only the org policy may waive requirements when one is present"
-            )
-            continue
-        waivers.extend(layer.waivers)
+    waivers = _composed_waivers(layers, has_org, notes)
 
     effect_restrictions: dict[str, RuleSource] = {}
     for layer in layers:
@@ -349,6 +273,107 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         name=name,
         layer_policies=layer_policies,
     )
+
+
+def _composed_mode(layers: Sequence[PolicyLayer]) -> Mode:
+    """The strictest mode a layer states; ``enforce`` when none states one."""
+    mode: Mode = "audit"
+    stated_mode = False
+    for layer in layers:
+        # An org policy that says nothing about mode is enforcing; no other layer's "warn" loosens it.
+        layer_mode: Mode | None = layer.mode or ("enforce" if layer.source == "org" else None)
+        if layer_mode is not None:
+            stated_mode = True
+            if MODE_STRICTNESS[layer_mode] > MODE_STRICTNESS[mode]:
+                mode = layer_mode
+    if not stated_mode:
+        mode = "enforce"
+    return mode
+
+
+def _composed_requirements(layers: Sequence[PolicyLayer]) -> Requirements:
+    """Each requirement at its strictest; metadata sources are those every layer that names some allows."""
+    req = Requirements()
+    sources_allowed: set[str] | None = None
+    for layer in layers:
+        r = layer.requirements
+        if r.metadata_sources is not None:
+            s = set(r.metadata_sources)
+            sources_allowed = s if sources_allowed is None else sources_allowed & s
+        req = Requirements(
+            min_trust_level=_max_level(req.min_trust_level, r.min_trust_level),
+            min_slsa_level=_max_int(req.min_slsa_level, r.min_slsa_level),
+            provenance_required=req.provenance_required or r.provenance_required,
+            predicate_type=req.predicate_type or r.predicate_type,
+            metadata_sources=None,
+            signature_threshold=_max_int(req.signature_threshold, r.signature_threshold),
+        )
+    if sources_allowed is not None:
+        req = Requirements(
+            min_trust_level=req.min_trust_level,
+            min_slsa_level=req.min_slsa_level,
+            provenance_required=req.provenance_required,
+            predicate_type=req.predicate_type,
+            metadata_sources=tuple(sorted(sources_allowed)),
+            signature_threshold=req.signature_threshold,
+        )
+    return req
+
+
+def _composed_gates(layers: Sequence[PolicyLayer]) -> dict[str, Gate]:
+    """Per capability class: the highest minimum, deny over ask, and the strictest ``always``."""
+    gates: dict[str, Gate] = {}
+    for layer in layers:
+        for cls, g in layer.gates.items():
+            cur = gates.get(cls)
+            if cur is None:
+                gates[cls] = g
+            else:
+                level = max(cur.min_trust_level, g.min_trust_level)
+                below: Literal["ask", "deny"] = "deny" if "deny" in (cur.below, g.below) else "ask"
+                src = g.source if g.min_trust_level > cur.min_trust_level else cur.source
+                always: Literal["ask", "deny"] | None = (
+                    "deny" if "deny" in (cur.always, g.always) else "ask" if "ask" in (cur.always, g.always)
+                    else None)
+                gates[cls] = Gate(min_trust_level=level, below=below, source=src, always=always)
+    return gates
+
+
+def _composed_defaults(layers: Sequence[PolicyLayer]) -> Defaults:
+    """``noMatch`` deny if any layer says so; verified read-only allowed only when stated and no layer
+    refuses it, at the highest minimum level stated."""
+    no_match = "ask"
+    read_only = True
+    stated_read_only = False
+    ro_level = TrustLevel.VERIFIED
+    for layer in layers:
+        doc_defaults = layer.document.get("defaults", {})
+        if doc_defaults.get("noMatch") == "deny":
+            no_match = "deny"
+        if "allowVerifiedReadOnly" in doc_defaults:
+            stated_read_only = True
+            read_only = read_only and bool(doc_defaults["allowVerifiedReadOnly"])
+        if "readOnlyMinTrustLevel" in doc_defaults:
+            ro_level = max(ro_level, layer.defaults.read_only_min_trust_level)
+    return Defaults(
+        no_match=no_match,  # type: ignore[arg-type]
+        allow_verified_read_only=read_only and stated_read_only,
+        read_only_min_trust_level=ro_level,
+    )
+
+
+def _composed_waivers(layers: Sequence[PolicyLayer], has_org: bool, notes: list[str]) -> list[Waiver]:
+    """Every layer's waivers, unless an org policy is present: then only the org's (the rest noted)."""
+    waivers: list[Waiver] = []
+    for layer in layers:
+        if has_org and layer.source != "org" and layer.waivers:
+            notes.append(
+                f"{len(layer.waivers)} waiver(s) in the {layer.source} policy ignored: "
+                "only the org policy may waive requirements when one is present"
+            )
+            continue
+        waivers.extend(layer.waivers)
+    return waivers
 
 
 def cli_layer(
