@@ -255,8 +255,7 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None
     prev: Node | None = None
     for child in node.children:
         if _glued(prev, child):
-            raise Unprovable(f"the shell grammar split {_text(prev)!r}{_text(child)!r} where bash reads one "
-                             "word" if prev is not None else "")
+            raise Unprovable(f"the shell grammar split {_text(node)[:40]!r} where bash reads one word")
         prev = child
         kind = child.type
         if kind == "variable_assignment":
