@@ -201,3 +201,15 @@ def test_policy_check_warns_when_an_allow_rule_lets_an_unmodelled_runner_run_any
                            capture_output=True, text=True, timeout=120, check=False)
         assert r.returncode == 0, r.stderr
         assert ("Warning: allow rule" in r.stdout and "whatever it is given" in r.stdout) is warned, r.stdout
+
+
+def test_a_local_policy_cannot_loosen_the_orgs_hooks_unlisted(tmp_path: Path) -> None:
+    """A hostile local layer saying passthrough does not undo an org layer's deny (strictest wins)."""
+    from atip_trust.policy.compose import compose
+    from atip_trust.policy.load import load_layer
+    org, local = tmp_path / "org.json", tmp_path / "local.json"
+    org.write_text(json.dumps({"version": 1, "hooks": {"unlisted": "deny"}}))
+    local.write_text(json.dumps({"version": 1, "hooks": {"unlisted": "passthrough"}}))
+    composed = compose([load_layer(str(org), source="org"), load_layer(str(local), source="local")])
+    assert composed.hooks_unlisted == "deny"
+    assert compose([load_layer(str(local), source="local")]).hooks_unlisted == "passthrough"
