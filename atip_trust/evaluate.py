@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
@@ -355,15 +356,21 @@ class Evaluation:
                                       "compromised" if tamper else "unverified"))
                 continue
             r.checks.extend(checks)
-            if when.timestamp() > self.now + keyless_mod.CLOCK_SKEW:
-                r.checks.append(Check("time", "fail", "integrated time lies in the future",
-                                      f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
-                                      impact="unverified"))
+            if self._in_future(when, r, b):
                 return
             r.valid, r.compromised = True, False
             r.key_digest = str(keys.key_digest(key))
             r.payload_type, r.payload = ptype, payload
             return
+
+    def _in_future(self, when: datetime, r: EvidenceResult, b: BundleInput) -> bool:
+        """A signing time later than now (beyond the allowed clock skew) fails the evidence."""
+        if when.timestamp() <= self.now + keyless_mod.CLOCK_SKEW:
+            return False
+        r.checks.append(Check("time", "fail", "integrated time lies in the future",
+                              f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
+                              impact="unverified"))
+        return True
 
     def _verify_legacy_bundle(self, b: BundleInput, r: EvidenceResult, root: TrustRoot) -> None:
         """Bundles sigstore-python 4.5 rejects: ``intoto/0.0.2`` entries, promise-only v0.1/v0.2, and
@@ -401,10 +408,7 @@ class Evaluation:
                                   evidence=b.label, impact="unverified"))
             return
         r.checks.extend(checks)
-        if when.timestamp() > self.now + keyless_mod.CLOCK_SKEW:
-            r.checks.append(Check("time", "fail", "integrated time lies in the future",
-                                  f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
-                                  impact="unverified"))
+        if self._in_future(when, r, b):
             return
         r.valid = True
         r.facts = CertificateFacts.from_certificate(cert)

@@ -185,13 +185,6 @@ def test_words_the_shell_expands_are_marked_unknown(line: str) -> None:
     assert not programs(line)[-1].literal
 
 
-def test_no_answer_in_time_is_a_denial(world: World) -> None:
-    r = world.run("hook", "claude-code", "--policy", str(world.policy), "--timeout", "0.001",
-                  "--no-audit", env=world.env(), stdin=hook_input("claude-code", "gh pr list", str(world.dir)))
-    behavior, reason = decision("claude-code", r.stdout)
-    assert (r.returncode, behavior) == (2, "deny") and "no answer within" in reason
-
-
 def test_a_bundle_about_another_file_planted_under_this_files_digest_does_not_admit_it(tmp_path: Path) -> None:
     """Evidence about another file: the signed gh's bundle copied into the bundle folder under the
     unsigned gh's digest. The folder is only an index; the bundle still has to be about these bytes."""
