@@ -20,7 +20,7 @@ Typical use::
     result = verify("dist/tool", bundles=["dist/tool.sigstore.json"], policy="policies/ci.json")
     raise SystemExit(result.exit_code)
 
-The steps under those pipelines live in their packages: ``atip_trust.evaluate.evaluate`` checks an
+The steps under those pipelines live in their packages: ``atip_trust.evaluation.evaluate.evaluate`` checks an
 opened ``Artifact`` against ``Evidence`` and ``Constraints`` (a ``TrustReport``), and ``decide``
 judges that report under a ``Policy`` (a ``Decision`` with its ``Reason`` list).
 """
@@ -49,29 +49,29 @@ _API: dict[str, str] = {
     "Reason": "atip_trust.facts.report",
     "Decision": "atip_trust.facts.report",
     # what one artifact is checked with. ``evaluate`` itself is not here: a name the package shares
-    # with its submodule atip_trust/evaluate.py would be that module once it is loaded.
-    "Evidence": "atip_trust.evaluate",
-    "Constraints": "atip_trust.evaluate",
+    # with its submodule atip_trust/evaluation/evaluate.py would be that module once it is loaded.
+    "Evidence": "atip_trust.evaluation.evaluate",
+    "Constraints": "atip_trust.evaluation.evaluate",
     "IdentityRule": "atip_trust.signature.identity",
     # policy
     "Policy": "atip_trust.policy.model",
     "load_policy": "atip_trust.policy.compose",
     "decide": "atip_trust.policy.decide",
     # admission check before execution
-    "admit": "atip_trust.gate.admit",
-    "Admission": "atip_trust.gate.admit",
-    "load_admission_policy": "atip_trust.gate.admit",
-    "HeldTool": "atip_trust.gate.held",
-    "exec_verified": "atip_trust.gate.exec",
-    "ExecRefused": "atip_trust.gate.exec",
+    "admit": "atip_trust.admission.admit",
+    "Admission": "atip_trust.admission.admit",
+    "load_admission_policy": "atip_trust.admission.admit",
+    "HeldTool": "atip_trust.admission.held",
+    "exec_verified": "atip_trust.execution.exec",
+    "ExecRefused": "atip_trust.execution.exec",
     # CI verification
-    "verify": "atip_trust.gate.verify",
-    "Verification": "atip_trust.gate.verify",
+    "verify": "atip_trust.admission.verify",
+    "Verification": "atip_trust.admission.verify",
     # agent runtime: which tools the model may see, and may this call run
-    "discover": "atip_trust.gate.discover",
-    "ToolSurface": "atip_trust.gate.discover",
-    "check_call": "atip_trust.gate.validate",
-    "CallDecision": "atip_trust.gate.validate",
+    "discover": "atip_trust.discovery.discover",
+    "ToolSurface": "atip_trust.discovery.discover",
+    "check_call": "atip_trust.agents.calls",
+    "CallDecision": "atip_trust.agents.calls",
 }
 
 __all__ = sorted(_API)
@@ -79,16 +79,16 @@ __all__ = sorted(_API)
 if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
     from atip_trust._version import __version__
     from atip_trust.errors import AtipTrustError, EnvironmentFailure, UntrustedInputError, UsageError
-    from atip_trust.evaluate import Constraints, Evidence
+    from atip_trust.evaluation.evaluate import Constraints, Evidence
     from atip_trust.facts.artifact import Artifact
     from atip_trust.facts.digest import Digest
     from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
-    from atip_trust.gate.admit import Admission, admit, load_admission_policy
-    from atip_trust.gate.discover import ToolSurface, discover
-    from atip_trust.gate.exec import ExecRefused, exec_verified
-    from atip_trust.gate.held import HeldTool
-    from atip_trust.gate.validate import CallDecision, check_call
-    from atip_trust.gate.verify import Verification, verify
+    from atip_trust.admission.admit import Admission, admit, load_admission_policy
+    from atip_trust.discovery.discover import ToolSurface, discover
+    from atip_trust.execution.exec import ExecRefused, exec_verified
+    from atip_trust.admission.held import HeldTool
+    from atip_trust.agents.calls import CallDecision, check_call
+    from atip_trust.admission.verify import Verification, verify
     from atip_trust.policy.compose import load_policy
     from atip_trust.policy.decide import decide
     from atip_trust.policy.model import Policy

@@ -44,8 +44,8 @@ from atip_trust.bridge import (
 )
 from atip_trust.bridge.safety import DEFAULT_REDACT_PATTERNS
 from atip_trust.facts.metadata import parse_metadata
-from atip_trust.gate.admit import load_admission_policy
-from atip_trust.gate.exec import admit_file
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.execution.exec import admit_file
 
 ISSUER = "https://token.actions.githubusercontent.com"
 SIGNER = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"

@@ -40,7 +40,7 @@ from test_shell_oracle import judge, run_in_bash  # noqa: E402
 from atip_trust.agents.formats import HookRequest  # noqa: E402
 from atip_trust.agents.hooks import Options, decide_command  # noqa: E402
 from atip_trust.agents.shell_model import programs  # noqa: E402
-from atip_trust.gate.admit import load_admission_policy  # noqa: E402
+from atip_trust.admission.admit import load_admission_policy  # noqa: E402
 
 
 def oracle(work: Path, n: int) -> None:

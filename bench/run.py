@@ -17,7 +17,7 @@ through slows both sides alike. Figures and the goals they are read against (doc
               sigstore-python's own ``Verifier.verify_artifact`` (Verifier built once for both)
                                                                                     goal <= 1.1x
   decide      ``decide()`` on enterprise-strict.json, and a library ``admit()`` on a cache hit and a
-              held tool's call (gate/held.py), each with the world's one-signer policy and with
+              held tool's call (admission/held.py), each with the world's one-signer policy and with
               enterprise-strict (", strict"), in µs, against the report digest alone
                                                                     goal decide <= 25 µs, hit <= 50 µs
   batch       1,000 keyless bundles (--quick 40) verified on 2 processes against 1   goal >= 1.8x
@@ -58,11 +58,11 @@ import testsigstore  # noqa: E402
 
 from atip_trust._base.parallel import map_processes  # noqa: E402
 from atip_trust._base.statmemo import RACY_NS  # noqa: E402
-from atip_trust.evaluate import Constraints, Evidence, evaluate  # noqa: E402
+from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate  # noqa: E402
 from atip_trust.facts.artifact import Artifact  # noqa: E402
-from atip_trust.gate.admit import admit, load_admission_policy  # noqa: E402
-from atip_trust.gate.held import HeldTool  # noqa: E402
-from atip_trust.gate.batch import VerifyJob, verify_batch  # noqa: E402
+from atip_trust.admission.admit import admit, load_admission_policy  # noqa: E402
+from atip_trust.admission.held import HeldTool  # noqa: E402
+from atip_trust.admission.batch import VerifyJob, verify_batch  # noqa: E402
 from atip_trust.policy.compose import load_policy  # noqa: E402
 from atip_trust.policy.decide import decide  # noqa: E402
 from atip_trust.policy.model import Policy  # noqa: E402

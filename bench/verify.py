@@ -2,7 +2,7 @@
 
     python bench/verify.py [--n 200]
 
-Prints (1) in-process time per bundle: ``atip_trust.evaluate`` (our artifact binding + sigstore-python +
+Prints (1) in-process time per bundle: ``atip_trust.evaluation.evaluate`` (our artifact binding + sigstore-python +
 identity policy + report) against sigstore-python's own ``Verifier.verify_artifact`` with an
 ``Identity`` policy, both with a Verifier built once; goal <= 1.2x. (2) CLI wall time:
 ``atip-trust verify`` against ``python -m sigstore verify identity`` on the same inputs (offline).
@@ -26,7 +26,7 @@ import testsigstore  # noqa: E402
 from sigstore.models import Bundle, TrustedRoot  # noqa: E402
 from sigstore.verify import Verifier, policy  # noqa: E402
 
-from atip_trust.evaluate import Constraints, Evidence, evaluate  # noqa: E402
+from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate  # noqa: E402
 from atip_trust.facts.artifact import Artifact  # noqa: E402
 from atip_trust.signature.identity import IdentityRule  # noqa: E402
 from atip_trust.signature.keyless import KeylessVerifier  # noqa: E402

@@ -31,7 +31,7 @@ def interop_dir() -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_verdict_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Every test run gets its own verdict cache (state/cache.py), never the user's; subprocesses
+    """Every test run gets its own verdict cache (state/verdict_cache.py), never the user's; subprocesses
     inherit it through the environment."""
     os.environ["ATIP_CACHE_DIR"] = str(tmp_path_factory.mktemp("verdict-cache"))
 

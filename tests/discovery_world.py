@@ -71,7 +71,7 @@ class World:
         self.sentinels = root / "sentinels"
         self.sentinels.mkdir()
         # The interpreter of every #!/bin/sh test tool, signed: a probe runs a script's interpreter
-        # only when it is admitted too (gate/exec.py script_interpreter); tools pass --bundle-dir.
+        # only when it is admitted too (execution/exec.py script_interpreter); tools pass --bundle-dir.
         self.bundles = root / "bundles"
         (self.bundles / "sha256").mkdir(parents=True)
         sh = Path("/bin/sh").read_bytes()

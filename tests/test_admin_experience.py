@@ -113,7 +113,7 @@ def test_interactive_always_lets_a_hook_without_a_terminal_receive_ask() -> None
 
 
 def test_library_can_ask_reads_the_same_three_modes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from atip_trust.gate.interactive import can_ask
+    from atip_trust.admission.interactive import can_ask
 
     monkeypatch.setenv("CI", "true")
     assert (can_ask("auto"), can_ask("always"), can_ask("never")) == (False, True, False)

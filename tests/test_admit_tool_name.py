@@ -1,7 +1,7 @@
 """The tool name an admission decides for is a path's last component exactly as pathlib reads it.
 
 Policy rules match on the tool's name (``"gh pr *"``), so the name taken from ``admit PATH`` must be the
-one every other part of the product (and a reader of the policy) sees for that path. ``gate/admit``
+one every other part of the product (and a reader of the policy) sees for that path. ``admission/admit``
 computes it without importing pathlib (start-up, docs/caching.md); these tests hold it to
 ``PurePosixPath(path).name`` for crafted and arbitrary paths.
 """
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atip_trust.gate.admit import tool_name_of
+from atip_trust.admission.admit import tool_name_of
 
 CRAFTED = ["/usr/bin/gh", "bin/gh/", "bin/gh/.", "bin//gh", "./gh", "/", "//", ".", "./", "a/..", "../gh",
            "/usr/bin/./gh/./", "gh", "/gh\u00a0", "a/ b", "a/.hidden", "a/...", "///x//"]

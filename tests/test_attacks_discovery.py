@@ -26,7 +26,7 @@ from test_discovery_lock import _lock, _scan_locked
 from test_discovery_scan import _env
 from verify_helpers import cli_subprocess
 
-from atip_trust.gate.scan import scan_directories
+from atip_trust.discovery.scan import scan_directories
 
 NOBODY = 65534
 #: A directory with one signed tool, locked (test_discovery_lock.py), by name.

@@ -154,8 +154,8 @@ def test_a_registry_trickling_its_headers_is_an_error_attempt_within_the_lookup_
         world, tmp_path, cache_dir) -> None:
     from test_attacks_network import TrickleServer
 
-    from atip_trust.gate.admit import load_admission_policy
-    from atip_trust.gate.shims import registry_specs, shim_verifier
+    from atip_trust.admission.admit import load_admission_policy
+    from atip_trust.admission.shims import registry_specs, shim_verifier
     from atip_trust.registry import RegistryClient
     from atip_trust.signature.trustroot import TrustRoot
 

@@ -18,8 +18,8 @@ from gate_world import World, make_world
 
 from atip_trust.bridge import Surface, SurfaceTool, build_surface, run_tool_call
 from atip_trust.bridge.lifecycle import ToolCall
-from atip_trust.gate.admit import load_admission_policy
-from atip_trust.gate.exec import admit_file
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.execution.exec import admit_file
 from atip_trust.policy.model import Policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

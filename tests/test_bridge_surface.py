@@ -16,10 +16,10 @@ from verify_helpers import Run, cli_subprocess
 from atip_trust.bridge import compile_surface, compile_tools
 from atip_trust.bridge.compile import command_effects
 from atip_trust.bridge.surface import CONFIRM_NOTE, SurfaceTool
-from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.flatten import flatten_commands
-from atip_trust.gate.admit import load_admission_policy
+from atip_trust.admission.admit import load_admission_policy
 from atip_trust.signature.trustroot import default_trust_root
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

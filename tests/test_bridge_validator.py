@@ -7,7 +7,7 @@ from test_call_validator import TOOL, codes, make_policy, report
 
 from atip_trust.bridge import SurfaceTool, create_validator
 from atip_trust.facts.report import TrustLevel
-from atip_trust.gate.validate import validate_call
+from atip_trust.agents.calls import validate_call
 
 
 def _validator(level: TrustLevel, verified: bool = True):  # type: ignore[no-untyped-def]

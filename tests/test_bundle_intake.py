@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atip_trust.errors import AtipTrustError, BundleError
-from atip_trust.evaluate import evaluate
+from atip_trust.evaluation.evaluate import evaluate
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.report import EvidenceSummary, TrustReport
-from atip_trust.inputs import Constraints, Evidence
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust.signature.bundle import load_bundles
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot

@@ -1,4 +1,4 @@
-"""The call validator (gate/validate.py): every violation code, the promises beyond the reference
+"""The call validator (agents/calls.py): every violation code, the promises beyond the reference
 validator (unknown effects are risky, tool-level effects reach every command, the trust threshold is the
 verified level, delegation only tightens), and that the validator and the policy's capability gating are
 one decision. Reports are built by hand as in tests/test_policy_decide.py; the admission-bound test at
@@ -20,7 +20,7 @@ from atip_trust.errors import PolicyError
 from atip_trust.facts.effects import command_states
 from atip_trust.facts.metadata import parse_metadata
 from atip_trust.facts.report import TrustLevel, TrustReport
-from atip_trust.gate.validate import VIOLATION_SEVERITY, CallDecision, check_call, validate_call
+from atip_trust.agents.calls import VIOLATION_SEVERITY, CallDecision, check_call, validate_call
 from atip_trust.policy.compose import compose
 from atip_trust.policy.decide import decide
 from atip_trust.policy.load import layer_from_document

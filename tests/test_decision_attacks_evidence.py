@@ -253,7 +253,7 @@ def test_metadata_swapped_after_reading_is_not_what_the_signature_is_checked_ove
     signed one after it was read cannot lend the signed bytes' standing to the read document."""
     from atip_trust.facts.digest import hash_bytes
     from atip_trust.facts.metadata import load_metadata
-    from atip_trust.gate.metadata_trust import verify_metadata
+    from atip_trust.admission.metadata_trust import verify_metadata
     from atip_trust.policy.model import SignerRule
     from atip_trust.signature.trustroot import default_trust_root
 

@@ -33,7 +33,7 @@ from atip_trust.facts.report import (
     TrustLevel,
     TrustReport,
 )
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.policy.compose import compose, load_policy
 from atip_trust.policy.decide import decide, to_agent_tool
 from atip_trust.policy.load import layer_from_document

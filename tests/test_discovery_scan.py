@@ -13,7 +13,7 @@ import pytest
 from discovery_world import ORG_ID, process_alive, World, agent_json, agent_script, sentinel_script
 from verify_helpers import cli, cli_subprocess
 
-from atip_trust.gate.scan import scan_directories
+from atip_trust.discovery.scan import scan_directories
 
 
 def _env(tmp: Path) -> dict[str, str]:

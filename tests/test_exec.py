@@ -25,8 +25,8 @@ SAFE = b"#!/bin/sh\necho safe-bytes-ran\n"
 RUNNER = r"""
 import json, os, sys
 from pathlib import Path
-from atip_trust.gate.admit import load_admission_policy
-from atip_trust.gate.exec import ExecRefused, exec_verified
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.execution.exec import ExecRefused, exec_verified
 
 mode, target, evil, policy, bundles, audit = sys.argv[1:7]
 
@@ -203,7 +203,7 @@ def test_unsigned_tool_is_denied_and_ask_exits_3_without_running(world: World) -
 def test_a_local_policy_cannot_let_ld_preload_through_an_org_layer_that_does_not_name_it() -> None:
     """A hostile local policy: it allows LD_PRELOAD for the tools it runs, while the org layer states
     exec.env without naming it. Layers only tighten, so the injection variable is dropped."""
-    from atip_trust.gate.env import exec_environment
+    from atip_trust.execution.env import exec_environment
     from atip_trust.policy.compose import compose
     from atip_trust.policy.load import layer_from_document
 

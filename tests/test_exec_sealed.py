@@ -210,7 +210,7 @@ def test_a_script_whose_bytes_changed_before_the_copy_is_refused_not_copied(tmp_
 
 
 def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
-    """`TOOL --agent` of a #! tool (gate/probe.py): the interpreter reads the sealed copy too. The tool
+    """`TOOL --agent` of a #! tool (discovery/probe.py): the interpreter reads the sealed copy too. The tool
     answers metadata only when its script comes from the memfd; from its own file it leaves a sentinel."""
     from discovery_world import ORG_ID, World as DiscoveryWorld, agent_json
     from verify_helpers import cli_subprocess
@@ -230,10 +230,10 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not BASH.exists(), reason="needs bash")
 def test_run_verified_of_a_script_rewritten_in_place_while_it_runs_never_runs_the_new_bytes(tmp_path: Path) -> None:
-    """The bounded runner (gate/run.py) given a #! file: the kernel reads the #! line and hands the
+    """The bounded runner (execution/child.py) given a #! file: the kernel reads the #! line and hands the
     interpreter a name to read the script by; that name is the sealed copy, not the file."""
     from atip_trust.facts.artifact import Artifact
-    from atip_trust.gate.run import run_verified
+    from atip_trust.execution.child import run_verified
 
     target, sentinel = tmp_path / "tool", tmp_path / "sentinel"
     body = _self_rewriting_script(target, sentinel)
@@ -313,11 +313,11 @@ def test_the_hooks_rewritten_command_line_runs_the_tool_with_its_words_untouched
 
 @pytest.mark.skipif(not BASH.exists(), reason="needs bash")
 def test_a_pinned_command_joined_for_the_shell_reaches_the_tool_word_for_word(world: World) -> None:
-    """gate/exec.py ``pinned_argv``, ``shlex.join``ed as a hook's ``updatedInput`` and run by real bash:
+    """execution/exec.py ``pinned_argv``, ``shlex.join``ed as a hook's ``updatedInput`` and run by real bash:
     quotes, ``$``, backticks, globs, newlines and ``;`` are the tool's words, never the shell's."""
     import shlex
 
-    from atip_trust.gate.exec import pinned_argv
+    from atip_trust.execution.exec import pinned_argv
 
     tool = world.tool("tool", ECHO)
     sentinel = world.dir / "sentinel"
@@ -346,7 +346,7 @@ def test_exec_hands_every_word_after_the_tool_over_unchanged(words: list[str]) -
     """The exec command line's parser (the same one `atip-trust exec` uses): whatever the words after
     TOOL look like, they come out as TOOL's arguments, in order, none taken as exec's own option."""
     from atip_trust.cli.main import build_parser
-    from atip_trust.gate.exec import pinned_argv
+    from atip_trust.execution.exec import pinned_argv
 
     argv = pinned_argv("/usr/bin/tool", "sha256:" + "0" * 64, words, program=[], options=["--no-audit"])
     ns = build_parser("exec").parse_args(argv)
@@ -374,8 +374,8 @@ def test_a_malformed_expect_digest_is_a_usage_error_never_ignored(world: World, 
 
 
 def test_library_exec_verified_refuses_other_bytes_before_admission(world: World) -> None:
-    from atip_trust.gate.admit import load_admission_policy
-    from atip_trust.gate.exec import ExecRefused, exec_verified
+    from atip_trust.admission.admit import load_admission_policy
+    from atip_trust.execution.exec import ExecRefused, exec_verified
 
     tool = world.tool("tool", ECHO)
     with pytest.raises(ExecRefused) as refused:
@@ -437,7 +437,7 @@ def test_git_ssh_command_from_the_environment_never_runs_under_a_verified_git(wo
 
 
 def test_is_command_running_variable_names_the_git_pager_and_editor_variables() -> None:
-    from atip_trust.gate.env import changes_what_runs, is_command_running_variable, is_injection
+    from atip_trust.execution.env import changes_what_runs, is_command_running_variable, is_injection
 
     for name in COMMAND_VARIABLES:
         assert is_command_running_variable(name) and changes_what_runs(name), name

@@ -26,7 +26,7 @@ from werkzeug import Request, Response
 
 from atip_trust._version import __version__
 from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.net.fetch import (
     MAX_REDIRECTS,
     bundle_suffix,

@@ -113,7 +113,7 @@ def test_library_error_raises_and_leaves_a_deny_line(world, no_org, tmp_path: Pa
 
 
 def test_library_deferred_audit_writes_nothing_until_asked(world, no_org, tmp_path: Path) -> None:
-    from atip_trust.gate.admit import write_audit
+    from atip_trust.admission.admit import write_audit
 
     log = tmp_path / "a.jsonl"
     policy = atip_trust.load_admission_policy(world["policy"])

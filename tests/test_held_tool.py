@@ -1,4 +1,4 @@
-"""A held tool (gate/held.py): admitted once, decided for on every call. Each attack changes one thing
+"""A held tool (admission/held.py): admitted once, decided for on every call. Each attack changes one thing
 the held trust report stands on between two calls in one process — the tool's bytes, what its path
 names, its bundle, the trusted root, a waiver's clock — and the next call must see it exactly as a
 fresh ``admit`` would; each promise is checked against ``admit`` itself.
@@ -21,8 +21,8 @@ import testsigstore
 from test_verdict_memo import ISSUER, OTHER_ID, SETTLE, SIGNED, rewrite_same_size, world  # noqa: F401
 
 from atip_trust.errors import AtipTrustError, UsageError
-from atip_trust.gate.admit import Admission, admit, load_admission_policy
-from atip_trust.gate.held import HeldTool
+from atip_trust.admission.admit import Admission, admit, load_admission_policy
+from atip_trust.admission.held import HeldTool
 
 
 def hold(w: dict[str, Any], policy: Any = None, **extra: Any) -> HeldTool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import testsigstore
 
 from atip_trust.facts.artifact import resolve
-from atip_trust.gate.cached import open_cache
+from atip_trust.admission.verdict_key import open_cache
 from atip_trust.signature.trustroot import TrustRoot
 
 SETTLE = 2.2  # past RACY_NS (_base/statmemo.py): only a settled file is remembered

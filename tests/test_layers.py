@@ -25,23 +25,23 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Groups on one layer never import each other (signature and provenance stay independent).
 LAYERS: tuple[tuple[str, int, str], ...] = (
     ("atip_trust.errors", 0, "base"),
-    ("atip_trust.limits", 0, "base"),
     ("atip_trust._version", 0, "base"),
     ("atip_trust._base", 0, "base"),
     ("atip_trust.facts", 1, "facts"),
     ("atip_trust.signature", 2, "signature"),
     ("atip_trust.provenance", 2, "provenance"),
     ("atip_trust.net", 2, "net"),
-    ("atip_trust.evaluate", 3, "evaluate"),
-    ("atip_trust.inputs", 3, "evaluate"),  # evaluate's Evidence and Constraints
+    ("atip_trust.evaluation", 3, "evaluation"),
     ("atip_trust.state", 3, "state"),
     ("atip_trust.registry", 3, "registry"),
     ("atip_trust.policy", 4, "policy"),
-    ("atip_trust.gate", 5, "gate"),
-    ("atip_trust.bridge", 6, "bridge"),  # above gate: the loop runs calls through admission and exec
-    ("atip_trust.agents", 6, "agents"),  # above gate: hooks admit each program of a shell line
-    ("atip_trust.cli", 7, "cli"),
-    ("atip_trust.__main__", 7, "cli"),
+    ("atip_trust.admission", 5, "admission"),  # verify, admit, held tools: may this run?
+    ("atip_trust.execution", 6, "execution"),  # run the admitted bytes
+    ("atip_trust.discovery", 7, "discovery"),  # which tools an agent may see (probes run through execution)
+    ("atip_trust.agents", 8, "agents"),  # hooks and call checks admit (and pin through exec) what agents run
+    ("atip_trust.bridge", 9, "bridge"),  # above agents: the loop checks calls, probes and runs them
+    ("atip_trust.cli", 10, "cli"),
+    ("atip_trust.__main__", 10, "cli"),
 )
 
 #: Third-party top-level package -> the module prefixes allowed to import it.
@@ -283,7 +283,7 @@ _LAZY = "from atip_trust._base import lazy\nfrom atip_trust._base.lazy import la
           "facts/digest.py": "D = 1\n"}, "inside a function"),
         ({"facts/digest.py": "import httpx\n"}, "only atip_trust.net may"),
         ({"policy/load.py": "import jsonschema\n"}, "only atip_trust._base.schema may"),
-        ({"gate/admit.py": "from sigstore.verify import Verifier\n"}, "only atip_trust.signature may"),
+        ({"admission/admit.py": "from sigstore.verify import Verifier\n"}, "only atip_trust.signature may"),
         ({"newthing/x.py": "from atip_trust.facts import digest\n", "facts/digest.py": ""},
          "in no layer"),
         ({"facts/digest.py": _LAZY + "M = lazy_import('atip_trust.policy.model')\n",
@@ -292,7 +292,7 @@ _LAZY = "from atip_trust._base import lazy\nfrom atip_trust._base.lazy import la
           "provenance/slsa.py": ""}, "upward import"),
         ({"policy/load.py": _LAZY + "J = lazy_import('jsonschema')\n"},
          "only atip_trust._base.schema may"),
-        ({"gate/admit.py": _LAZY + "S = lazy.lazy_import('sigstore.verify')\n"},
+        ({"admission/admit.py": _LAZY + "S = lazy.lazy_import('sigstore.verify')\n"},
          "only atip_trust.signature may"),
         ({"policy/load.py": _LAZY + "NAME = 'atip_trust.facts.digest'\nD = lazy_import(NAME)\n"},
          "without one literal module name"),

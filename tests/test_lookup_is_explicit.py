@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from atip_trust.facts.artifact import Artifact, resolve_text
-from atip_trust.gate.exec import locate
-from atip_trust.gate.verify import subject_of
+from atip_trust.execution.exec import locate
+from atip_trust.admission.verify import subject_of
 
 
 @pytest.fixture

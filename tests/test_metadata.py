@@ -31,7 +31,7 @@ from atip_trust.facts.metadata import (
     load_metadata,
     parse_metadata,
 )
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
 VALID_FILES = sorted(VALID.glob("*.json"))

@@ -1,4 +1,4 @@
-"""Both cores (_base/parallel.py, gate/batch.py): many items through threads or processes come back in
+"""Both cores (_base/parallel.py, admission/batch.py): many items through threads or processes come back in
 input order, one item's failure (an exception, a dead worker, a hang) is that item's alone, and a
 batch never hangs. Batch verification on two processes decides exactly what one process decides."""
 
@@ -16,8 +16,8 @@ import testsigstore
 from verify_helpers import cli_subprocess
 
 from atip_trust._base.parallel import WorkerLost, map_processes, map_threads
-from atip_trust.evaluate import Constraints
-from atip_trust.gate.batch import VerifyJob, verify_batch
+from atip_trust.evaluation.evaluate import Constraints
+from atip_trust.admission.batch import VerifyJob, verify_batch
 from atip_trust.signature.identity import IdentityRule
 
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"

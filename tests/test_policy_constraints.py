@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from atip_trust.evaluate import Constraints
+from atip_trust.evaluation.evaluate import Constraints
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import constraints_from_policy
 from atip_trust.policy.load import layer_from_document

@@ -51,7 +51,7 @@ def report(
     attestations: list[EvidenceSummary] = []
     if identity is not None and level >= TrustLevel.UNVERIFIED:
         sig = SignatureResult(status="valid", identity=identity, issuer=ISSUER, kind="keyless")
-        # As evaluate.py reports it: signer qualifiers count per-evidence entries, not the headline.
+        # As evaluation/evaluate.py reports it: signer qualifiers count per-evidence entries, not the headline.
         attestations = [EvidenceSummary("bundle", "sigstore", "dsse", valid=True, applies=True,
                                         signer_trusted=level > TrustLevel.UNVERIFIED,
                                         identity=identity, issuer=ISSUER)]

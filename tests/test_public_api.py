@@ -44,9 +44,9 @@ def test_static_view_names_the_same_names_from_the_same_modules() -> None:
 
 def test_a_static_view_that_drifted_would_be_caught() -> None:
     source = INIT.read_text(encoding="utf-8")
-    planted = source.replace("    from atip_trust.gate.held import HeldTool\n",
-                             "    from atip_trust.gate.held import HeldTool\n"
-                             "    from atip_trust.gate.run import run_verified\n", 1)
+    planted = source.replace("    from atip_trust.admission.held import HeldTool\n",
+                             "    from atip_trust.admission.held import HeldTool\n"
+                             "    from atip_trust.execution.child import run_verified\n", 1)
     assert planted != source
     assert static_view(planted) != atip_trust._API
 
@@ -59,7 +59,7 @@ def test_every_public_name_resolves_from_its_module() -> None:
 
 
 def test_no_public_name_is_also_a_submodule() -> None:
-    """``atip_trust.evaluate`` was both a function in the list and the module atip_trust/evaluate.py:
+    """``atip_trust.evaluation.evaluate`` was both a function in the list and the module atip_trust/evaluation/evaluate.py:
     once anything imported the module, ``from atip_trust import evaluate`` gave the module."""
     import importlib.util
 

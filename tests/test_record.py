@@ -55,8 +55,8 @@ def test_the_warm_paths_value_classes_are_all_among_the_records_checked() -> Non
     names = {_name(c) for c in RECORDS}
     for expected in ("atip_trust.policy.model.Policy", "atip_trust.facts.report.Check",
                      "atip_trust.facts.report.Reason", "atip_trust.facts.digest.Digest",
-                     "atip_trust.signature.trustroot.TrustRoot", "atip_trust.gate.admit.Admission",
-                     "atip_trust.inputs.Constraints", "atip_trust.agents.words.Word",
+                     "atip_trust.signature.trustroot.TrustRoot", "atip_trust.admission.admit.Admission",
+                     "atip_trust.evaluation.inputs.Constraints", "atip_trust.agents.words.Word",
                      "atip_trust.facts.report.TrustReport", "atip_trust.facts.artifact.Artifact"):
         assert expected in names, expected
 

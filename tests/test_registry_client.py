@@ -28,8 +28,8 @@ from werkzeug import Request, Response
 
 from atip_trust.errors import UsageError
 from atip_trust.facts.digest import Digest
-from atip_trust.gate.admit import load_admission_policy
-from atip_trust.gate.shims import registry_client
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.shims import registry_client
 from atip_trust.registry import RegistryClient, ShimResult
 
 ISSUER = "https://token.actions.githubusercontent.com"

@@ -1,4 +1,4 @@
-"""The bounded runner (gate/run.py): the verified descriptor is what runs, with no stdin, a scrubbed
+"""The bounded runner (execution/child.py): the verified descriptor is what runs, with no stdin, a scrubbed
 environment, a deadline and an output cap that kill the whole process group."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from discovery_world import process_alive
 
 from atip_trust.errors import ArtifactAccessError, EnvironmentFailure
 from atip_trust.facts.artifact import Artifact
-from atip_trust.gate import run as run_mod
-from atip_trust.gate.run import run_verified
+from atip_trust.execution import child as run_mod
+from atip_trust.execution.child import run_verified
 
 
 def _script(path: Path, body: str) -> Path:

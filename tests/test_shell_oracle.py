@@ -22,7 +22,7 @@ from shell_lines import ShellWorld, line, make_world
 
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
-from atip_trust.gate.admit import load_admission_policy
+from atip_trust.admission.admit import load_admission_policy
 from atip_trust.policy.model import Policy
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")

@@ -19,10 +19,10 @@ HEAVY = ("sigstore", "sigstore_models", "cryptography", "jsonschema", "referenci
          "rfc3161_client", "rich", "in_toto_attestation", "google")
 #: Our own modules a warm admission has no use for (no metadata, registry, provenance requirement or
 #: SARIF output): the provenance model, the registry client and its HTTP layer, SARIF, and the
-#: evaluation itself (its inputs are inputs.py).
+#: evaluation itself (its inputs are evaluation/inputs.py).
 OWN_COLD = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
-            "atip_trust.facts.metadata", "atip_trust.gate.metadata_trust", "atip_trust.cli.sarif",
-            "atip_trust.evaluate")
+            "atip_trust.facts.metadata", "atip_trust.admission.metadata_trust", "atip_trust.cli.sarif",
+            "atip_trust.evaluation.evaluate")
 
 #: Standard-library and small third-party modules a cache-hit admission (ATIP_CACHE_DIR set, no audit
 #: line) has no use for, each a few ms of start-up (docs/caching.md): dataclasses (and inspect),

@@ -20,10 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from verify_helpers import cli
 
 from atip_trust.errors import TrustRootError
-from atip_trust.evaluate import evaluate
+from atip_trust.evaluation.evaluate import evaluate
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.report import TrustReport
-from atip_trust.inputs import Constraints, Evidence
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 

@@ -1,4 +1,4 @@
-"""The verdict cache (state/cache.py, docs/caching.md): a second identical admission reuses the
+"""The verdict cache (state/verdict_cache.py, docs/caching.md): a second identical admission reuses the
 trust report instead of verifying signatures again, while the decision is made fresh every time; any
 change to what the report depends on misses; an entry that is not the user's own, untouched work is
 ignored and rebuilt. Through the CLI in real subprocesses, on tools signed by the local test Sigstore."""
@@ -291,9 +291,9 @@ def test_a_change_of_a_public_key_the_policy_names_misses(world, cache_dir: Path
 
 def test_another_atip_trust_version_misses(world, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The version is part of every key: a report computed by another release is never reused."""
-    from atip_trust.gate import cached as gate_cached
-    from atip_trust.gate.admit import admit as library_admit
-    from atip_trust.gate.admit import load_admission_policy
+    from atip_trust.admission import verdict_key as gate_cached
+    from atip_trust.admission.admit import admit as library_admit
+    from atip_trust.admission.admit import load_admission_policy
 
     policy = load_admission_policy(world["policy"])
 
@@ -387,7 +387,7 @@ def test_sixteen_processes_deciding_and_writing_at_once_leave_no_corrupt_entry(
     assert {d["trust_level"] for d in docs} == {"VERIFIED"}
     assert [d["decision"]["behavior"] for d in docs] == ["allow", "deny"] * 8
     # Every file left is whole: it parses and carries its integrity hash; no temporary file remains.
-    from atip_trust.state.cache import VerdictCache
+    from atip_trust.state.verdict_cache import VerdictCache
 
     names = sorted(p.name for p in cache_dir.iterdir())
     assert names and not [n for n in names if n.startswith(".tmp-")]

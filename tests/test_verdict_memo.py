@@ -1,4 +1,4 @@
-"""The verdict cache's memory inside one process (gate/cached.py, _base/statmemo.py): a runtime that
+"""The verdict cache's memory inside one process (admission/verdict_key.py, _base/statmemo.py): a runtime that
 calls the library ``admit()`` before every tool call is served from memory, and every change that
 misses on disk misses in memory too, between two calls in ONE process: the tool, the bundle, the
 trusted root, the policy, a key file the policy names, the entry itself (edited, made writable by
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import testsigstore
 
-from atip_trust.gate import cached as gate_cached
-from atip_trust.gate.admit import Admission, admit, load_admission_policy
+from atip_trust.admission import verdict_key as gate_cached
+from atip_trust.admission.admit import Admission, admit, load_admission_policy
 
 ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
@@ -203,7 +203,7 @@ def test_another_version_between_two_calls_in_one_process_misses(world,
 
 def test_an_entry_past_its_age_between_two_calls_in_one_process_is_not_used(
         world, monkeypatch: pytest.MonkeyPatch) -> None:
-    from atip_trust.state import cache as state_cache
+    from atip_trust.state import verdict_cache as state_cache
 
     warm(world)
     monkeypatch.setattr(state_cache, "MAX_AGE", 1)  # the entry is older than SETTLE seconds by now

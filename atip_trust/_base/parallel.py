@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 
-# Processes only for verification (gate/batch.py): ``hash`` of many files, on threads, does not load
+# Processes only for verification (admission/batch.py): ``hash`` of many files, on threads, does not load
 # multiprocessing and the process pool (a quarter of its start-up). concurrent.futures (which imports
 # logging, ~8 ms) only once two items are to run at once.
 if TYPE_CHECKING:

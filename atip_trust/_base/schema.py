@@ -11,7 +11,7 @@ Every caller validates through :func:`validator`; no other module imports ``json
   (``InputTooLargeError``; depth is capped before parsing, this is a backstop).
 
 jsonschema is imported on first validation (_base/lazy.py), not with this module: a warm admission
-whose policy digest was validated before (state/cache.py) never validates, so never pays for it.
+whose policy digest was validated before (state/verdict_cache.py) never validates, so never pays for it.
 
 Errors are handed out as jsonschema's own ``ValidationError`` objects (typed ``SchemaError`` here, an
 alias for ``Any``): callers read ``absolute_path``, ``validator``, ``instance``, ``schema``, ``message``,

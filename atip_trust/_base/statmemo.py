@@ -1,5 +1,5 @@
 """What a file held, remembered in this process by its stat identity: the verdict cache's stat fast path
-(state/cache.py), in memory.
+(state/verdict_cache.py), in memory.
 
 Why: a runtime that admits a tool before every call reads the same small files each time — the bundle,
 the trusted root, the cache entry itself — and hashing or parsing them again was most of a cache hit's

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 import yaml
 
 from atip_trust.errors import InputTooLargeError, MalformedInputError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 
 #: More digits than any integer a contract means (a 64-bit value has 20); Python refuses to convert

@@ -3,7 +3,7 @@
 Coding agents match command *strings* against their rules; none checks which binary a name runs or who
 signed it. ``atip-trust hook AGENT`` is that check. The line is parsed with bash's grammar
 (shell_model.py); every program it can execute is resolved through PATH only
-(``facts.artifact.which_text``), opened once and admitted with its words (gate/exec.admit_file, so
+(``facts.artifact.which_text``), opened once and admitted with its words (execution/exec.admit_file, so
 capability gates see ``repo delete``). A line the model cannot prove is a question, never an allow.
 
 Each program's answer is one of four, and the line's is the strictest (deny > ask > passthrough >
@@ -38,9 +38,9 @@ from atip_trust.agents.shell_model import Program, Unprovable, programs, program
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
 from atip_trust.facts.artifact import which_text
 from atip_trust.facts.report import TrustLevel
-from atip_trust.gate.admit import Admission, write_audit
-from atip_trust.gate.env import exec_environment
-from atip_trust.gate.exec import (
+from atip_trust.admission.admit import Admission, write_audit
+from atip_trust.execution.env import exec_environment
+from atip_trust.execution.exec import (
     ExecRefused,
     Opened,
     admit_file,
@@ -181,7 +181,7 @@ def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
 
 def _script_refusal(opened: Opened, policy: Policy, options: Options) -> ExecRefused | None:
     """A ``#!`` program runs its interpreter too: refused under ``exec.scripts: deny``, otherwise the
-    interpreter is admitted as ``exec`` would (gate/exec.py), its own audit line written."""
+    interpreter is admitted as ``exec`` would (execution/exec.py), its own audit line written."""
     try:
         planned = script_interpreter(opened, policy=policy, env=exec_environment(policy), interactive=True,
                                      **options.admit_args())
@@ -251,7 +251,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
 
 
 def _pin(line: str, parts: list[Part], options: Options) -> tuple[str | None, str]:
-    """The line with each program run through ``atip-trust exec --expect-digest`` (gate/exec.pinned_argv),
+    """The line with each program run through ``atip-trust exec --expect-digest`` (execution/exec.pinned_argv),
     or None and why not."""
     source = line.encode("utf-8", "surrogatepass")
     edits: list[tuple[int, int, bytes]] = []

@@ -23,13 +23,13 @@ from collections.abc import Callable
 from atip_trust._base.record import Record
 from atip_trust.agents.getopt import Grammar, Parsed, parse_options
 from atip_trust.agents.words import Unprovable, Word
-from atip_trust.gate.env import changes_what_runs
+from atip_trust.execution.env import changes_what_runs
 
 #: glibc's execvp(3) search path when PATH is unset (confstr _CS_PATH), which ``env -i`` leaves.
 DEFAULT_PATH = "/bin:/usr/bin"
 def changes_lookup(name: str) -> bool:
     """An assignment to ``name`` changes which program runs or makes it load other code: ``PATH``, every
-    variable ``exec`` drops unless a policy names it (gate/env.changes_what_runs: loader, interpreter and
+    variable ``exec`` drops unless a policy names it (execution/env.changes_what_runs: loader, interpreter and
     command-running variables) and git's whole namespace (``GIT_CONFIG_*`` injects configuration)."""
     return name == "PATH" or changes_what_runs(name) or name.startswith("GIT_")
 

@@ -23,7 +23,7 @@ from atip_trust._base.record import Record
 from atip_trust.agents import bash_syntax
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
     from atip_trust.agents.bash_syntax import Node

@@ -7,18 +7,18 @@ provider's tool-result message out, and in between only the verified bytes run.
     naming the provider, not an exception;
 (2) the name must be one the surface offered (``Surface.commands``, bridge/surface.py): a blocked
     command or a name the model made up is denied and nothing is opened or run;
-(3) validate (``gate.validate.check_call``) against the admission the surface was compiled from:
+(3) validate (``agents.calls.check_call``) against the admission the surface was compiled from:
     the command's effects, the verified trust level, policy, the arguments against their declarations,
     an RFC §10.2 ``delegation`` when given;
 (4) the argv (``tool_call_to_argv``: no shell; a value like ``--exec=evil`` for a positional goes
     after ``--``);
-(5) admit the tool's file again, open, with the call's command words (gate/exec.py ``admit_file``):
+(5) admit the tool's file again, open, with the call's command words (execution/exec.py ``admit_file``):
     the binary may have changed since the surface was compiled, and what runs must be what is admitted
     now. Its digest and its metadata must still be the ones compiled for (else ``tool_changed``:
     compile again); a ``#!`` script follows policy ``exec.scripts`` as ``atip-trust exec`` does (its
     interpreter admitted too, and run on a sealed copy of the verified script, ``sealed_script``);
-(6) run the verified descriptor as a child (gate/run.py ``run_verified``): no stdin, the policy's
-    environment (``exec.env``, gate/env.py), its own process group, ``bridge.callTimeoutMs`` and
+(6) run the verified descriptor as a child (execution/child.py ``run_verified``): no stdin, the policy's
+    environment (``exec.env``, execution/env.py), its own process group, ``bridge.callTimeoutMs`` and
     ``bridge.maxOutputBytes``;
 (7) filter stdout and stderr (``create_result_filter``: secrets redacted over the whole output, then
     truncated) and wrap the result with ``handle_tool_result``. Output the byte cap or the deadline cut
@@ -63,9 +63,9 @@ from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
 from atip_trust.facts.effects import interactive_need, merge_declared
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Reason
-from atip_trust.gate.admit import audit_target
-from atip_trust.gate.env import exec_environment
-from atip_trust.gate.exec import (
+from atip_trust.admission.admit import audit_target
+from atip_trust.execution.env import exec_environment
+from atip_trust.execution.exec import (
     ExecRefused,
     Opened,
     admit_file,
@@ -73,8 +73,8 @@ from atip_trust.gate.exec import (
     script_interpreter,
     sealed_script,
 )
-from atip_trust.gate.run import RunResult, run_verified
-from atip_trust.gate.validate import VIOLATION_SEVERITY, CallDecision, Violation, check_call
+from atip_trust.execution.child import RunResult, run_verified
+from atip_trust.agents.calls import VIOLATION_SEVERITY, CallDecision, Violation, check_call
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit, audit_record
 

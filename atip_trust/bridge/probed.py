@@ -1,6 +1,6 @@
 """A tool's own ``--agent`` answer as the metadata to compile (``atip-trust compile --tool NAME``).
 
-Probing runs the tool, so this is discovery's rule (gate/probe.py, RFC §5.2 security note): the tool
+Probing runs the tool, so this is discovery's rule (discovery/probe.py, RFC §5.2 security note): the tool
 is found on PATH once, opened once, admitted with its evidence (bundles by digest in ``bundle_dir``,
 shims in ``shim_dir`` and policy's registries), and run with ``--agent`` only when policy vouches for
 those bytes (``probe_permission``: VERIFIED from a signer policy trusts, or a digest pin). A shim a
@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import MetadataError
-from atip_trust.gate.admit import admit, audit_target, write_audit
-from atip_trust.gate.cached import hash_artifact, open_cache
-from atip_trust.gate.exec import admit_file, find_bundles, locate
-from atip_trust.gate.probe import ProbeOutcome, probe
+from atip_trust.admission.admit import admit, audit_target, write_audit
+from atip_trust.admission.verdict_key import hash_artifact, open_cache
+from atip_trust.execution.exec import admit_file, find_bundles, locate
+from atip_trust.discovery.probe import ProbeOutcome, probe
 from atip_trust.policy.model import Policy
 
 PathLike = str | os.PathLike[str]

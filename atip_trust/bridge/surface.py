@@ -1,7 +1,7 @@
 """The trusted tool surface: provider tools for only the commands policy admits (RFC §8, §10).
 
 The reference bridge compiles every command of every tool. Here each leaf command of each verified
-tool is decided first, exactly as running it would be decided (gate/command_decision.py, the step
+tool is decided first, exactly as running it would be decided (admission/command_decision.py, the step
 ``admit`` ends with: the command's effects walked in the metadata, trusted only when the metadata is
 verified, then policy/decide.py), once per (tool digest, command):
 
@@ -38,8 +38,8 @@ from atip_trust.bridge.compile import (
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Decision, TrustReport
-from atip_trust.gate.admit import Admission
-from atip_trust.gate.command_decision import decide_command
+from atip_trust.admission.admit import Admission
+from atip_trust.admission.command_decision import decide_command
 from atip_trust.policy.model import Policy
 
 #: Description note for a command policy asks about (kept whole by the OpenAI length limit).

@@ -1,6 +1,6 @@
 """``create_validator``: the reference bridge's validator API (RFC §11.2) over the one call-time gate.
 
-The reference builds its own index and policy flags; here every answer is ``gate/validate.py``'s — the
+The reference builds its own index and policy flags; here every answer is ``agents/calls.py``'s — the
 policy's decision for the call's argv plus the checks only a call has — so a validator and ``admit`` can
 never disagree. A flat name is looked up among the given tools (``facts/flatten.py``); a name no tool
 declares is an ``UNKNOWN_COMMAND`` violation against the tool whose name prefixes it (or the first tool:
@@ -18,7 +18,7 @@ from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import UsageError
 from atip_trust.facts.flatten import flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
-from atip_trust.gate.validate import CallDecision, check_call, validate_call
+from atip_trust.agents.calls import CallDecision, check_call, validate_call
 from atip_trust.policy.model import Policy
 
 

@@ -1,6 +1,6 @@
 """``atip-trust admit TOOL [--command "pr merge"] --policy FILE``: allow (0), deny (1), ask (3).
 
-Flags -> ``gate.admit.admit`` (the library pipeline; its steps are documented there) -> render ->
+Flags -> ``admission.admit.admit`` (the library pipeline; its steps are documented there) -> render ->
 exit code. The decision's audit line is written once the output is rendered, then the output is printed.
 
 Any error is exit 2 and never an allow, and leaves an audit line (a deny with the error), also when the
@@ -34,7 +34,7 @@ from atip_trust.cli.output import (
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import TrustLevel
 from atip_trust.state.audit import default_audit_path
-from atip_trust.gate.admit import (
+from atip_trust.admission.admit import (
     Admission,
     admit,
     audit_failure,
@@ -139,7 +139,7 @@ def add_audit_flags(p: argparse.ArgumentParser) -> None:
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:
-    """The composed admission policy the flags name (gate/admit.py ``load_admission_policy``)."""
+    """The composed admission policy the flags name (admission/admit.py ``load_admission_policy``)."""
     return load_admission_policy(args.policy, org_policy=args.org_policy,
                                  min_trust_level=args.min_trust_level,
                                  signers=signer_entries(identity_rules(args)),

@@ -1,4 +1,4 @@
-"""``atip-trust cache stats`` and ``cache clear``: the verdict cache (state/cache.py,
+"""``atip-trust cache stats`` and ``cache clear``: the verdict cache (state/verdict_cache.py,
 docs/caching.md): how many trust reports it holds and where, or empty it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 from atip_trust.cli.main import EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
-from atip_trust.state.cache import VerdictCache
+from atip_trust.state.verdict_cache import VerdictCache
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -32,8 +32,8 @@ from atip_trust.bridge.surface import SurfaceTool, compile_surface
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
-from atip_trust.gate.admit import Admission, load_admission_policy, write_audit
-from atip_trust.gate.exec import admit_file, locate
+from atip_trust.admission.admit import Admission, load_admission_policy, write_audit
+from atip_trust.execution.exec import admit_file, locate
 from atip_trust.policy.model import Policy
 
 NOT_EVALUATED = "not evaluated (--all)"

@@ -1,7 +1,7 @@
 """``atip-trust exec [--policy FILE] [--expect-digest sha256:HEX] [flags] -- TOOL [ARGS...]``: admit, then
 become exactly the verified bytes.
 
-Flags -> ``gate.exec.exec_verified`` (its steps are documented there). Everything after TOOL is the
+Flags -> ``execution.exec.exec_verified`` (its steps are documented there). Everything after TOOL is the
 tool's, word for word (a ``--``, an option of this command's, anything): an agent hook that rewrites
 ``git diff -- -x`` into ``atip-trust exec --expect-digest sha256:... -- /usr/bin/git diff -- -x`` must
 run exactly that ``git`` command line. On success this process IS the
@@ -21,8 +21,8 @@ from atip_trust.cli.cmd_admit import add_audit_flags, add_evidence_flags, add_po
 from atip_trust.cli.main import is_interactive
 from atip_trust.cli.output import one_line, reason_line
 from atip_trust.errors import UsageError
-from atip_trust.gate.admit import audit_failure
-from atip_trust.gate.exec import ExecRefused, exec_verified
+from atip_trust.admission.admit import audit_failure
+from atip_trust.execution.exec import ExecRefused, exec_verified
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -45,7 +45,7 @@ from atip_trust.errors import (
 )
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import ALGORITHMS, Digest, hash_fd
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 # SARIF only for ``--format sarif`` and for a file that fails (_base/lazy.py): hashing loads nothing more.
 if TYPE_CHECKING:

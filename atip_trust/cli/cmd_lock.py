@@ -1,6 +1,6 @@
 """``atip-trust lock [DIR...] [--policy FILE] [--accept-change TOOL]...``: pin the tool surface.
 
-Discovers as ``scan`` does and writes ``atip-trust.lock`` (gate/lock.py says what it holds and which
+Discovers as ``scan`` does and writes ``atip-trust.lock`` (discovery/lock.py says what it holds and which
 changes need approval). With a lock already there, a change that needs approval (signer or source
 changed, unsigned new bytes, a gained destructive or network effect, a new tool, a locked tool still
 there that the scan skipped as unsafe) is refused with a
@@ -21,7 +21,7 @@ from atip_trust._version import __version__
 from atip_trust.cli.cmd_scan import add_discovery_flags, run_discovery
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import json_text, one_line
-from atip_trust.gate.lock import compare, entries_of, read_lock, unscanned, write_lock
+from atip_trust.discovery.lock import compare, entries_of, read_lock, unscanned, write_lock
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

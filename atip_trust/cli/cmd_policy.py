@@ -21,7 +21,7 @@ from atip_trust.cli.output import dump_json, one_line
 from atip_trust._base.files import write_atomic
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.cli.sarif import Rule, sarif_log, sarif_result
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
@@ -29,13 +29,13 @@ from atip_trust.provenance.slsa import BuilderMap
 from atip_trust._base.lazy import lazy_import
 
 if TYPE_CHECKING:
-    from atip_trust.gate import policy_test
+    from atip_trust.admission import policy_test
     from atip_trust.policy import signed as signed_mod
     from xml.etree import ElementTree
 else:
     ElementTree = lazy_import("xml.etree.ElementTree")  # only for --junit
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
-    policy_test = lazy_import("atip_trust.gate.policy_test")  # only `policy test` runs admissions
+    policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -57,7 +57,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     t = psub.add_parser("test", parents=[common],
                         help="run a policy's test cases through admission; exit 1 on any mismatch")
     t.add_argument("cases", metavar="CASES", nargs="+",
-                   help="case file(s), JSON or YAML (atip_trust/gate/policy_test.py, docs/policy-test.md)")
+                   help="case file(s), JSON or YAML (atip_trust/admission/policy_test.py, docs/policy-test.md)")
     t.add_argument("--junit", metavar="FILE",
                    help="also write a JUnit XML report to FILE (a testcase per case, a failure per mismatch)")
     t.set_defaults(func=run_test)

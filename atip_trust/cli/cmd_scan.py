@@ -1,6 +1,6 @@
 """``atip-trust scan [DIR...] [--policy FILE] [--fail-on deny|ask] [--locked]``: the tool surface.
 
-Flags -> ``gate.discover.discover`` (safe scan, open once, admit, verify before probe) -> render.
+Flags -> ``discovery.discover.discover`` (safe scan, open once, admit, verify before probe) -> render.
 One row per tool: its trust named as JSON names it (the trust level, VERIFIED / UNSIGNED / ...; ``failed``
 when it could not be evaluated), probe probed / not probed / failed (each with its reason), the decision
 and its first reason (the cause); then what the safe scan skipped and why, and a summary grouped by state,
@@ -34,9 +34,9 @@ from atip_trust.cli.output import (
     write_report_files,
 )
 from atip_trust.cli.sarif import surface_to_sarif
-from atip_trust.gate.admit import load_admission_policy
-from atip_trust.gate.discover import ToolRow, ToolSurface, discover, update_local_registry
-from atip_trust.gate.lock import (
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.discovery.discover import ToolRow, ToolSurface, discover, update_local_registry
+from atip_trust.discovery.lock import (
     LOCK_FILE,
     Change,
     compare,

@@ -16,7 +16,7 @@ from atip_trust._base.files import read_capped
 from atip_trust.cli.main import EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.state import tufroot
 
 

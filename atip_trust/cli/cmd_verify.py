@@ -36,8 +36,8 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
-from atip_trust.gate.verify import Verification, verify
-from atip_trust.inputs import Constraints
+from atip_trust.admission.verify import Verification, verify
+from atip_trust.evaluation.inputs import Constraints
 
 if TYPE_CHECKING:
     import pathlib

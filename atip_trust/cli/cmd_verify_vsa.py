@@ -22,7 +22,7 @@ from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import json_text, one_line
 from atip_trust.errors import UsageError
 from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
-from atip_trust.gate.vsa import verify_vsa, verify_vsa_keyless
+from atip_trust.admission.vsa import verify_vsa, verify_vsa_keyless
 from atip_trust.policy.constraints import choose_trusted_root
 
 

@@ -46,18 +46,18 @@ from atip_trust.errors import (
     UntrustedInputError,
     UsageError,
 )
-from atip_trust.gate.interactive import can_ask
+from atip_trust.admission.interactive import can_ask
 
 # SARIF only for an error reported with ``--format sarif``, a traceback only with ``-v`` (_base/lazy.py).
 if TYPE_CHECKING:
     import traceback
 
     from atip_trust.cli import sarif
-    from atip_trust.gate import admit as admit_mod
+    from atip_trust.admission import admit as admit_mod
 else:
     sarif = lazy_import("atip_trust.cli.sarif")
     traceback = lazy_import("traceback")
-    admit_mod = lazy_import("atip_trust.gate.admit")  # an unparsed command line's audit line only
+    admit_mod = lazy_import("atip_trust.admission.admit")  # an unparsed command line's audit line only
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
@@ -282,7 +282,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def is_interactive(args: argparse.Namespace | None = None) -> bool:
     """``--interactive {auto,always,never}`` (``--non-interactive`` is ``never``), read by
-    ``gate.admit.can_ask``: auto asks only with a terminal on stdin and outside CI (CI runs with
+    ``admission.admit.can_ask``: auto asks only with a terminal on stdin and outside CI (CI runs with
     ``CI=true`` and no stdin; a policy's ``ask`` then becomes a denial, docs/contract.md)."""
     if args is not None and getattr(args, "non_interactive", False):
         return False

@@ -56,7 +56,7 @@ from atip_trust.errors import MetadataError
 from atip_trust.facts.digest import hash_bytes
 from atip_trust.facts.effects import classify, merge_declared
 from atip_trust.facts.report import Reason
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
     from atip_trust.facts.effects import State

@@ -1,7 +1,7 @@
 """A command's declared arguments and options (RFC §3.4, §3.5, §3.7): checking a call's values, building
 the argv that runs it, and reading an argv back into values.
 
-One place for three callers that must agree: the call validator (``gate/validate.py``, violations
+One place for three callers that must agree: the call validator (``agents/calls.py``, violations
 ``ARGUMENT_INVALID``), the tool call -> argv mapping (``bridge/argv.py``) and a hook that sees an argv
 and asks which arguments it carries. A provider's tool call names a leaf command of the flat list
 (``facts/flatten.py``); its arguments are the command's options and positional arguments by name.
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 from atip_trust._base.record import Record
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.flatten import FlatCommand
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 #: RFC §3.7 types; the path-like ones are strings on a command line.
 _STRING_TYPES = frozenset({"string", "file", "directory", "url"})

@@ -243,7 +243,7 @@ class Artifact(Record, frozen=False):
     def adopt_digests(self, known: dict[Algorithm, Digest]) -> None:
         """Take digests computed earlier for this very file instead of hashing it again: only for a
         caller that has checked the file's identity (``FileIdentity``) is the one they were computed
-        for (the verdict cache's stat fast path, gate/cached.py)."""
+        for (the verdict cache's stat fast path, admission/verdict_key.py)."""
         self._digests.update(known)
 
     @property
@@ -267,7 +267,7 @@ class Artifact(Record, frozen=False):
         executed through its descriptor is read back by its interpreter as ``/dev/fd/N``, which a
         close-on-exec descriptor no longer names after the exec. That interpreter reads the *file*,
         lazily, while it runs: the runners here hand a script's interpreter a ``sealed_copy``
-        instead (gate/exec.py, gate/run.py), and keep this for binaries, whose bytes the kernel
+        instead (execution/exec.py, execution/child.py), and keep this for binaries, whose bytes the kernel
         loads at the exec. The file's identity (dev, inode, size, mtime_ns, ctime_ns) is checked
         against the one verified: a file rewritten in place through another descriptor is refused,
         never executed.

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 # Only a large file is hashed with a reader thread (``_hash_overlapped``); an admission that takes its
 # digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py); hmac

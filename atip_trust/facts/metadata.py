@@ -56,7 +56,7 @@ from atip_trust._base.schema import Validator, best_match, validator
 from atip_trust.errors import InputTooLargeError, MalformedInputError, MetadataError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.effects import merge_declared, walk_command
-from atip_trust.limits import LIMITS, Limits
+from atip_trust._base.limits import LIMITS, Limits
 
 if TYPE_CHECKING:
     from atip_trust._base.schema import SchemaError

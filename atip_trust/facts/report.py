@@ -358,7 +358,7 @@ class TrustReport(Record, frozen=False):
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> TrustReport:
-        """The facts of ``to_json(full=True)`` read back (the verdict cache, state/cache.py); the
+        """The facts of ``to_json(full=True)`` read back (the verdict cache, state/verdict_cache.py); the
         decision is never read back: it is made fresh on every call. Raises ``KeyError``,
         ``TypeError`` or ``ValueError`` on a document of another shape."""
         art = doc["artifact"]
@@ -377,7 +377,7 @@ class TrustReport(Record, frozen=False):
     def copy(self) -> TrustReport:
         """A report with the same facts that can be changed without changing this one: its lists,
         dicts and result objects are new; the checks and attestations (immutable) are shared. The
-        verdict cache hands out copies of a report it keeps in memory (gate/cached.py)."""
+        verdict cache hands out copies of a report it keeps in memory (admission/verdict_key.py)."""
         sig, prov = self.signature, self.provenance
         return TrustReport(
             self.path, dict(self.digests), self.size, self.trust_level,

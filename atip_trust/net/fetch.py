@@ -65,7 +65,7 @@ from atip_trust._version import __version__
 from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.metadata import load_metadata
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 #: Redirects followed (same origin only). httpx's default is 20; five covers a CDN hop or two.
 MAX_REDIRECTS = 5

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 from atip_trust._base.lazy import lazy_import
 from datetime import datetime, timezone
 from atip_trust.errors import PolicyError, TrustRootError, UsageError
-from atip_trust.inputs import Constraints, SignerSet
+from atip_trust.evaluation.inputs import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot

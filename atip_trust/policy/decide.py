@@ -48,7 +48,7 @@ from atip_trust.facts.report import (
     TrustLevel,
     TrustReport,
 )
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import STRICTNESS, CommandRule, Gate, Policy, Waiver
 from atip_trust.policy.rules import (
     Matcher,
@@ -207,7 +207,7 @@ def _signer_ok(rule: CommandRule, report: TrustReport) -> bool:
 def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str]]:
     """Distinct trusted signers: (identity, issuer) for keyless, ("key", digest) for key signatures.
 
-    Only from evaluate.py's per-evidence entries that are valid, apply to this artifact and whose
+    Only from evaluation/evaluate.py's per-evidence entries that are valid, apply to this artifact and whose
     signer verification matched against the policy's anchors; a keyless signer must also be one the
     policy's ``trust.signers`` names (``requirements.signatures.threshold`` counts signers it trusts).
     """
@@ -761,7 +761,7 @@ def _gate(v: _Verdicts, info: list[Reason], waiver: Waiver | None, level: TrustL
 def effect_classes_of(reason: Reason) -> tuple[str, ...]:
     """The effect classes a gating reason is about: ``CAPABILITY_GATED`` (step 7, rule
     ``capabilities.<class>[|<class>...]``) and ``EFFECT_RESTRICTED`` (step 6, rule
-    ``delegation.effectRestrictions.<class>``). The call validator (gate/validate.py) reads its
+    ``delegation.effectRestrictions.<class>``). The call validator (agents/calls.py) reads its
     violations from these reasons, so that a call's violations and the policy's gating are one decision."""
     rule = reason.rule or ""
     if reason.code in ("CAPABILITY_GATED", "CAPABILITY_ALWAYS") and rule.startswith("capabilities."):

@@ -5,7 +5,7 @@ or others can write, or that is owned by neither root nor the current user, is r
 it decides what runs (Gemini CLI ignores such a file silently; we fail closed and say why).
 
 A document that passed the schema once is not validated again: its digest (with the schema's bytes
-and atip-trust's version) is remembered in the verdict cache (state/cache.py: the same owner, mode and
+and atip-trust's version) is remembered in the verdict cache (state/verdict_cache.py: the same owner, mode and
 integrity rules), so a warm admission neither validates nor imports jsonschema. A document that
 fails is never remembered; the semantic checks that follow the schema run on every load.
 """
@@ -33,7 +33,7 @@ from atip_trust._base.shipped import shipped_file, shipped_path
 from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
 from atip_trust.facts.report import TrustLevel
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import (
     BuilderRule,
     CommandRule,
@@ -53,7 +53,7 @@ from atip_trust.policy.rules import (
     qualifier_refusal,
     signer_from_json,
 )
-from atip_trust.state.cache import VerdictCache, cache_key
+from atip_trust.state.verdict_cache import VerdictCache, cache_key
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -280,7 +280,7 @@ if TYPE_CHECKING:
 
 
 class EnvRule(Record):
-    """One layer's ``exec.env``: a filter the environment passes through (gate/env.py)."""
+    """One layer's ``exec.env``: a filter the environment passes through (execution/env.py)."""
 
     mode: EnvMode = 'pass'
     allow: tuple[str, ...] = ()
@@ -308,7 +308,7 @@ class DiscoverySettings(Record):
     probe: Literal["verified", "never"] = 'verified'
     #: RFC §5.2 runs ``--agent`` with a 2 s timeout.
     probe_timeout_ms: int = 2000
-    #: Each of stdout and stderr; the metadata cap (limits.py) is the largest allowed.
+    #: Each of stdout and stderr; the metadata cap (_base/limits.py) is the largest allowed.
     max_output_bytes: int = 4 * 1024 * 1024
 
 

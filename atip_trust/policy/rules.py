@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError
 from atip_trust.facts.report import TrustLevel
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import CommandRule, SignerRule
 from atip_trust.signature.identity import CLAIMS
 

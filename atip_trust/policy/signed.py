@@ -23,7 +23,7 @@ import os
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import expect_object, parse_json
 from atip_trust.errors import AtipTrustError, EnvironmentFailure, PolicyError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
 from atip_trust.signature.keys import load_public_key
 from atip_trust.state.dirs import user_state_dir

@@ -46,7 +46,7 @@ from atip_trust._base.shipped import shipped_path
 from atip_trust.errors import AtipTrustError, BundleError, PolicyError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 # fnmatch only to match a policy's source refs (a warm admission with the default policy, which includes
 # the shipped builder map, loads this module: docs/caching.md).

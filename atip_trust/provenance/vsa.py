@@ -9,7 +9,7 @@ after the signature: every expected subject digest is some subject's digest (any
 the highest level of that track in ``verifiedLevels`` (at least N), and every other expected level is
 listed exactly. Nothing else is checked.
 
-No crypto here: the envelope's signature is ``signature/envelope.py``'s; the two meet in ``gate/vsa.py``.
+No crypto here: the envelope's signature is ``signature/envelope.py``'s; the two meet in ``admission/vsa.py``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ The stable API (other layers call only these names):
   *policy* (``trust.registries``), never from a registry's own manifest; ``verify``: a ``ShimVerifier``
   (``(shim_bytes, bundle_path, spec) -> SignatureVerdict``) that checks the bundle over exactly those
   bytes against ``spec.signers``. This layer cannot import policy or the verifier's pipeline, so the
-  gate layer wires both: ``atip_trust.gate.shims.registry_client(policy, ...)`` is the one-call way.
+  gate layer wires both: ``atip_trust.admission.shims.registry_client(policy, ...)`` is the one-call way.
 * ``ShimResult``: ``found``, ``document`` (the parsed ``MetadataDocument``), ``raw`` (the verified
   bytes), ``registry`` (the ``RegistrySpec`` it came from), ``signer`` / ``issuer``, ``shim_path`` /
   ``bundle_path`` (the cached copies, byte-for-byte as signed), ``from_cache``, ``attempts``, ``reasons``.

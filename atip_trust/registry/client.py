@@ -63,7 +63,7 @@ from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.net.fetch import env_flag, fetch_conditional
 
 #: RFC §4.7: re-check a cached shim after this many seconds.
@@ -115,7 +115,7 @@ class SignatureVerdict(Record):
 
 
 #: ``(shim_bytes, bundle_path, spec) -> SignatureVerdict``: the bundle verified over exactly these bytes
-#: against ``spec.signers`` (gate/shims.py supplies the project's verifier).
+#: against ``spec.signers`` (admission/shims.py supplies the project's verifier).
 ShimVerifier = Callable[[bytes, Path, RegistrySpec], SignatureVerdict]
 
 

@@ -4,7 +4,7 @@ An index, not evidence: what it records is what this user saw last, and a lookup
 the file now. ``get`` re-hashes the file when its identity (dev, inode, size, mtime_ns, ctime_ns;
 ``facts.artifact.FileIdentity``) differs from the one recorded with the digest, so an updated or
 replaced binary is noticed without hashing every unchanged one on every lookup (the same stat fast
-path as the verdict cache, state/cache.py: a file hashed within ``RACY_NS`` of its last change gets no
+path as the verdict cache, state/verdict_cache.py: a file hashed within ``RACY_NS`` of its last change gets no
 recorded identity and is hashed on every lookup).
 
 Writes take an exclusive ``fcntl.flock`` on a sibling lock file (``registry.json.lock``) around the
@@ -43,7 +43,7 @@ FORMAT_VERSION = "2"
 INDEX_BYTES = 16 * 1024 * 1024
 #: A file changed this close to when it was hashed may change again within the same timestamp tick
 #: (coarse file-system clocks) without its identity changing: its identity is not recorded, so every
-#: lookup hashes it until it is re-added (the verdict cache's rule, state/cache.py).
+#: lookup hashes it until it is re-added (the verdict cache's rule, state/verdict_cache.py).
 RACY_NS = 2_000_000_000
 
 

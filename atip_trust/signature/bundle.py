@@ -29,7 +29,7 @@ from atip_trust._base.record import Record, field
 from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 Route = Literal["sigstore", "key", "legacy", "timestamp", "malformed"]
 
@@ -328,7 +328,7 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
         try:
             out.extend(_read_one(label, data))
         except BundleError as err:
-            # One malformed line of several: that bundle's failure only (evaluate.py reports it); the
+            # One malformed line of several: that bundle's failure only (evaluation/evaluate.py reports it); the
             # whole of a one-bundle file: the file's error (below).
             out.append(BundleInput(label=label, raw=data, doc={}, route="malformed", error=err))
         if len(out) > LIMITS.bundle_lines:
@@ -342,7 +342,7 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
 
 
 def _classify_or_mark(b: BundleInput) -> BundleInput:
-    """``_classify``, or the bundle marked ``malformed`` with its error (evaluate.py reports it)."""
+    """``_classify``, or the bundle marked ``malformed`` with its error (evaluation/evaluate.py reports it)."""
     try:
         return _classify(b)
     except BundleError as err:

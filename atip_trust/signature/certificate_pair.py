@@ -8,7 +8,7 @@ against the allowed identities (identity.py). What the pair lacks is the transpa
 inclusion proof or promise, hence no verified signing time inside the certificate's ten-minute
 validity. ``cosign verify-blob --cert --signature`` fetches that entry from Rekor online; atip-trust
 verifies offline (docs/network.md is the only network use), so the pair alone never verifies: the
-evaluation reports the checks above and a failed ``tlog`` check (evaluate.py). The entry comes with a
+evaluation reports the checks above and a failed ``tlog`` check (evaluation/evaluate.py). The entry comes with a
 Sigstore bundle or cosign's own ``--bundle`` file (bundle.py reads both); given alongside the pair, the
 bundle must carry the very same certificate and signature (cosign does the same for ``--cert`` with
 ``--bundle``, sigstore/cosign#2652), and the bundle's verification is what counts.
@@ -38,7 +38,7 @@ from atip_trust.signature.fulcio import verify_signing_certificate
 from atip_trust.signature.keys import decode_signature
 from atip_trust.signature.legacy_bundle import verify_message_signature
 from atip_trust.signature.trustroot import TrustRoot
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 _PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----")
 
@@ -133,7 +133,7 @@ def _der(cert: x509.Certificate) -> bytes:
 
 def match_bundle(pair: CertificatePair, bundle: BundleInput) -> Check:
     """Whether a message-signature bundle carries the pair's certificate and signature, byte for
-    byte (read unverified here: the bundle's own verification runs in evaluate.py either way)."""
+    byte (read unverified here: the bundle's own verification runs in evaluation/evaluate.py either way)."""
     ms = bundle.doc.get("messageSignature")
     sig_b64 = ms.get("signature") if isinstance(ms, dict) else None
     try:

@@ -39,7 +39,7 @@ from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust._base.record import Record
 from atip_trust.errors import BundleError, UsageError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.keys import PublicKey, _check_supported

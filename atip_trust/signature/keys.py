@@ -60,7 +60,7 @@ from atip_trust.errors import (
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.signature.algorithms import Scheme, hash_name, verify_signature
 from atip_trust.signature.bundle import bundle_version, proof_required
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry

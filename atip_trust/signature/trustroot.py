@@ -33,7 +33,7 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
     import pathlib

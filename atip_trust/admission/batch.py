@@ -1,4 +1,4 @@
-"""Many verifications at once, on both cores: ``verify`` (gate/verify.py) per item, in worker processes.
+"""Many verifications at once, on both cores: ``verify`` (admission/verify.py) per item, in worker processes.
 
 Verification is CPU-bound Python (sigstore-python, pydantic, our binding and identity checks), so a
 batch runs on processes, not threads (_base/parallel.py: ``fork``, results in input order, a worker
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 from atip_trust._base.record import Record
 from atip_trust._base.parallel import default_workers, map_processes
 from atip_trust.errors import AtipTrustError, error_code
-from atip_trust.inputs import Constraints
-from atip_trust.gate.verify import verify
+from atip_trust.evaluation.inputs import Constraints
+from atip_trust.admission.verify import verify
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.signature.keyless import KeylessVerifier
 

@@ -236,7 +236,7 @@ class VerdictCache:
 
     def get_entry(self, key: str) -> tuple[dict[str, Any], Ident, float] | None:
         """``get``, with the identity of the entry's file and its ``created`` time: a caller that
-        remembers the payload (gate/cached.py) trusts it again only while ``entry_ident`` is that
+        remembers the payload (admission/verdict_key.py) trusts it again only while ``entry_ident`` is that
         identity and ``fresh(created)`` holds."""
         read = self._read_entry(f"{_REPORT_PREFIX}{key}{_SUFFIX}")
         if read is None:

@@ -40,7 +40,7 @@ from atip_trust.errors import (
     UsageError,
 )
 from atip_trust.facts.artifact import Artifact, DigestSubject
-from atip_trust.inputs import Constraints, Evidence, SignerSet
+from atip_trust.evaluation.inputs import Constraints, Evidence, SignerSet
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import (
     EvidenceSummary,

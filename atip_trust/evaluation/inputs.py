@@ -1,8 +1,8 @@
-"""What one evaluation is given (``evaluate.py``): the untrusted ``Evidence`` offered about an artifact, and
+"""What one evaluation is given (``evaluation/evaluate.py``): the untrusted ``Evidence`` offered about an artifact, and
 the ``Constraints`` (trust anchors and requirements, from flags or policy) it is held to.
 
 Its own module so that an admission that reuses a cached trust report (docs/caching.md) builds
-its constraints without loading the evaluation itself; ``atip_trust.evaluate`` re-exports both.
+its constraints without loading the evaluation itself; ``atip_trust.evaluation.evaluate`` re-exports both.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from atip_trust.gate.metadata_trust import verify_signed_bytes
+from atip_trust.admission.metadata_trust import verify_signed_bytes
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
 from atip_trust.registry.client import RegistryClient, RegistrySpec, ShimVerifier, SignatureVerdict

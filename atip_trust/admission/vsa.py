@@ -24,7 +24,7 @@ from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import EnvironmentFailure
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
 from atip_trust.policy.verifiers import VerifierRule, verifier_rules
 from atip_trust.provenance.vsa import (

@@ -9,8 +9,8 @@ it once, hashing from that descriptor; (2) find the evidence: the given metadata
 policy names (registry/client.py, RFC §4.4-4.7: cached verified shims and local folders always, the
 network only with ``fetch``; a shim found there is checked against *that* registry's signers), read
 once; (3) verify the
-tool with the policy's trust anchors (evaluate.py); (4) verify the metadata's own signature over the
-bytes that were read and its binding to this tool's digest and name (gate/metadata_trust.py): a shim
+tool with the policy's trust anchors (evaluation/evaluate.py); (4) verify the metadata's own signature over the
+bytes that were read and its binding to this tool's digest and name (admission/metadata_trust.py): a shim
 against the registry signers policy names, a metadata bundle against the policy's signers. Only
 verified, bound metadata may relax capability gating (docs/decisions.md) or establish a
 ``requirements.metadataSources`` source; (5) decide (policy/decide.py); (6) the audit line.
@@ -18,7 +18,7 @@ verified, bound metadata may relax capability gating (docs/decisions.md) or esta
 Any error raises (the CLI turns it into exit 2, a denial) and, with auditing on, leaves a deny line
 naming the error, so a tool that makes evaluation fail leaves the same trace as one that is denied.
 
-The warm path (a verdict-cache hit, state/cache.py) imports no verifier: this module imports only
+The warm path (a verdict-cache hit, state/verdict_cache.py) imports no verifier: this module imports only
 modules that defer sigstore, cryptography and jsonschema to their first use (_base/lazy.py, the one
 sanctioned deferred import, which tests/test_layers.py checks like a plain import). On a hit the
 policy's schema validation is remembered (policy/load.py), the trusted root is read and digested but
@@ -41,12 +41,12 @@ if TYPE_CHECKING:
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, UsageError, error_code
-from atip_trust.inputs import Constraints, Evidence
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
-from atip_trust.gate.cached import (
+from atip_trust.admission.verdict_key import (
     ReportKey,
     cached,
     evidence_digests,
@@ -55,8 +55,8 @@ from atip_trust.gate.cached import (
     store,
     stored_digest,
 )
-from atip_trust.gate.command_decision import decide_command
-from atip_trust.gate.interactive import can_ask
+from atip_trust.admission.command_decision import decide_command
+from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import to_agent_tool
@@ -64,7 +64,7 @@ from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer, SignerRule
 from atip_trust.policy.rules import split_command
 from atip_trust.state.audit import append_audit, audit_error_record, audit_record
-from atip_trust.state.cache import VerdictCache
+from atip_trust.state.verdict_cache import VerdictCache
 
 if TYPE_CHECKING:
     import pathlib
@@ -76,23 +76,23 @@ else:
 # admission without them loads neither the metadata model nor the registry client and its HTTP layer.
 # The evaluation only on a miss.
 if TYPE_CHECKING:
-    import atip_trust.evaluate as evaluate_mod
+    import atip_trust.evaluation.evaluate as evaluate_mod
 
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.aip14 import ToolContract
     from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.gate import metadata_trust, shims
-    from atip_trust.gate import vsa as gate_vsa
+    from atip_trust.admission import metadata_trust, shims
+    from atip_trust.admission import vsa as gate_vsa
 else:
-    gate_vsa = lazy_import("atip_trust.gate.vsa")  # only with VSAs: signing code stays off the warm path
-    evaluate_mod = lazy_import("atip_trust.evaluate")
+    gate_vsa = lazy_import("atip_trust.admission.vsa")  # only with VSAs: signing code stays off the warm path
+    evaluate_mod = lazy_import("atip_trust.evaluation.evaluate")
     metadata_mod = lazy_import("atip_trust.facts.metadata")
-    metadata_trust = lazy_import("atip_trust.gate.metadata_trust")
-    shims = lazy_import("atip_trust.gate.shims")
+    metadata_trust = lazy_import("atip_trust.admission.metadata_trust")
+    shims = lazy_import("atip_trust.admission.shims")
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
-    from atip_trust.gate.interactive import Interactive
+    from atip_trust.admission.interactive import Interactive
     from atip_trust.signature.trustroot import TrustRoot
 
 PathLike = str | os.PathLike[str]
@@ -156,13 +156,13 @@ class Admission(Record):
     #: The metadata (or shim) decided with, parsed from the bytes read once; None when there was none.
     metadata: MetadataDocument | None = None
     #: The AIP-14 ``TOOL.md`` decided with (``--contract`` or beside the metadata), None when none:
-    #: its ``timeout_ms`` is the run's ceiling (gate/exec.py, bridge/loop.py).
+    #: its ``timeout_ms`` is the run's ceiling (execution/exec.py, bridge/loop.py).
     contract: ToolContract | None = None
 
     @property
     def metadata_sha256(self) -> str | None:
         """sha256 of the metadata bytes this admission read (None without metadata): a call validated
-        later counts the effects as verified only for these exact bytes (gate/validate.py)."""
+        later counts the effects as verified only for these exact bytes (agents/calls.py)."""
         return str(self.metadata.sha256) if self.metadata is not None else None
 
     @property
@@ -331,7 +331,7 @@ def admit(
     ``AtipTrustError`` (a denial) after their own audit line.
 
     ``cache``: reuse the trust report (and the metadata's verification) computed for the same bytes,
-    evidence, policy, trusted root and constraints (state/cache.py); the decision is always made
+    evidence, policy, trusted root and constraints (state/verdict_cache.py); the decision is always made
     anew. ``False`` neither reads nor writes the cache.
 
     ``fetch``: ask policy's remote shim registries over the network when no shim was found locally
@@ -344,7 +344,7 @@ def admit(
     ``contract``: an AIP-14 ``TOOL.md`` (default: a ``TOOL.md`` beside the ``metadata`` file that names
     this tool), verified like metadata by ``contract_bundle`` (default: ``TOOL.md.bundle`` beside it)
     against the policy's signers (``_contract``); every tool its ``requires.tools`` names is admitted too.
-    ``vsas``: SLSA VSAs (gate/vsa.py, docs/vsa.md), counted only from policy's ``trust.verifiers``.
+    ``vsas``: SLSA VSAs (admission/vsa.py, docs/vsa.md), counted only from policy's ``trust.verifiers``.
     """
     chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
     known = Known(tool=name or tool_name_of(tool), policy=chosen)
@@ -390,7 +390,7 @@ def audited(
 ) -> Admission:
     """``run(audit log)``, with the admission's audit line: the decision's (unless deferred), or, when
     ``run`` raises, the deny line naming the error (``audit_failure``). ``known`` is what ``run`` found
-    out before it failed. Every admission goes through here: ``admit`` and a held tool's (gate/held.py)."""
+    out before it failed. Every admission goes through here: ``admit`` and a held tool's (admission/held.py)."""
     target = audit_target(policy, audit, audit_log)
     try:
         admission = run(os.fspath(target) if target is not None else None)
@@ -633,7 +633,7 @@ def decided(
 ) -> Admission:
     """Step (5): the decision for ``words`` on this report (which gets it: the report is this
     admission's own), as an ``Admission``. The one place an admission is decided: ``admit`` and a held
-    tool's calls (gate/held.py)."""
+    tool's calls (admission/held.py)."""
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
         command=words, effects_verified=effects_verified, metadata_source=metadata_source,
@@ -776,7 +776,7 @@ def _cache_key(
     meta_bundle: Path | None,
     from_shim: bool,
 ) -> ReportKey | None:
-    """Everything steps (3) and (4) read, as the verdict cache's key (gate/cached.py); None when
+    """Everything steps (3) and (4) read, as the verdict cache's key (admission/verdict_key.py); None when
     the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again).
     ``keys`` are the constraints' keys: the policy's own PEM files as well as ``--key`` files, by
     content (the policy digest names a key file's path, not the key in it)."""
@@ -802,7 +802,7 @@ def _cache_key(
                 "metadata": dict(zip(("path", "from_shim", "sha256", "source_name"), meta)),
                 "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
 
-    # The same values, hashable, for this process's memory of the entry (gate/cached.py).
+    # The same values, hashable, for this process's memory of the entry (admission/verdict_key.py).
     # The four roles in the fixed order above, each ((path, sha256), ...).
     memo = (path, tuple(digests.items()), tool_name,
             _pairs(given_bundles), _pairs(given_keys), _pairs(given_signature), _pairs(given_meta_bundle),

@@ -42,7 +42,7 @@ from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust.facts.effects import EFFECT_CLASSES
-from atip_trust.gate.discover import ToolRow, ToolSurface
+from atip_trust.discovery.discover import ToolRow, ToolSurface
 
 LOCK_FILE = "atip-trust.lock"
 LOCK_VERSION = 1

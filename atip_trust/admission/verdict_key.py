@@ -1,4 +1,4 @@
-"""The verdict cache at the gate (state/cache.py): what a cached trust report is keyed by, the
+"""The verdict cache at the gate (state/verdict_cache.py): what a cached trust report is keyed by, the
 artifact's stat fast path, and reading a cached report back.
 
 The key covers everything ``evaluate`` and the metadata's own verification read: the artifact (path
@@ -30,7 +30,7 @@ from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact, FileIdentity
 from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.report import TrustReport
-from atip_trust.state.cache import VerdictCache, cache_key, fresh
+from atip_trust.state.verdict_cache import VerdictCache, cache_key, fresh
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm

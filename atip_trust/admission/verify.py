@@ -3,7 +3,7 @@
 The one pipeline behind ``atip-trust verify`` (and next ``scan``). ``verify(artifact, ...)`` opens the
 file once (or takes a ``sha256:``/``sha512:`` digest, as ``cosign --digest`` / ``gh attestation verify``
 do: attestations are then matched by subject digest), optionally fetches the metadata's provenance URL
-(the only network use, docs/network.md), evaluates the evidence (evaluate.py) and decides:
+(the only network use, docs/network.md), evaluates the evidence (evaluation/evaluate.py) and decides:
 
 * without a policy: allow exactly VERIFIED, and say why anything else is denied;
 * with a policy: its trust anchors become the constraints (flags given with it only tighten,
@@ -24,19 +24,19 @@ if TYPE_CHECKING:
 
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
-from atip_trust.inputs import Constraints, Evidence
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
-from atip_trust.gate.cached import cached, evidence_digests, hash_artifact, open_cache, report_key, store
+from atip_trust.admission.verdict_key import cached, evidence_digests, hash_artifact, open_cache, report_key, store
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide
 from atip_trust.policy.load import load_layer, org_layers
 from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
-from atip_trust.state.cache import VerdictCache
+from atip_trust.state.verdict_cache import VerdictCache
 
 # Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (docs/caching.md:
 # a warm verify loads none of them).
@@ -44,10 +44,10 @@ if TYPE_CHECKING:
     import pathlib
     from pathlib import Path
 
-    from atip_trust import evaluate as evaluate_mod
+    from atip_trust.evaluation import evaluate as evaluate_mod
     from atip_trust.net import fetch as net_fetch
 else:
-    evaluate_mod = lazy_import("atip_trust.evaluate")
+    evaluate_mod = lazy_import("atip_trust.evaluation.evaluate")
     net_fetch = lazy_import("atip_trust.net.fetch")
     pathlib = lazy_import("pathlib")
 
@@ -150,7 +150,7 @@ def verify(
     missing trust root, failed fetch): a denial.
 
     ``cache``: reuse the trust report computed for the same bytes, evidence, policy, trusted root and
-    constraints (state/cache.py; never with ``fetch``: fetched material is new each time); the
+    constraints (state/verdict_cache.py; never with ``fetch``: fetched material is new each time); the
     decision is always made anew. ``False`` neither reads nor writes the cache.
     """
     c = constraints if constraints is not None else Constraints()
@@ -225,7 +225,7 @@ def _path(text: str | None) -> Path | None:
 
 def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints,
                evidence: _Given, policy: Policy | None, root: TrustRoot) -> str | None:
-    """Everything ``evaluate`` reads, as the verdict cache's key (gate/cached.py); None when a piece
+    """Everything ``evaluate`` reads, as the verdict cache's key (admission/verdict_key.py); None when a piece
     of evidence cannot be read (that is evaluated, and reported, again)."""
     digests: dict[str, str]
     if isinstance(subject, Artifact):

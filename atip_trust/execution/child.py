@@ -81,7 +81,7 @@ def run_verified(
     """Run ``artifact`` (open, verified) with ``args``; see the module docstring for the bounds.
 
     ``keep_fds``: more descriptors the child inherits (a verified ``#!`` script's sealed copy,
-    gate/exec.py ``sealed_script``, which its verified interpreter reads at ``/dev/fd/N``); nothing
+    execution/exec.py ``sealed_script``, which its verified interpreter reads at ``/dev/fd/N``); nothing
     else is passed.
 
     Raises ``EnvironmentFailure`` when the descriptor cannot be executed by path (no ``/proc/self/fd``)

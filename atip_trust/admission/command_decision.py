@@ -47,11 +47,11 @@ def decide_command(
     """allow / ask / deny for ``command`` (words) of ``tool_name``, whose bytes ``report`` describes.
 
     ``metadata``: the parsed metadata object (None: no metadata, effects unknown); ``effects_verified``
-    and ``metadata_source``: what verifying the metadata established (gate/metadata_trust.py).
+    and ``metadata_source``: what verifying the metadata established (admission/metadata_trust.py).
     ``contract``: an AIP-14 ``TOOL.md`` for the tool (``contract_verified``: signed and bound): its
     classes merge with the command's, risk winning; unverified, or beside unverified metadata, it only
     tightens; without metadata a verified contract speaks for the tool. Its approval class asks.
-    ``declared``: further verdicts from the tool's declarations (required tools, gate/admit.py)."""
+    ``declared``: further verdicts from the tool's declarations (required tools, admission/admit.py)."""
     words = list(command)
     states, effects_unknown, omitted = (None, None, None) if metadata is None else command_lookup(metadata, words)
     extra = list(declared)

@@ -23,7 +23,7 @@ Directories come from PATH (in order) or from the caller. Skipped, each with a m
   its directory can replace it (``/tmp/bin`` -> ``/usr/bin``, made by another user in the sticky
   ``/tmp``, passes every check of ``/usr/bin`` while its owner keeps the power to aim it elsewhere).
 
-Nothing here opens or runs a tool: discovery (gate/discover.py) opens each candidate once and re-checks
+Nothing here opens or runs a tool: discovery (discovery/discover.py) opens each candidate once and re-checks
 owner and mode on that descriptor.
 """
 

@@ -1,7 +1,7 @@
 """``atip-trust policy test CASES``: a policy's expected decisions, run through the one admission.
 
 What ``kyverno test`` and ``gator verify`` give Kubernetes policies: a case file states, for a policy,
-tools and evidence, the decision each command must get; every case is decided by ``gate.admit.admit``
+tools and evidence, the decision each command must get; every case is decided by ``admission.admit.admit``
 (the same pipeline as ``admit``, ``exec`` and the hooks, never a copy), and a case whose decision or
 reason codes differ is a mismatch. A policy edit that changes a decision therefore fails the suite
 that pins it.
@@ -38,10 +38,10 @@ from atip_trust._base.jsonio import expect_object, get_field, parse_json
 from atip_trust._base.record import Record
 from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import AtipTrustError, PolicyError
-from atip_trust.gate.admit import admit
+from atip_trust.admission.admit import admit
 from atip_trust.policy.compose import compose
 from atip_trust.policy.load import load_layer
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import Policy
 
 _CASE_KEYS = ("name", "tool", "toolContent", "toolName", "digest", "evidence", "command", "interactive",

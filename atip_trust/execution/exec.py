@@ -6,7 +6,7 @@
 (1a) ``expect_digest`` (``--expect-digest sha256:<hex>``, what an agent hook pins when it rewrites an
     allowed command): the opened file's sha256 must be that one, or nothing is admitted or run
     (``EXPECTED_DIGEST_MISMATCH``). An extra condition, never a bypass: the admission still decides;
-(2) admit that open ``Artifact`` with the same library admission as ``admit`` (gate/admit.py), the
+(2) admit that open ``Artifact`` with the same library admission as ``admit`` (admission/admit.py), the
     tool's arguments as the command words, so capability gates see ``repo delete``;
 (3) a ``#!`` script: policy ``exec.scripts`` refuses it (``deny``) or resolves, opens and admits its
     interpreter too (``verify-interpreter``, the default: it is never weaker than ``deny``, since the
@@ -17,7 +17,7 @@
     grow or shrink, holding exactly the bytes hashed), never the script's own file: an interpreter
     reads its script lazily (bash a command at a time), so a same-size rewrite in place would run
     new bytes after every check here (issue 22);
-(4) the environment by policy ``exec.env`` (gate/env.py);
+(4) the environment by policy ``exec.env`` (execution/env.py);
 (5) the audit line (the admission's, plus ``argv`` and what is about to run), written before exec;
 (6) right before exec, for each descriptor: its identity (``Artifact.exec_fd``), the path it was
     found at still naming that file (a rename over it or a symlink swapped in its directory is
@@ -52,15 +52,15 @@ from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
 from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.effects import command_interactive_need
 from atip_trust.facts.report import Reason
-from atip_trust.gate.admit import Admission, admit, audit_failure, audit_target, tool_name_of
-from atip_trust.gate.cached import hash_artifact, open_cache
-from atip_trust.gate.env import exec_environment
-from atip_trust.gate.interactive import stdin_provides
+from atip_trust.admission.admit import Admission, admit, audit_failure, audit_target, tool_name_of
+from atip_trust.admission.verdict_key import hash_artifact, open_cache
+from atip_trust.execution.env import exec_environment
+from atip_trust.admission.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
 
 if TYPE_CHECKING:
-    from atip_trust.gate.interactive import Interactive
+    from atip_trust.admission.interactive import Interactive
 
 PathLike = str | os.PathLike[str]
 
@@ -384,7 +384,7 @@ def exec_verified(
 
     ``environ``: the environment to filter through policy ``exec.env`` (default: this process's).
     ``bundles`` and ``admit_args`` (``metadata``, ``keys``, ``shim_dir``, ``trusted_root``, ...) are
-    the tool's evidence as for :func:`gate.admit.admit`; ``bundle_dir`` finds bundles by digest for
+    the tool's evidence as for :func:`admission.admit.admit`; ``bundle_dir`` finds bundles by digest for
     the tool and for a script's interpreter. ``before_exec`` is called with the plan after the audit
     line and before the last checks (a runtime's, or a test's, hook point). ``expect_digest``
     (``"sha256:<hex>"``): the tool file must have exactly these bytes, else ``ExecRefused`` (deny,

@@ -1,13 +1,13 @@
 """Discovery: which tools an agent may even see (RFC §5; the discovery gate of docs/architecture.md).
 
-``discover(dirs, policy)`` walks the safe scan (gate/scan.py), opens each candidate once, re-checks its
+``discover(dirs, policy)`` walks the safe scan (discovery/scan.py), opens each candidate once, re-checks its
 owner and mode on that descriptor, hashes it (the verdict cache's stat fast path), and admits it
-through the one admission pipeline (gate/admit.py) with the evidence found for it: a Sigstore bundle
+through the one admission pipeline (admission/admit.py) with the evidence found for it: a Sigstore bundle
 beside it (``TOOL.sigstore.json``) or in ``bundle_dir`` by digest (``sha256/<hex>.sigstore.json``),
 and a shim by digest in ``shim_dir`` or in the registries policy names (registry/client.py: cached
 verified shims and local folders always, remote registries only with ``fetch``; each shim verified
 against the signers policy names for its registry, RFC §4.4-4.7). Only then may
-it be probed (gate/probe.py: verify before probe); metadata from a probe is admitted again so the
+it be probed (discovery/probe.py: verify before probe); metadata from a probe is admitted again so the
 decision sees its effects (as claims, unless signed).
 
 Each tool gets three honest answers: trust ``verified`` (VERIFIED from a signer policy trusts) /
@@ -36,13 +36,13 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.effects import EFFECT_CLASSES, command_states
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import TrustLevel
-from atip_trust.gate.admit import Admission, admit
-from atip_trust.gate.cached import hash_artifact, open_cache
-from atip_trust.gate.probe import ProbeOutcome, probe
-from atip_trust.gate.scan import Candidate, Skipped, scan_directories
+from atip_trust.admission.admit import Admission, admit
+from atip_trust.admission.verdict_key import hash_artifact, open_cache
+from atip_trust.discovery.probe import ProbeOutcome, probe
+from atip_trust.discovery.scan import Candidate, Skipped, scan_directories
 from atip_trust.policy.model import Policy
 from atip_trust.registry.local import LocalRegistry
-from atip_trust.state.cache import VerdictCache
+from atip_trust.state.verdict_cache import VerdictCache
 from atip_trust.state.paths import local_registry_path
 
 PathLike = str | os.PathLike[str]

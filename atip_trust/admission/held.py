@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.facts.report import TrustReport
-    from atip_trust.gate.interactive import Interactive
+    from atip_trust.admission.interactive import Interactive
 
     class _Options(TypedDict):
         """``admit``'s arguments about the evidence, kept for every full admission again."""
@@ -55,7 +55,7 @@ from atip_trust._base.statmemo import Ident, regular_ident, settled
 from atip_trust.errors import UsageError
 from atip_trust._base.files import path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
-from atip_trust.gate.admit import (
+from atip_trust.admission.admit import (
     Admission,
     Known,
     PathLike,
@@ -66,8 +66,8 @@ from atip_trust.gate.admit import (
     decided,
     tool_name_of,
 )
-from atip_trust.gate.cached import file_ident
-from atip_trust.gate.interactive import can_ask
+from atip_trust.admission.verdict_key import file_ident
+from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
 from atip_trust.policy.rules import split_command
@@ -128,7 +128,7 @@ class HeldTool:
         cache: bool = True,
         fetch: bool = False,
     ) -> HeldTool:
-        """Admit ``tool`` (as :func:`~atip_trust.gate.admit.admit`, with the same arguments) and hold
+        """Admit ``tool`` (as :func:`~atip_trust.admission.admit.admit`, with the same arguments) and hold
         it. Errors raise as ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``,
         ``audit``, ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless
         it says otherwise."""
@@ -215,7 +215,7 @@ class HeldTool:
         audit_log: PathLike | None = None,
         defer_audit: bool | None = None,
     ) -> Admission:
-        """The admission for ``command`` now, as :func:`~atip_trust.gate.admit.admit` would decide it
+        """The admission for ``command`` now, as :func:`~atip_trust.admission.admit.admit` would decide it
         (same arguments; those not given: as given to :meth:`open`). ``Admission.cache`` is ``held``
         when the held report was decided on, and the verdict cache's ``hit`` / ``miss`` / ``off`` when
         this call (or ``open``) admitted the tool."""

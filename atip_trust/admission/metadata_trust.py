@@ -12,7 +12,7 @@ Declared effects may relax gating, and a declared ``trust.source`` may satisfy p
 * **bound to this artifact**: the signed document names this artifact's digest (``binary.hash`` or
   ``trust.integrity.checksum``, RFC §3.2.2 / §4.5) and this tool's name. A validly signed document about
   another tool lends nothing; one with no digest at all cannot say which binary it describes. A digest
-  that differs is tampering and is already COMPROMISED by evaluate.py's claims step.
+  that differs is tampering and is already COMPROMISED by evaluation/evaluate.py's claims step.
 
 Each outcome is a ``Check`` (``metadata.signature``, ``metadata.binding``) with expected and actual values.
 """
@@ -27,13 +27,13 @@ if TYPE_CHECKING:
 
 from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
-from atip_trust.evaluate import Constraints, Evidence, evaluate
+from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.aip14 import ToolContract, parse_tool_md
 from atip_trust.facts.artifact import DigestSubject
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
-from atip_trust.limits import LIMITS
+from atip_trust._base.limits import LIMITS
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 

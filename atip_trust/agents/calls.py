@@ -44,7 +44,7 @@ from atip_trust.facts.effects import classify, command_lookup, merge_states, wal
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import Decision, Reason, TrustReport
-from atip_trust.gate.admit import Admission
+from atip_trust.admission.admit import Admission
 from atip_trust.policy.compose import compose
 from atip_trust.policy.decide import decide, effect_classes_of
 from atip_trust.policy.load import layer_from_document

@@ -1,7 +1,7 @@
 """Verify before probe: ``TOOL --agent`` runs the tool, so only a tool policy vouches for is run (RFC
 §5.2 security note; principle 7).
 
-The rule (``probe_permission``), on the admission of the open artifact (gate/admit.py):
+The rule (``probe_permission``), on the admission of the open artifact (admission/admit.py):
 
 * never for a tool policy blocks: COMPROMISED bytes, a tool denied by name or digest, not on an
   allowlist, or a digest pin that does not match (these are denials whatever the metadata says);
@@ -13,12 +13,12 @@ The rule (``probe_permission``), on the admission of the open artifact (gate/adm
   requirement holds (``VERIFIED``). Anything else (unsigned, a signer policy does not name, failed
   provenance) is listed as not probed, with that reason.
 
-A probe runs the verified descriptor (gate/run.py) with ``--agent``, no stdin, the minimal
+A probe runs the verified descriptor (execution/child.py) with ``--agent``, no stdin, the minimal
 environment, the policy's timeout and output cap. Its standard output must be ATIP metadata
 (facts/metadata.py: strict JSON, UTF-8, byte and depth caps, schema); a tool that exits non-zero or
 prints nothing has no metadata (``no_metadata``), anything else is a failed probe with its reason.
 
-Outcomes are cached by the artifact's digest and the probe's bounds (state/cache.py: the verdict
+Outcomes are cached by the artifact's digest and the probe's bounds (state/verdict_cache.py: the verdict
 cache's atomic, owner-checked entries), so a tool that hangs costs its timeout once, not on every scan.
 A cached outcome is used only after every check a run would meet (the permission above and, for a
 ``#!`` script, its interpreter): the cache saves the run, never a check.
@@ -35,12 +35,12 @@ from atip_trust.errors import AtipTrustError, InputTooLargeError
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import TrustLevel
-from atip_trust.gate.admit import Admission
-from atip_trust.gate.cached import report_key
-from atip_trust.gate.exec import ExecRefused, Opened, interpreter_refusal, script_interpreter, sealed_script
-from atip_trust.gate.run import minimal_env, run_verified
+from atip_trust.admission.admit import Admission
+from atip_trust.admission.verdict_key import report_key
+from atip_trust.execution.exec import ExecRefused, Opened, interpreter_refusal, script_interpreter, sealed_script
+from atip_trust.execution.child import minimal_env, run_verified
 from atip_trust.policy.model import Policy
-from atip_trust.state.cache import VerdictCache
+from atip_trust.state.verdict_cache import VerdictCache
 
 ProbeStatus = Literal["probed", "not_probed", "failed"]
 PROBE_ARGS = ("--agent",)
@@ -128,9 +128,9 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     """Run ``TOOL --agent`` when ``probe_permission`` allows it, through the verified descriptor.
 
     A ``#!`` tool runs its interpreter, so the interpreter must pass the same rule ``exec`` applies
-    (``exec.scripts``; gate/exec.py ``script_interpreter``), admitted with ``interpreter_args`` (evidence
+    (``exec.scripts``; execution/exec.py ``script_interpreter``), admitted with ``interpreter_args`` (evidence
     options); otherwise the tool is not probed: the kernel would load an interpreter nobody checked.
-    The interpreter reads a sealed copy of the verified script (gate/exec.py ``sealed_script``), never
+    The interpreter reads a sealed copy of the verified script (execution/exec.py ``sealed_script``), never
     the script's file, which it would read lazily while a writer changes it."""
     allowed = probe_permission(admission, policy)
     if not allowed.allowed:
