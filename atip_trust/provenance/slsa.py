@@ -990,18 +990,14 @@ def _step_source(c: _Checking, facts: SlsaFacts) -> None:
         want = normalize_source_uri(requirements.source_uri)
         ok = facts.build_type_known and facts.source_uri == want
         c.add("source_uri", ok, "" if ok else "source repository differs", want, facts.source_uri)
-    if requirements.source_tag is not None:
-        want_tag = requirements.source_tag.removeprefix("refs/tags/")
-        tag = _ref_kind(facts.source_ref, "tags")
-        ok = facts.build_type_known and tag == want_tag
-        c.add("source_tag", ok, "" if ok else "not built from that tag",
-              f"refs/tags/{want_tag}", facts.source_ref)
-    if requirements.source_branch is not None:
-        want_branch = requirements.source_branch.removeprefix("refs/heads/")
-        branch = _ref_kind(facts.source_ref, "heads")
-        ok = facts.build_type_known and branch == want_branch
-        c.add("source_branch", ok, "" if ok else "not built from that branch",
-              f"refs/heads/{want_branch}", facts.source_ref)
+    # A tag and a branch are checked alike: the ref of that kind, without its refs/<kind>/ prefix.
+    for name, want_ref, kind, noun in (("source_tag", requirements.source_tag, "tags", "tag"),
+                                       ("source_branch", requirements.source_branch, "heads", "branch")):
+        if want_ref is not None:
+            want_name = want_ref.removeprefix(f"refs/{kind}/")
+            ok = facts.build_type_known and _ref_kind(facts.source_ref, kind) == want_name
+            c.add(name, ok, "" if ok else f"not built from that {noun}", f"refs/{kind}/{want_name}",
+                  facts.source_ref)
 
     if requirements.sources is not None:
         ok = facts.build_type_known and any(

@@ -223,9 +223,7 @@ class _Where:
 
     def uint(self, d: dict[str, Any], parts: tuple[str | int, ...], *, required: bool) -> int | None:
         v = self.get(d, parts, required=required)
-        if v is None and not required:
-            return None
-        return self.uint_value(v, parts)
+        return None if v is None and not required else self.uint_value(v, parts)
 
     def uint_value(self, v: Any, parts: tuple[str | int, ...]) -> int:
         # protobuf JSON writes 64-bit integers as decimal strings; numbers are accepted too.
@@ -245,9 +243,7 @@ class _Where:
 
     def b64(self, d: dict[str, Any], parts: tuple[str | int, ...], *, required: bool) -> bytes | None:
         v = self.get(d, parts, required=required)
-        if v is None and not required:
-            return None
-        return self.b64_value(v, parts)
+        return None if v is None and not required else self.b64_value(v, parts)
 
     def b64_value(self, v: Any, parts: tuple[str | int, ...]) -> bytes:
         # Standard alphabet with padding, as protobuf JSON writes bytes (docs/sigstore.md).
