@@ -38,7 +38,6 @@ from atip_trust.provenance.vsa import (
     vsa_statement,
 )
 from atip_trust.signature.envelope import (
-    Envelope,
     envelope_signed_by,
     load_private_key,
     parse_envelope,
@@ -223,15 +222,69 @@ def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequen
 FUTURE_SKEW_SECONDS = 300
 
 
-def _signer(env: Envelope, rules: Sequence[VerifierRule]) -> VerifierRule | None:
-    for rule in rules:
-        if envelope_signed_by(env, load_public_key(rule.public_key), rule.key_id) is not None:
-            return rule
-    return None
+class _Signed(Record):
+    """A VSA whose signature verified, with every ``trust.verifiers`` entry that signed it (several
+    entries may share a key or an identity under different ids) and, keyless, the log's time."""
+
+    vsa: Vsa
+    rules: tuple[VerifierRule, ...]
+    #: Keyless: the transparency log's integrated time (the signature existed then); None for a key.
+    signed_at: datetime | None = None
+
+    def rule(self) -> VerifierRule:
+        """The entry for the VSA's own ``verifier.id`` when one signed it, else the first."""
+        return next((r for r in self.rules if r.id == self.vsa.verifier_id), self.rules[0])
 
 
-def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
-    """Why a PASSED VSA by ``rule``'s key does not vouch, or None: id, resource, level, policy, age."""
+def _is_sigstore_bundle(raw: bytes) -> bool:
+    """A Sigstore bundle (keyless) rather than a bare DSSE envelope (key-signed): its ``mediaType``."""
+    first = raw.lstrip()[:4096]
+    return b'"mediaType"' in first and b"application/vnd.dev.sigstore.bundle" in first
+
+
+def _key_signed(raw: bytes, label: str, rules: Sequence[VerifierRule]) -> _Signed | str:
+    env = parse_envelope(raw, source=label)
+    signed = tuple(r for r in rules if r.public_key is not None
+                   and envelope_signed_by(env, load_public_key(r.public_key), r.key_id) is not None)
+    if not signed:
+        return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers)"
+    return _Signed(parse_vsa(env.payload_type, env.payload), signed)
+
+
+def _keyless_signed(path: PathLike, rules: Sequence[VerifierRule], trust_root: TrustRoot | None,
+                    sha256: str) -> _Signed | str:
+    """A VSA in a Sigstore bundle: sigstore-python verifies it (signature/keyless.py), then its
+    certificate must match a keyless entry's identity (signature/identity.py, as ``trust.signers``)."""
+    keyless = [r for r in rules if r.signer is not None]
+    if not sha256:
+        return "VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"
+    if not keyless or trust_root is None:
+        return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"
+    verifier = keyless_mod.KeylessVerifier(trust_root)
+    why = "no DSSE bundle in the file"
+    for b in bundles_mod.load_bundles(path):
+        if b.content != "dsse":
+            why = f"{b.label}: not a DSSE bundle"
+            continue
+        out = verifier.verify(b, {"sha256": Digest.from_hex("sha256", sha256)})
+        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
+            failed = next((c for c in out.checks if c.failed), None)
+            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
+            continue
+        facts = out.facts
+        signed = tuple(r for r in keyless if r.signer is not None
+                       and not IdentityRule.coerce(r.signer).mismatches(facts))
+        if not signed:
+            why = (f"{b.label}: signed by {facts.identity} from {facts.issuer}, not an identity "
+                   "trust.verifiers lists")
+            continue
+        return _Signed(parse_vsa(out.payload_type, out.payload), signed, out.integrated_time)
+    return f"VSA ignored: not signed by a verifier policy trusts ({why})"
+
+
+def _why_not(signed: _Signed, now: datetime) -> str | None:
+    """Why a PASSED VSA by a listed verifier does not vouch, or None: id, resource, level, policy, age."""
+    vsa, rule = signed.vsa, signed.rule()
     if vsa.verifier_id != rule.id:
         return f"verifier.id is {vsa.verifier_id!r}, expected {rule.id!r}"
     if rule.resource_uris is not None and vsa.resource_uri not in rule.resource_uris:
@@ -243,6 +296,12 @@ def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
         return f"policy.digest {vsa.policy_digest} is not one of trust.verifiers' policyDigests"
     if vsa.time_verified is None:
         return "no timeVerified: its age cannot be known"
+    if signed.signed_at is not None and signed.signed_at.timestamp() > 0 and \
+            (vsa.time_verified - signed.signed_at).total_seconds() > FUTURE_SKEW_SECONDS:
+        # A keyless VSA's signature is in the log at integratedTime: a verification dated later was
+        # not what was signed then (a summary post-dated to stretch its maxAge).
+        return (f"timeVerified {vsa.time_verified.isoformat()} is after the log's integrated time "
+                f"{signed.signed_at.isoformat()}")
     age = (now - vsa.time_verified).total_seconds()
     if age > rule.max_age:
         return f"verified {int(age)} s ago, over maxAge {rule.max_age_text}"
@@ -252,37 +311,40 @@ def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
 
 
 def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
-               now: datetime | None = None) -> list[Check]:
+               now: datetime | None = None, trust_root: TrustRoot | None = None) -> list[Check]:
     """One check per VSA about these bytes (``digests``: the artifact's hex digests by algorithm).
 
     ``pass``: a trusted verifier PASSED exactly these bytes and its VSA meets its ``trust.verifiers``
     entry; ``fail``: a trusted verifier FAILED them (evidence of failure); ``skip``: ignored, and why
-    (not signed by a listed verifier, another artifact, another id, resource, level, policy or too old)."""
+    (not signed by a listed verifier's key or Sigstore identity, another artifact, another id,
+    resource, level, policy or too old). A VSA in a Sigstore bundle is verified against ``trust_root``."""
     at = now or datetime.now(timezone.utc)
     out: list[Check] = []
+    ids = [r.describe() for r in rules]
     for path in paths:
         label = os.fspath(path)
-        env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=label)
-        rule = _signer(env, rules)
-        if rule is None:
-            out.append(Check("vsa", "skip", "VSA ignored: not signed by a verifier policy trusts "
-                             "(trust.verifiers)", [r.id for r in rules], None, label))
+        raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
+        signed = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
+            if _is_sigstore_bundle(raw) else _key_signed(raw, label, rules)
+        if isinstance(signed, str):
+            out.append(Check("vsa", "skip", signed, ids, None, label))
             continue
-        vsa = parse_vsa(env.payload_type, env.payload)
+        vsa, rule = signed.vsa, signed.rule()
         if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
             out.append(Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
                              {a: v for a, v in digests.items()}, list(vsa.subjects), label))
             continue
         if vsa.result != PASSED:
-            out.append(Check("vsa", "fail", f"trusted verifier {rule.id} reported {vsa.result or 'no result'} "
-                             "for this artifact", PASSED, vsa.result, label, impact="unverified"))
+            out.append(Check("vsa", "fail", f"trusted verifier {rule.describe()} reported "
+                             f"{vsa.result or 'no result'} for this artifact", PASSED, vsa.result, label,
+                             impact="unverified"))
             continue
-        why = _why_not(vsa, rule, at)
+        why = _why_not(signed, at)
         if why is not None:
             out.append(Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label))
             continue
-        out.append(Check("vsa", "pass", f"{rule.id} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
-                         rule.id, vsa.verifier_id, label))
+        out.append(Check("vsa", "pass", f"{rule.describe()} PASSED this artifact at "
+                         f"{', '.join(vsa.levels) or 'no level'}", rule.id, vsa.verifier_id, label))
     return out
 
 
