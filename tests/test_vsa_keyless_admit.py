@@ -182,7 +182,8 @@ def test_key_signed_vsa_does_not_count_for_a_keyless_verifier(world, tmp_path: P
 
 @pytest.mark.parametrize("entry, needle", [
     ({"id": VERIFIER, "identity": CI_ID, "maxAge": "1d"}, "issuer"),
-    ({"id": VERIFIER, "identity": CI_ID, "issuer": ISSUER, "publicKey": "k.pub", "maxAge": "1d"}, "should not be valid"),
+    ({"id": VERIFIER, "identity": CI_ID, "issuer": ISSUER, "publicKey": "k.pub", "maxAge": "1d"},
+     "should not be valid"),
     ({"id": VERIFIER, "identityRegexp": "(", "issuer": ISSUER, "maxAge": "1d"}, "regular expression"),
     ({"id": VERIFIER, "identity": CI_ID, "issuer": ISSUER, "claims": {"nope": "x"}, "maxAge": "1d"}, "claim"),
 ])

@@ -10,6 +10,7 @@ verify"). The statement is ``provenance/vsa.py``'s, the envelope and its key-id 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -52,9 +53,11 @@ from atip_trust.errors import UsageError
 if TYPE_CHECKING:
     from atip_trust.signature import bundle as bundles_mod
     from atip_trust.signature import keyless as keyless_mod
+    from atip_trust.signature import keyless_sign as keyless_sign_mod
 else:
     bundles_mod = lazy_import("atip_trust.signature.bundle")
     keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
+    keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")
 
 PathLike = str | os.PathLike[str]
 
@@ -79,15 +82,25 @@ def policy_reference(policy_digest: str | None, constraints_text: str, policy_ur
     return policy_uri or FLAGS_POLICY_URI, {"sha256": hashlib.sha256(raw).hexdigest()}
 
 
-def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_uri: str,
+def emit_vsa(report: TrustReport, *, key: PathLike | None, verifier_id: str, resource_uri: str,
              policy_uri: str, policy_digest: dict[str, str], bundles: Sequence[PathLike],
-             key_id: str | None = None, now: datetime | None = None) -> bytes:
-    """The VSA of ``report`` as one JSON line (a DSSE envelope), whatever the verdict: PASSED exactly
-    when the verification allowed the artifact (its decision), FAILED otherwise."""
+             key_id: str | None = None, now: datetime | None = None, keyless: bool = False,
+             trust_config: PathLike | None = None, identity: Any = None) -> bytes:
+    """The VSA of ``report`` as one JSON line, whatever the verdict: PASSED exactly when the
+    verification allowed the artifact (its decision), FAILED otherwise. Signed with ``key`` (a DSSE
+    envelope), or ``keyless`` with the CI's ambient OIDC identity (a Sigstore bundle;
+    signature/keyless_sign.py, the instance of ``trust_config``; ``identity``: the token
+    ``ambient_identity`` found, else it is looked for now)."""
     if not verifier_id or not resource_uri:
         raise EnvironmentFailure("a VSA needs a verifier id and a resource URI (--vsa-verifier-id, "
                                  "--vsa-resource-uri)")
-    signer = load_private_key(key)
+    signer = None
+    if keyless:
+        identity = identity if identity is not None else ambient_identity()
+    elif key is None:
+        raise UsageError("a VSA is signed with a key (--vsa-key) or keylessly (--vsa-keyless)")
+    else:
+        signer = load_private_key(key)
     passed = report.decision is not None and report.decision.behavior == "allow" \
         and report.trust_level is TrustLevel.VERIFIED
     level = report.provenance.slsa_level if report.provenance.status == "valid" else None
@@ -104,9 +117,19 @@ def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_u
         levels=build_level(level),
         version=__version__,
     )
-    envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, canonical_json(stmt, ascii_only=False),
-                             key_id=key_id)
+    payload = canonical_json(stmt, ascii_only=False)
+    if signer is None:
+        bundle = keyless_sign_mod.sign_statement(payload, sha256=report.digests.get("sha256", ""),
+                                                 flag="--vsa-keyless", config=trust_config, token=identity)
+        return canonical_json(json.loads(bundle)) + b"\n"
+    envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, payload, key_id=key_id)
     return canonical_json(envelope) + b"\n"
+
+
+def ambient_identity() -> Any:
+    """``--vsa-keyless``: the CI's ambient OIDC identity, or exit 2 naming what is missing
+    (signature/keyless_sign.py); looked for before anything is verified."""
+    return keyless_sign_mod.ambient_identity("--vsa-keyless")
 
 
 def write_vsa(path: PathLike, line: bytes) -> None:
@@ -360,6 +383,6 @@ def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
         report.trust_level = TrustLevel.VERIFIED
 
 
-__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "apply_vsas", "emit_vsa", "file_digest",
-           "policy_reference", "read_signed_vsa", "verify_vsa", "verify_vsa_keyless", "verifier_rules", "vsa_checks",
-           "write_vsa"]
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "ambient_identity", "apply_vsas", "emit_vsa",
+           "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa", "verify_vsa_keyless", "verifier_rules",
+           "vsa_checks", "write_vsa"]

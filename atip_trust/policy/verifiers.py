@@ -3,10 +3,10 @@
 Each entry names one verifier: its public key (``publicKey``, a PEM file; ``keyId``, the id its
 signatures carry, as ``verify-vsa --public-key-id``) or its Sigstore identity (``identity`` /
 ``identityRegexp`` and ``issuer`` / ``issuerRegexp``, optional ``claims``: a signer rule, matched as
-``trust.signers`` are, on the Fulcio certificate of a VSA in a Sigstore bundle), its ``id`` (the VSA's ``verifier.id``), the
-``resourceUris`` it may vouch for (absent: any), the SLSA Build level its VSA must state at least
-(``minLevel``), how old a VSA may be (``maxAge``, required: a summary is a snapshot, never forever) and
-which ``policyDigests`` count (absent: any policy the verifier applied).
+``trust.signers`` are, on the Fulcio certificate of a VSA in a Sigstore bundle), its ``id`` (the VSA's
+``verifier.id``), the ``resourceUris`` it may vouch for (absent: any), the SLSA Build level its VSA must
+state at least (``minLevel``), how old a VSA may be (``maxAge``, required: a summary is a snapshot, never
+forever) and which ``policyDigests`` count (absent: any policy the verifier applied).
 
 Composition follows the other trust anchors (compose.py): when an org layer states ``trust.verifiers``,
 only the org's verifiers count; when the org fixes the anchor set without naming verifiers, none counts;
