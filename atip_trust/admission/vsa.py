@@ -9,21 +9,23 @@ verify"). The statement is ``provenance/vsa.py``'s, the envelope and its key-id 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import read_capped, write_atomic
-from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.jsonio import canonical_json, parse_json
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
-from atip_trust.errors import EnvironmentFailure
+from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
 from atip_trust._base.limits import LIMITS
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
@@ -60,6 +62,9 @@ else:
     keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")
 
 PathLike = str | os.PathLike[str]
+
+#: A tool's VSAs kept by digest beside its bundles (``--bundle-dir``: ``<hex>.vsa.jsonl``).
+VSA_SUFFIX = ".vsa.jsonl"
 
 #: Without ``--policy`` the flags are the policy: this names them (the digest is of the flags).
 FLAGS_POLICY_URI = "atip-trust:verify-flags"
@@ -260,9 +265,14 @@ class _Signed(Record):
 
 
 def _is_sigstore_bundle(raw: bytes) -> bool:
-    """A Sigstore bundle (keyless) rather than a bare DSSE envelope (key-signed): its ``mediaType``."""
-    first = raw.lstrip()[:4096]
-    return b'"mediaType"' in first and b"application/vnd.dev.sigstore.bundle" in first
+    """A Sigstore bundle (keyless) rather than a bare DSSE envelope (key-signed): a ``mediaType`` of
+    the bundle's, or its ``dsseEnvelope`` (canonical JSON puts that key first)."""
+    try:
+        doc = parse_json(raw.strip().split(b"\n", 1)[0], what="VSA")
+    except AtipTrustError:
+        return False  # not JSON: parse_envelope reports it
+    return isinstance(doc, dict) and ("dsseEnvelope" in doc or "verificationMaterial" in doc
+                                      or str(doc.get("mediaType", "")).startswith("application/vnd.dev.sigstore.bundle"))
 
 
 def _key_signed(raw: bytes, label: str, rules: Sequence[VerifierRule]) -> _Signed | str:
@@ -333,6 +343,37 @@ def _why_not(signed: _Signed, now: datetime) -> str | None:
     return None
 
 
+def _review(path: PathLike, digests: dict[str, str], rules: Sequence[VerifierRule], ids: list[str],
+            trust_root: TrustRoot | None, at: datetime) -> tuple[Check, datetime | None]:
+    """One VSA's check (``vsa_checks``) and when its outcome may next change with time alone (a
+    counted VSA expires, one dated ahead becomes current), or None when time cannot change it."""
+    label = os.fspath(path)
+    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
+    signed = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
+        if _is_sigstore_bundle(raw) else _key_signed(raw, label, rules)
+    if isinstance(signed, str):
+        return Check("vsa", "skip", signed, ids, None, label), None
+    vsa, rule = signed.vsa, signed.rule()
+    if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
+        return Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
+                     {a: v for a, v in digests.items()}, list(vsa.subjects), label), None
+    if vsa.result != PASSED:
+        return Check("vsa", "fail", f"trusted verifier {rule.describe()} reported {vsa.result or 'no result'} "
+                     "for this artifact", PASSED, vsa.result, label, impact="unverified"), None
+    change = None
+    if vsa.time_verified is not None:
+        # Conservative: the earliest moment any entry's window opens or closes (a re-check then is
+        # a full one; an early one costs time, never trust).
+        edges = [vsa.time_verified - timedelta(seconds=FUTURE_SKEW_SECONDS),
+                 *(vsa.time_verified + timedelta(seconds=r.max_age + 1) for r in signed.rules)]
+        change = min((t for t in edges if t > at), default=None)
+    why = _why_not(signed, at)
+    if why is not None:
+        return Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label), change
+    return Check("vsa", "pass", f"{rule.describe()} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
+                 rule.id, vsa.verifier_id, label), change
+
+
 def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
                now: datetime | None = None, trust_root: TrustRoot | None = None) -> list[Check]:
     """One check per VSA about these bytes (``digests``: the artifact's hex digests by algorithm).
@@ -342,33 +383,45 @@ def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequen
     (not signed by a listed verifier's key or Sigstore identity, another artifact, another id,
     resource, level, policy or too old). A VSA in a Sigstore bundle is verified against ``trust_root``."""
     at = now or datetime.now(timezone.utc)
-    out: list[Check] = []
     ids = [r.describe() for r in rules]
-    for path in paths:
-        label = os.fspath(path)
-        raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-        signed = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
-            if _is_sigstore_bundle(raw) else _key_signed(raw, label, rules)
-        if isinstance(signed, str):
-            out.append(Check("vsa", "skip", signed, ids, None, label))
-            continue
-        vsa, rule = signed.vsa, signed.rule()
-        if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
-            out.append(Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
-                             {a: v for a, v in digests.items()}, list(vsa.subjects), label))
-            continue
-        if vsa.result != PASSED:
-            out.append(Check("vsa", "fail", f"trusted verifier {rule.describe()} reported "
-                             f"{vsa.result or 'no result'} for this artifact", PASSED, vsa.result, label,
-                             impact="unverified"))
-            continue
-        why = _why_not(signed, at)
-        if why is not None:
-            out.append(Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label))
-            continue
-        out.append(Check("vsa", "pass", f"{rule.describe()} PASSED this artifact at "
-                         f"{', '.join(vsa.levels) or 'no level'}", rule.id, vsa.verifier_id, label))
-    return out
+    return [_review(p, digests, rules, ids, trust_root, at)[0] for p in paths]
+
+
+def vsa_recheck_at(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
+                   now: datetime | None = None, trust_root: TrustRoot | None = None) -> datetime | None:
+    """When ``vsa_checks`` over the same files may first give another answer with time alone: a
+    report that stands on VSAs must be made again then (``HeldTool``); None: never by time."""
+    at = now or datetime.now(timezone.utc)
+    ids = [r.describe() for r in rules]
+    times = [t for p in paths if (t := _review(p, digests, rules, ids, trust_root, at)[1]) is not None]
+    return min(times, default=None)
+
+
+def vsa_candidates(bundle_dir: PathLike, hexdigest: str) -> list[str]:
+    """Where a tool's VSAs are kept by digest (docs/vsa.md): ``DIR/sha256/<hex>.vsa.jsonl``, then
+    ``DIR/<hex>.vsa.jsonl``, whether they exist or not (a held tool watches both)."""
+    base = os.fspath(bundle_dir)
+    return [os.path.join(base, "sha256", hexdigest + VSA_SUFFIX), os.path.join(base, hexdigest + VSA_SUFFIX)]
+
+
+def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
+    """The subject digests a VSA file's statement *claims*, before any signature is checked: used only
+    to route a ``scan --vsa`` file to the tools it names, each of which then checks it in full
+    (``vsa_checks``); a claim grants nothing. A file that is no VSA is an error (as for ``admit``)."""
+    label = os.fspath(path)
+    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
+    doc = parse_json(raw.strip().split(b"\n", 1)[0], what="VSA")
+    env = doc.get("dsseEnvelope", doc) if isinstance(doc, dict) else None
+    if not isinstance(env, dict) or not isinstance(env.get("payload"), str):
+        raise BundleError("not a VSA: neither a DSSE envelope nor a Sigstore bundle holding one", path=label)
+    try:
+        payload = base64.b64decode(env["payload"], validate=True)
+    except (ValueError, binascii.Error) as err:
+        raise BundleError(f"the VSA's payload is not base64: {err}", path=label) from err
+    stmt = parse_json(payload, what="VSA statement", max_depth=LIMITS.json_depth)
+    subjects = stmt.get("subject") if isinstance(stmt, dict) else None
+    return {(str(alg), str(value)) for s in (subjects if isinstance(subjects, list) else [])
+            if isinstance(s, dict) and isinstance(s.get("digest"), dict) for alg, value in s["digest"].items()}
 
 
 def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
@@ -383,6 +436,6 @@ def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
         report.trust_level = TrustLevel.VERIFIED
 
 
-__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "ambient_identity", "apply_vsas", "emit_vsa",
-           "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa", "verify_vsa_keyless", "verifier_rules",
-           "vsa_checks", "write_vsa"]
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas",
+           "claimed_digests", "emit_vsa", "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa",
+           "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "vsa_recheck_at", "write_vsa"]
