@@ -30,7 +30,7 @@ VERIFIER = "https://ci.example.com/atip-trust/verify"
 RESOURCE = "https://github.com/atip-test/hello-tool/releases/download/v1.0.0/hello-tool"
 CI_ID = "https://github.com/example-org/ci/.github/workflows/verify.yml@refs/heads/main"
 #: Every variable an ambient-credential detector of the ``id`` package looks at.
-AMBIENT = ("GITHUB_ACTIONS", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GITLAB_CI",
+AMBIENT = ("ATIP_OFFLINE", "GITHUB_ACTIONS", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GITLAB_CI",
            "SIGSTORE_ID_TOKEN", "BUILDKITE", "CIRCLECI", "GOOGLE_SERVICE_ACCOUNT_NAME")
 
 
@@ -196,3 +196,11 @@ def test_fulcio_refuses_a_token_the_issuer_did_not_sign(service, tmp_path: Path,
     r = verify_emit(out, "--vsa-keyless", "--vsa-trust-config", str(service.config))
     assert r.code == 2 and "keyless signing failed" in r.err, r.err
     assert not out.exists()
+
+
+def test_keyless_signing_is_refused_offline_before_any_request(service, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ATIP_OFFLINE", "1")
+    out = tmp_path / "vsa.jsonl"
+    r = verify_emit(out, "--vsa-keyless", "--vsa-trust-config", str(service.config))
+    assert r.code == 2 and "ATIP_OFFLINE" in r.err, r.err
+    assert service.calls == {"token": 0, "fulcio": 0, "rekor": 0} and not out.exists()

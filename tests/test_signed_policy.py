@@ -230,3 +230,14 @@ def test_malformed_identity_signers_file_is_refused(org, sigstore, signers, need
     org["signers"].chmod(0o644)
     r = admit(org)
     assert r.code == 2 and needle in reason(r), reason(r)
+
+
+def test_keyless_signers_trusted_root_writable_by_others_is_refused(org, sigstore) -> None:
+    """Whoever can rewrite the trusted root the signers file names could add their own CA and sign as
+    the listed identity: it gets the signers file's ownership and mode checks."""
+    write_policy(org, 1)
+    sign_keyless(org, sigstore)
+    require_identity(org, sigstore)
+    (org["etc"] / "trusted_root.json").chmod(0o666)
+    r = admit(org)
+    assert r.code == 2 and "trusted root" in reason(r), reason(r)

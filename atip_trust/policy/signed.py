@@ -160,9 +160,13 @@ def _key_problem(sig: str, data: bytes, signers: Signers) -> str | None:
 
 
 def _trust_root(signers: Signers) -> TrustRoot:
+    """The root a keyless policy signature is verified against. A file is read with the signers file's
+    ownership and mode checks: whoever could rewrite it could name their own CA and sign as anyone."""
     if signers.trusted_root in ("production", "staging"):
         return TrustRoot.embedded(signers.trusted_root)
-    return TrustRoot.from_file(signers.trusted_root)
+    raw = read_capped(signers.trusted_root, LIMITS.trusted_root_bytes, what="org policy signers' trusted root",
+                      follow_links=False, owner_check=PolicyError)
+    return TrustRoot.from_bytes(raw, name=signers.trusted_root)
 
 
 def _keyless_problem(bundle: str, data: bytes, signers: Signers) -> str | None:

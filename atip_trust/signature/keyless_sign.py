@@ -58,13 +58,22 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+def _offline() -> bool:
+    """``ATIP_OFFLINE``, read as net/fetch.py's ``env_flag`` reads it (that layer is not this one's to
+    import): keyless signing is nothing but network requests (token, Fulcio, Rekor), so it is refused."""
+    return os.environ.get("ATIP_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def ambient_identity(flag: str) -> Any:
     """The CI's ambient OIDC identity token (``sigstore.oidc.IdentityToken``, audience ``sigstore``).
 
     None found: ``UsageError`` (exit 2) naming what is missing; found but unusable: ``EnvironmentFailure``."""
+    if _offline():
+        raise EnvironmentFailure(f"{flag} needs the network (an OIDC token, Fulcio, Rekor) and ATIP_OFFLINE "
+                                 "is set: sign with a key instead, or unset ATIP_OFFLINE")
     try:
         raw = sigstore_oidc.detect_credential()
-    except sigstore_oidc.IdentityError as err:
+    except Exception as err:  # noqa: BLE001 - IdentityError, and whatever a detector's HTTP client raises
         raise EnvironmentFailure(f"{flag}: the CI's ambient OIDC credential could not be obtained: "
                                  f"{_first_line(err)}") from err
     if raw is None:
