@@ -136,12 +136,15 @@ def test_keyless_failed_vsa_from_the_listed_identity_is_evidence_of_failure(worl
     assert r.code == 1 and r.json["trust_level"] != "VERIFIED"
 
 
-def test_keyless_vsa_whose_bundle_does_not_verify_is_ignored(world) -> None:
-    """A certificate from a CA outside the trusted root (sigstore-python's chain check refuses it)."""
+@pytest.mark.parametrize("mutate", ["certificate", "signature", "set", "log_key", "payload_hash"])
+def test_keyless_vsa_whose_bundle_does_not_verify_is_ignored(world, mutate) -> None:
+    """The listed identity, but a certificate from a CA outside the trusted root, a signature over other
+    bytes, a forged log promise or log key, a log entry for another payload: sigstore-python refuses
+    each, and the VSA counts for nothing."""
     stmt = json.loads(base64.b64decode(json.loads(mint(world, "base").read_text())["dsseEnvelope"]["payload"]))
     bundle = world["ts"].sign_dsse(stmt, identity=CI_ID, issuer=ISSUER, integrated_time=int(time.time()),
-                                   mutate="certificate")
-    bad = world["dir"] / "untrusted-ca.vsa.sigstore.json"
+                                   mutate=mutate)
+    bad = world["dir"] / f"{mutate}.vsa.sigstore.json"
     bad.write_text(json.dumps(bundle))
     r = admit(world, bad)
     assert r.code == 1 and r.json["trust_level"] != "VERIFIED"
@@ -192,3 +195,24 @@ def test_policy_refuses_a_malformed_keyless_verifier(world, tmp_path: Path, entr
     pol.write_text(json.dumps({"version": 1, "trust": {"verifiers": [entry]}}))
     r = cli("policy", "check", str(pol))
     assert r.code == 2 and needle in r.err, r.err
+
+
+def test_keyless_verifier_claims_must_match_the_certificate(world, tmp_path: Path) -> None:
+    """A verifier entry may pin Fulcio claims (as trust.signers): the right identity from another
+    repository owner does not count."""
+    doc = json.loads(world["policy"].read_text())
+    doc["trust"]["verifiers"][0]["claims"] = {"source_repository_owner_uri": "https://github.com/example-org"}
+    pol = tmp_path / "claims.json"
+    pol.write_text(json.dumps(doc))
+    stmt = json.loads(base64.b64decode(json.loads(mint(world, "c-base").read_text())["dsseEnvelope"]["payload"]))
+
+    def with_owner(owner: str) -> Path:
+        bundle = world["ts"].sign_dsse(stmt, identity=CI_ID, issuer=ISSUER, integrated_time=int(time.time()) - 3600,
+                                       extensions={"source_repository_owner_uri": owner})
+        path = tmp_path / f"{owner.rsplit('/', 1)[-1]}.vsa.sigstore.json"
+        path.write_text(json.dumps(bundle))
+        return path
+
+    assert admit(world, with_owner("https://github.com/example-org"), policy=pol).code == 0
+    r = admit(world, with_owner("https://github.com/evil-org"), policy=pol)
+    assert r.code == 1 and vsa_checks(r.json)[0]["status"] == "skip"
