@@ -216,3 +216,11 @@ def test_keyless_verifier_claims_must_match_the_certificate(world, tmp_path: Pat
     assert admit(world, with_owner("https://github.com/example-org"), policy=pol).code == 0
     r = admit(world, with_owner("https://github.com/evil-org"), policy=pol)
     assert r.code == 1 and vsa_checks(r.json)[0]["status"] == "skip"
+
+
+def test_pretty_printed_keyless_vsa_bundle_is_read_as_a_bundle(world, tmp_path: Path) -> None:
+    """A bundle as sigstore tools may write it (indented JSON over many lines) counts as the one-line form."""
+    src = json.loads(mint(world, "one-line").read_text())
+    pretty = tmp_path / "pretty.vsa.sigstore.json"
+    pretty.write_text(json.dumps(src, indent=2))
+    assert admit(world, pretty).code == 0

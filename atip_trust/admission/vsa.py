@@ -264,11 +264,20 @@ class _Signed(Record):
         return next((r for r in self.rules if r.id == self.vsa.verifier_id), self.rules[0])
 
 
+def _first_document(raw: bytes) -> Any:
+    """The VSA file's JSON document: the whole file (a pretty-printed bundle), else its first line
+    (a ``.jsonl`` line); ``MalformedInputError`` when neither is JSON."""
+    try:
+        return parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)
+    except AtipTrustError:
+        return parse_json(raw.strip().split(b"\n", 1)[0], what="VSA", max_depth=LIMITS.json_depth)
+
+
 def _is_sigstore_bundle(raw: bytes) -> bool:
     """A Sigstore bundle (keyless) rather than a bare DSSE envelope (key-signed): a ``mediaType`` of
     the bundle's, or its ``dsseEnvelope`` (canonical JSON puts that key first)."""
     try:
-        doc = parse_json(raw.strip().split(b"\n", 1)[0], what="VSA")
+        doc = _first_document(raw)
     except AtipTrustError:
         return False  # not JSON: parse_envelope reports it
     return isinstance(doc, dict) and ("dsseEnvelope" in doc or "verificationMaterial" in doc
@@ -410,7 +419,7 @@ def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
     (``vsa_checks``); a claim grants nothing. A file that is no VSA is an error (as for ``admit``)."""
     label = os.fspath(path)
     raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-    doc = parse_json(raw.strip().split(b"\n", 1)[0], what="VSA")
+    doc = _first_document(raw)
     env = doc.get("dsseEnvelope", doc) if isinstance(doc, dict) else None
     if not isinstance(env, dict) or not isinstance(env.get("payload"), str):
         raise BundleError("not a VSA: neither a DSSE envelope nor a Sigstore bundle holding one", path=label)
