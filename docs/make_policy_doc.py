@@ -183,6 +183,8 @@ class Doc:
                 alts = group.get(alt_key, [])
                 if alts and not any(set(a.get("required", [])) <= set(keys) for a in alts):
                     keys.extend(k for k in alts[0].get("required", []) if k not in keys)
+        # if/then/else alternatives (verifier: a key, else an identity): the example takes the "if" branch.
+        keys.extend(k for k in node.get("if", {}).get("required", []) if k not in keys)
         if not keys:
             keys = [next(iter(props))]
         return {k: self.example(props[k], k, f"{where}.{k}") for k in keys}
@@ -258,6 +260,11 @@ class Doc:
                 names = [", ".join(f"`{k}`" for k in a.get("required", [])) for a in alts]
                 if names and all(names):
                     notes.append(f"Give {word} " + " / ".join(names) + ".")
+        cond = node.get("if", {}).get("required", [])
+        if cond:
+            other = self.constraints(node.get("else", {}))
+            notes.append(f"Either {', '.join(f'`{k}`' for k in cond)} or, without it: {other or 'nothing more.'} "
+                         "Never keys of both.")
         return " ".join(notes)
 
     def policy_example(self) -> dict[str, Any]:

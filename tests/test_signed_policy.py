@@ -118,3 +118,126 @@ def test_signers_file_writable_by_others_is_refused(org) -> None:
     require_signature(org)
     org["signers"].chmod(0o666)
     assert admit(org).code == 2
+
+
+# --- keyless: a Sigstore identity signs the org policy (a Sigstore bundle beside it) ---------------------
+
+ORG_ID = "https://github.com/example-org/policy/.github/workflows/release.yml@refs/heads/main"
+ISSUER = "https://token.actions.githubusercontent.com"
+
+
+@pytest.fixture(scope="module")
+def sigstore() -> Any:
+    import testsigstore
+
+    return testsigstore.TestSigstore(seed=2502)
+
+
+def require_identity(org: dict[str, Path], ts: Any, **rule: str) -> None:
+    ts.write_trusted_root(org["etc"] / "trusted_root.json")
+    org["signers"].write_text(json.dumps({"identities": [rule or {"identity": ORG_ID, "issuer": ISSUER}],
+                                          "trustedRoot": "trusted_root.json"}))
+    org["signers"].chmod(0o644)
+
+
+def sign_keyless(org: dict[str, Path], ts: Any, identity: str = ORG_ID, **kw: Any) -> None:
+    """The policy's bundle, minted by the local test Sigstore as ``cosign sign-blob --bundle`` would."""
+    import time
+
+    bundle = ts.sign_artifact(org["policy"].read_bytes(), identity=identity, issuer=ISSUER,
+                              integrated_time=int(time.time()) - 60, **kw)
+    (org["etc"] / "policy.json.sigstore.json").write_text(json.dumps(bundle))
+
+
+def reason(r: Any) -> str:
+    return str(r.json["decision"]["reasons"][0]["message"])
+
+
+def test_keyless_signed_policy_by_a_listed_identity_is_applied(org, sigstore) -> None:
+    write_policy(org, 1)
+    sign_keyless(org, sigstore)
+    require_identity(org, sigstore)
+    r = admit(org)
+    assert r.code in (0, 1), r.err
+
+
+def test_keyless_signed_policy_matches_an_identity_regexp_whole(org, sigstore) -> None:
+    write_policy(org, 1)
+    sign_keyless(org, sigstore)
+    require_identity(org, sigstore, identityRegexp=r"https://github\.com/example-org/policy/.+", issuer=ISSUER)
+    assert admit(org).code in (0, 1)
+    require_identity(org, sigstore, identityRegexp=r"https://github\.com/example-org/policy", issuer=ISSUER)
+    assert admit(org).code == 2  # a prefix is not the whole identity
+
+
+def test_tampered_keyless_signed_policy_is_refused(org, sigstore) -> None:
+    write_policy(org, 1)
+    sign_keyless(org, sigstore)
+    require_identity(org, sigstore)
+    doc = json.loads(org["policy"].read_text())
+    doc["requirements"]["minTrustLevel"] = "COMPROMISED"  # loosened after signing
+    org["policy"].write_text(json.dumps(doc))
+    r = admit(org)
+    assert r.code == 2 and "changed after it was signed" in reason(r), reason(r)
+
+
+def test_policy_signed_keylessly_by_another_identity_is_refused(org, sigstore) -> None:
+    other = "https://github.com/evil-org/policy/.github/workflows/release.yml@refs/heads/main"
+    write_policy(org, 1)
+    sign_keyless(org, sigstore, identity=other)
+    require_identity(org, sigstore)
+    r = admit(org)
+    assert r.code == 2 and other in reason(r) and "not an identity" in reason(r), reason(r)
+
+
+def test_keyless_policy_signature_from_outside_the_trusted_root_is_refused(org, sigstore) -> None:
+    """The listed identity, but a certificate from a CA the signers file's trusted root does not hold."""
+    write_policy(org, 1)
+    sign_keyless(org, sigstore, mutate="certificate")
+    require_identity(org, sigstore)
+    r = admit(org)
+    assert r.code == 2 and "does not verify" in reason(r), reason(r)
+
+
+def test_keyless_rollback_to_an_older_serial_is_refused(org, sigstore) -> None:
+    require_identity(org, sigstore)
+    write_policy(org, 7)
+    sign_keyless(org, sigstore)
+    assert admit(org).code in (0, 1)
+    write_policy(org, 6)  # an older release, validly signed by the listed identity
+    sign_keyless(org, sigstore)
+    r = admit(org)
+    assert r.code == 2 and "rollback" in reason(r)
+
+
+def test_key_signature_does_not_satisfy_a_signers_file_naming_only_identities(org, sigstore) -> None:
+    write_policy(org, 1, sign_with=org["org_key"])
+    require_identity(org, sigstore)
+    r = admit(org)
+    assert r.code == 2 and "names no key" in reason(r), reason(r)
+
+
+@pytest.mark.parametrize("signers, needle", [
+    ({"identities": [{"identity": ORG_ID}]}, "issuer"),
+    ({"identities": [{"identityRegexp": "(", "issuer": ISSUER}]}, "regular expression"),
+    ({"identities": [{"identity": ORG_ID, "issuer": ISSUER, "aud": "x"}]}, "aud"),
+    ({"identities": []}, "names no signer"),
+])
+def test_malformed_identity_signers_file_is_refused(org, sigstore, signers, needle) -> None:
+    write_policy(org, 1)
+    sign_keyless(org, sigstore)
+    org["signers"].write_text(json.dumps(signers))
+    org["signers"].chmod(0o644)
+    r = admit(org)
+    assert r.code == 2 and needle in reason(r), reason(r)
+
+
+def test_keyless_signers_trusted_root_writable_by_others_is_refused(org, sigstore) -> None:
+    """Whoever can rewrite the trusted root the signers file names could add their own CA and sign as
+    the listed identity: it gets the signers file's ownership and mode checks."""
+    write_policy(org, 1)
+    sign_keyless(org, sigstore)
+    require_identity(org, sigstore)
+    (org["etc"] / "trusted_root.json").chmod(0o666)
+    r = admit(org)
+    assert r.code == 2 and "trusted root" in reason(r), reason(r)

@@ -594,7 +594,7 @@ def _step_additions(
     # stored, so the cached report is the evidence's own (docs/vsa.md).
     if vsas:
         gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({alg: d.hex for alg, d in a.digests.items()}, vsas,
-                                                        gate_vsa.verifier_rules(policy)))
+                                                        gate_vsa.verifier_rules(policy), trust_root=a.trust_root))
         a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.

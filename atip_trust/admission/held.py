@@ -18,6 +18,12 @@ cache included) and keeps the descriptor it hashed. Each :meth:`HeldTool.admit` 
    their expiry, at this call's time), the command, its effects and interactivity are evaluated on
    every call. Only the trust report is reused, never a decision (issue 12, DESIGN principle 9).
 
+VSAs (``vsas``, and ``bundle_dir``'s ``<hex>.vsa.jsonl`` by the tool's digest, docs/vsa.md) are
+evidence like the bundles: their files' identities are watched (a by-digest VSA that appears where
+there was none, too), and a report that stands on them is made again in full from the moment their
+outcome may change with time alone (a counted VSA past its ``maxAge``, one dated ahead becoming
+current: ``admission.vsa.vsa_recheck_at``), so a held tool is never more trusted than ``admit`` now.
+
 What it does not re-read: the policy file (the runtime holds the ``Policy`` object, as with ``admit``)
 and the verdict cache's entry (a ``cache clear`` empties the disk; a held tool keeps the report it
 verified in this process). A tool found through a shim folder or a registry is not held: every call
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
         staging: bool
         cache: bool
         fetch: bool
+        vsas: Sequence[PathLike]
 
 from atip_trust._base.statmemo import Ident, regular_ident, settled
 from atip_trust.errors import UsageError
@@ -66,11 +74,17 @@ from atip_trust.admission.admit import (
     decided,
     tool_name_of,
 )
-from atip_trust.admission.verdict_key import file_ident
+from atip_trust.admission.verdict_key import file_ident, hash_artifact, open_cache
 from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
 from atip_trust.policy.rules import split_command
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from atip_trust.admission import vsa as gate_vsa
+else:
+    gate_vsa = lazy_import("atip_trust.admission.vsa")  # only a tool held with VSAs reads them
 
 __all__ = ["HeldTool"]
 
@@ -80,10 +94,10 @@ class HeldTool:
 
     __slots__ = ("policy", "_tool", "_name", "_options", "_files", "_art", "_ident", "_root",
                  "_report", "_report_digest", "_doc", "_effects_verified", "_metadata_source",
-                 "_holdable", "_steady", "_fresh", "_calls")
+                 "_holdable", "_steady", "_fresh", "_calls", "_bundle_dir", "_absent", "_until")
 
     def __init__(self, tool: PathLike, *, policy: Policy, name: str | None, options: _Options,
-                 files: tuple[str, ...], holdable: bool) -> None:
+                 files: tuple[str, ...], holdable: bool, bundle_dir: PathLike | None = None) -> None:
         self.policy = policy
         #: ``open``'s interactive, audit, audit_log and defer_audit: each call's defaults.
         self._calls: tuple[bool | Interactive, bool, PathLike | None, bool] = (False, True, None, False)
@@ -105,6 +119,11 @@ class HeldTool:
         self._steady: tuple[tuple[str, Ident | None], ...] | None = None
         #: The verdict cache's answer for the admission that made the held report, until a call used it.
         self._fresh: str | None = None
+        #: Where VSAs are kept by digest; the by-digest places that held none (one appearing: admit again).
+        self._bundle_dir = bundle_dir
+        self._absent: tuple[str, ...] = ()
+        #: When the held report's VSAs may give another answer with time alone (then: admit again).
+        self._until: datetime | None = None
 
     @classmethod
     def open(
@@ -127,14 +146,18 @@ class HeldTool:
         defer_audit: bool = False,
         cache: bool = True,
         fetch: bool = False,
+        vsas: PathLike | Sequence[PathLike] = (),
+        bundle_dir: PathLike | None = None,
     ) -> HeldTool:
         """Admit ``tool`` (as :func:`~atip_trust.admission.admit.admit`, with the same arguments) and hold
         it. Errors raise as ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``,
         ``audit``, ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless
-        it says otherwise."""
+        it says otherwise. ``bundle_dir``: the tool's VSAs kept by its digest (``<hex>.vsa.jsonl``,
+        docs/vsa.md), added to ``vsas``."""
         chosen = admission_policy(policy, tool=name or tool, command=None, audit=audit, audit_log=audit_log)
         try:
             bundle_paths, key_paths = path_texts(bundles, "bundles"), path_texts(keys, "keys")
+            vsa_paths = path_texts(vsas, "vsas")
         except UsageError as err:
             if audit:
                 audit_failure(err, tool=name or tool, policy=chosen, audit_log=audit_log)
@@ -142,16 +165,17 @@ class HeldTool:
         options: _Options = dict(  # a TypedDict for mypy, a plain dict at run time
             metadata=metadata, metadata_bundle=metadata_bundle, bundles=bundle_paths, keys=key_paths,
             signature=signature, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            cache=cache, fetch=fetch)
+            cache=cache, fetch=fetch, vsas=vsa_paths)
         # Every file the trust report stands on, besides the tool: the evidence, the metadata file,
         # the key files (``--key`` and the policy's own PEM files, read on every admission).
-        files = [*bundle_paths, *key_paths]
+        files = [*bundle_paths, *key_paths, *vsa_paths]
         files += [os.fspath(p) for p in (metadata_bundle, signature) if p is not None]
         if metadata is not None and not isinstance(metadata, (bytes, bytearray)):
             files.append(os.fspath(metadata))
         files += [os.fspath(k.path) for layer in chosen.layers for k in (layer.public_keys or ()) if k.path]
         holdable = shim_dir is None and not chosen.registries
-        held = cls(tool, policy=chosen, name=name, options=options, files=tuple(files), holdable=holdable)
+        held = cls(tool, policy=chosen, name=name, options=options, files=tuple(files), holdable=holdable,
+                   bundle_dir=bundle_dir)
         held._calls = (interactive, audit, audit_log, defer_audit)
         held._hold(audit=audit, audit_log=audit_log)
         return held
@@ -173,9 +197,13 @@ class HeldTool:
         art = Artifact.open(path, resolved=True)
         was_settled = was_settled and settled(file_ident(art.identity))  # before it is hashed
         try:
+            options, kept = self._with_kept_vsas(art)
+            steady += [(f, regular_ident(f)) for f in kept]
+            was_settled = was_settled and all(i is not None and settled(i) for _, i in steady)
             first = admit(art, policy=self.policy, name=self._name or tool_name_of(self._tool),
                           command=command, audit=audit, audit_log=audit_log, defer_audit=True,
-                          **self._options)
+                          **options)
+            self._until = self._vsa_deadline(first.report.digests, options["vsas"])
         except BaseException:
             art.close()
             raise
@@ -192,11 +220,37 @@ class HeldTool:
         self._fresh = first.cache
         self._steady = ((art.path_text, self._ident), *steady) if was_settled else None
 
+    def _with_kept_vsas(self, art: Artifact) -> tuple[_Options, list[str]]:
+        """The admission's options with the VSAs kept by this file's digest in ``bundle_dir`` added, and
+        those files; the by-digest places holding none are remembered (``_absent``)."""
+        if self._bundle_dir is None:
+            self._absent = ()
+            return self._options, []
+        digest = hash_artifact(art, open_cache(self._options["cache"]))["sha256"]
+        places = gate_vsa.vsa_candidates(self._bundle_dir, digest.hex)
+        kept = [p for p in places if os.path.isfile(p)]
+        self._absent = tuple(p for p in places if p not in kept)
+        options: _Options = dict(self._options)  # type: ignore[assignment]  # the same keys, a copy
+        options["vsas"] = [*self._options["vsas"], *kept]
+        return options, kept
+
+    def _vsa_deadline(self, digests: dict[str, str], vsas: Sequence[PathLike]) -> datetime | None:
+        if not vsas:
+            return None
+        given = self._options["trusted_root"]
+        root = choose_trusted_root(self.policy, os.fspath(given) if given is not None else None,
+                                   self._options["staging"])
+        return gate_vsa.vsa_recheck_at(digests, vsas, gate_vsa.verifier_rules(self.policy), trust_root=root)
+
     def _unchanged(self) -> bool:
         """Step 1 of the module docstring: True only when the held report may be decided on."""
         art, steady = self._art, self._steady
         if art is None or steady is None or art.fd < 0:
             return False
+        if self._until is not None and datetime.now(timezone.utc) >= self._until:
+            return False  # a VSA the report stands on may have expired (or become current) since
+        if any(os.path.lexists(p) for p in self._absent):
+            return False  # a VSA kept by digest appeared
         for path, ident in steady:
             # The artifact's own path is stat'ed like the evidence: following links, so a path that
             # now leads elsewhere, by any route, names another identity. Its identity equal to the one
@@ -225,9 +279,13 @@ class HeldTool:
         audit_log = given[2] if audit_log is None else audit_log
         defer_audit = given[3] if defer_audit is None else defer_audit
         if not self._holdable:
+            options = self._options
+            if self._bundle_dir is not None:  # the VSAs kept by the digest of the bytes there now
+                with Artifact.open(resolve_text(os.fspath(self._tool)), resolved=True) as now:
+                    options, _ = self._with_kept_vsas(now)
             return admit(self._tool, policy=self.policy, command=command, name=self._name,
                          interactive=interactive, audit=audit, audit_log=audit_log,
-                         defer_audit=defer_audit, **self._options)
+                         defer_audit=defer_audit, **options)
         if not self._unchanged():
             self._hold(command, audit, audit_log)
         art, report = self._art, self._report

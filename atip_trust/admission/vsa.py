@@ -9,20 +9,23 @@ verify"). The statement is ``provenance/vsa.py``'s, the envelope and its key-id 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
 import os
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import read_capped, write_atomic
-from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.jsonio import canonical_json, parse_json
 from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
-from atip_trust.errors import EnvironmentFailure
+from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
 from atip_trust._base.limits import LIMITS
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
@@ -38,7 +41,6 @@ from atip_trust.provenance.vsa import (
     vsa_statement,
 )
 from atip_trust.signature.envelope import (
-    Envelope,
     envelope_signed_by,
     load_private_key,
     parse_envelope,
@@ -53,11 +55,16 @@ from atip_trust.errors import UsageError
 if TYPE_CHECKING:
     from atip_trust.signature import bundle as bundles_mod
     from atip_trust.signature import keyless as keyless_mod
+    from atip_trust.signature import keyless_sign as keyless_sign_mod
 else:
     bundles_mod = lazy_import("atip_trust.signature.bundle")
     keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
+    keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")
 
 PathLike = str | os.PathLike[str]
+
+#: A tool's VSAs kept by digest beside its bundles (``--bundle-dir``: ``<hex>.vsa.jsonl``).
+VSA_SUFFIX = ".vsa.jsonl"
 
 #: Without ``--policy`` the flags are the policy: this names them (the digest is of the flags).
 FLAGS_POLICY_URI = "atip-trust:verify-flags"
@@ -80,15 +87,25 @@ def policy_reference(policy_digest: str | None, constraints_text: str, policy_ur
     return policy_uri or FLAGS_POLICY_URI, {"sha256": hashlib.sha256(raw).hexdigest()}
 
 
-def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_uri: str,
+def emit_vsa(report: TrustReport, *, key: PathLike | None, verifier_id: str, resource_uri: str,
              policy_uri: str, policy_digest: dict[str, str], bundles: Sequence[PathLike],
-             key_id: str | None = None, now: datetime | None = None) -> bytes:
-    """The VSA of ``report`` as one JSON line (a DSSE envelope), whatever the verdict: PASSED exactly
-    when the verification allowed the artifact (its decision), FAILED otherwise."""
+             key_id: str | None = None, now: datetime | None = None, keyless: bool = False,
+             trust_config: PathLike | None = None, identity: Any = None) -> bytes:
+    """The VSA of ``report`` as one JSON line, whatever the verdict: PASSED exactly when the
+    verification allowed the artifact (its decision), FAILED otherwise. Signed with ``key`` (a DSSE
+    envelope), or ``keyless`` with the CI's ambient OIDC identity (a Sigstore bundle;
+    signature/keyless_sign.py, the instance of ``trust_config``; ``identity``: the token
+    ``ambient_identity`` found, else it is looked for now)."""
     if not verifier_id or not resource_uri:
         raise EnvironmentFailure("a VSA needs a verifier id and a resource URI (--vsa-verifier-id, "
                                  "--vsa-resource-uri)")
-    signer = load_private_key(key)
+    signer = None
+    if keyless:
+        identity = identity if identity is not None else ambient_identity()
+    elif key is None:
+        raise UsageError("a VSA is signed with a key (--vsa-key) or keylessly (--vsa-keyless)")
+    else:
+        signer = load_private_key(key)
     passed = report.decision is not None and report.decision.behavior == "allow" \
         and report.trust_level is TrustLevel.VERIFIED
     level = report.provenance.slsa_level if report.provenance.status == "valid" else None
@@ -105,9 +122,19 @@ def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_u
         levels=build_level(level),
         version=__version__,
     )
-    envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, canonical_json(stmt, ascii_only=False),
-                             key_id=key_id)
+    payload = canonical_json(stmt, ascii_only=False)
+    if signer is None:
+        bundle = keyless_sign_mod.sign_statement(payload, sha256=report.digests.get("sha256", ""),
+                                                 flag="--vsa-keyless", config=trust_config, token=identity)
+        return canonical_json(json.loads(bundle)) + b"\n"
+    envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, payload, key_id=key_id)
     return canonical_json(envelope) + b"\n"
+
+
+def ambient_identity() -> Any:
+    """``--vsa-keyless``: the CI's ambient OIDC identity, or exit 2 naming what is missing
+    (signature/keyless_sign.py); looked for before anything is verified."""
+    return keyless_sign_mod.ambient_identity("--vsa-keyless")
 
 
 def write_vsa(path: PathLike, line: bytes) -> None:
@@ -223,15 +250,83 @@ def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequen
 FUTURE_SKEW_SECONDS = 300
 
 
-def _signer(env: Envelope, rules: Sequence[VerifierRule]) -> VerifierRule | None:
-    for rule in rules:
-        if envelope_signed_by(env, load_public_key(rule.public_key), rule.key_id) is not None:
-            return rule
-    return None
+class _Signed(Record):
+    """A VSA whose signature verified, with every ``trust.verifiers`` entry that signed it (several
+    entries may share a key or an identity under different ids) and, keyless, the log's time."""
+
+    vsa: Vsa
+    rules: tuple[VerifierRule, ...]
+    #: Keyless: the transparency log's integrated time (the signature existed then); None for a key.
+    signed_at: datetime | None = None
+
+    def rule(self) -> VerifierRule:
+        """The entry for the VSA's own ``verifier.id`` when one signed it, else the first."""
+        return next((r for r in self.rules if r.id == self.vsa.verifier_id), self.rules[0])
 
 
-def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
-    """Why a PASSED VSA by ``rule``'s key does not vouch, or None: id, resource, level, policy, age."""
+def _first_document(raw: bytes) -> Any:
+    """The VSA file's JSON document: the whole file (a pretty-printed bundle), else its first line
+    (a ``.jsonl`` line); ``MalformedInputError`` when neither is JSON."""
+    try:
+        return parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)
+    except AtipTrustError:
+        return parse_json(raw.strip().split(b"\n", 1)[0], what="VSA", max_depth=LIMITS.json_depth)
+
+
+def _is_sigstore_bundle(raw: bytes) -> bool:
+    """A Sigstore bundle (keyless) rather than a bare DSSE envelope (key-signed): a ``mediaType`` of
+    the bundle's, or its ``dsseEnvelope`` (canonical JSON puts that key first)."""
+    try:
+        doc = _first_document(raw)
+    except AtipTrustError:
+        return False  # not JSON: parse_envelope reports it
+    return isinstance(doc, dict) and ("dsseEnvelope" in doc or "verificationMaterial" in doc
+                                      or str(doc.get("mediaType", "")).startswith("application/vnd.dev.sigstore.bundle"))
+
+
+def _key_signed(raw: bytes, label: str, rules: Sequence[VerifierRule]) -> _Signed | str:
+    env = parse_envelope(raw, source=label)
+    signed = tuple(r for r in rules if r.public_key is not None
+                   and envelope_signed_by(env, load_public_key(r.public_key), r.key_id) is not None)
+    if not signed:
+        return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers)"
+    return _Signed(parse_vsa(env.payload_type, env.payload), signed)
+
+
+def _keyless_signed(path: PathLike, rules: Sequence[VerifierRule], trust_root: TrustRoot | None,
+                    sha256: str) -> _Signed | str:
+    """A VSA in a Sigstore bundle: sigstore-python verifies it (signature/keyless.py), then its
+    certificate must match a keyless entry's identity (signature/identity.py, as ``trust.signers``)."""
+    keyless = [r for r in rules if r.signer is not None]
+    if not sha256:
+        return "VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"
+    if not keyless or trust_root is None:
+        return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"
+    verifier = keyless_mod.KeylessVerifier(trust_root)
+    why = "no DSSE bundle in the file"
+    for b in bundles_mod.load_bundles(path):
+        if b.content != "dsse":
+            why = f"{b.label}: not a DSSE bundle"
+            continue
+        out = verifier.verify(b, {"sha256": Digest.from_hex("sha256", sha256)})
+        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
+            failed = next((c for c in out.checks if c.failed), None)
+            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
+            continue
+        facts = out.facts
+        signed = tuple(r for r in keyless if r.signer is not None
+                       and not IdentityRule.coerce(r.signer).mismatches(facts))
+        if not signed:
+            why = (f"{b.label}: signed by {facts.identity} from {facts.issuer}, not an identity "
+                   "trust.verifiers lists")
+            continue
+        return _Signed(parse_vsa(out.payload_type, out.payload), signed, out.integrated_time)
+    return f"VSA ignored: not signed by a verifier policy trusts ({why})"
+
+
+def _why_not(signed: _Signed, now: datetime) -> str | None:
+    """Why a PASSED VSA by a listed verifier does not vouch, or None: id, resource, level, policy, age."""
+    vsa, rule = signed.vsa, signed.rule()
     if vsa.verifier_id != rule.id:
         return f"verifier.id is {vsa.verifier_id!r}, expected {rule.id!r}"
     if rule.resource_uris is not None and vsa.resource_uri not in rule.resource_uris:
@@ -243,6 +338,12 @@ def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
         return f"policy.digest {vsa.policy_digest} is not one of trust.verifiers' policyDigests"
     if vsa.time_verified is None:
         return "no timeVerified: its age cannot be known"
+    if signed.signed_at is not None and signed.signed_at.timestamp() > 0 and \
+            (vsa.time_verified - signed.signed_at).total_seconds() > FUTURE_SKEW_SECONDS:
+        # A keyless VSA's signature is in the log at integratedTime: a verification dated later was
+        # not what was signed then (a summary post-dated to stretch its maxAge).
+        return (f"timeVerified {vsa.time_verified.isoformat()} is after the log's integrated time "
+                f"{signed.signed_at.isoformat()}")
     age = (now - vsa.time_verified).total_seconds()
     if age > rule.max_age:
         return f"verified {int(age)} s ago, over maxAge {rule.max_age_text}"
@@ -251,39 +352,85 @@ def _why_not(vsa: Vsa, rule: VerifierRule, now: datetime) -> str | None:
     return None
 
 
+def _review(path: PathLike, digests: dict[str, str], rules: Sequence[VerifierRule], ids: list[str],
+            trust_root: TrustRoot | None, at: datetime) -> tuple[Check, datetime | None]:
+    """One VSA's check (``vsa_checks``) and when its outcome may next change with time alone (a
+    counted VSA expires, one dated ahead becomes current), or None when time cannot change it."""
+    label = os.fspath(path)
+    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
+    signed = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
+        if _is_sigstore_bundle(raw) else _key_signed(raw, label, rules)
+    if isinstance(signed, str):
+        return Check("vsa", "skip", signed, ids, None, label), None
+    vsa, rule = signed.vsa, signed.rule()
+    if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
+        return Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
+                     {a: v for a, v in digests.items()}, list(vsa.subjects), label), None
+    if vsa.result != PASSED:
+        return Check("vsa", "fail", f"trusted verifier {rule.describe()} reported {vsa.result or 'no result'} "
+                     "for this artifact", PASSED, vsa.result, label, impact="unverified"), None
+    change = None
+    if vsa.time_verified is not None:
+        # Conservative: the earliest moment any entry's window opens or closes (a re-check then is
+        # a full one; an early one costs time, never trust).
+        edges = [vsa.time_verified - timedelta(seconds=FUTURE_SKEW_SECONDS),
+                 *(vsa.time_verified + timedelta(seconds=r.max_age + 1) for r in signed.rules)]
+        change = min((t for t in edges if t > at), default=None)
+    why = _why_not(signed, at)
+    if why is not None:
+        return Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label), change
+    return Check("vsa", "pass", f"{rule.describe()} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
+                 rule.id, vsa.verifier_id, label), change
+
+
 def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
-               now: datetime | None = None) -> list[Check]:
+               now: datetime | None = None, trust_root: TrustRoot | None = None) -> list[Check]:
     """One check per VSA about these bytes (``digests``: the artifact's hex digests by algorithm).
 
     ``pass``: a trusted verifier PASSED exactly these bytes and its VSA meets its ``trust.verifiers``
     entry; ``fail``: a trusted verifier FAILED them (evidence of failure); ``skip``: ignored, and why
-    (not signed by a listed verifier, another artifact, another id, resource, level, policy or too old)."""
+    (not signed by a listed verifier's key or Sigstore identity, another artifact, another id,
+    resource, level, policy or too old). A VSA in a Sigstore bundle is verified against ``trust_root``."""
     at = now or datetime.now(timezone.utc)
-    out: list[Check] = []
-    for path in paths:
-        label = os.fspath(path)
-        env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=label)
-        rule = _signer(env, rules)
-        if rule is None:
-            out.append(Check("vsa", "skip", "VSA ignored: not signed by a verifier policy trusts "
-                             "(trust.verifiers)", [r.id for r in rules], None, label))
-            continue
-        vsa = parse_vsa(env.payload_type, env.payload)
-        if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
-            out.append(Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
-                             {a: v for a, v in digests.items()}, list(vsa.subjects), label))
-            continue
-        if vsa.result != PASSED:
-            out.append(Check("vsa", "fail", f"trusted verifier {rule.id} reported {vsa.result or 'no result'} "
-                             "for this artifact", PASSED, vsa.result, label, impact="unverified"))
-            continue
-        why = _why_not(vsa, rule, at)
-        if why is not None:
-            out.append(Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label))
-            continue
-        out.append(Check("vsa", "pass", f"{rule.id} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
-                         rule.id, vsa.verifier_id, label))
-    return out
+    ids = [r.describe() for r in rules]
+    return [_review(p, digests, rules, ids, trust_root, at)[0] for p in paths]
+
+
+def vsa_recheck_at(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
+                   now: datetime | None = None, trust_root: TrustRoot | None = None) -> datetime | None:
+    """When ``vsa_checks`` over the same files may first give another answer with time alone: a
+    report that stands on VSAs must be made again then (``HeldTool``); None: never by time."""
+    at = now or datetime.now(timezone.utc)
+    ids = [r.describe() for r in rules]
+    times = [t for p in paths if (t := _review(p, digests, rules, ids, trust_root, at)[1]) is not None]
+    return min(times, default=None)
+
+
+def vsa_candidates(bundle_dir: PathLike, hexdigest: str) -> list[str]:
+    """Where a tool's VSAs are kept by digest (docs/vsa.md): ``DIR/sha256/<hex>.vsa.jsonl``, then
+    ``DIR/<hex>.vsa.jsonl``, whether they exist or not (a held tool watches both)."""
+    base = os.fspath(bundle_dir)
+    return [os.path.join(base, "sha256", hexdigest + VSA_SUFFIX), os.path.join(base, hexdigest + VSA_SUFFIX)]
+
+
+def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
+    """The subject digests a VSA file's statement *claims*, before any signature is checked: used only
+    to route a ``scan --vsa`` file to the tools it names, each of which then checks it in full
+    (``vsa_checks``); a claim grants nothing. A file that is no VSA is an error (as for ``admit``)."""
+    label = os.fspath(path)
+    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
+    doc = _first_document(raw)
+    env = doc.get("dsseEnvelope", doc) if isinstance(doc, dict) else None
+    if not isinstance(env, dict) or not isinstance(env.get("payload"), str):
+        raise BundleError("not a VSA: neither a DSSE envelope nor a Sigstore bundle holding one", path=label)
+    try:
+        payload = base64.b64decode(env["payload"], validate=True)
+    except (ValueError, binascii.Error) as err:
+        raise BundleError(f"the VSA's payload is not base64: {err}", path=label) from err
+    stmt = parse_json(payload, what="VSA statement", max_depth=LIMITS.json_depth)
+    subjects = stmt.get("subject") if isinstance(stmt, dict) else None
+    return {(str(alg), str(value)) for s in (subjects if isinstance(subjects, list) else [])
+            if isinstance(s, dict) and isinstance(s.get("digest"), dict) for alg, value in s["digest"].items()}
 
 
 def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
@@ -298,6 +445,6 @@ def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
         report.trust_level = TrustLevel.VERIFIED
 
 
-__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "apply_vsas", "emit_vsa", "file_digest",
-           "policy_reference", "read_signed_vsa", "verify_vsa", "verify_vsa_keyless", "verifier_rules", "vsa_checks",
-           "write_vsa"]
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas",
+           "claimed_digests", "emit_vsa", "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa",
+           "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "vsa_recheck_at", "write_vsa"]

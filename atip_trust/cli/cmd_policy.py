@@ -19,7 +19,7 @@ from atip_trust._version import __version__
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust._base.files import write_atomic
-from atip_trust.errors import ArtifactAccessError
+from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.cli.sarif import Rule, sarif_log, sarif_result
 from atip_trust._base.limits import LIMITS
 from atip_trust.policy.compose import compose
@@ -50,9 +50,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                        help="treat FILE as an org (managed) policy: refuse unsafe ownership or mode")
         q.set_defaults(func=run)
     g = psub.add_parser("sign", parents=[common],
-                        help="sign an org policy with a key: writes FILE.sig.json beside it")
+                        help="sign an org policy with a key (writes FILE.sig.json beside it) or keylessly "
+                        "(FILE.sigstore.json)")
     g.add_argument("file", metavar="FILE", help="policy file to sign (its exact bytes are signed)")
-    g.add_argument("--key", required=True, metavar="KEY.pem", help="unencrypted PEM private key")
+    how = g.add_mutually_exclusive_group(required=True)
+    how.add_argument("--key", metavar="KEY.pem", help="unencrypted PEM private key")
+    how.add_argument("--keyless", action="store_true",
+                     help="sign with the CI's ambient OIDC identity (Sigstore: a Fulcio certificate and a "
+                     "Rekor entry), as cosign sign-blob --new-bundle-format --bundle")
+    g.add_argument("--trust-config", metavar="FILE",
+                   help="with --keyless: the Sigstore instance, a ClientTrustConfig JSON (trusted root and "
+                   "signing config; default: public-good, from Sigstore's TUF repository)")
     g.set_defaults(func=run_sign)
     t = psub.add_parser("test", parents=[common],
                         help="run a policy's test cases through admission; exit 1 on any mismatch")
@@ -105,9 +113,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    """``policy sign FILE --key KEY``: the policy is checked (it must load), then signed."""
+    """``policy sign FILE (--key KEY | --keyless)``: the policy is checked (it must load), then signed."""
+    if args.trust_config and not args.keyless:
+        raise UsageError("--trust-config needs --keyless")
     load_layer(args.file, source="local")
-    out = signed_mod.sign_policy(args.file, args.key)
+    if args.keyless:
+        out = signed_mod.sign_policy_keyless(args.file, args.trust_config)
+    else:
+        out = signed_mod.sign_policy(args.file, args.key)
     if args.format == "json":
         dump_json({"command": "policy sign", "path": args.file, "signature": out})
     else:

@@ -61,8 +61,11 @@ def add_discovery_flags(p: argparse.ArgumentParser) -> None:
                    help="signed shims by digest (sha256/<hex>.json + .json.bundle), checked against the "
                    "policy's registry signers")
     p.add_argument("--bundle-dir", metavar="DIR",
-                   help="Sigstore bundles by digest (sha256/<hex>.sigstore.json); a bundle beside a tool "
-                   "(TOOL.sigstore.json) is always used")
+                   help="Sigstore bundles and SLSA VSAs by digest (sha256/<hex>.sigstore.json, "
+                   "sha256/<hex>.vsa.jsonl); a bundle beside a tool (TOOL.sigstore.json) is always used")
+    p.add_argument("--vsa", action="append", default=[], metavar="FILE",
+                   help="SLSA VSA (docs/vsa.md), offered to the tools whose digest it names; counts only "
+                   "when signed by a verifier the policy trusts (trust.verifiers); repeatable")
     p.add_argument("--trusted-root", metavar="FILE", help="a Sigstore trusted_root.json the policy allows")
     p.add_argument("--fetch", action="store_true",
                    help="ask the policy's remote shim registries for tools with no local shim (without it: "
@@ -118,10 +121,10 @@ def run_discovery(args: argparse.Namespace) -> ToolSurface:
 
             return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                             trusted_root=args.trusted_root, cache=not args.no_cache,
-                            workers=args.workers, progress=tick, fetch=args.fetch)
+                            workers=args.workers, progress=tick, fetch=args.fetch, vsas=args.vsa)
     return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                     trusted_root=args.trusted_root, cache=not args.no_cache, workers=args.workers,
-                    fetch=args.fetch)
+                    fetch=args.fetch, vsas=args.vsa)
 
 
 def _console(stream: Any) -> Any:

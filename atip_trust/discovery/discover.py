@@ -36,6 +36,7 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.effects import EFFECT_CLASSES, command_states
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import TrustLevel
+from atip_trust.admission import vsa as gate_vsa
 from atip_trust.admission.admit import Admission, admit
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.discovery.probe import ProbeOutcome, probe
@@ -259,11 +260,34 @@ class _Options(Record):
     policy: Policy
     shim_dir: PathLike | None
     bundle_dir: PathLike | None
+    #: ``--vsa`` files by each subject digest their statement claims (``(alg, hex)``): offered to the
+    #: tools with that digest only, which check them in full (admission/vsa.py).
+    vsa_routes: dict[tuple[str, str], tuple[str, ...]]
     trusted_root: PathLike | None
     cache: VerdictCache | None
     use_cache: bool
     audit: bool
     fetch: bool = False
+
+
+def _vsas_for(digests: dict[str, str], o: _Options) -> list[str]:
+    """The VSAs offered to a tool with these digests: ``--vsa`` files that name one of them, then
+    those kept by its sha256 in ``bundle_dir`` (``<hex>.vsa.jsonl``, docs/vsa.md), each once."""
+    found: list[str] = []
+    for alg, value in digests.items():
+        found += [p for p in o.vsa_routes.get((alg, value), ()) if p not in found]
+    if o.bundle_dir is not None and "sha256" in digests:
+        found += [p for p in gate_vsa.vsa_candidates(o.bundle_dir, digests["sha256"])
+                  if os.path.isfile(p) and p not in found]
+    return found
+
+
+def _route_vsas(vsas: Sequence[PathLike]) -> dict[tuple[str, str], tuple[str, ...]]:
+    routes: dict[tuple[str, str], tuple[str, ...]] = {}
+    for path in vsas:
+        for claim in gate_vsa.claimed_digests(path):
+            routes[claim] = (*routes.get(claim, ()), os.fspath(path))
+    return routes
 
 
 def _discover_one(c: Candidate, o: _Options) -> ToolRow:
@@ -280,6 +304,7 @@ def _discover_one(c: Candidate, o: _Options) -> ToolRow:
             common: dict[str, Any] = dict(
                 policy=o.policy, name=c.name, shim_dir=o.shim_dir, trusted_root=o.trusted_root,
                 bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
+                vsas=_vsas_for({str(a): d.hex for a, d in digests.items()}, o),
                 interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch)
             adm = admit(art, **common)
             outcome = probe(art, adm, o.policy, cache=o.cache, interpreter_args=dict(
@@ -307,6 +332,7 @@ def discover(
     path_env: str | None = None,
     progress: Callable[[int, int, ToolRow], None] | None = None,
     fetch: bool = False,
+    vsas: Sequence[PathLike] = (),
 ) -> ToolSurface:
     """The tool surface for ``dirs`` (default: PATH) under ``policy``; see the module docstring.
 
@@ -314,9 +340,12 @@ def discover(
     write an admission line per tool (a policy that requires audit lines gets them regardless).
     ``fetch``: ask policy's remote shim registries for tools with no local shim (``ATIP_OFFLINE`` still
     forbids it); without it, only cached verified shims and folder registries are used.
+    ``vsas``: SLSA VSA files, each offered to the tools whose digest it names (and ``bundle_dir``'s
+    ``<hex>.vsa.jsonl`` to the tool of that digest); they count as for ``admit`` (docs/vsa.md).
     """
     scan = scan_directories(dirs, path_env=path_env)
-    opts = _Options(policy=policy, shim_dir=shim_dir, bundle_dir=bundle_dir, trusted_root=trusted_root,
+    opts = _Options(policy=policy, shim_dir=shim_dir, bundle_dir=bundle_dir, vsa_routes=_route_vsas(vsas),
+                    trusted_root=trusted_root,
                     cache=open_cache(cache), use_cache=cache, audit=audit or policy.audit_required,
                     fetch=fetch)
     surface = ToolSurface(skipped=list(scan.skipped), directories=list(scan.directories))

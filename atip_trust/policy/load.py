@@ -354,6 +354,9 @@ def _trust_section(trust: Any, base: str) -> _TrustSection:
         signers = tuple(
             signer_from_json(s, f"$.trust.signers[{i}]") for i, s in enumerate(trust["signers"])
         )
+    for i, v in enumerate(trust.get("verifiers", ())):
+        if "publicKey" not in v:  # a keyless verifier: its identity rule's regexps and claims, checked now
+            signer_from_json(v, f"$.trust.verifiers[{i}]")
     keys = None
     if "publicKeys" in trust:
         keys = tuple(

@@ -1,10 +1,12 @@
 """``trust.verifiers``: who may vouch for a tool with a SLSA Verification Summary Attestation (docs/vsa.md).
 
 Each entry names one verifier: its public key (``publicKey``, a PEM file; ``keyId``, the id its
-signatures carry, as ``verify-vsa --public-key-id``), its ``id`` (the VSA's ``verifier.id``), the
-``resourceUris`` it may vouch for (absent: any), the SLSA Build level its VSA must state at least
-(``minLevel``), how old a VSA may be (``maxAge``, required: a summary is a snapshot, never forever) and
-which ``policyDigests`` count (absent: any policy the verifier applied).
+signatures carry, as ``verify-vsa --public-key-id``) or its Sigstore identity (``identity`` /
+``identityRegexp`` and ``issuer`` / ``issuerRegexp``, optional ``claims``: a signer rule, matched as
+``trust.signers`` are, on the Fulcio certificate of a VSA in a Sigstore bundle), its ``id`` (the VSA's
+``verifier.id``), the ``resourceUris`` it may vouch for (absent: any), the SLSA Build level its VSA must
+state at least (``minLevel``), how old a VSA may be (``maxAge``, required: a summary is a snapshot, never
+forever) and which ``policyDigests`` count (absent: any policy the verifier applied).
 
 Composition follows the other trust anchors (compose.py): when an org layer states ``trust.verifiers``,
 only the org's verifiers count; when the org fixes the anchor set without naming verifiers, none counts;
@@ -16,7 +18,8 @@ from __future__ import annotations
 import os
 
 from atip_trust._base.record import Record
-from atip_trust.policy.model import Policy
+from atip_trust.policy.model import Policy, SignerRule
+from atip_trust.policy.rules import signer_from_json
 
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -25,7 +28,8 @@ class VerifierRule(Record):
     """One ``trust.verifiers`` entry, paths resolved against its policy file's directory."""
 
     id: str
-    public_key: str
+    #: The key that signs its DSSE envelopes, or None for a keyless verifier (``signer``).
+    public_key: str | None
     key_id: str | None
     #: None: any resource URI.
     resource_uris: tuple[str, ...] | None
@@ -36,6 +40,16 @@ class VerifierRule(Record):
     #: None: any policy digest; else ``sha256:<hex>`` strings.
     policy_digests: tuple[str, ...] | None
     source: str
+    #: Keyless: the Sigstore identity whose certificate must sign the VSA's bundle; None for a key.
+    signer: SignerRule | None = None
+
+    def describe(self) -> str:
+        """The verifier as a report names it: its id, and its identity when keyless."""
+        s = self.signer
+        if s is None:
+            return self.id
+        ident = s.identity if s.identity is not None else f"/{s.identity_regexp}/"
+        return f"{self.id} ({ident})"
 
 
 def _age(text: str) -> int:
@@ -55,11 +69,13 @@ def verifier_rules(policy: Policy) -> list[VerifierRule]:
     rules: list[VerifierRule] = []
     for layer in stated:
         base = os.path.dirname(layer.path) if layer.path else os.getcwd()
-        for v in layer.document["trust"]["verifiers"]:
+        for i, v in enumerate(layer.document["trust"]["verifiers"]):
             uris = v.get("resourceUris")
             digests = v.get("policyDigests")
+            key = v.get("publicKey")
             rules.append(VerifierRule(
-                id=v["id"], public_key=os.path.realpath(os.path.join(base, v["publicKey"])),
+                id=v["id"], public_key=os.path.realpath(os.path.join(base, key)) if key else None,
+                signer=None if key else signer_from_json(v, f"$.trust.verifiers[{i}]"),
                 key_id=v.get("keyId"), resource_uris=tuple(uris) if uris is not None else None,
                 min_level=int(v.get("minLevel", 0)), max_age=_age(v["maxAge"]), max_age_text=v["maxAge"],
                 policy_digests=tuple(digests) if digests is not None else None, source=layer.source))

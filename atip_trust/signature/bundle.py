@@ -341,6 +341,11 @@ def load_bundles(path: str | os.PathLike[str]) -> list[BundleInput]:
     return out
 
 
+def bundles_from_bytes(label: str, data: bytes) -> list[BundleInput]:
+    """The bundles in one bundle document held in memory (a bundle just signed), classified."""
+    return _read_one(label, data)
+
+
 def _classify_or_mark(b: BundleInput) -> BundleInput:
     """``_classify``, or the bundle marked ``malformed`` with its error (evaluation/evaluate.py reports it)."""
     try:
