@@ -58,7 +58,7 @@ class World:
             path.chmod(0o755)
         return path
 
-    def tool(self, rel: str | Path, body: bytes) -> Path:
+    def tool(self, rel: str | Path, body: bytes | str) -> Path:
         """An executable file (not signed: sign it with ``bundle`` or ``keep_bundle``)."""
         return self.file(rel, body, executable=True)
 
