@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
+from world import ISSUER, World
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import atip_trust
 from atip_trust.bridge.loop import run_tool_call
 from atip_trust.bridge.surface import SurfaceTool, build_surface
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho \"acmetool $*\"\n"
 READ_ONLY = {"destructive": False, "reversible": True, "idempotent": True, "network": False,

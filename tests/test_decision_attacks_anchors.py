@@ -21,13 +21,11 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import cli, cli_subprocess
-from world import World
+from world import ISSUER, ORG_ID, World
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
 KEYS = ROOT / "fixtures" / "keys"
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 OTHER_ID = "https://github.com/example-org/other/.github/workflows/release.yml@refs/tags/v1.0.0"
 REGISTRY_ID = "https://github.com/attacker/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_BUILDER = "https://ci.attacker.example/builder"

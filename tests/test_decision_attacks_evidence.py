@@ -23,11 +23,8 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import Run, cli, cli_subprocess
-from world import World
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_ID = "https://github.com/evil/hostile/.github/workflows/release.yml@refs/tags/v6.6.6"
 TOOL = b"#!/bin/sh\necho tool\n"
 OTHER = b"#!/bin/sh\necho some other file\n"

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verify_helpers import cli, cli_subprocess
-from world import World
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 from atip_trust.errors import PolicyError
 from atip_trust.facts.effects import command_states, states_for_command
@@ -48,9 +48,6 @@ from atip_trust.policy.rules import (
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 READ_ONLY = {
     "destructive": False, "reversible": True, "idempotent": True, "network": False,

@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
+from world import ISSUER, ORG_ID, World
 
 import atip_trust
 from atip_trust import AtipTrustError, TrustLevel
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 UNSIGNED = b"#!/bin/sh\necho unsigned\n"
 REPO = Path(__file__).resolve().parent.parent

@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import cli
-from world import World
+from world import ISSUER, World
 
 ROOT = Path(__file__).resolve().parents[1]
 FX = ROOT / "fixtures" / "sigstore"
-ISSUER = "https://token.actions.githubusercontent.com"
 ACME = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL = "https://github.com/evil/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
+from world import ISSUER, ORG_ID, World
 
 import atip_trust
 import atip_trust.errors
 from atip_trust import AtipTrustError, UsageError
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 LIBRARY_DOC = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 

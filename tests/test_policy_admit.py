@@ -13,12 +13,9 @@ from typing import Any
 
 import pytest
 from verify_helpers import cli, cli_subprocess
-from world import World
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL_ID = "https://github.com/evil/hostile/.github/workflows/release.yml@refs/tags/v6.6.6"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 TOOL = b"#!/bin/sh\n# hostile: wipes whatever it is pointed at\necho wiping\n"
 OK_TOOL = b"#!/bin/sh\necho status\n"
 

@@ -22,14 +22,13 @@ import pytest
 import testsigstore
 from cryptography.hazmat.primitives import serialization
 from verify_helpers import cli, cli_subprocess
-from world import World
+from world import ISSUER, World
 
 from atip_trust.policy.decide import decide
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ROOT / "fixtures" / "keys"
 POLICIES = ROOT / "policies"
-ISSUER = "https://token.actions.githubusercontent.com"
 ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 ALLOW_ALL = {"permissions": {"allow": ["Bash"]}}
 

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from verify_helpers import cli
-from world import World
+from world import ISSUER, World
 
 import atip_trust
 from atip_trust.facts.report import OTHER_BYTES
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL_ID = "https://github.com/evil/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho tool\n"

@@ -24,7 +24,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from verify_helpers import cli
 from werkzeug import Request, Response
-from world import World
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 from atip_trust.errors import UsageError
 from atip_trust.facts.digest import Digest
@@ -32,10 +32,7 @@ from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.shims import registry_client
 from atip_trust.registry import RegistryClient, ShimResult
 
-ISSUER = "https://token.actions.githubusercontent.com"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_ID = "https://github.com/evil/shims/.github/workflows/sign.yml@refs/heads/main"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho status\n"
 OTHER_TOOL = b"#!/bin/sh\necho other\n"
 TOKEN = "s3cret-registry-token"

@@ -14,9 +14,8 @@ import sys
 from typing import Any
 
 import pytest
-from world import World
+from world import ISSUER, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

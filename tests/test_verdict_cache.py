@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import Run, cli_subprocess
-from world import World
+from world import ISSUER, ORG_ID, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 
 

@@ -18,13 +18,11 @@ from typing import Any
 
 import pytest
 import testsigstore
-from world import World
+from world import ISSUER, ORG_ID, World
 
 from atip_trust.admission import verdict_key as gate_cached
 from atip_trust.admission.admit import Admission, admit, load_admission_policy
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 OTHER_ID = "https://github.com/someone-else/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 SETTLE = 2.2  # past RACY_NS (_base/statmemo.py)
