@@ -32,8 +32,9 @@ def sha256_hex(data: bytes) -> str:
 
 
 class World:
-    """``dir`` (the folder), ``ts`` (its test Sigstore) and ``root`` (the trusted root file, unless the
-    world was made with ``root=None``)."""
+    """``dir`` (the folder), ``ts`` (its test Sigstore, made from ``seed`` unless one is given) and ``root``
+    (its trusted root file; with ``root=None`` none is written and ``root`` names a file that does not
+    exist, so a policy that trusts it fails to load rather than trusting something else)."""
 
     def __init__(self, base: Path, seed: int = 13, *, ts: testsigstore.TestSigstore | None = None,
                  root: str | None = "trusted_root.json") -> None:
