@@ -6,21 +6,19 @@ the probe's environment is scrubbed) whenever it is executed at all, so a test c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-import testsigstore
+import world
+from world import ISSUER, REGISTRY_ID, sha256_hex
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_REPO = "https://github.com/example-org/tools"
 OTHER_REPO = "https://github.com/someone-else/tools"
 ORG_ID = f"{ORG_REPO}/.github/workflows/release.yml@refs/tags/v1.0.0"
 ORG_ID_V2 = f"{ORG_REPO}/.github/workflows/release.yml@refs/tags/v2.0.0"
 OTHER_ID = f"{OTHER_REPO}/.github/workflows/release.yml@refs/tags/v1.0.0"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 
 SAFE_EFFECTS = {"destructive": False, "reversible": True, "idempotent": True, "network": False,
                 "filesystem": {"read": True, "write": False, "delete": False}, "cost": {"billable": False},
@@ -63,70 +61,48 @@ def process_alive(pid: int, within: float = 3.0) -> bool:
     return True
 
 
-class World:
+class World(world.World):
+    """``sentinels`` (where never-run tools write) and ``bundles`` (kept by digest, with ``/bin/sh``'s)."""
+
     def __init__(self, root: Path, seed: int = 15) -> None:
-        self.root = root
-        self.ts = testsigstore.TestSigstore(seed=seed)
-        self.trusted_root = self.ts.write_trusted_root(root / "trusted_root.json")
+        super().__init__(root, seed)
         self.sentinels = root / "sentinels"
         self.sentinels.mkdir()
         # The interpreter of every #!/bin/sh test tool, signed: a probe runs a script's interpreter
         # only when it is admitted too (execution/exec.py script_interpreter); tools pass --bundle-dir.
         self.bundles = root / "bundles"
-        (self.bundles / "sha256").mkdir(parents=True)
-        sh = Path("/bin/sh").read_bytes()
-        (self.bundles / "sha256" / f"{hashlib.sha256(sh).hexdigest()}.sigstore.json").write_text(json.dumps(
-            self.ts.sign_artifact(sh, identity=ORG_ID, issuer=ISSUER)))
+        self.keep_bundle(self.bundles, Path("/bin/sh").read_bytes())
 
     def sentinel(self, name: str) -> Path:
         return self.sentinels / name
 
-    def tool(self, directory: Path, name: str, data: bytes, *, identity: str | None = None,
-             repo: str = ORG_REPO, ref: str = "refs/tags/v1.0.0", signed_data: bytes | None = None) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / name
-        path.write_bytes(data)
-        path.chmod(0o755)
+    def tool(self, directory: Path, name: str, data: bytes, *,  # type: ignore[override]
+             identity: str | None = None, repo: str = ORG_REPO, ref: str = "refs/tags/v1.0.0",
+             signed_data: bytes | None = None) -> Path:
+        path = super().tool(directory / name, data)
         sidecar = Path(str(path) + ".sigstore.json")
         if identity is None and sidecar.exists():
             sidecar.unlink()  # an unsigned update: no stale bundle about the old bytes
         if identity is not None:
-            bundle = self.ts.sign_artifact(
-                signed_data if signed_data is not None else data, identity=identity, issuer=ISSUER,
-                extensions={"source_repository_uri": repo, "source_repository_ref": ref})
-            sidecar.write_text(json.dumps(bundle))
+            self.bundle(sidecar, signed_data if signed_data is not None else data, identity=identity,
+                        extensions={"source_repository_uri": repo, "source_repository_ref": ref})
         return path
 
     def signed_shim(self, shim_dir: Path, data: bytes, name: str, *, destructive: bool = False) -> Path:
-        hexd = hashlib.sha256(data).hexdigest()
-        shim = {"atip": {"version": "0.6"}, "binary": {"hash": f"sha256:{hexd}", "name": name,
-                                                       "version": "1.0.0"},
-                "trust": {"source": "org", "verified": True}, "description": f"The {name} tool",
-                "commands": {"status": {"description": "Show status",
-                                        "effects": {**SAFE_EFFECTS, "destructive": destructive}}}}
-        d = shim_dir / "sha256"
-        d.mkdir(parents=True, exist_ok=True)
-        p = d / f"{hexd}.json"
-        p.write_text(json.dumps(shim))
-        Path(str(p) + ".bundle").write_text(json.dumps(
-            self.ts.sign_artifact(p.read_bytes(), identity=REGISTRY_ID, issuer=ISSUER)))
-        return p
+        hexd = sha256_hex(data)
+        return self.shim(shim_dir, {
+            "atip": {"version": "0.6"}, "binary": {"hash": f"sha256:{hexd}", "name": name, "version": "1.0.0"},
+            "trust": {"source": "org", "verified": True}, "description": f"The {name} tool",
+            "commands": {"status": {"description": "Show status",
+                                    "effects": {**SAFE_EFFECTS, "destructive": destructive}}}}, hexd)
 
     def policy(self, name: str = "policy", *, signers: tuple[str, ...] = (ORG_ID, ORG_ID_V2, OTHER_ID),
                **extra: Any) -> Path:
-        doc = {
-            "version": 1,
-            "trust": {
-                "trustedRoots": [{"path": str(self.trusted_root)}],
-                "signers": [{"identity": s, "issuer": ISSUER} for s in signers],
-                "registries": [{"url": "file:///srv/shims",
-                                "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}],
-            },
-            "defaults": {"noMatch": "ask", "allowVerifiedReadOnly": True},
-            "permissions": {"allow": [{"rule": "sh", "minTrustLevel": "VERIFIED"}]},
-            "discovery": {"probeTimeoutMs": 1500, "maxOutputBytes": 1024 * 1024},
-            **extra,
-        }
-        path = self.root / f"{name}.json"
-        path.write_text(json.dumps(doc, indent=2))
-        return path
+        doc = self.policy_doc(
+            signers=signers,
+            trust={"registries": [{"url": "file:///srv/shims",
+                                   "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]},
+            defaults={"noMatch": "ask", "allowVerifiedReadOnly": True},
+            permissions={"allow": [{"rule": "sh", "minTrustLevel": "VERIFIED"}]},
+            discovery={"probeTimeoutMs": 1500, "maxOutputBytes": 1024 * 1024})
+        return self.file(f"{name}.json", {**doc, **extra}, indent=2)

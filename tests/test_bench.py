@@ -10,10 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("hash", "admit", "verify", "decide", "batch", "usrbin", "rss")
 
 
+@pytest.mark.bench
 def test_quick_bench_prints_every_figure_as_a_ratio(tmp_path: Path) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     p = subprocess.run([sys.executable, "-m", "bench", "--quick"], cwd=ROOT, capture_output=True,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from reference_examples import reference_example
 from verify_helpers import Run, cli_subprocess
+from world import World
 
 from atip_trust.bridge import compile_surface, compile_tools
 from atip_trust.bridge.compile import command_effects
@@ -29,18 +30,14 @@ RFC_GH = FIXTURES / "metadata" / "valid" / "gh-rfc-v0.6.json"
 @pytest.fixture
 def world(tmp_path: Path) -> dict[str, Any]:
     """A stand-in ``gh`` on PATH and the RFC §14.1 metadata for it, with no trust claims (unsigned)."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    gh = bindir / "gh"
-    gh.write_text("#!/bin/sh\necho 'gh stand-in'\n")
+    w = World(tmp_path, root=None)
+    gh = w.file("bin/gh", "#!/bin/sh\necho 'gh stand-in'\n")
     gh.chmod(gh.stat().st_mode | stat.S_IXUSR)
     meta = json.loads(RFC_GH.read_text())
     meta.pop("trust")
-    meta_file = tmp_path / "gh.json"
-    meta_file.write_text(json.dumps(meta))
-    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+    env = {**os.environ, "PATH": f"{w.dir / 'bin'}{os.pathsep}{os.environ['PATH']}",
            "XDG_STATE_HOME": str(tmp_path / "state")}
-    return {"dir": tmp_path, "gh": gh, "meta": meta_file, "env": env}
+    return {"dir": tmp_path, "gh": gh, "meta": w.file("gh.json", meta), "env": env}
 
 
 def upstream_unsigned(world: dict[str, Any]) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from cryptography.hazmat.primitives import serialization
+from world import World as WorldBase
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,20 +38,16 @@ V01 = "application/vnd.dev.sigstore.bundle+json;version=0.1"
 V03 = "application/vnd.dev.sigstore.bundle.v0.3+json"
 
 
-class World:
+class World(WorldBase):
     """One local Sigstore, its root, an artifact, a trusted key and good bundles of every route."""
 
     def __init__(self, tmp: Path) -> None:
-        self.ts = testsigstore.TestSigstore(seed=24)
-        self.tmp = tmp
+        super().__init__(tmp, seed=24, root=None)
         # With a TSA, and timestamp-only bundles allowed, so that every route is exercised.
         self.root_path = self.ts.write_trusted_root_v2(tmp / "trusted_root.json")
-        self.artifact = tmp / "tool"
-        self.artifact.write_bytes(DATA)
+        self.artifact = self.file("tool", DATA)
         key = ec.derive_private_key(24, ec.SECP256R1())
-        self.key_path = tmp / "key.pub"
-        self.key_path.write_bytes(key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        self.key_path = self.public_key("key.pub", key)
         statement = testsigstore.slsa_v1_statement("tool", hashlib.sha256(DATA).hexdigest())
         self.good: dict[str, dict[str, Any]] = {
             "message": self.ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER),
@@ -65,16 +61,14 @@ class World:
         }
         self.constraints = Constraints(signers=(IdentityRule(identity=IDENTITY, issuer=ISSUER),),
                                        keys=(self.key_path,))
-        self.root = TrustRoot.from_file(self.root_path).with_tlog_requirement(False)
+        self.trust_root = TrustRoot.from_file(self.root_path).with_tlog_requirement(False)
 
     def write(self, name: str, *docs: Any) -> Path:
-        path = self.tmp / name
-        path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
-        return path
+        return self.file(name, "\n".join(json.dumps(d) for d in docs) + "\n")
 
     def evaluate(self, *bundles: Path) -> TrustReport:
         with Artifact.open(self.artifact) as art:
-            return evaluate(art, Evidence(bundles=bundles), self.constraints, self.root)
+            return evaluate(art, Evidence(bundles=bundles), self.constraints, self.trust_root)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +146,7 @@ def test_a_malformed_field_is_a_bundle_error_naming_its_path(world: World, mutat
 def test_a_5000_digit_integer_in_a_bundle_is_the_projects_error(world: World) -> None:
     """Python refuses to convert 4,300+ digits with a bare ValueError."""
     text = json.dumps(world.good["message"]).replace('"logIndex": "', '"logIndex": ' + "9" * 5000 + ', "x": "', 1)
-    path = world.tmp / "big.json"
+    path = world.dir / "big.json"
     path.write_text(text)
     _refused(path, "big.json")
 

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from verify_helpers import cli
+from world import ISSUER, World
 
 import atip_trust
 from atip_trust.errors import PolicyError
 from atip_trust.policy.explain import explain_policy
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho acme\n"
 SAFE = {"destructive": False, "reversible": True, "idempotent": True, "network": False,
@@ -29,23 +28,15 @@ SAFE = {"destructive": False, "reversible": True, "idempotent": True, "network":
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=266)
-    d = tmp_path_factory.mktemp("always")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "acme"
-    tool.write_bytes(TOOL)
-    tool.chmod(0o755)
-    bundle = d / "acme.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(TOOL, identity=ORG_ID, issuer=ISSUER)))
+    w = World(tmp_path_factory.mktemp("always"), seed=266)
     meta = json.dumps({"atip": {"version": "0.6"}, "name": "acme", "version": "1.0.0", "description": "acme",
                        "binary": {"hash": f"sha256:{hashlib.sha256(TOOL).hexdigest()}", "name": "acme"},
                        "commands": {"status": {"description": "status", "effects": SAFE},
                                     "rm": {"description": "remove", "effects": {**SAFE, "destructive": True,
                                                                                 "reversible": False}}}}).encode()
-    (d / "acme.json").write_bytes(meta)
-    (d / "acme.json.bundle").write_text(json.dumps(ts.sign_artifact(meta, identity=ORG_ID, issuer=ISSUER)))
-    return {"dir": d, "root": root, "tool": tool, "bundle": bundle, "meta": d / "acme.json",
-            "meta_bundle": d / "acme.json.bundle"}
+    return {"dir": w.dir, "root": w.root, "tool": w.tool("acme", TOOL),
+            "bundle": w.bundle("acme.sigstore.json", TOOL, identity=ORG_ID), "meta": w.file("acme.json", meta),
+            "meta_bundle": w.bundle("acme.json.bundle", meta, identity=ORG_ID)}
 
 
 def write_policy(world: dict[str, Any], name: str, **extra: Any) -> Path:

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 import jsonschema
 import pytest
-import testsigstore
+from world import World
 
 CLI = [sys.executable, "-m", "atip_trust"]
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
@@ -31,19 +31,15 @@ TOOL = b"#!/bin/sh\necho tool\n"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=11)
-    d = tmp_path_factory.mktemp("output")
-    (d / "tool").write_bytes(TOOL)
-    (d / "tool").chmod(0o755)
-    ts.write_trusted_root(d / "trusted_root.json")
-    (d / "good.json").write_text(json.dumps(ts.sign_artifact(TOOL, identity=ID, issuer=ISS)))
-    (d / "other.json").write_text(json.dumps(ts.sign_artifact(b"other bytes", identity=ID, issuer=ISS)))
-    (d / "malformed.json").write_text("{not json")
+    w = World(tmp_path_factory.mktemp("output"), seed=11)
+    w.tool("tool", TOOL)
+    w.bundle("good.json", TOOL, identity=ID, issuer=ISS)
+    w.bundle("other.json", b"other bytes", identity=ID, issuer=ISS)
+    w.file("malformed.json", "{not json")
     digest = "sha256:" + hashlib.sha256(TOOL).hexdigest()
-    trust = {"signers": [{"identity": ID, "issuer": ISS}], "trustedRoots": [{"path": "trusted_root.json"}]}
-    (d / "deny-digest.json").write_text(json.dumps(
-        {"version": 1, "trust": trust, "tools": {"deny": [{"digest": digest, "comment": "recalled"}]}}))
-    return {"dir": d, "digest": digest}
+    w.policy_file("deny-digest.json", signers=(ID,), roots=("trusted_root.json",),
+                  tools={"deny": [{"digest": digest, "comment": "recalled"}]})
+    return {"dir": w.dir, "digest": digest}
 
 
 def run(world: dict[str, Any], *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from cryptography.hazmat.primitives import serialization
+from world import ISSUER, World
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import atip_trust
 from atip_trust.bridge.loop import run_tool_call
 from atip_trust.bridge.surface import SurfaceTool, build_surface
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho \"acmetool $*\"\n"
 READ_ONLY = {"destructive": False, "reversible": True, "idempotent": True, "network": False,
@@ -33,46 +31,27 @@ READ_ONLY = {"destructive": False, "reversible": True, "idempotent": True, "netw
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=262)
-    d = tmp_path_factory.mktemp("compile")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    bins = d / "bin"
-    bins.mkdir()
-    (bins / "acmetool").write_bytes(TOOL)
-    (bins / "acmetool").chmod(0o755)
-    bundle = d / "acmetool.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(TOOL, identity=ORG_ID, issuer=ISSUER)))
-    by_digest = d / "bundles" / "sha256"
-    by_digest.mkdir(parents=True)
-    (by_digest / f"{hashlib.sha256(TOOL).hexdigest()}.sigstore.json").write_text(bundle.read_text())
-    sh = Path("/bin/sh").read_bytes()  # the tool's interpreter, admitted too before a call runs it
-    (by_digest / f"{hashlib.sha256(sh).hexdigest()}.sigstore.json").write_text(
-        json.dumps(ts.sign_artifact(sh, identity=ORG_ID, issuer=ISSUER)))
+    w = World(tmp_path_factory.mktemp("compile"), seed=262)
+    w.tool("bin/acmetool", TOOL)
+    bundle = w.bundle("acmetool.sigstore.json", TOOL, identity=ORG_ID)
+    w.file(f"bundles/sha256/{hashlib.sha256(TOOL).hexdigest()}.sigstore.json", bundle.read_text())
+    # the tool's interpreter, admitted too before a call runs it
+    w.keep_bundle("bundles", Path("/bin/sh").read_bytes(), identity=ORG_ID)
     key = ec.generate_private_key(ec.SECP256R1())
-    pem = d / "acme.pem"
-    pem.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
-    key_bundle = d / "acmetool.key.sigstore.json"
-    key_bundle.write_text(json.dumps(ts.sign_with_key(TOOL, key)))
-    meta = d / "acmetool.json"
-    meta.write_text(json.dumps({"atip": {"version": "0.6"}, "name": "acmetool", "version": "1.0.0",
-                                "description": "acme's tool",
-                                "commands": {"status": {"description": "Show status", "effects": READ_ONLY}}}))
-    policy = d / "policy.json"
-    policy.write_text(json.dumps({
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}], "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "permissions": {"allow": [{"rule": r, "minTrustLevel": "VERIFIED"} for r in ("acmetool *", "sh")]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    key_policy = d / "key-policy.json"
-    key_policy.write_text(json.dumps({
-        "version": 1, "trust": {"trustedRoots": [{"path": str(root)}], "publicKeys": [{"path": str(pem)}]},
-        "permissions": {"allow": [{"rule": "acmetool *", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    return {"dir": d, "root": root, "bins": bins, "key_policy": key_policy, "bundle": bundle,
-            "bundle_dir": d / "bundles", "pem": pem, "key_bundle": key_bundle, "meta": meta, "policy": policy}
+    pem = w.public_key("acme.pem", key)
+    key_bundle = w.file("acmetool.key.sigstore.json", w.ts.sign_with_key(TOOL, key))
+    meta = w.file("acmetool.json", {"atip": {"version": "0.6"}, "name": "acmetool", "version": "1.0.0",
+                                    "description": "acme's tool",
+                                    "commands": {"status": {"description": "Show status", "effects": READ_ONLY}}})
+    policy = w.policy_file(
+        signers=(ORG_ID,),
+        permissions={"allow": [{"rule": r, "minTrustLevel": "VERIFIED"} for r in ("acmetool *", "sh")]},
+        defaults={"noMatch": "deny"})
+    key_policy = w.policy_file("key-policy.json", signers=None, trust={"publicKeys": [{"path": str(pem)}]},
+                               permissions={"allow": [{"rule": "acmetool *", "minTrustLevel": "VERIFIED"}]},
+                               defaults={"noMatch": "deny"})
+    return {"dir": w.dir, "root": w.root, "bins": w.dir / "bin", "key_policy": key_policy, "bundle": bundle,
+            "bundle_dir": w.dir / "bundles", "pem": pem, "key_bundle": key_bundle, "meta": meta, "policy": policy}
 
 
 def compile_cli(world: dict[str, Any], *evidence: str, policy: str = "policy") -> tuple[int, dict[str, Any], str]:

@@ -21,12 +21,11 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import cli, cli_subprocess
+from world import ISSUER, ORG_ID, World
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
 KEYS = ROOT / "fixtures" / "keys"
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 OTHER_ID = "https://github.com/example-org/other/.github/workflows/release.yml@refs/tags/v1.0.0"
 REGISTRY_ID = "https://github.com/attacker/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_BUILDER = "https://ci.attacker.example/builder"
@@ -51,36 +50,26 @@ def _dump(path: Path, obj: Any) -> Path:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=91)
-    d = tmp_path_factory.mktemp("anchors")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    root_copy = d / "copy-of-root.json"
-    shutil.copyfile(root, root_copy)
-    other_root = testsigstore.TestSigstore(seed=92).write_trusted_root(d / "other_root.json")
-    tool = d / "tool"
-    tool.write_bytes(TOOL)
-    tool.chmod(0o755)
+    w = World(tmp_path_factory.mktemp("anchors"), seed=91)
+    root_copy = w.dir / "copy-of-root.json"
+    shutil.copyfile(w.root, root_copy)
+    other_root = testsigstore.TestSigstore(seed=92).write_trusted_root(w.dir / "other_root.json")
+    tool = w.tool("tool", TOOL)
     hexd = hashlib.sha256(TOOL).hexdigest()
     # Whoever holds the test root mints a certificate for the org's own release identity.
-    signed = _dump(d / "tool.sigstore.json", ts.sign_artifact(TOOL, identity=ORG_ID, issuer=ISSUER))
+    signed = _dump(w.dir / "tool.sigstore.json", w.signed(TOOL, identity=ORG_ID))
     stmt = testsigstore.slsa_v1_statement("tool", hexd, builder_id=EVIL_BUILDER)
-    prov = _dump(d / "tool.prov.sigstore.json", ts.sign_dsse(stmt, identity=ORG_ID, issuer=ISSUER))
+    prov = _dump(w.dir / "tool.prov.sigstore.json", w.ts.sign_dsse(stmt, identity=ORG_ID, issuer=ISSUER))
     shim = {
         "atip": {"version": "0.6"}, "name": "tool", "version": "1.0.0", "description": "status",
         "binary": {"hash": f"sha256:{hexd}", "name": "tool", "version": "1.0.0"},
         "trust": {"source": "org", "verified": True},
         "commands": {"status": {"description": "Show status", "effects": SAFE_READ}},
     }
-    shims = d / "shims" / "sha256"
-    shims.mkdir(parents=True)
-    shim_path = shims / f"{hexd}.json"
-    shim_path.write_text(json.dumps(shim))
-    _dump(Path(str(shim_path) + ".bundle"),
-          ts.sign_artifact(shim_path.read_bytes(), identity=REGISTRY_ID, issuer=ISSUER))
-    unsigned = d / "unsigned.txt"
-    unsigned.write_bytes(b"release artifact nobody signed\n")
-    return {"dir": d, "root": root, "root_copy": root_copy, "other_root": other_root, "tool": tool,
-            "signed": signed, "prov": prov, "shims": d / "shims", "unsigned": unsigned}
+    w.shim("shims", shim, hexd, identity=REGISTRY_ID)
+    unsigned = w.file("unsigned.txt", b"release artifact nobody signed\n")
+    return {"dir": w.dir, "root": w.root, "root_copy": root_copy, "other_root": other_root, "tool": tool,
+            "signed": signed, "prov": prov, "shims": w.dir / "shims", "unsigned": unsigned}
 
 
 @pytest.fixture

@@ -23,10 +23,8 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import Run, cli, cli_subprocess
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_ID = "https://github.com/evil/hostile/.github/workflows/release.yml@refs/tags/v6.6.6"
 TOOL = b"#!/bin/sh\necho tool\n"
 OTHER = b"#!/bin/sh\necho some other file\n"
@@ -51,17 +49,13 @@ def ts() -> testsigstore.TestSigstore:
 
 @pytest.fixture(scope="module")
 def world(ts: testsigstore.TestSigstore, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("evidence")
-    ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "bin" / "tool"
-    tool.parent.mkdir()
-    tool.write_bytes(TOOL)
-    tool.chmod(0o755)
+    w = World(tmp_path_factory.mktemp("evidence"), ts=ts)
+    tool = w.tool("bin/tool", TOOL)
     # A valid SLSA attestation by the trusted identity, about another file.
     stmt = testsigstore.slsa_v1_statement("other", _hex(OTHER))
-    other_att = _dump(d / "other.intoto.sigstore.json", ts.sign_dsse(stmt, identity=ORG_ID, issuer=ISSUER))
-    tool_sig = _dump(d / "tool.sigstore.json", ts.sign_artifact(TOOL, identity=ORG_ID, issuer=ISSUER))
-    return {"dir": d, "tool": tool, "other_att": other_att, "tool_sig": tool_sig}
+    other_att = w.attestation("other.intoto.sigstore.json", stmt, indent=2)
+    return {"dir": w.dir, "tool": tool, "other_att": other_att,
+            "tool_sig": w.bundle("tool.sigstore.json", TOOL, indent=2)}
 
 
 def policy(world: dict[str, Any], name: str, **doc: Any) -> Path:

@@ -16,6 +16,7 @@ import pytest
 import testsigstore
 from conftest import FIXTURES
 from verify_helpers import Run, cli_subprocess
+from world import World
 
 ISS = "https://token.actions.githubusercontent.com"
 GENERIC = "https://github.com/slsa-framework/slsa-github-generator/.github/workflows/generator_generic_slsa3.yml"
@@ -47,11 +48,9 @@ def ts() -> testsigstore.TestSigstore:
 
 @pytest.fixture(scope="module")
 def world(ts: testsigstore.TestSigstore, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("prov-attacks")
-    tool = d / "tool"
-    tool.write_bytes(b"#!/bin/sh\necho attacked tool\n")
-    return {"dir": d, "tool": tool, "hex": hashlib.sha256(tool.read_bytes()).hexdigest(),
-            "root": ts.write_trusted_root(d / "trusted_root.json")}
+    w = World(tmp_path_factory.mktemp("prov-attacks"), ts=ts)
+    tool = w.file("tool", b"#!/bin/sh\necho attacked tool\n")
+    return {"dir": w.dir, "tool": tool, "hex": hashlib.sha256(tool.read_bytes()).hexdigest(), "root": w.root}
 
 
 def dump(path: Path, doc: Any) -> Path:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verify_helpers import cli, cli_subprocess
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 from atip_trust.errors import PolicyError
 from atip_trust.facts.effects import command_states, states_for_command
@@ -48,9 +48,6 @@ from atip_trust.policy.rules import (
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "policies"
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 READ_ONLY = {
     "destructive": False, "reversible": True, "idempotent": True, "network": False,
@@ -96,33 +93,22 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A ``gh`` signed by the org, and its shim signed by the registry the policy names: verified
     effects, so the read-only default can allow, and the only thing in question is *which* command's
     effects the words select."""
-    ts = testsigstore.TestSigstore(seed=10)
-    d = tmp_path_factory.mktemp("attacks")
-    ts.write_trusted_root(d / "trusted_root.json")
+    w = World(tmp_path_factory.mktemp("attacks"), seed=10)
     body = b"#!/bin/sh\necho gh\n"
-    gh = _tool(d / "bin", "gh", body)
+    gh = w.tool("bin/gh", body)
     hexdigest = hashlib.sha256(body).hexdigest()
-    bundle = _dump(d / "gh.sigstore.json", ts.sign_artifact(body, identity=ORG_ID, issuer=ISSUER))
+    bundle = w.bundle("gh.sigstore.json", body, indent=2)
     shim = {"atip": {"version": "0.6"}, "binary": {"hash": f"sha256:{hexdigest}", "name": "gh",
                                                    "version": "2.0.0"},
             "trust": {"source": "org", "verified": True}, "description": "GitHub CLI",
             "commands": GH_SHIM_COMMANDS}
-    shims = d / "shims" / "sha256"
-    shims.mkdir(parents=True)
-    shim_path = shims / f"{hexdigest}.json"
-    shim_path.write_text(json.dumps(shim))
-    _dump(Path(f"{shim_path}.bundle"),
-          ts.sign_artifact(shim_path.read_bytes(), identity=REGISTRY_ID, issuer=ISSUER))
-    policy = _dump(d / "policy.json", {
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": "trusted_root.json"}],
-                  "signers": [{"identity": ORG_ID, "issuer": ISSUER}],
-                  "registries": [{"url": "file:///srv/shims",
-                                  "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]},
-        "capabilities": {"destructive": {"minTrustLevel": "VERIFIED", "below": "deny"}},
-        "defaults": {"noMatch": "ask", "allowVerifiedReadOnly": True},
-    })
-    return {"dir": d, "gh": gh, "bundle": bundle, "shims": d / "shims", "policy": policy}
+    w.shim("shims", shim, hexdigest)
+    policy = w.policy_file(
+        indent=2, roots=("trusted_root.json",),
+        trust={"registries": [{"url": "file:///srv/shims", "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]},
+        capabilities={"destructive": {"minTrustLevel": "VERIFIED", "below": "deny"}},
+        defaults={"noMatch": "ask", "allowVerifiedReadOnly": True})
+    return {"dir": w.dir, "gh": gh, "bundle": bundle, "shims": w.dir / "shims", "policy": policy}
 
 
 def _admit_gh(world: dict[str, Any], command: str) -> Any:

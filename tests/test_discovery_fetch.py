@@ -38,7 +38,7 @@ def setup(tmp_path: Path, httpserver: HTTPServer) -> dict[str, Any]:
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({
         "version": 1,
-        "trust": {"trustedRoots": [{"path": str(w.trusted_root)}], "signers": [],
+        "trust": {"trustedRoots": [{"path": str(w.root)}], "signers": [],
                   "registries": [{"url": base, "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]},
         "defaults": {"noMatch": "ask"},
     }))

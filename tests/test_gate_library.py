@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
+from world import ISSUER, ORG_ID, World
 
 import atip_trust
 from atip_trust import AtipTrustError, TrustLevel
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 UNSIGNED = b"#!/bin/sh\necho unsigned\n"
 REPO = Path(__file__).resolve().parent.parent
@@ -29,26 +27,13 @@ GENERATOR = ("https://github.com/slsa-framework/slsa-github-generator/.github/wo
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=21)
-    d = tmp_path_factory.mktemp("gate")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    bins = d / "bin"
-    bins.mkdir()
+    w = World(tmp_path_factory.mktemp("gate"), seed=21)
     for name, body in (("signed", SIGNED), ("unsigned", UNSIGNED)):
-        (bins / name).write_bytes(body)
-        (bins / name).chmod(0o755)
-    bundle = d / "signed.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=ORG_ID, issuer=ISSUER)))
-    pol = d / "policy.json"
-    pol.write_text(json.dumps({
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}],
-                  "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "permissions": {"deny": ["Bash(signed rm *)"], "ask": ["Bash(signed deploy *)"],
-                        "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    return {"dir": d, "root": root, "bin": bins, "bundle": bundle, "policy": pol}
+        w.tool(f"bin/{name}", body)
+    return {"dir": w.dir, "root": w.root, "bin": w.dir / "bin", "bundle": w.bundle("signed.sigstore.json", SIGNED),
+            "policy": w.policy_file(permissions={"deny": ["Bash(signed rm *)"], "ask": ["Bash(signed deploy *)"],
+                                                 "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
+                                    defaults={"noMatch": "deny"})}
 
 
 @pytest.fixture()

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import cli
+from world import ISSUER, World
 
 ROOT = Path(__file__).resolve().parents[1]
 FX = ROOT / "fixtures" / "sigstore"
-ISSUER = "https://token.actions.githubusercontent.com"
 ACME = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL = "https://github.com/evil/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -40,23 +40,18 @@ def gh_extensions(owner: str, identity: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=261)
-    d = tmp_path_factory.mktemp("gh")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "tool"
-    tool.write_bytes(TOOL)
+    w = World(tmp_path_factory.mktemp("gh"), seed=261)
+    tool = w.file("tool", TOOL)
     hexd = hashlib.sha256(TOOL).hexdigest()
     slsa = testsigstore.slsa_v1_statement("tool", hexd, repository="https://github.com/acme/tool")
     publish = {"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "tool", "digest": {"sha256": hexd}}],
                "predicateType": PUBLISH,
                "predicate": {"publisher": {"kind": "GitHub", "repository": "acme/tool"}}}
-    out = {"dir": d, "root": root, "tool": tool}
+    out = {"dir": w.dir, "root": w.root, "tool": tool}
     for name, stmt, identity, owner in (("slsa", slsa, ACME, "acme"), ("publish", publish, ACME, "acme"),
                                         ("evil", slsa, EVIL, "evil")):
-        path = d / f"{name}.sigstore.json"
-        path.write_text(json.dumps(ts.sign_dsse(stmt, identity=identity, issuer=ISSUER,
-                                                extensions=gh_extensions(owner, identity))))
-        out[name] = path
+        out[name] = w.attestation(f"{name}.sigstore.json", stmt, identity=identity,
+                                  extensions=gh_extensions(owner, identity))
     return out
 
 

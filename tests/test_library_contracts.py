@@ -15,40 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
+from world import ISSUER, ORG_ID, World
 
 import atip_trust
 import atip_trust.errors
 from atip_trust import AtipTrustError, UsageError
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 LIBRARY_DOC = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=26)
-    d = tmp_path_factory.mktemp("contracts")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "signed"
-    tool.write_bytes(SIGNED)
-    tool.chmod(0o755)
-    unsigned = d / "unsigned"
-    unsigned.write_bytes(b"#!/bin/sh\necho unsigned\n")
-    unsigned.chmod(0o755)
-    bundle = d / "signed.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=ORG_ID, issuer=ISSUER)))
-    pol = d / "policy.json"
-    pol.write_text(json.dumps({
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}], "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "permissions": {"ask": ["Bash(signed deploy *)"],
-                        "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    return {"dir": d, "root": root, "tool": tool, "unsigned": unsigned, "bundle": bundle, "policy": pol}
+    w = World(tmp_path_factory.mktemp("contracts"), seed=26)
+    return {"dir": w.dir, "root": w.root, "tool": w.tool("signed", SIGNED),
+            "unsigned": w.tool("unsigned", b"#!/bin/sh\necho unsigned\n"),
+            "bundle": w.bundle("signed.sigstore.json", SIGNED),
+            "policy": w.policy_file(permissions={"ask": ["Bash(signed deploy *)"],
+                                                 "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
+                                    defaults={"noMatch": "deny"})}
 
 
 @pytest.fixture(autouse=True)

@@ -22,13 +22,13 @@ import pytest
 import testsigstore
 from cryptography.hazmat.primitives import serialization
 from verify_helpers import cli, cli_subprocess
+from world import ISSUER, World
 
 from atip_trust.policy.decide import decide
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ROOT / "fixtures" / "keys"
 POLICIES = ROOT / "policies"
-ISSUER = "https://token.actions.githubusercontent.com"
 ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 ALLOW_ALL = {"permissions": {"allow": ["Bash"]}}
 
@@ -52,22 +52,13 @@ def ts() -> testsigstore.TestSigstore:
 
 @pytest.fixture(scope="module")
 def world(ts: testsigstore.TestSigstore, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("gaps")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "tool"
-    tool.write_bytes(b"#!/bin/sh\necho tool\n")
-    tool.chmod(0o755)
+    w = World(tmp_path_factory.mktemp("gaps"), ts=ts)
+    tool = w.tool("tool", b"#!/bin/sh\necho tool\n")
     priv = ts.new_signing_key()
-    pub = d / "signer.pub"
-    pub.write_bytes(priv.public_key().public_bytes(serialization.Encoding.PEM,
-                                                   serialization.PublicFormat.SubjectPublicKeyInfo))
-    key_bundle = _dump(d / "tool.key.sigstore.json", ts.sign_with_key(tool.read_bytes(), priv))
-    other_priv = ts.new_signing_key()
-    other_pub = d / "other.pub"
-    other_pub.write_bytes(other_priv.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    return {"dir": d, "root": root, "tool": tool, "pub": pub, "key_bundle": key_bundle,
-            "other_pub": other_pub}
+    pub = w.public_key("signer.pub", priv)
+    key_bundle = _dump(w.dir / "tool.key.sigstore.json", ts.sign_with_key(tool.read_bytes(), priv))
+    return {"dir": w.dir, "root": w.root, "tool": tool, "pub": pub, "key_bundle": key_bundle,
+            "other_pub": w.public_key("other.pub", ts.new_signing_key())}
 
 
 def key_policy(d: Path, name: str, keys: list[dict[str, str]] | None, **extra: Any) -> Path:

@@ -21,25 +21,22 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from verify_helpers import Run, cli
+from world import World as WorldBase
 
 IDENTITY = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"
 DATA = b"#!/bin/sh\necho producer shapes\n"
 
 
-class World:
+class World(WorldBase):
     def __init__(self, tmp: Path) -> None:
-        self.ts = testsigstore.TestSigstore(seed=43)
-        self.tmp = tmp
-        self.root = self.ts.write_trusted_root(tmp / "trusted_root.json")
-        self.artifact = tmp / "tool"
-        self.artifact.write_bytes(DATA)
+        super().__init__(tmp, seed=43)
+        self.artifact = self.file("tool", DATA)
         self.statement = testsigstore.slsa_v1_statement("tool", hashlib.sha256(DATA).hexdigest())
         self.rsa_key = rsa.generate_private_key(65537, 2048)
 
     def verify(self, bundle: dict[str, Any], *extra: str, identity: str = IDENTITY, issuer: str = ISSUER) -> Run:
-        path = self.tmp / "bundle.sigstore.json"
-        path.write_text(json.dumps(bundle))
+        path = self.file("bundle.sigstore.json", bundle)
         signer = ("--certificate-identity", identity, "--certificate-oidc-issuer", issuer) if identity else ()
         return cli("verify", str(self.artifact), "--bundle", str(path), "--trusted-root", str(self.root),
                    *signer, *extra, "--format", "json", "--no-cache")
@@ -90,7 +87,7 @@ def test_an_othername_identity_matches_exactly_and_its_email_form_does_not(world
 def test_an_othername_identity_matches_a_full_regexp(world: World) -> None:
     bundle = world.ts.sign_artifact(DATA, identity="foo!oidc.local", issuer="https://oidc.local",
                                     san="othername")
-    path = world.tmp / "regexp.sigstore.json"
+    path = world.dir / "regexp.sigstore.json"
     path.write_text(json.dumps(bundle))
     r = cli("verify", str(world.artifact), "--bundle", str(path), "--trusted-root", str(world.root),
             "--certificate-identity-regexp", r"[a-z]+!oidc\.local", "--certificate-oidc-issuer",
@@ -133,7 +130,7 @@ def npm_key(world: World) -> tuple[Any, Path]:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     key = ec.derive_private_key(4343, ec.SECP256R1())
-    path = world.tmp / "npm-registry.pub"
+    path = world.dir / "npm-registry.pub"
     path.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
                                                    serialization.PublicFormat.SubjectPublicKeyInfo))
     return key, path

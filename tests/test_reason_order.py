@@ -6,17 +6,15 @@ Through the CLI and the library, with bundles of the local test Sigstore."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-import testsigstore
 from verify_helpers import cli
+from world import ISSUER, World
 
 import atip_trust
 from atip_trust.facts.report import OTHER_BYTES
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL_ID = "https://github.com/evil/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho tool\n"
@@ -24,26 +22,19 @@ TOOL = b"#!/bin/sh\necho tool\n"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=265)
-    d = tmp_path_factory.mktemp("reasons")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "tool"
-    tool.write_bytes(TOOL)
-    tool.chmod(0o755)
-    evil = d / "evil.sigstore.json"
-    evil.write_text(json.dumps(ts.sign_artifact(TOOL, identity=EVIL_ID, issuer=ISSUER)))
-    other = d / "other.sigstore.json"  # the right signer, over another file's bytes
-    other.write_text(json.dumps(ts.sign_artifact(b"another release\n", identity=ORG_ID, issuer=ISSUER)))
-    policy = d / "policy.json"
-    policy.write_text(json.dumps({
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}], "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "capabilities": {"destructive": {"minTrustLevel": "VERIFIED", "below": "deny"},
-                         "network": {"minTrustLevel": "VERIFIED", "below": "ask"}},
-        "permissions": {"deny": ["Bash(tool rm *)"], "allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    return {"root": root, "tool": tool, "evil": evil, "other": other, "policy": policy}
+    w = World(tmp_path_factory.mktemp("reasons"), seed=265)
+    return {
+        "root": w.root, "tool": w.tool("tool", TOOL),
+        "evil": w.bundle("evil.sigstore.json", TOOL, identity=EVIL_ID),
+        # the right signer, over another file's bytes
+        "other": w.bundle("other.sigstore.json", b"another release\n", identity=ORG_ID),
+        "policy": w.policy_file(
+            signers=(ORG_ID,),
+            capabilities={"destructive": {"minTrustLevel": "VERIFIED", "below": "deny"},
+                          "network": {"minTrustLevel": "VERIFIED", "below": "ask"}},
+            permissions={"deny": ["Bash(tool rm *)"], "allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]},
+            defaults={"noMatch": "deny"}),
+    }
 
 
 def admit_cli(world: dict[str, Any], bundle: str, command: str) -> list[str]:

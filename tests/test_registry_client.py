@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from pytest_httpserver import HTTPServer
 from verify_helpers import cli
 from werkzeug import Request, Response
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 from atip_trust.errors import UsageError
 from atip_trust.facts.digest import Digest
@@ -32,10 +32,7 @@ from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.shims import registry_client
 from atip_trust.registry import RegistryClient, ShimResult
 
-ISSUER = "https://token.actions.githubusercontent.com"
-REGISTRY_ID = "https://github.com/example-org/shims/.github/workflows/sign.yml@refs/heads/main"
 EVIL_ID = "https://github.com/evil/shims/.github/workflows/sign.yml@refs/heads/main"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho status\n"
 OTHER_TOOL = b"#!/bin/sh\necho other\n"
 TOKEN = "s3cret-registry-token"
@@ -56,28 +53,23 @@ def _shim(hexdigest: str, name: str = "oktool") -> bytes:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=15)
-    d = tmp_path_factory.mktemp("registry")
-    ts.write_trusted_root(d / "trusted_root.json")
-    tool = d / "oktool"
-    tool.write_bytes(TOOL)
-    tool.chmod(0o755)
+    w = World(tmp_path_factory.mktemp("registry"), seed=15)
     hexd, other_hex = hashlib.sha256(TOOL).hexdigest(), hashlib.sha256(OTHER_TOOL).hexdigest()
 
     def sign(data: bytes, identity: str = REGISTRY_ID) -> bytes:
-        return json.dumps(ts.sign_artifact(data, identity=identity, issuer=ISSUER)).encode()
+        return json.dumps(w.signed(data, identity=identity)).encode()
 
     good = _shim(hexd)
     wrong_hash = _shim(other_hex)  # validly signed, but about another binary
     other = _shim(other_hex, "othertool")
     return {
-        "dir": d, "tool": tool, "hex": hexd, "digest": Digest.parse(f"sha256:{hexd}"),
+        "dir": w.dir, "tool": w.tool("oktool", TOOL), "hex": hexd, "digest": Digest.parse(f"sha256:{hexd}"),
         "other_hex": other_hex,
         "good": (good, sign(good)),
         "foreign": (good, sign(good, EVIL_ID)),
         "wrong_hash": (wrong_hash, sign(wrong_hash)),
         "other": (other, sign(other)),
-        "tool_bundle": json.dumps(ts.sign_artifact(TOOL, identity=ORG_ID, issuer=ISSUER)),
+        "tool_bundle": json.dumps(w.signed(TOOL, identity=ORG_ID)),
     }
 
 

@@ -14,35 +14,24 @@ import sys
 from typing import Any
 
 import pytest
-import testsigstore
+from world import ISSUER, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=267)
-    d = tmp_path_factory.mktemp("scan-tty")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    bins = d / "bin"
-    bins.mkdir()
+    w = World(tmp_path_factory.mktemp("scan-tty"), seed=267)
     for name, signed in (("signedtool", True), ("plaintool", False), ("othertool", False)):
         body = f"#!/bin/sh\necho {name}\n".encode()
-        (bins / name).write_bytes(body)
-        (bins / name).chmod(0o755)
+        w.tool(f"bin/{name}", body)
         if signed:  # a bundle beside the tool is always used
-            (bins / f"{name}.sigstore.json").write_text(json.dumps(ts.sign_artifact(body, identity=ORG_ID,
-                                                                                    issuer=ISSUER)))
-    policy = d / "policy.json"
-    policy.write_text(json.dumps({
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}], "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "permissions": {"allow": [{"rule": "signedtool", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    return {"dir": d, "bins": bins, "policy": policy}
+            w.bundle(f"bin/{name}.sigstore.json", body, identity=ORG_ID)
+    return {"dir": w.dir, "bins": w.dir / "bin",
+            "policy": w.policy_file(signers=(ORG_ID,),
+                                    permissions={"allow": [{"rule": "signedtool", "minTrustLevel": "VERIFIED"}]},
+                                    defaults={"noMatch": "deny"})}
 
 
 def scan_argv(world: dict[str, Any], *more: str) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from world import World
 
 from atip_trust.agents.shell_model import Unprovable, programs
 
@@ -35,16 +36,13 @@ KNOWN = ["gh pr merge < /dev/null --force", "P -^<& --force", "P -2>&1^%", "P < 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("argv")
-    (base / "bin").mkdir()
-    (base / "out").mkdir()
-    printer = base / "bin" / "P"
+    w = World(tmp_path_factory.mktemp("argv"), root=None)  # bash and a printer: nothing is verified here
+    (w.dir / "out").mkdir()
     # One file per run of P: how many words, then each word, each ended by NUL (a word may hold any
     # other byte).
-    printer.write_text(f'#!/bin/sh\n{{ printf "%s\\0" "$#"; [ "$#" -eq 0 ] || printf "%s\\0" "$@"; }} '
-                       f'> "{base}/out/$$"\n')
-    printer.chmod(0o755)
-    return base
+    w.tool("bin/P", f'#!/bin/sh\n{{ printf "%s\\0" "$#"; [ "$#" -eq 0 ] || printf "%s\\0" "$@"; }} '
+                    f'> "{w.dir}/out/$$"\n')
+    return w.dir
 
 
 def bash_argvs(world: Path, line: str) -> list[tuple[str, ...]]:

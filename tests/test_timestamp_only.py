@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import cli
+from world import World as WorldBase
 
 from atip_trust.errors import BundleError
 from atip_trust.evaluation.evaluate import evaluate
@@ -34,24 +35,17 @@ ISSUER = "https://token.actions.githubusercontent.com"
 DATA = b"#!/bin/sh\necho private tool\n"
 
 
-class World:
+class World(WorldBase):
     def __init__(self, tmp: Path) -> None:
-        self.ts = testsigstore.TestSigstore(seed=25, name="atip-test-github")
-        self.tmp = tmp
-        self.artifact = tmp / "tool"
-        self.artifact.write_bytes(DATA)
+        super().__init__(tmp, ts=testsigstore.TestSigstore(seed=25, name="atip-test-github"), root=None)
+        self.artifact = self.file("tool", DATA)
         self.roots = {
-            "tsa-only": self._root("tsa-only", self.ts.trusted_root_tsa_only()),
-            "tsa-only+ct": self._root("tsa-only-ct", self.ts.trusted_root_tsa_only(ctlog=True)),
-            "with-log": self._root("with-log", self.ts.trusted_root_v2()),
+            "tsa-only": self.file("tsa-only.trusted_root.json", self.ts.trusted_root_tsa_only()),
+            "tsa-only+ct": self.file("tsa-only-ct.trusted_root.json", self.ts.trusted_root_tsa_only(ctlog=True)),
+            "with-log": self.file("with-log.trusted_root.json", self.ts.trusted_root_v2()),
         }
         self.statement = testsigstore.slsa_v1_statement("tool", hashlib.sha256(DATA).hexdigest())
         self.constraints = Constraints(signers=(IdentityRule(identity=IDENTITY, issuer=ISSUER),))
-
-    def _root(self, name: str, doc: dict[str, Any]) -> Path:
-        path = self.tmp / f"{name}.trusted_root.json"
-        path.write_text(json.dumps(doc))
-        return path
 
     def message(self, **kwargs: Any) -> dict[str, Any]:
         kwargs.setdefault("sct", False)  # GitHub's Fulcio embeds no SCT
@@ -62,8 +56,7 @@ class World:
         return self.ts.sign_dsse_v2(self.statement, identity=IDENTITY, issuer=ISSUER, tlog=False, **kwargs)
 
     def evaluate(self, bundle: dict[str, Any], root: TrustRoot | str = "tsa-only") -> TrustReport:
-        path = self.tmp / "bundle.sigstore.json"
-        path.write_text(json.dumps(bundle))
+        path = self.file("bundle.sigstore.json", bundle)
         trust_root = root if isinstance(root, TrustRoot) else TrustRoot.from_file(self.roots[root])
         with Artifact.open(self.artifact) as art:
             return evaluate(art, Evidence(bundles=(path,)), self.constraints, trust_root)
@@ -91,7 +84,7 @@ def test_a_timestamp_only_bundle_verifies_with_a_root_that_has_no_log(world: Wor
 
 def test_the_cli_verifies_a_timestamp_only_bundle_offline_from_its_trusted_root(world: World) -> None:
     """As ``gh attestation verify --custom-trusted-root`` does for GitHub's instance."""
-    bundle = world.tmp / "cli.sigstore.json"
+    bundle = world.dir / "cli.sigstore.json"
     bundle.write_text(json.dumps(world.dsse()))
     r = cli("verify", str(world.artifact), "--bundle", str(bundle), "--trusted-root", str(world.roots["tsa-only"]),
             "--certificate-identity", IDENTITY, "--certificate-oidc-issuer", ISSUER, "--format", "json",
@@ -219,7 +212,7 @@ def test_a_logged_bundle_against_a_root_without_logs_is_that_bundles_failure(wor
     logged = world.ts.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER)
     paths = []
     for name, bundle in (("logged", logged), ("tsa", world.message())):
-        path = world.tmp / f"{name}.sigstore.json"
+        path = world.dir / f"{name}.sigstore.json"
         path.write_text(json.dumps(bundle))
         paths.append(path)
     with Artifact.open(world.artifact) as art:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 import testsigstore
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from verify_helpers import cli
+from world import World as WorldBase
 
 from atip_trust.errors import TrustRootError
 from atip_trust.evaluation.evaluate import evaluate
@@ -36,21 +36,20 @@ def _line(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
-class World:
+class World(WorldBase):
+    """Three Sigstores: ``public`` (the world's own), ``github`` (timestamp-only) and ``other`` (trusted by
+    no root set)."""
+
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.public = testsigstore.TestSigstore(seed=31, name="atip-test-public")
+        super().__init__(tmp, ts=testsigstore.TestSigstore(seed=31, name="atip-test-public"), root=None)
+        self.public = self.ts
         self.github = testsigstore.TestSigstore(seed=32, name="atip-test-github")
         self.other = testsigstore.TestSigstore(seed=33, name="atip-test-other")
-        self.artifact = tmp / "tool"
-        self.artifact.write_bytes(DATA)
+        self.artifact = self.file("tool", DATA)
         self.key = ec.derive_private_key(31, ec.SECP256R1())
-        self.key_path = tmp / "key.pub"
-        self.key_path.write_bytes(self.key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        self.roots = tmp / "trusted_root.jsonl"
-        self.roots.write_text(_line(self.public.trusted_root()) + "\n"
-                              + _line(self.github.trusted_root_tsa_only()) + "\n")
+        self.key_path = self.public_key("key.pub", self.key)
+        self.roots = self.file("trusted_root.jsonl", _line(self.public.trusted_root()) + "\n"
+                               + _line(self.github.trusted_root_tsa_only()) + "\n")
         self.constraints = Constraints(signers=(IdentityRule(identity=IDENTITY, issuer=ISSUER),),
                                        keys=(self.key_path,))
         statement = testsigstore.slsa_v1_statement("tool", hashlib.sha256(DATA).hexdigest())
@@ -62,8 +61,7 @@ class World:
         }
 
     def evaluate(self, name: str, roots: Path | None = None) -> TrustReport:
-        path = self.tmp / f"{name}.sigstore.json"
-        path.write_text(json.dumps(self.bundles[name]))
+        path = self.file(f"{name}.sigstore.json", self.bundles[name])
         with Artifact.open(self.artifact) as art:
             return evaluate(art, Evidence(bundles=(path,)), self.constraints,
                             TrustRoot.from_file(roots or self.roots))
@@ -90,7 +88,7 @@ def test_a_jsonl_root_with_two_instances_verifies_each_bundle_with_its_own_root(
 
 def test_the_cli_reads_gh_trusted_root_jsonl(world: World) -> None:
     """The old reader stopped at line 2 ("Extra data"): exit 2."""
-    bundle = world.tmp / "cli.sigstore.json"
+    bundle = world.dir / "cli.sigstore.json"
     bundle.write_text(json.dumps(world.bundles["github"]))
     r = cli("verify", str(world.artifact), "--bundle", str(bundle), "--trusted-root", str(world.roots),
             "--certificate-identity", IDENTITY, "--certificate-oidc-issuer", ISSUER, "--format", "json",
@@ -101,7 +99,7 @@ def test_the_cli_reads_gh_trusted_root_jsonl(world: World) -> None:
 def test_two_roots_that_claim_the_same_ca_are_refused(world: World) -> None:
     """Two lines whose Fulcio CA is the same (here: the public instance with and without its TSA):
     gh takes the first that matches; we refuse, naming both."""
-    ambiguous = world.tmp / "ambiguous.jsonl"
+    ambiguous = world.dir / "ambiguous.jsonl"
     ambiguous.write_text(_line(world.public.trusted_root()) + "\n" + _line(world.public.trusted_root_v2()) + "\n")
     report = world.evaluate("public", ambiguous)
     assert report.trust_level.name != "VERIFIED"
@@ -130,7 +128,7 @@ def test_a_bad_line_is_the_files_error_naming_the_line(world: World, tmp_path: P
 
 
 def test_a_pretty_printed_single_root_is_still_one_root(world: World) -> None:
-    path = world.public.write_trusted_root(world.tmp / "pretty.json")
+    path = world.public.write_trusted_root(world.dir / "pretty.json")
     assert TrustRoot.from_file(path).members == ()
 
 

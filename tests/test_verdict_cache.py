@@ -14,40 +14,24 @@ from typing import Any
 import pytest
 import testsigstore
 from verify_helpers import Run, cli_subprocess
+from world import ISSUER, ORG_ID, World
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    ts = testsigstore.TestSigstore(seed=31)
-    d = tmp_path_factory.mktemp("vc")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    other_root = testsigstore.TestSigstore(seed=32).write_trusted_root(d / "other_root.json")
-    tool = d / "signed"
-    tool.write_bytes(SIGNED)
-    tool.chmod(0o755)
-    bundle = d / "signed.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=ORG_ID, issuer=ISSUER)))
-    bundle2 = d / "again.sigstore.json"
-    bundle2.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=ORG_ID, issuer=ISSUER)))
-    policy = {
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}, {"path": str(other_root)}],
-                  "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "permissions": {"ask": ["Bash(signed deploy *)"],
-                        "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }
-    pol = d / "policy.json"
-    pol.write_text(json.dumps(policy))
-    pol2 = d / "policy2.json"
-    pol2.write_text(json.dumps({**policy, "permissions": {**policy["permissions"],
-                                                         "deny": ["Bash(signed rm *)"]}}))
-    return {"dir": d, "root": root, "other_root": other_root, "tool": tool, "bundle": bundle,
-            "bundle2": bundle2, "policy": pol, "policy2": pol2}
+    w = World(tmp_path_factory.mktemp("vc"), seed=31)
+    other_root = testsigstore.TestSigstore(seed=32).write_trusted_root(w.dir / "other_root.json")
+    policy = w.policy_doc(roots=(w.root, other_root),
+                          permissions={"ask": ["Bash(signed deploy *)"],
+                                       "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
+                          defaults={"noMatch": "deny"})
+    return {"dir": w.dir, "root": w.root, "other_root": other_root, "tool": w.tool("signed", SIGNED),
+            "bundle": w.bundle("signed.sigstore.json", SIGNED), "bundle2": w.bundle("again.sigstore.json", SIGNED),
+            "policy": w.file("policy.json", policy),
+            "policy2": w.file("policy2.json", {**policy, "permissions": {**policy["permissions"],
+                                                                         "deny": ["Bash(signed rm *)"]}})}
 
 
 @pytest.fixture()

@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 import testsigstore
+from world import ISSUER, ORG_ID, World
 
 from atip_trust.admission import verdict_key as gate_cached
 from atip_trust.admission.admit import Admission, admit, load_admission_policy
 
-ISSUER = "https://token.actions.githubusercontent.com"
-ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 OTHER_ID = "https://github.com/someone-else/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
 SETTLE = 2.2  # past RACY_NS (_base/statmemo.py)
@@ -35,26 +34,16 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.delenv("ATIP_TRUST_POLICY", raising=False)
     cache = tmp_path / "cache"
     monkeypatch.setenv("ATIP_CACHE_DIR", str(cache))
-    ts = testsigstore.TestSigstore(seed=41)
-    root = tmp_path / "trusted_root.json"
-    ts.write_trusted_root(root)
+    w = World(tmp_path, seed=41)
     # Pretty-printed, so that a replacement written compactly can be padded to the very same size.
-    root.write_text(json.dumps(json.loads(root.read_text()), indent=2))
+    w.file(w.root.name, json.loads(w.root.read_text()), indent=2)
     other_root = testsigstore.TestSigstore(seed=42).write_trusted_root(tmp_path / "other_root.json")
-    tool = tmp_path / "signed"
-    tool.write_bytes(SIGNED)
-    tool.chmod(0o755)
-    bundle = tmp_path / "signed.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(SIGNED, identity=ORG_ID, issuer=ISSUER), indent=2))
-    policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps({
-        "version": 1,
-        "trust": {"trustedRoots": [{"path": str(root)}], "signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-        "permissions": {"ask": ["Bash(signed deploy *)"],
-                        "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
-        "defaults": {"noMatch": "deny"},
-    }))
-    return {"dir": tmp_path, "cache": cache, "ts": ts, "root": root, "other_root": other_root,
+    tool = w.tool("signed", SIGNED)
+    bundle = w.bundle("signed.sigstore.json", SIGNED, identity=ORG_ID, indent=2)
+    policy = w.policy_file(signers=(ORG_ID,), permissions={"ask": ["Bash(signed deploy *)"],
+                                                           "allow": [{"rule": "signed *", "minTrustLevel": "VERIFIED"}]},
+                           defaults={"noMatch": "deny"})
+    return {"dir": tmp_path, "cache": cache, "ts": w.ts, "root": w.root, "other_root": other_root,
             "tool": tool, "bundle": bundle, "policy": policy,
             "loaded": load_admission_policy(policy)}
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import testsigstore
+from world import World
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
@@ -64,23 +65,22 @@ def _cosign_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ts = testsigstore.TestSigstore(seed=23)
-    d = tmp_path_factory.mktemp("pair")
-    (d / "tool").write_bytes(TOOL)
-    (d / "tampered").write_bytes(TOOL + b"# one more line\n")
-    ts.write_trusted_root(d / "trusted_root.json")
+    w = World(tmp_path_factory.mktemp("pair"), seed=23)
+    d = w.dir
+    w.file("tool", TOOL)
+    w.file("tampered", TOOL + b"# one more line\n")
     # cosign 2.x sign-blob: a v0.1-style entry with an inclusion promise (SET) and no proof.
-    signed = ts.sign_artifact(TOOL, identity=ID, issuer=ISS, bundle_version="0.1", inclusion_proof=False)
+    signed = w.signed(TOOL, identity=ID, issuer=ISS, bundle_version="0.1", inclusion_proof=False)
     _write_pair(d, "tool", signed)
-    (d / "tool.b64pem").write_text(base64.b64encode(_pem(signed)).decode() + "\n")
-    (d / "tool.sigstore.json").write_text(json.dumps(signed))
-    (d / "tool.cosign.bundle").write_text(json.dumps(_cosign_bundle(signed)))
-    again = ts.sign_artifact(TOOL, identity=ID, issuer=ISS, bundle_version="0.1", inclusion_proof=False)
+    w.file("tool.b64pem", base64.b64encode(_pem(signed)).decode() + "\n")
+    w.file("tool.sigstore.json", signed)
+    w.file("tool.cosign.bundle", _cosign_bundle(signed))
+    again = w.signed(TOOL, identity=ID, issuer=ISS, bundle_version="0.1", inclusion_proof=False)
     _write_pair(d, "again", again)
     foreign = testsigstore.TestSigstore(seed=24, name="another-sigstore")
     _write_pair(d, "foreign", foreign.sign_artifact(TOOL, identity=ID, issuer=ISS))
-    (d / "garbage.pem").write_text("-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n")
-    (d / "garbage.sig").write_text("this is %%% not base64\n")
+    w.file("garbage.pem", "-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n")
+    w.file("garbage.sig", "this is %%% not base64\n")
     return d
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import testsigstore
 from verify_helpers import cli, cli_subprocess
+from world import World
 
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISS = "https://token.actions.githubusercontent.com"
@@ -31,11 +32,8 @@ def ts() -> testsigstore.TestSigstore:
 
 @pytest.fixture(scope="module")
 def world(ts: testsigstore.TestSigstore, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("keyless")
-    art = d / "tool"
-    art.write_bytes(b"#!/bin/sh\necho tool\n")
-    root = ts.write_trusted_root(d / "trusted_root.json")
-    return {"dir": d, "art": art, "root": root}
+    w = World(tmp_path_factory.mktemp("keyless"), ts=ts)
+    return {"dir": w.dir, "art": w.file("tool", b"#!/bin/sh\necho tool\n"), "root": w.root}
 
 
 def _write(d: Path, name: str, bundle: dict) -> Path:

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from verify_helpers import cli, cli_subprocess
+from world import World
 
 VERIFIER = "https://ci.example.com/atip-trust/verify"
 RESOURCE = "https://github.com/example-org/tool/releases/download/v1.2.0/tool"
@@ -36,25 +37,18 @@ def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("vsa-admit")
+    w = World(tmp_path_factory.mktemp("vsa-admit"), root=None)  # a VSA needs no Sigstore root
     ci, rogue = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    (d / "keys").mkdir()
-    (d / "keys" / "ci.pub").write_bytes(_pem(ci))
-    tool = d / "tool"
-    tool.write_bytes(BODY)
-    tool.chmod(0o755)
-    other = d / "other-tool"
-    other.write_bytes(BODY + b"# other bytes\n")
-    other.chmod(0o755)
-    pol = d / "policy.json"
-    pol.write_text(json.dumps({
+    w.public_key("keys/ci.pub", ci)
+    pol = w.file("policy.json", {
         "version": 1,
         "trust": {"verifiers": [{"id": VERIFIER, "publicKey": "keys/ci.pub", "resourceUris": [RESOURCE],
                                  "minLevel": 3, "maxAge": "30d", "policyDigests": [POLICY_DIGEST]}]},
         "permissions": {"allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]},
         "defaults": {"noMatch": "deny"},
-    }))
-    return {"dir": d, "ci": ci, "rogue": rogue, "tool": tool, "other": other, "policy": pol,
+    })
+    return {"dir": w.dir, "ci": ci, "rogue": rogue, "tool": w.tool("tool", BODY),
+            "other": w.tool("other-tool", BODY + b"# other bytes\n"), "policy": pol,
             "sha256": hashlib.sha256(BODY).hexdigest()}
 
 
