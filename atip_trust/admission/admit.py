@@ -319,6 +319,7 @@ def admit(
     contract_bundle: PathLike | None = None,
     vsas: PathLike | Sequence[PathLike] = (),
     agent_tools: bool = True,
+    registry_pin: bool = True,
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
@@ -352,6 +353,8 @@ def admit(
     differs from the one ``registry.json`` records for the name denies; ``tools/`` and
     ``shims/sha256/`` are metadata sources after ``metadata`` and ``shim_dir``; a signed
     ``overrides/sha256/`` document replaces every other metadata, an unsigned one is ignored.
+    ``registry_pin``: False leaves ``registry.json`` unread (``scan --update-registry``, which writes it
+    anew from what verifies now: the one way a tool updated on purpose is pinned again).
     """
     chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
     known = Known(tool=name or tool_name_of(tool), policy=chosen)
@@ -363,7 +366,7 @@ def admit(
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
             contract=contract, contract_bundle=contract_bundle, vsas=path_texts(vsas, "vsas"),
-            agent_tools=agent_tools,
+            agent_tools=agent_tools, registry_pin=registry_pin,
         ),
     )
 
@@ -464,6 +467,7 @@ def _admit(
     contract_bundle: PathLike | None = None,
     vsas: Sequence[PathLike] = (),
     agent_tools: bool = True,
+    registry_pin: bool = True,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
@@ -490,7 +494,7 @@ def _admit(
         tree = agent_tools_mod.AgentTree.default() if agent_tools else None
         a = _Admitting(policy, trust_root, known.tool, digests, cache, None, None, None, False, None, None,
                        False, None, None, tree, [], None)
-        if tree is not None:
+        if tree is not None and registry_pin:
             # RFC §4.3: the name's recorded digest against the bytes just hashed (admission/agent_tools.py).
             pinned = agent_tools_mod.registry_check(tree, a.tool_name, path, digests, art.digest)
             if pinned is not None:
