@@ -106,6 +106,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run_discovery(args: argparse.Namespace) -> ToolSurface:
     policy = load_admission_policy(args.policy, org_policy=args.org_policy)
     dirs = args.dirs or None
+    # `scan --update-registry` pins registry.json anew from what verifies now; `lock` shares this function.
+    pin = getattr(args, "update_registry", None) is None
     if is_terminal(sys.stderr) and args.format == "text":
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -120,10 +122,10 @@ def run_discovery(args: argparse.Namespace) -> ToolSurface:
             return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                             trusted_root=args.trusted_root, cache=not args.no_cache,
                             workers=args.workers, progress=tick, fetch=args.fetch,
-                            registry_pin=args.update_registry is None)
+                            registry_pin=pin)
     return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                     trusted_root=args.trusted_root, cache=not args.no_cache, workers=args.workers,
-                    fetch=args.fetch, registry_pin=args.update_registry is None)
+                    fetch=args.fetch, registry_pin=pin)
 
 
 def _console(stream: Any) -> Any:
