@@ -274,3 +274,19 @@ def test_rfc_4_2_an_unsigned_override_cannot_deny_either(tree: Tree) -> None:
     r, out = tree.admit()
     assert r.code == 0 and out["trust_level"] == "VERIFIED" and _codes(out)[0] == "READ_ONLY_VERIFIED", out
     assert _check(out, "agent_tools.override")["status"] == "fail"
+
+
+def test_rfc_4_3_the_library_reads_the_tree_unless_told_not_to(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``admit(..., agent_tools=False)``: a runtime with its own pins reads no tree (a held tool's every
+    call reads it: tests/test_held_tool.py)."""
+    from atip_trust import admit, load_admission_policy
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tree.data.parent))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tree.config.parent))
+    _index(tree, {"gh": {"path": str(tree.gh), "hash": "sha256:" + "0" * 64}})
+    policy = load_admission_policy(signers=[{"identity": ORG_ID, "issuer": ISSUER}])
+    args: dict[str, Any] = dict(policy=policy, trusted_root=tree.root, bundles=[tree.bundle], command="--version",
+                                audit=False, interactive=True)
+    assert admit(tree.gh, **args).decision.reasons[0].code == "LOCAL_REGISTRY_DIGEST_MISMATCH"
+    assert all(r.code != "LOCAL_REGISTRY_DIGEST_MISMATCH" for r in
+               admit(tree.gh, agent_tools=False, **args).decision.reasons)

@@ -21,7 +21,9 @@ cache included) and keeps the descriptor it hashed. Each :meth:`HeldTool.admit` 
 What it does not re-read: the policy file (the runtime holds the ``Policy`` object, as with ``admit``)
 and the verdict cache's entry (a ``cache clear`` empties the disk; a held tool keeps the report it
 verified in this process). A tool found through a shim folder or a registry is not held: every call
-is a full ``admit``, since the shim it would find may change with any file there.
+is a full ``admit``, since the shim it would find may change with any file there; so is every call while
+RFC §4.2's ``agent-tools`` tree exists (admission/agent_tools.py): its ``registry.json`` pin, metadata
+and signed overrides may change with any file there, and a call must see them.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from atip_trust.admission.admit import (
     tool_name_of,
 )
 from atip_trust.admission.verdict_key import file_ident
+from atip_trust.admission.agent_tools import AgentTree
 from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
@@ -197,6 +200,9 @@ class HeldTool:
         art, steady = self._art, self._steady
         if art is None or steady is None or art.fd < 0:
             return False
+        tree = AgentTree.default()
+        if os.path.isdir(tree.data) or os.path.isdir(tree.config):
+            return False  # the tree's pin, metadata and overrides are read by every admission
         for path, ident in steady:
             # The artifact's own path is stat'ed like the evidence: following links, so a path that
             # now leads elsewhere, by any route, names another identity. Its identity equal to the one
