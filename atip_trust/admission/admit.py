@@ -492,6 +492,7 @@ def _admit(
         known.digest = digests["sha256"].hex
         # By position, defaults included: keywords cost µs on the warm path (python -m bench --only admit).
         tree = agent_tools_mod.AgentTree.default() if agent_tools else None
+        tree = tree if tree is not None and tree.present() else None
         a = _Admitting(policy, trust_root, known.tool, digests, cache, None, None, None, False, None, None,
                        False, None, None, tree, [], None)
         if tree is not None and registry_pin:

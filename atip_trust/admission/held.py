@@ -200,8 +200,7 @@ class HeldTool:
         art, steady = self._art, self._steady
         if art is None or steady is None or art.fd < 0:
             return False
-        tree = AgentTree.default()
-        if os.path.isdir(tree.data) or os.path.isdir(tree.config):
+        if AgentTree.default().present():
             return False  # the tree's pin, metadata and overrides are read by every admission
         for path, ident in steady:
             # The artifact's own path is stat'ed like the evidence: following links, so a path that
