@@ -7,59 +7,48 @@ and ``overrides/`` takes effect only when signed by a signer policy names (admis
 Each attack has its test: a registry.json naming another binary's digest, an override planted unsigned,
 one signed by a key policy does not trust, one signed for another binary, a shim filed under a digest
 that is not its own. The tool and its metadata are signed with the local test Sigstore
-(fixtures/testsigstore.py); the policy is the shipped default with the signer given as identity flags.
+(fixtures/testsigstore.py, through tests/gate_world.py); the policy is the shipped default with the signer
+given as identity flags.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from test_effects_model import ISSUER, ORG_ID, READ_ONLY
-from verify_helpers import Run, cli_subprocess
+from gate_world import GH, ISSUER, ORG_ID, World, make_world
+from test_effects_model import READ_ONLY
+from verify_helpers import Run
 
 from atip_trust.registry import LocalRegistry
 
-BODY = b"#!/bin/sh\necho gh\n"
-OTHER = b"#!/bin/sh\necho another gh\n"
+#: The unsigned build gate_world puts in another PATH folder: "another binary" named gh.
+OTHER = GH + b"# another build, never signed\n"
 EVIL_ID = "https://github.com/evil/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 
 
-@pytest.fixture(scope="module")
-def sigstore(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
-    ts = testsigstore.TestSigstore(seed=27)
-    root = ts.write_trusted_root(tmp_path_factory.mktemp("root") / "trusted_root.json")
-    return ts, root
-
-
 class Tree:
-    """A signed ``gh``, a policy, and this test's own RFC §4.2 tree."""
+    """gate_world's signed ``gh`` (and its unsigned twin), and this test's own RFC §4.2 tree. The policy
+    is the shipped default with the signer given as identity flags, unless a test sets one."""
 
-    def __init__(self, d: Path, ts: Any, root: Path) -> None:
-        self.d, self.ts, self.root = d, ts, root
-        self.gh = d / "bin" / "gh"
-        self.gh.parent.mkdir()
-        self.gh.write_bytes(BODY)
-        self.gh.chmod(0o755)
-        self.hex = hashlib.sha256(BODY).hexdigest()
-        self.bundle = d / "gh.sigstore.json"
-        self.bundle.write_text(json.dumps(ts.sign_artifact(BODY, identity=ORG_ID, issuer=ISSUER)))
-        self.data = d / "xdg-data" / "agent-tools"
-        self.config = d / "xdg-config" / "agent-tools"
+    def __init__(self, world: World) -> None:
+        self.w = world
+        self.d, self.ts, self.root = world.dir, world.ts, world.root
+        self.gh = world.signed_bin / "gh"
+        self.hex = hashlib.sha256(GH).hexdigest()
+        self.bundle = world.bundles / "sha256" / f"{self.hex}.sigstore.json"
+        self.data = world.dir / "xdg-data" / "agent-tools"
+        self.config = world.dir / "xdg-config" / "agent-tools"
         self.policy: Path | None = None  # None: the shipped default
 
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LD_", "PYTHON"))}
+    def env(self, *, signed: bool = True) -> dict[str, str]:
+        env = self.w.env(signed=signed, XDG_DATA_HOME=str(self.data.parent),
+                         XDG_CONFIG_HOME=str(self.config.parent), ATIP_CACHE_DIR=str(self.d / "cache"),
+                         XDG_STATE_HOME=str(self.d / "state"))
         env.pop("ATIP_TRUST_ORG_POLICY", None)
-        env.update(XDG_DATA_HOME=str(self.data.parent), XDG_CONFIG_HOME=str(self.config.parent),
-                   ATIP_CACHE_DIR=str(self.d / "cache"), XDG_STATE_HOME=str(self.d / "state"),
-                   PATH=f"{self.gh.parent}:/usr/bin:/bin")
         return env
 
     def doc(self, effects: dict[str, Any], *, digest: str | None = None, shim: bool = False) -> bytes:
@@ -81,19 +70,21 @@ class Tree:
                                                                                issuer=ISSUER)))
         return path
 
-    def admit(self, command: str = "issue list", *more: str) -> tuple[Run, dict[str, Any]]:
+    def admit(self, command: str = "issue list", *more: str, signed: bool = True) -> tuple[Run, dict[str, Any]]:
+        """``atip-trust admit gh`` in a subprocess, as CI runs it (no one to answer an ask)."""
         pol = ["--policy", str(self.policy)] if self.policy is not None else []
-        r = cli_subprocess("admit", "gh", f"--command={command}", *pol, "--trusted-root", str(self.root),
-                           "--bundle", str(self.bundle), "--certificate-identity", ORG_ID,
-                           "--certificate-oidc-issuer", ISSUER, "--non-interactive", "--no-audit",
-                           "--format", "json", *more, env=self.env())
+        p = self.w.run("admit", "gh", f"--command={command}", *pol, "--trusted-root", str(self.root),
+                       "--bundle", str(self.bundle), "--certificate-identity", ORG_ID,
+                       "--certificate-oidc-issuer", ISSUER, "--non-interactive", "--no-audit",
+                       "--format", "json", *more, env=self.env(signed=signed))
+        r = Run(p.returncode, p.stdout, p.stderr)
         assert r.code in (0, 1, 2, 3), r.out + r.err
         return r, json.loads(r.out) if r.out.strip() else {}
 
 
 @pytest.fixture
-def tree(tmp_path: Path, sigstore: tuple[Any, Path]) -> Tree:
-    return Tree(tmp_path, *sigstore)
+def tree(tmp_path: Path) -> Tree:
+    return Tree(make_world(tmp_path))
 
 
 def _codes(out: dict[str, Any]) -> list[str]:
@@ -116,7 +107,7 @@ def _index(tree: Tree, tools: dict[str, Any]) -> Path:
 
 def test_rfc_4_3_registry_json_recording_these_bytes_is_checked_and_passes(tree: Tree) -> None:
     LocalRegistry(tree.data / "registry.json").put("gh", tree.gh)
-    r, out = tree.admit("--version")
+    _, out = tree.admit("--version")
     assert _check(out, "agent_tools.registry")["status"] == "pass", out
     assert _check(out, "agent_tools.registry")["actual"] == f"sha256:{tree.hex}"
     assert "LOCAL_REGISTRY_DIGEST_MISMATCH" not in _codes(out)
@@ -148,20 +139,13 @@ def test_rfc_4_3_registry_json_mismatch_denies_in_audit_mode_too(tree: Tree) -> 
 
 
 def test_rfc_4_3_a_tool_found_elsewhere_on_path_than_registry_json_records_is_denied(tree: Tree) -> None:
-    """A file planted earlier on PATH answers to the name: its bytes are not the recorded ones."""
+    """Another file answers to the name (PATH names the unsigned build first): not the recorded bytes."""
     LocalRegistry(tree.data / "registry.json").put("gh", tree.gh)
-    planted = tree.d / "early" / "gh"
-    planted.parent.mkdir()
-    planted.write_bytes(OTHER)
-    planted.chmod(0o755)
-    env = tree.env()
-    env["PATH"] = f"{planted.parent}:{env['PATH']}"
-    r = cli_subprocess("admit", "gh", "--command=issue list", "--trusted-root", str(tree.root),
-                       "--certificate-identity", ORG_ID, "--certificate-oidc-issuer", ISSUER,
-                       "--non-interactive", "--no-audit", "--format", "json", env=env)
-    out = r.json
+    r, out = tree.admit(signed=False)
     assert r.code == 1 and _codes(out)[0] == "LOCAL_REGISTRY_DIGEST_MISMATCH", out
-    assert str(tree.gh) in out["decision"]["reasons"][0]["message"]
+    first = out["decision"]["reasons"][0]
+    assert str(tree.gh) in first["message"] and str(tree.w.unsigned_bin / "gh") in first["message"]
+    assert first["expected"] == f"sha256:{tree.hex}" and first["actual"] == f"sha256:{hashlib.sha256(OTHER).hexdigest()}"
 
 
 def test_rfc_4_3_a_malformed_or_foreign_registry_json_is_an_error_never_read_as_empty(tree: Tree) -> None:
@@ -178,24 +162,20 @@ def test_rfc_4_3_a_malformed_or_foreign_registry_json_is_an_error_never_read_as_
 def test_rfc_4_3_scan_reads_registry_json_and_update_registry_pins_again(tree: Tree) -> None:
     tree.place(tree.data / "tools" / f"sha256-{tree.hex}.json", tree.doc(READ_ONLY))
     _index(tree, {"gh": {"path": str(tree.gh), "hash": "sha256:" + "0" * 64}})
-    bundles = tree.d / "bundles" / "sha256"
-    bundles.mkdir(parents=True)
-    (bundles / f"{tree.hex}.sigstore.json").write_text(tree.bundle.read_text())
-    policy = tree.d / "policy.json"  # scan takes no identity flags: the signer is the policy's
-    policy.write_text(json.dumps({"version": 1, "trust": {"signers": [{"identity": ORG_ID, "issuer": ISSUER}]},
-                                  "defaults": {"noMatch": "deny", "allowVerifiedReadOnly": True}}))
-    args = ("scan", str(tree.gh.parent), "--bundle-dir", str(bundles.parent), "--trusted-root", str(tree.root),
-            "--policy", str(policy), "--format", "json")
-    r = cli_subprocess(*args, env=tree.env())
-    assert isinstance(r.json, list), r.out + r.err
-    row = next(x for x in r.json if x["tool"] == "gh")
+    policy = tree.w.write_policy("scan")  # scan takes no identity flags: the signer is the policy's
+    args = ("scan", str(tree.gh.parent), "--bundle-dir", str(tree.w.bundles), "--policy", str(policy),
+            "--format", "json")
+    p = tree.w.run(*args, env=tree.env())
+    rows = json.loads(p.stdout)
+    assert isinstance(rows, list), p.stdout + p.stderr
+    row = next(x for x in rows if x["tool"] == "gh")
     assert row["decision"]["behavior"] == "deny", row
     assert row["decision"]["reasons"][0]["code"] == "LOCAL_REGISTRY_DIGEST_MISMATCH"
-    r = cli_subprocess(*args, "--update-registry", env=tree.env())
-    assert "LOCAL_REGISTRY_DIGEST_MISMATCH" not in r.out, r.out
+    p = tree.w.run(*args, "--update-registry", env=tree.env())
+    assert "LOCAL_REGISTRY_DIGEST_MISMATCH" not in p.stdout and "indexed 1 tool" in p.stderr, p.stdout + p.stderr
     entry = LocalRegistry(tree.data / "registry.json").get("gh")
     assert entry is not None and entry.digest.hex == tree.hex and not entry.changed
-    r, out = tree.admit()
+    _, out = tree.admit()
     assert _check(out, "agent_tools.registry")["status"] == "pass"
 
 
@@ -269,8 +249,8 @@ def test_rfc_4_2_an_unsigned_override_cannot_deny_either(tree: Tree) -> None:
     """Never applied means never applied: a planted override naming another digest (which, read as
     the tool's metadata, would make it COMPROMISED) changes nothing."""
     tree.place(tree.data / "tools" / f"sha256-{tree.hex}.json", tree.doc(READ_ONLY))
-    bad = copy.deepcopy(json.loads(tree.doc(READ_ONLY, digest="1" * 64)))
-    tree.place(tree.config / "overrides" / "sha256" / f"{tree.hex}.json", json.dumps(bad).encode(), signer=None)
+    bad = tree.doc(READ_ONLY, digest="1" * 64)
+    tree.place(tree.config / "overrides" / "sha256" / f"{tree.hex}.json", bad, signer=None)
     r, out = tree.admit()
     assert r.code == 0 and out["trust_level"] == "VERIFIED" and _codes(out)[0] == "READ_ONLY_VERIFIED", out
     assert _check(out, "agent_tools.override")["status"] == "fail"
@@ -285,8 +265,8 @@ def test_rfc_4_3_the_library_reads_the_tree_unless_told_not_to(tree: Tree, monke
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tree.config.parent))
     _index(tree, {"gh": {"path": str(tree.gh), "hash": "sha256:" + "0" * 64}})
     policy = load_admission_policy(signers=[{"identity": ORG_ID, "issuer": ISSUER}])
-    args: dict[str, Any] = dict(policy=policy, trusted_root=tree.root, bundles=[tree.bundle], command="--version",
-                                audit=False, interactive=True)
+    args: dict[str, Any] = {"policy": policy, "trusted_root": tree.root, "bundles": [tree.bundle],
+                            "command": "--version", "audit": False, "interactive": True}
     assert admit(tree.gh, **args).decision.reasons[0].code == "LOCAL_REGISTRY_DIGEST_MISMATCH"
     assert all(r.code != "LOCAL_REGISTRY_DIGEST_MISMATCH" for r in
                admit(tree.gh, agent_tools=False, **args).decision.reasons)

@@ -34,15 +34,16 @@ calls (~8 µs measured); with a tree, a few more, and ``registry.json`` is read 
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
+    from atip_trust.admission.metadata_trust import MetadataTrust
     from atip_trust.facts.digest import Algorithm, Digest
     from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.admission.metadata_trust import MetadataTrust
     from atip_trust.policy.model import Policy
 
 from atip_trust._base.lazy import lazy_import
@@ -197,5 +198,14 @@ def find_override(
         evidence=path)
 
 
-__all__ = ["AgentTree", "MISMATCH", "Override", "REGISTRY_CHECK", "find_native", "find_override",
-           "find_shim", "mismatch_reason", "registry_check"]
+__all__ = [
+    "MISMATCH",
+    "REGISTRY_CHECK",
+    "AgentTree",
+    "Override",
+    "find_native",
+    "find_override",
+    "find_shim",
+    "mismatch_reason",
+    "registry_check",
+]
