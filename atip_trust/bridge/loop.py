@@ -219,14 +219,15 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
                         [], status="error")
     record = audit_record(decision.decision, tool.report, tool=decision.tool,
                           command=list(decision.argv[1:] if decision.argv else entry.command.argv_prefix))
+    invalid = any(v.code in ("ARGUMENT_INVALID", "UNKNOWN_COMMAND") for v in decision.violations)
     needs = next((r for r in decision.reasons if r.code == "INTERACTIVE_REQUIRED"), None)
-    if needs is not None:
+    if needs is not None and not invalid and decision.decision.behavior != "deny":
         # RFC §3.6 "use PTY, pipe input, or skip": the call runs with no stdin and no terminal (the
         # validator's own INTERACTIVE_REQUIRED, agents/calls.py), and a person's "yes" cannot type a
-        # password, so it is skipped, asked or not, never run to fail silently.
+        # password, so it is skipped, asked or not, never run to fail silently. A call refused for
+        # its arguments or by policy is reported as that refusal.
         return _interactive_refusal(ctx, call, decision, record, needs)
     if decision.behavior == "deny":
-        invalid = any(v.code in ("ARGUMENT_INVALID", "UNKNOWN_COMMAND") for v in decision.violations)
         asked = any(r.code == "ASK_WITHOUT_USER" for r in decision.reasons)
         # The line carries every reason the call was refused for (argument and delegation checks too).
         _write(ctx, dict(record, argv=None, call=call.name, reasons=[r.to_json() for r in decision.reasons]),
