@@ -270,3 +270,16 @@ def test_rfc_4_3_the_library_reads_the_tree_unless_told_not_to(tree: Tree, monke
     assert admit(tree.gh, **args).decision.reasons[0].code == "LOCAL_REGISTRY_DIGEST_MISMATCH"
     assert all(r.code != "LOCAL_REGISTRY_DIGEST_MISMATCH" for r in
                admit(tree.gh, agent_tools=False, **args).decision.reasons)
+
+
+def test_rfc_4_3_exec_never_runs_bytes_registry_json_does_not_record(tree: Tree) -> None:
+    """The pin holds where it matters most: ``exec`` under a policy that allows ``gh pr *`` runs the
+    signed gh, and refuses it once registry.json records other bytes for the name."""
+    argv = ("exec", "--policy", str(tree.w.policy), "--bundle-dir", str(tree.w.bundles), "--no-audit",
+            "--", "gh", "pr", "view", "1")
+    ran = tree.w.run(*argv, env=tree.env())
+    assert ran.returncode == 0 and ran.stdout == "gh pr view 1\n", ran.stdout + ran.stderr
+    _index(tree, {"gh": {"path": str(tree.gh), "hash": f"sha256:{hashlib.sha256(OTHER).hexdigest()}"}})
+    refused = tree.w.run(*argv, env=tree.env())
+    assert refused.returncode == 1 and refused.stdout == "", refused.stdout
+    assert "LOCAL_REGISTRY_DIGEST_MISMATCH" in refused.stderr and tree.hex in refused.stderr, refused.stderr
