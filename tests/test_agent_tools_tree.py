@@ -283,3 +283,16 @@ def test_rfc_4_3_exec_never_runs_bytes_registry_json_does_not_record(tree: Tree)
     refused = tree.w.run(*argv, env=tree.env())
     assert refused.returncode == 1 and refused.stdout == "", refused.stdout
     assert "LOCAL_REGISTRY_DIGEST_MISMATCH" in refused.stderr and tree.hex in refused.stderr, refused.stderr
+
+
+def test_rfc_4_3_an_agent_hook_denies_a_command_whose_program_registry_json_does_not_record(tree: Tree) -> None:
+    from test_hooks import decision, hook_input
+
+    stdin = hook_input("claude-code", "gh pr list --state open", str(tree.d))
+    argv = ("hook", "claude-code", "--policy", str(tree.w.policy), "--bundle-dir", str(tree.w.bundles),
+            "--no-audit")
+    assert decision("claude-code", tree.w.run(*argv, env=tree.env(), stdin=stdin).stdout)[0] == "allow"
+    _index(tree, {"gh": {"path": str(tree.gh), "hash": f"sha256:{hashlib.sha256(OTHER).hexdigest()}"}})
+    r = tree.w.run(*argv, env=tree.env(), stdin=stdin)
+    behavior, reason = decision("claude-code", r.stdout)
+    assert behavior == "deny" and "registry.json" in reason, r.stdout + r.stderr
