@@ -36,6 +36,14 @@ def _private_verdict_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["ATIP_CACHE_DIR"] = str(tmp_path_factory.mktemp("verdict-cache"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_agent_tools(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test run gets its own RFC §4.2 ``agent-tools`` tree (registry.json, tools/, shims/,
+    overrides/: admission/agent_tools.py), never the user's; subprocesses inherit it."""
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
+
+
 @pytest.fixture(scope="session")
 def _second_server_session() -> Iterator[HTTPServer]:
     server = HTTPServer(host="127.0.0.1", port=0)

@@ -38,3 +38,10 @@ def test_a_passthrough_is_not_typed_as_a_matched_rule() -> None:
     # A rule that matched stays a rule.
     denied = decide(pol({"permissions": {"deny": ["gh pr view *"]}}), command="pr view")
     assert to_agent_tool(denied, passthrough_on_no_match=True)["reason"]["type"] == "rule"
+
+
+def test_invocation_id_is_always_carried_null_for_a_decision_about_a_tool() -> None:
+    d = decide(pol({"permissions": {"allow": ["gh pr view *"]}}), command="pr view 1")
+    assert to_agent_tool(d, invocation_id="call_7")["invocation_id"] == "call_7"
+    out = to_agent_tool(d)
+    assert "invocation_id" in out and out["invocation_id"] is None

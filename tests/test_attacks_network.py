@@ -100,7 +100,7 @@ def test_a_registry_trickling_headers_fails_closed_at_the_lookup_timeout(trickle
     assert not trickle.finished_answer.is_set()
 
 
-def test_atip_offline_stops_verify_fetch_before_any_request(
+def test_rfc_4_6_atip_offline_stops_verify_fetch_before_any_request(
         httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # admit --help says ATIP_OFFLINE forbids the network whatever is given; verify --fetch obeyed
     # --fetch instead.
@@ -113,7 +113,7 @@ def test_atip_offline_stops_verify_fetch_before_any_request(
     assert httpserver.log == []
 
 
-def test_atip_offline_refuses_every_request_of_the_one_http_client(
+def test_rfc_4_6_atip_offline_refuses_every_request_of_the_one_http_client(
         httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     httpserver.expect_request("/x").respond_with_data(b"{}")
     monkeypatch.setenv("ATIP_OFFLINE", "yes")

@@ -109,7 +109,7 @@ def test_policy_max_cache_age_shortens_offline_use_of_a_cached_shim(
     assert not client_for(world, tmp_path, regs).lookup(world["digest"]).found
 
 
-def test_registry_cache_control_no_cache_revalidates_with_if_modified_since(
+def test_rfc_4_7_registry_cache_control_no_cache_revalidates_with_if_modified_since(
         world, tmp_path, cache_dir, httpserver: HTTPServer) -> None:
     # RFC §4.7: clients SHOULD honour Cache-Control and send If-Modified-Since.
     httpserver.no_handler_status_code = 404
@@ -134,7 +134,7 @@ def test_registry_cache_control_no_cache_revalidates_with_if_modified_since(
     assert seen == [(None, None), ('"v1"', "Tue, 01 Sep 2026 10:00:00 GMT")]
 
 
-def test_registry_cache_control_no_store_keeps_no_copy(
+def test_rfc_4_7_registry_cache_control_no_store_keeps_no_copy(
         world, tmp_path, cache_dir, httpserver: HTTPServer) -> None:
     httpserver.no_handler_status_code = 404
     shim, bundle = world["good"]

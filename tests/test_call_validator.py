@@ -367,3 +367,47 @@ def test_check_call_counts_effects_verified_only_for_the_admitted_bytes(admitted
         assert not d.effects_verified and d.behavior == "deny", name
     d = check_call(adm.report, raw, "tool_status", {}, policy)
     assert not d.effects_verified and d.behavior == "deny"
+
+
+# RFC §3.6 interactive: (declared interactive effects, what the caller gives stdin, the policy's
+# interactive gate, someone to answer, INTERACTIVE_REQUIRED?, behavior). The tool is VERIFIED and its
+# metadata verified, so no other gate speaks: the behavior is the interactive check's alone.
+INTERACTIVE_TABLE = [
+    ({"stdin": "password"}, "none", None, True, True, "ask"),
+    ({"stdin": "password"}, "none", None, False, True, "deny"),  # ask without a person is deny
+    ({"stdin": "required"}, "none", {"minTrustLevel": "VERIFIED", "below": "deny"}, True, True, "deny"),
+    ({"tty": True}, "none", {"minTrustLevel": "VERIFIED", "below": "ask", "always": "deny"}, True, True,
+     "deny"),
+    ({"tty": True}, "pipe", None, True, True, "ask"),  # a pipe is no terminal
+    ({"stdin": "password"}, "pipe", None, True, False, "allow"),  # input is provided
+    ({"stdin": "required"}, "tty", None, True, False, "allow"),
+    ({"tty": True}, "tty", None, True, False, "allow"),
+    ({"stdin": "optional", "prompts": True}, "none", None, True, False, "allow"),  # EOF is the tool's "no"
+]
+
+
+@pytest.mark.parametrize(("inter", "stdin", "gate", "person", "flagged", "behavior"), INTERACTIVE_TABLE)
+def test_rfc_3_6_call_validator_interactive_required_asks_or_denies_by_policy_never_silently_allows(
+        inter: dict[str, Any], stdin: str, gate: dict[str, Any] | None, person: bool, flagged: bool,
+        behavior: str) -> None:
+    meta = copy.deepcopy(TOOL)
+    meta["commands"]["login"] = _cmd({**SAFE, "interactive": {"stdin": "none", "prompts": False, **inter}})
+    policy = make_policy() if gate is None else make_policy(
+        capabilities={"interactive": gate})
+    d = validate_call(meta, "tool_login", {}, policy=policy, report=report(TrustLevel.VERIFIED),
+                      effects_verified=True, stdin=stdin, interactive=person)  # type: ignore[arg-type]
+    assert ("INTERACTIVE_REQUIRED" in codes(d)) is flagged, [v.message for v in d.violations]
+    assert d.behavior == behavior, [r.message for r in d.reasons]
+    if flagged:
+        (r,) = [r for r in d.reasons if r.code == "INTERACTIVE_REQUIRED"]
+        assert r.expected and r.actual and "terminal" in str(r.actual)
+
+
+def test_rfc_3_6_check_call_defaults_to_no_stdin_as_a_tool_call_runs() -> None:
+    meta = copy.deepcopy(TOOL)
+    meta["commands"]["login"] = _cmd({**SAFE, "interactive": {"stdin": "password"}})
+    d = check_call(report(TrustLevel.VERIFIED), meta, "tool_login", {}, make_policy(), interactive=False)
+    assert "INTERACTIVE_REQUIRED" in codes(d) and d.behavior == "deny"
+    with pytest.raises(atip_trust.errors.UsageError):
+        check_call(report(TrustLevel.VERIFIED), meta, "tool_login", {}, make_policy(),
+                   stdin="keyboard")  # type: ignore[arg-type]

@@ -278,3 +278,20 @@ def test_the_tools_own_unsigned_metadata_claiming_read_only_never_allows_and_a_s
         after = held.admit("status", audit=False)
         assert after.cache != "held" and after.behavior == "deny"
         assert after.metadata_sha256 == fresh_meta().metadata_sha256 != calls[0].metadata_sha256
+
+
+def test_a_registry_json_pin_written_while_a_tool_is_held_denies_at_the_next_call(
+        world, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RFC §4.3: the agent-tools tree may change with any file in it, so while it exists every call
+    admits again (admission/agent_tools.py): a pin naming other bytes denies at once."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    with steady(world) as held:
+        index = tmp_path / "xdg-data" / "agent-tools" / "registry.json"
+        index.parent.mkdir(parents=True)
+        index.write_text(json.dumps({"version": "2", "tools": {"signed": {
+            "path": str(world["tool"]), "hash": "sha256:" + "0" * 64}}}))
+        index.chmod(0o600)
+        after = held.admit("status", audit=False)
+        assert after.cache != "held" and after.behavior == "deny"
+        assert after.decision.reasons[0].code == "LOCAL_REGISTRY_DIGEST_MISMATCH"

@@ -23,7 +23,8 @@ ODD = [("relative/xdg", "/home/ann"), ("", "/home/ann"), (None, "relative"), (No
 
 
 def _env(monkeypatch: pytest.MonkeyPatch, kind: str, xdg: str | None, home: str | None) -> None:
-    var = {"cache": "XDG_CACHE_HOME", "state": "XDG_STATE_HOME"}[kind]
+    var = {"cache": "XDG_CACHE_HOME", "state": "XDG_STATE_HOME", "data": "XDG_DATA_HOME",
+           "config": "XDG_CONFIG_HOME"}[kind]
     for name, value in ((var, xdg), ("HOME", home)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
@@ -33,24 +34,32 @@ def _env(monkeypatch: pytest.MonkeyPatch, kind: str, xdg: str | None, home: str 
 
 
 def _theirs(kind: str) -> str:
-    return platformdirs.user_cache_dir("atip-trust") if kind == "cache" else platformdirs.user_state_dir("atip-trust")
+    # RFC §4.2: the data and config folders are the shared agent-tools tree, not atip-trust's own.
+    return {"cache": lambda: platformdirs.user_cache_dir("atip-trust"),
+            "state": lambda: platformdirs.user_state_dir("atip-trust"),
+            "data": lambda: platformdirs.user_data_dir("agent-tools"),
+            "config": lambda: platformdirs.user_config_dir("agent-tools")}[kind]()
 
 
 def _ours(kind: str) -> str:
-    return dirs.user_cache_dir() if kind == "cache" else dirs.user_state_dir()
+    return {"cache": dirs.user_cache_dir, "state": dirs.user_state_dir, "data": dirs.agent_tools_data_dir,
+            "config": dirs.agent_tools_config_dir}[kind]()
+
+
+KINDS = ["cache", "state", "data", "config"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the plain cases are Linux's")
-@pytest.mark.parametrize("kind", ["cache", "state"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("xdg", "home"), PLAIN)
 def test_a_plain_linux_environment_gets_platformdirs_folder_without_platformdirs(
         monkeypatch: pytest.MonkeyPatch, kind: str, xdg: str | None, home: str | None) -> None:
     _env(monkeypatch, kind, xdg, home)
-    assert dirs.plain_dir(kind) is not None
+    assert dirs.plain_dir(kind) is not None and dirs.plain_dir(kind, "agent-tools") is not None
     assert _ours(kind) == _theirs(kind)
 
 
-@pytest.mark.parametrize("kind", ["cache", "state"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("xdg", "home"), ODD)
 def test_a_relative_or_empty_variable_is_left_to_platformdirs_never_taken_relative_to_here(
         monkeypatch: pytest.MonkeyPatch, kind: str, xdg: str | None, home: str | None) -> None:

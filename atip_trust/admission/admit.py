@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, field
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
@@ -55,6 +55,7 @@ from atip_trust.admission.verdict_key import (
     store,
     stored_digest,
 )
+from atip_trust.admission import agent_tools as agent_tools_mod
 from atip_trust.admission.command_decision import decide_command
 from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.compose import cli_layer, compose
@@ -93,6 +94,7 @@ else:
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
     from atip_trust.admission.interactive import Interactive
+    from atip_trust.admission.metadata_trust import MetadataTrust
     from atip_trust.signature.trustroot import TrustRoot
 
 PathLike = str | os.PathLike[str]
@@ -316,6 +318,8 @@ def admit(
     contract: PathLike | None = None,
     contract_bundle: PathLike | None = None,
     vsas: PathLike | Sequence[PathLike] = (),
+    agent_tools: bool = True,
+    registry_pin: bool = True,
 ) -> Admission:
     """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
 
@@ -345,6 +349,12 @@ def admit(
     this tool), verified like metadata by ``contract_bundle`` (default: ``TOOL.md.bundle`` beside it)
     against the policy's signers (``_contract``); every tool its ``requires.tools`` names is admitted too.
     ``vsas``: SLSA VSAs (admission/vsa.py, docs/vsa.md), counted only from policy's ``trust.verifiers``.
+    ``agent_tools``: read RFC §4.2's XDG ``agent-tools`` tree (admission/agent_tools.py): a digest that
+    differs from the one ``registry.json`` records for the name denies; ``tools/`` and
+    ``shims/sha256/`` are metadata sources after ``metadata`` and ``shim_dir``; a signed
+    ``overrides/sha256/`` document replaces every other metadata, an unsigned one is ignored.
+    ``registry_pin``: False leaves ``registry.json`` unread (``scan --update-registry``, which writes it
+    anew from what verifies now: the one way a tool updated on purpose is pinned again).
     """
     chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
     known = Known(tool=name or tool_name_of(tool), policy=chosen)
@@ -356,6 +366,7 @@ def admit(
             shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
             interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
             contract=contract, contract_bundle=contract_bundle, vsas=path_texts(vsas, "vsas"),
+            agent_tools=agent_tools, registry_pin=registry_pin,
         ),
     )
 
@@ -426,6 +437,12 @@ class _Admitting(Record, frozen=False):
     metadata_source: str | None = None
     #: The report's digest as cached with it (None once a check is added after caching).
     report_digest: str | None = None
+    #: RFC §4.2's agent-tools tree, None when not read (``agent_tools=False``).
+    tree: agent_tools_mod.AgentTree | None = None
+    #: Checks about the tree (registry.json, an override), added to the report after it is stored.
+    notes: list[Check] = field(default_factory=list)
+    #: A signed override's verification, done when it was found (step 4 does not verify it again).
+    preverified: MetadataTrust | None = None
 
 
 def _admit(
@@ -449,6 +466,8 @@ def _admit(
     contract: PathLike | None = None,
     contract_bundle: PathLike | None = None,
     vsas: Sequence[PathLike] = (),
+    agent_tools: bool = True,
+    registry_pin: bool = True,
 ) -> Admission:
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
@@ -472,8 +491,15 @@ def _admit(
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
         # By position, defaults included: keywords cost µs on the warm path (python -m bench --only admit).
+        tree = agent_tools_mod.AgentTree.default() if agent_tools else None
+        tree = tree if tree is not None and tree.present() else None
         a = _Admitting(policy, trust_root, known.tool, digests, cache, None, None, None, False, None, None,
-                       False, None, None)
+                       False, None, None, tree, [], None)
+        if tree is not None and registry_pin:
+            # RFC §4.3: the name's recorded digest against the bytes just hashed (admission/agent_tools.py).
+            pinned = agent_tools_mod.registry_check(tree, a.tool_name, path, digests, art.digest)
+            if pinned is not None:
+                a.notes.append(pinned)
         _step_evidence(a, metadata, metadata_bundle, shim_dir, fetch)
         key, hit, report = _step_verify(a, art, bundles, keys, signature)
     _step_metadata_trust(a, key, hit, report)
@@ -494,13 +520,29 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | None, metadata_bu
     """(2) Evidence. The metadata file is read once: its signature is checked over these bytes and
     its claims and effects are parsed from them."""
     policy, digests = a.policy, a.digests
+    if a.tree is not None:
+        override, note = agent_tools_mod.find_override(a.tree, policy, a.trust_root, digests=digests,
+                                                       tool_name=a.tool_name)
+        if note is not None:
+            a.notes.append(note)
+        if override is not None:  # signed and bound: it replaces every other metadata source
+            a.doc, a.meta_path, a.meta_bundle = override.doc, override.path, override.bundle
+            a.preverified = override.trust
+            return
     given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
     a.meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else pathlib.Path(metadata)
     a.meta_bundle = pathlib.Path(metadata_bundle) if metadata_bundle is not None else None
     if metadata is None and shim_dir is not None:
         a.meta_path, a.meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
         a.from_shim = a.meta_path is not None
-    if metadata is None and not a.from_shim and policy.registries:
+    if metadata is None and a.meta_path is None and a.tree is not None:
+        # RFC §4.2-4.3: the local tree, by digest: native metadata first, then a shim.
+        hexd = digests["sha256"].hex
+        a.meta_path, a.meta_bundle = agent_tools_mod.find_native(a.tree, hexd, a.tool_name)
+        if a.meta_path is None:
+            a.meta_path, a.meta_bundle = agent_tools_mod.find_shim(a.tree, hexd)
+            a.from_shim = a.meta_path is not None
+    if metadata is None and a.meta_path is None and policy.registries:
         found = shims.registry_client(policy, trust_root=a.trust_root,
                                       offline=None if fetch else True).lookup(digests["sha256"])
         if found.document is not None and found.registry is not None:
@@ -562,7 +604,11 @@ def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
         a.metadata_source = source if isinstance(source, str) else None
     else:
         doc = a.doc
-        if doc is not None:
+        if doc is not None and a.preverified is not None:
+            report.checks.extend(a.preverified.checks)
+            a.effects_verified = a.preverified.verified
+            a.metadata_source = a.preverified.source
+        elif doc is not None:
             if not a.from_shim:
                 signers = list(policy.signers)
             else:
@@ -579,6 +625,9 @@ def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
 
     if a.lookup_note is not None:
         report.checks.append(a.lookup_note)
+        a.report_digest = None
+    if a.notes:
+        report.checks.extend(a.notes)
         a.report_digest = None
 
 
@@ -640,6 +689,13 @@ def decided(
         interactive=interactive, report_digest=report_digest, contract=contract,
         contract_verified=contract_verified, declared=declared,
     )
+    pinned = next((c for c in report.checks if c.name == agent_tools_mod.REGISTRY_CHECK and c.failed), None)
+    if pinned is not None:
+        # RFC §4.3 drift or tampering: denied in every mode (a warn/audit allow would run bytes the
+        # user's own index says are not this tool), the reason first (admission/agent_tools.py).
+        decision.behavior = "deny"
+        decision.reasons = [agent_tools_mod.mismatch_reason(pinned),
+                            *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
     report.decision = decision
     return Admission(
         tool=tool_name,

@@ -27,7 +27,9 @@ current: ``admission.vsa.vsa_recheck_at``), so a held tool is never more trusted
 What it does not re-read: the policy file (the runtime holds the ``Policy`` object, as with ``admit``)
 and the verdict cache's entry (a ``cache clear`` empties the disk; a held tool keeps the report it
 verified in this process). A tool found through a shim folder or a registry is not held: every call
-is a full ``admit``, since the shim it would find may change with any file there.
+is a full ``admit``, since the shim it would find may change with any file there; so is every call while
+RFC §4.2's ``agent-tools`` tree exists (admission/agent_tools.py): its ``registry.json`` pin, metadata
+and signed overrides may change with any file there, and a call must see them.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from atip_trust.admission.admit import (
     tool_name_of,
 )
 from atip_trust.admission.verdict_key import file_ident, hash_artifact, open_cache
+from atip_trust.admission.agent_tools import AgentTree
 from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
@@ -251,6 +254,8 @@ class HeldTool:
             return False  # a VSA the report stands on may have expired (or become current) since
         if any(os.path.lexists(p) for p in self._absent):
             return False  # a VSA kept by digest appeared
+        if AgentTree.default().present():
+            return False  # the tree's pin, metadata and overrides are read by every admission
         for path, ident in steady:
             # The artifact's own path is stat'ed like the evidence: following links, so a path that
             # now leads elsewhere, by any route, names another identity. Its identity equal to the one

@@ -40,7 +40,14 @@ from atip_trust._base.record import Record, field
 from atip_trust.errors import UsageError
 from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
-from atip_trust.facts.effects import classify, command_lookup, merge_states, walk_command
+from atip_trust.facts.effects import (
+    classify,
+    command_lookup,
+    interactive_need,
+    merge_declared,
+    merge_states,
+    walk_command,
+)
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import Decision, Reason, TrustReport
@@ -55,6 +62,9 @@ if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior
 
 Severity = Literal["error", "warning"]
+#: What the runtime gives the command's standard input: a terminal, a pipe (or file) of input, or
+#: nothing (closed or ``/dev/null``, what an agent runtime or CI hands a child).
+StdinGiven = Literal["tty", "pipe", "none"]
 
 #: Every violation code and its severity (the reference's, for the codes it has).
 VIOLATION_SEVERITY: dict[str, Severity] = {
@@ -243,12 +253,17 @@ def validate_call(
     contracts_verified: bool = False,
     interactive: bool = True,
     now: datetime | None = None,
+    stdin: StdinGiven = "none",
 ) -> CallDecision:
     """Validate one call. ``report`` is the tool's verified trust report; ``effects_verified`` says
     whether ``metadata`` is verified for it (``check_call`` works that out from an ``Admission``).
     ``delegation``: an RFC §10.2 object (``allowedTools``, ``deniedCommands``, ``effectRestrictions``)
     a lead agent sets for a sub-agent. ``contracts``: AIP-14 ``TOOL.md`` contracts for the tool, verified
-    or not (``contracts_verified``). ``interactive``: someone can answer ``ask`` (else ask is deny)."""
+    or not (``contracts_verified``). ``interactive``: someone can answer ``ask`` (else ask is deny).
+    ``stdin``: what the call's standard input will be (default ``none``, as a tool call runs): a
+    command that needs more (RFC §3.6 ``interactive``) is ``INTERACTIVE_REQUIRED`` (``_step_interactive``)."""
+    if stdin not in ("tty", "pipe", "none"):
+        raise UsageError(f"stdin: expected tty, pipe or none, actual {stdin!r}")
     meta = _metadata_dict(metadata)
     tool = tool_name or (str(meta.get("name")) if meta is not None and meta.get("name") else None) or (
         PurePath(name[0]).name if not isinstance(name, str) and name else str(name))
@@ -271,6 +286,7 @@ def validate_call(
 
     found = _step_decision_violations(c, effective, decision)
     _step_cost_and_approval(c, effective)
+    _step_interactive(c, effective, stdin)
     return _call_decision(c, found, decision, interactive)
 
 
@@ -379,6 +395,26 @@ def _step_cost_and_approval(c: _Call, effective: Policy) -> None:
                   actual=asked.actual, path=path)
 
 
+def _step_interactive(c: _Call, effective: Policy, stdin: StdinGiven) -> None:
+    """(7) RFC §3.6 ``interactive`` ("use PTY, pipe input, or skip"): a command that needs a terminal,
+    or input on stdin, that the call will not have is never run to hang or fail silently. The need is
+    ``effects.interactive_need`` (the one reading exec and the call loop use; believed from any
+    metadata, since it can only stop a run). Asked or denied as the policy's ``interactive`` gate says
+    (its ``always``, else its ``below``; ask without a gate): a person may run it in a terminal, and
+    ``ask`` without someone to answer is deny."""
+    if c.cmd is None or stdin == "tty":
+        return
+    need = interactive_need(merge_declared(c.cmd.effect_levels))
+    if need is None or (need[0] == "stdin" and stdin == "pipe"):
+        return
+    gate = effective.gates.get("interactive")
+    behavior: RuleBehavior = (gate.always or gate.below) if gate is not None else "ask"
+    given = "a pipe, no terminal" if stdin == "pipe" else "no stdin, no terminal"
+    c.add("INTERACTIVE_REQUIRED", f"{c.tool} {' '.join(c.cmd.path)} needs {need[1]}; the call has {given}",
+          behavior, rule="capabilities.interactive" if gate is not None else "builtin:interactive",
+          expected=need[1], actual=given, path=c.cmd.path)
+
+
 def _call_decision(c: _Call, found: list[Violation], decision: Decision, interactive: bool) -> CallDecision:
     """The violations once each, the strictest behavior of the decision and the validator's own, and
     ``ask`` without a human as ``deny``."""
@@ -414,13 +450,16 @@ def check_call(
     contracts_verified: bool = False,
     interactive: bool = True,
     now: datetime | None = None,
+    stdin: StdinGiven = "none",
 ) -> CallDecision:
     """The call-time gate a runtime asks before it runs a call (exit-code semantics as ``admit``).
 
     With an ``Admission``: the tool's verified report, and the metadata's effects count as verified
     only when the admission verified them *and* ``metadata`` is the same bytes (a ``MetadataDocument``
     or the raw bytes; a parsed mapping cannot prove that and counts as unverified). With a bare
-    ``TrustReport``: the effects count as unverified (they can only tighten). Errors in the input (a
+    ``TrustReport``: the effects count as unverified (they can only tighten). ``stdin``: what the
+    runtime gives the command's standard input (``tty``, ``pipe``, default ``none``): a command that
+    needs more is ``INTERACTIVE_REQUIRED``, asked or denied by policy. Errors in the input (a
     malformed metadata document, a bad delegation object) raise ``AtipTrustError``: a denial."""
     if isinstance(metadata, (bytes, bytearray)):
         metadata = parse_metadata(bytes(metadata))
@@ -432,13 +471,14 @@ def check_call(
         return validate_call(metadata, name, arguments, policy=policy, report=adm.report, tool_name=adm.tool,
                              effects_verified=verified, metadata_source=adm.metadata_source if verified else None,
                              delegation=delegation, contracts=contracts, contracts_verified=contracts_verified,
-                             interactive=interactive, now=now)
+                             interactive=interactive, now=now, stdin=stdin)
     if not isinstance(admission_or_report, TrustReport):
         raise UsageError(f"check_call needs an Admission or a TrustReport, got "
                              f"{type(admission_or_report).__name__}")
     return validate_call(metadata, name, arguments, policy=policy, report=admission_or_report,
                          effects_verified=False, delegation=delegation, contracts=contracts,
-                         contracts_verified=contracts_verified, interactive=interactive, now=now)
+                         contracts_verified=contracts_verified, interactive=interactive, now=now,
+                         stdin=stdin)
 
 
-__all__ = ["CallDecision", "Violation", "VIOLATION_SEVERITY", "check_call", "resolve_words", "validate_call"]
+__all__ = ["CallDecision", "StdinGiven", "Violation", "VIOLATION_SEVERITY", "check_call", "resolve_words", "validate_call"]

@@ -60,7 +60,6 @@ from atip_trust.bridge.lifecycle import (
 from atip_trust.bridge.safety import DEFAULT_MAX_RESULT_LENGTH, create_result_filter
 from atip_trust.bridge.surface import Surface, SurfaceCommand
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
-from atip_trust.facts.effects import interactive_need, merge_declared
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Reason
 from atip_trust.admission.admit import audit_target
@@ -74,7 +73,7 @@ from atip_trust.execution.exec import (
     sealed_script,
 )
 from atip_trust.execution.child import RunResult, run_verified
-from atip_trust.agents.calls import VIOLATION_SEVERITY, CallDecision, Violation, check_call
+from atip_trust.agents.calls import CallDecision, check_call
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit, audit_record
 
@@ -220,8 +219,15 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
                         [], status="error")
     record = audit_record(decision.decision, tool.report, tool=decision.tool,
                           command=list(decision.argv[1:] if decision.argv else entry.command.argv_prefix))
+    invalid = any(v.code in ("ARGUMENT_INVALID", "UNKNOWN_COMMAND") for v in decision.violations)
+    needs = next((r for r in decision.reasons if r.code == "INTERACTIVE_REQUIRED"), None)
+    if needs is not None and not invalid and decision.decision.behavior != "deny":
+        # RFC §3.6 "use PTY, pipe input, or skip": the call runs with no stdin and no terminal (the
+        # validator's own INTERACTIVE_REQUIRED, agents/calls.py), and a person's "yes" cannot type a
+        # password, so it is skipped, asked or not, never run to fail silently. A call refused for
+        # its arguments or by policy is reported as that refusal.
+        return _interactive_refusal(ctx, call, decision, record, needs)
     if decision.behavior == "deny":
-        invalid = any(v.code in ("ARGUMENT_INVALID", "UNKNOWN_COMMAND") for v in decision.violations)
         asked = any(r.code == "ASK_WITHOUT_USER" for r in decision.reasons)
         # The line carries every reason the call was refused for (argument and delegation checks too).
         _write(ctx, dict(record, argv=None, call=call.name, reasons=[r.to_json() for r in decision.reasons]),
@@ -230,11 +236,6 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
         why = "; ".join(r.message for r in decision.reasons[:3]) or "denied by policy"
         return _refusal(ctx, call, error, f"{call.name} was not run: {why}", decision.reasons,
                         status="invalid" if invalid else "denied", decision=decision)
-    need = interactive_need(merge_declared(entry.command.effect_levels))
-    if need is not None:
-        # RFC §3.6 "use PTY, pipe input, or skip": the call runs with no stdin and no terminal, and a
-        # person's "yes" cannot type a password, so it is skipped, never run to fail silently.
-        return _interactive_refusal(ctx, call, decision, record, need[1])
     try:
         argv = tool_call_to_argv(tool_document(tool.metadata), call.name, call.arguments)
     except AtipTrustError as err:
@@ -244,13 +245,8 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
 
 
 def _interactive_refusal(ctx: _Ctx, call: ToolCall, decision: CallDecision, record: dict[str, Any],
-                         need: str) -> CallOutcome:
-    r = Reason("INTERACTIVE_REQUIRED", f"{call.name} needs {need}; a tool call runs with no stdin and no "
-               "terminal", rule="builtin:interactive", expected=need, actual="no stdin, no terminal")
-    v = Violation("INTERACTIVE_REQUIRED", VIOLATION_SEVERITY["INTERACTIVE_REQUIRED"], r.message, decision.tool,
-                  decision.command.path if decision.command is not None else None, r.rule)
-    refused = replace(decision, behavior="deny", violations=(*decision.violations, v),
-                      reasons=(r, *decision.reasons))
+                         r: Reason) -> CallOutcome:
+    refused = replace(decision, behavior="deny")
     _write(ctx, dict(record, argv=None, call=call.name), "deny", [r])
     return _refusal(ctx, call, "interactive_required", f"{call.name} was not run: {r.message}", [r],
                     decision=refused)

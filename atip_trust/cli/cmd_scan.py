@@ -96,7 +96,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--update-registry", nargs="?", const="", default=None, metavar="FILE",
                    help="index every tool that verified and has metadata in the local registry.json "
                    "(RFC §4.3; default $XDG_DATA_HOME/agent-tools/registry.json): name -> path and digest, "
-                   "an index only, never evidence")
+                   "an index only, never evidence; admit and scan deny a tool whose bytes differ from the "
+                   "digest it records, and this scan pins what verifies now")
     p.add_argument("--surface", action="store_true",
                    help="with --format json: print the tool-surface object (summary; loaded, not probed, "
                    "blocked and skipped entries with reason codes; lock drift) instead of the list of one "
@@ -108,6 +109,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run_discovery(args: argparse.Namespace) -> ToolSurface:
     policy = load_admission_policy(args.policy, org_policy=args.org_policy)
     dirs = args.dirs or None
+    # `scan --update-registry` pins registry.json anew from what verifies now; `lock` shares this function.
+    pin = getattr(args, "update_registry", None) is None
     if is_terminal(sys.stderr) and args.format == "text":
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -121,10 +124,11 @@ def run_discovery(args: argparse.Namespace) -> ToolSurface:
 
             return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                             trusted_root=args.trusted_root, cache=not args.no_cache,
-                            workers=args.workers, progress=tick, fetch=args.fetch, vsas=args.vsa)
+                            workers=args.workers, progress=tick, fetch=args.fetch, vsas=args.vsa,
+                            registry_pin=pin)
     return discover(dirs, policy, shim_dir=args.shim_dir, bundle_dir=args.bundle_dir,
                     trusted_root=args.trusted_root, cache=not args.no_cache, workers=args.workers,
-                    fetch=args.fetch, vsas=args.vsa)
+                    fetch=args.fetch, vsas=args.vsa, registry_pin=pin)
 
 
 def _console(stream: Any) -> Any:

@@ -38,6 +38,7 @@ from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import TrustLevel
 from atip_trust.admission import vsa as gate_vsa
 from atip_trust.admission.admit import Admission, admit
+from atip_trust.admission.agent_tools import AgentTree
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.discovery.probe import ProbeOutcome, probe
 from atip_trust.discovery.scan import Candidate, Skipped, scan_directories
@@ -75,7 +76,8 @@ class ToolRow(Record, frozen=False):
     issuer: str | None = None
     source_repo: str | None = None
     source_ref: str | None = None
-    #: ``probe`` (the tool's own --agent answer) or ``shim`` (registry-signed), or None.
+    #: ``probe`` (the tool's own --agent answer), ``shim`` (registry-signed) or ``agent-tools`` (RFC §4.2's
+    #: tree: ``tools/``, ``shims/``, a signed override), or None.
     metadata_from: str | None = None
     metadata_digest: str | None = None
     effects_verified: bool = False
@@ -213,6 +215,12 @@ def _trust_of(adm: Admission) -> Trust:
     return "verified" if level is TrustLevel.VERIFIED and not refused else "unverified"
 
 
+def _in_tree(doc: MetadataDocument) -> bool:
+    """The metadata came from RFC §4.2's agent-tools tree (``tools/``, ``shims/``, ``overrides/``)."""
+    tree = AgentTree.default()
+    return any(doc.source_name.startswith(os.path.join(root, "")) for root in (tree.data, tree.config))
+
+
 def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
     rep = adm.report
     row.admission = adm.to_json()
@@ -233,7 +241,7 @@ def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
     doc = adm.metadata
     if doc is not None:
         row.metadata_from = "shim" if doc.is_shim and adm.effects_verified else "probe" \
-            if outcome.metadata is not None else None
+            if outcome.metadata is not None else "agent-tools" if _in_tree(doc) else None
         row.metadata_digest = str(doc.sha256)
         row.effects_verified = adm.effects_verified
         row.effects = effects_summary(doc)
@@ -268,6 +276,7 @@ class _Options(Record):
     use_cache: bool
     audit: bool
     fetch: bool = False
+    registry_pin: bool = True
 
 
 def _vsas_for(digests: dict[str, str], o: _Options) -> list[str]:
@@ -305,7 +314,8 @@ def _discover_one(c: Candidate, o: _Options) -> ToolRow:
                 policy=o.policy, name=c.name, shim_dir=o.shim_dir, trusted_root=o.trusted_root,
                 bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
                 vsas=_vsas_for({str(a): d.hex for a, d in digests.items()}, o),
-                interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch)
+                interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch,
+                registry_pin=o.registry_pin)
             adm = admit(art, **common)
             outcome = probe(art, adm, o.policy, cache=o.cache, interpreter_args=dict(
                 bundle_dir=o.bundle_dir, shim_dir=o.shim_dir, trusted_root=o.trusted_root, cache=o.use_cache))
@@ -333,6 +343,7 @@ def discover(
     progress: Callable[[int, int, ToolRow], None] | None = None,
     fetch: bool = False,
     vsas: Sequence[PathLike] = (),
+    registry_pin: bool = True,
 ) -> ToolSurface:
     """The tool surface for ``dirs`` (default: PATH) under ``policy``; see the module docstring.
 
@@ -342,12 +353,15 @@ def discover(
     forbids it); without it, only cached verified shims and folder registries are used.
     ``vsas``: SLSA VSA files, each offered to the tools whose digest it names (and ``bundle_dir``'s
     ``<hex>.vsa.jsonl`` to the tool of that digest); they count as for ``admit`` (docs/vsa.md).
+    ``registry_pin``: each admission checks the tool's bytes against the digest RFC §4.3's
+    ``registry.json`` records for its name (admission/agent_tools.py); False for a scan that writes the
+    index anew (``--update-registry``).
     """
     scan = scan_directories(dirs, path_env=path_env)
     opts = _Options(policy=policy, shim_dir=shim_dir, bundle_dir=bundle_dir, vsa_routes=_route_vsas(vsas),
                     trusted_root=trusted_root,
                     cache=open_cache(cache), use_cache=cache, audit=audit or policy.audit_required,
-                    fetch=fetch)
+                    fetch=fetch, registry_pin=registry_pin)
     surface = ToolSurface(skipped=list(scan.skipped), directories=list(scan.directories))
     total = len(scan.candidates)
     n = max(1, min(workers or os.cpu_count() or 1, 16))

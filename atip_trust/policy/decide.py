@@ -879,7 +879,9 @@ def to_agent_tool(
     """The decision as an Agent Tool ``tool_permission_decision``.
 
     ``decision_id`` (required by the Agent Tool schema): the caller's id for this decision, or a new
-    random one (``atd_`` and 32 hex digits). ``expires_at``: when the caller will decide again (a
+    random one (``atd_`` and 32 hex digits). ``invocation_id``: the tool invocation (the provider's
+    call id, a hook's tool-use id) this decision answers; always present, ``null`` for a decision about
+    a tool rather than one invocation (``admit``), so a consumer reads one shape. ``expires_at``: when the caller will decide again (a
     decision is about the bytes verified now; the time is the caller's to set); absent when not given.
 
     ``passthrough_on_no_match``: when no rule of this policy matched (the answer is only the no-match
@@ -929,8 +931,7 @@ def to_agent_tool(
         "evidence_refs": [decision.report_digest] if decision.report_digest else [],
         "decided_at": (decided_at or datetime.now(UTC)).isoformat(),
     }
-    if invocation_id is not None:
-        out["invocation_id"] = invocation_id
+    out["invocation_id"] = invocation_id
     if expires_at is not None:
         out["expires_at"] = expires_at.isoformat()
     return out

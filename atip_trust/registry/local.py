@@ -113,6 +113,12 @@ class LocalRegistry:
     def names(self) -> list[str]:
         return sorted(self._load()["tools"])
 
+    def recorded(self, name: str) -> LocalEntry | None:
+        """The entry for ``name`` as recorded, not checked against any file (``current`` None), or None
+        when it is not indexed: for a caller that holds the bytes' digest already (admission)."""
+        raw = self._load()["tools"].get(name)
+        return None if raw is None else self._entry(name, raw)
+
     def get(self, name: str) -> LocalEntry | None:
         """The entry for ``name`` checked against the file now, or None when it is not indexed."""
         raw = self._load()["tools"].get(name)

@@ -25,26 +25,32 @@ else:
 
 APP = "atip-trust"
 
+#: The ATIP tree every agent shares (RFC §4.2): ``$XDG_DATA_HOME/agent-tools`` (registry.json, tools/,
+#: shims/) and ``$XDG_CONFIG_HOME/agent-tools`` (overrides/), platformdirs' ``user_data_dir`` and
+#: ``user_config_dir`` for ``agent-tools`` on Linux.
+AGENT_TOOLS = "agent-tools"
+
 #: XDG variable and the default under HOME, per folder kind (the XDG Base Directory specification).
-_XDG = {"cache": ("XDG_CACHE_HOME", "~/.cache"), "state": ("XDG_STATE_HOME", "~/.local/state")}
+_XDG = {"cache": ("XDG_CACHE_HOME", "~/.cache"), "state": ("XDG_STATE_HOME", "~/.local/state"),
+        "data": ("XDG_DATA_HOME", "~/.local/share"), "config": ("XDG_CONFIG_HOME", "~/.config")}
 
 
-def plain_dir(kind: str) -> str | None:
-    """The folder of ``kind`` ("cache", "state") when the rules above give it without platformdirs,
-    else None."""
+def plain_dir(kind: str, app: str = APP) -> str | None:
+    """The folder of ``kind`` ("cache", "state", "data", "config") for ``app`` when the rules above
+    give it without platformdirs, else None."""
     if sys.platform != "linux" or hasattr(sys, "getandroidapilevel") or (
             os.environ.get("ANDROID_DATA") == "/data" and os.environ.get("ANDROID_ROOT") == "/system"):
         return None
     var, default = _XDG[kind]
     value = os.environ.get(var)
     if value:
-        return os.path.join(value, APP) if value.startswith("/") else None
+        return os.path.join(value, app) if value.startswith("/") else None
     if value is not None:  # set but empty: versions differ
         return None
     home = os.environ.get("HOME")
     if not home or not home.startswith("/"):
         return None
-    return os.path.join(os.path.expanduser(default), APP)
+    return os.path.join(os.path.expanduser(default), app)
 
 
 def user_cache_dir() -> str:
@@ -55,4 +61,15 @@ def user_state_dir() -> str:
     return plain_dir("state") or platformdirs.user_state_dir(APP)
 
 
-__all__ = ["APP", "plain_dir", "user_cache_dir", "user_state_dir"]
+def agent_tools_data_dir() -> str:
+    """RFC §4.2 ``$XDG_DATA_HOME/agent-tools`` (registry.json, tools/, shims/sha256/)."""
+    return plain_dir("data", AGENT_TOOLS) or platformdirs.user_data_dir(AGENT_TOOLS)
+
+
+def agent_tools_config_dir() -> str:
+    """RFC §4.2 ``$XDG_CONFIG_HOME/agent-tools`` (overrides/sha256/)."""
+    return plain_dir("config", AGENT_TOOLS) or platformdirs.user_config_dir(AGENT_TOOLS)
+
+
+__all__ = ["AGENT_TOOLS", "APP", "agent_tools_config_dir", "agent_tools_data_dir", "plain_dir", "user_cache_dir",
+           "user_state_dir"]

@@ -13,6 +13,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust.state.dirs import agent_tools_data_dir
 
 if TYPE_CHECKING:
     import platformdirs
@@ -30,7 +31,7 @@ def registry_cache_dir() -> Path:
 
 
 def local_registry_path() -> Path:
-    return Path(platformdirs.user_data_dir("agent-tools")) / "registry.json"
+    return Path(agent_tools_data_dir()) / "registry.json"
 
 
 __all__ = ["local_registry_path", "registry_cache_dir"]

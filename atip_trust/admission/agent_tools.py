@@ -1,0 +1,211 @@
+"""The XDG ``agent-tools`` tree every agent shares (RFC §4.2, §4.3, §10.1), as admission reads it.
+
+``$XDG_DATA_HOME/agent-tools`` and ``$XDG_CONFIG_HOME/agent-tools`` (state/dirs.py; tests point both
+at temporary folders) hold:
+
+* ``registry.json``: the local name -> digest index (registry/local.py, written by
+  ``scan --update-registry``). Not evidence: it never adds trust. It is a pin: when it records a
+  digest for the name being admitted and the admitted bytes have another, that is drift or tampering
+  (the binary was updated, replaced, or another file now answers to the name), and the admission is
+  **denied** with ``LOCAL_REGISTRY_DIGEST_MISMATCH`` naming the recorded and the actual digest, in
+  every policy mode (``warn``/``audit`` do not turn it into an allow: admission/admit.py ``decided``)
+  — what a cosign or ``gh attestation verify`` user expects of a digest that does not match, and what
+  ``exec --expect-digest`` does. The bytes are the ones admission hashed from its one descriptor
+  (hashed again only when the file's stat identity changed: the verdict cache's fast path), never
+  the index's own re-hash of a path. A tool updated on purpose is indexed again by
+  ``scan --update-registry`` (after it verifies) or removed from the index.
+* ``tools/``: native ATIP metadata keyed by digest (RFC §4.3's lookup: ``sha256-<hex>.json``; the
+  §4.2 tree: ``<name>-<hex>.json``), with its bundle beside it (``.json.bundle``): metadata as
+  ``--metadata`` would give it, verified against the policy's signers (claims only until then).
+* ``shims/sha256/<hex>.json``: shims by digest, as ``--shim-dir`` gives them: the file's
+  ``binary.hash`` must be its name (RFC §4.5; another digest is an error, a denial) and its bundle
+  must verify against a registry signer policy names.
+* ``overrides/sha256/<hex>.json`` (config tree): a user's replacement metadata for one binary. It takes
+  effect only when signed: its ``.json.bundle`` verifies over its exact bytes against the policy's
+  signers and it names this binary's digest and this tool (admission/metadata_trust.py, as any
+  metadata). Then it replaces every other metadata source. Unsigned, signed by someone policy does
+  not name, bound to another binary, or malformed: ignored and reported (``agent_tools.override``),
+  never applied — not even to tighten, so that a planted file can neither loosen nor deny.
+
+Only ``os`` is imported on the warm path. An admission where neither root exists pays two ``stat``
+calls (~8 µs measured); with a tree, a few more, and ``registry.json`` is read and parsed each time.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from atip_trust.admission.metadata_trust import MetadataTrust
+    from atip_trust.facts.digest import Algorithm, Digest
+    from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.policy.model import Policy
+
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record
+from atip_trust.errors import AtipTrustError
+from atip_trust.facts.report import Check, Reason
+from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir
+
+if TYPE_CHECKING:
+    import pathlib
+
+    from atip_trust.admission import metadata_trust
+    from atip_trust.facts import metadata as metadata_mod
+    from atip_trust.registry import local as local_mod
+else:
+    pathlib = lazy_import("pathlib")
+    local_mod = lazy_import("atip_trust.registry.local")
+    metadata_mod = lazy_import("atip_trust.facts.metadata")
+    metadata_trust = lazy_import("atip_trust.admission.metadata_trust")
+
+#: The check and the reason a digest that differs from ``registry.json``'s is reported with.
+REGISTRY_CHECK = "agent_tools.registry"
+MISMATCH = "LOCAL_REGISTRY_DIGEST_MISMATCH"
+
+
+class AgentTree(Record):
+    """The two roots of RFC §4.2's tree."""
+
+    #: ``$XDG_DATA_HOME/agent-tools``: registry.json, tools/, shims/sha256/.
+    data: str
+    #: ``$XDG_CONFIG_HOME/agent-tools``: overrides/sha256/.
+    config: str
+
+    @classmethod
+    def default(cls) -> AgentTree:
+        """The tree for this environment, remembered for the variables it was worked out from (a
+        runtime admits before every call; the variables rarely change, tests change them)."""
+        env = os.environ
+        key = (env.get("XDG_DATA_HOME"), env.get("XDG_CONFIG_HOME"), env.get("HOME"))
+        if _LAST and _LAST[0][0] == key:
+            return _LAST[0][1]
+        tree = cls(agent_tools_data_dir(), agent_tools_config_dir())
+        _LAST[:] = [(key, tree)]
+        return tree
+
+    def present(self) -> bool:
+        """Either root exists (two ``stat`` calls): without it nothing else is looked for."""
+        return os.path.isdir(self.data) or os.path.isdir(self.config)
+
+
+#: The last ``AgentTree.default()`` and the variables it was worked out from.
+_LAST: list[tuple[tuple[str | None, str | None, str | None], AgentTree]] = []
+
+
+def _file(path: str) -> str | None:
+    return path if os.path.isfile(path) else None
+
+
+def _with_bundle(path: str | None) -> tuple[Path | None, Path | None]:
+    if path is None:
+        return None, None
+    bundle = _file(f"{path}.bundle")
+    return pathlib.Path(path), pathlib.Path(bundle) if bundle is not None else None
+
+
+def find_native(tree: AgentTree, hexdigest: str, tool_name: str) -> tuple[Path | None, Path | None]:
+    """``tools/`` metadata for this digest, and its bundle (None, None when there is none)."""
+    base = os.path.join(tree.data, "tools")
+    for name in (f"sha256-{hexdigest}.json", f"{tool_name}-{hexdigest}.json"):
+        if "/" not in name and _file(os.path.join(base, name)):
+            return _with_bundle(os.path.join(base, name))
+    return None, None
+
+
+def find_shim(tree: AgentTree, hexdigest: str) -> tuple[Path | None, Path | None]:
+    """``shims/sha256/<hex>.json`` and its bundle."""
+    return _with_bundle(_file(os.path.join(tree.data, "shims", "sha256", f"{hexdigest}.json")))
+
+
+def registry_check(tree: AgentTree, tool_name: str, path: str,
+                   digests: Mapping[Algorithm, Digest], digest_of: Any) -> Check | None:
+    """``registry.json`` against the admitted bytes: None when the index is absent or does not name
+    ``tool_name``; a passing check when the recorded digest is the bytes'; a failing one (the
+    admission is denied) when it differs. ``digest_of(algorithm)``: the bytes' digest in an algorithm
+    ``digests`` lacks. A malformed index, or one another user can write, raises (registry/local.py):
+    an error, a denial."""
+    index = os.path.join(tree.data, "registry.json")
+    if not os.path.lexists(index):
+        return None
+    entry = local_mod.LocalRegistry(index).recorded(tool_name)
+    if entry is None:
+        return None
+    want = entry.digest
+    have = digests.get(want.algorithm) or digest_of(want.algorithm)
+    if have == want:
+        return Check(REGISTRY_CHECK, "pass", f"the bytes are the ones {index} records for {tool_name!r}",
+                     expected=str(want), actual=str(have), evidence=index)
+    where = "" if entry.path == path else f" (it records {entry.path}; the name now runs {path})"
+    return Check(REGISTRY_CHECK, "fail",
+                 f"{path} is not the binary {index} records for {tool_name!r}{where}: drift or tampering; "
+                 f"if the tool was updated on purpose, index it again with `atip-trust scan "
+                 f"--update-registry` once it verifies", expected=str(want), actual=str(have), evidence=index)
+
+
+def mismatch_reason(check: Check) -> Reason:
+    """The denial a failing ``registry_check`` makes."""
+    return Reason(MISMATCH, check.message, rule="builtin:local-registry", expected=check.expected,
+                  actual=check.actual)
+
+
+class Override(Record):
+    """An override that took effect: its document, where it is, and its verification."""
+
+    doc: MetadataDocument
+    path: Path
+    bundle: Path
+    trust: MetadataTrust
+
+
+def find_override(
+    tree: AgentTree, policy: Policy, trust_root: Any, *, digests: Mapping[Algorithm, Digest],
+    tool_name: str,
+) -> tuple[Override | None, Check | None]:
+    """``overrides/sha256/<hex>.json`` for this binary: (the override, its check) when it is signed by
+    a signer policy names and bound to this binary and tool; (None, a check saying why it is ignored)
+    when it is not; (None, None) when there is none."""
+    path = _file(os.path.join(tree.config, "overrides", "sha256", f"{digests['sha256'].hex}.json"))
+    if path is None:
+        return None, None
+    bundle = _file(f"{path}.bundle")
+    if bundle is None:
+        return None, Check("agent_tools.override", "fail", "the override has no signature bundle "
+                           "(.json.bundle): ignored, never applied", expected="a bundle signed by a signer "
+                           "named in policy", actual=None, evidence=path)
+    try:
+        doc = metadata_mod.load_metadata(path)
+    except AtipTrustError as err:
+        return None, Check("agent_tools.override", "fail", f"the override is not ATIP metadata: ignored, "
+                           f"never applied: {err.diagnostics()}", expected="ATIP metadata", actual=None,
+                           evidence=path)
+    trust = metadata_trust.verify_metadata(doc, pathlib.Path(bundle), list(policy.signers), trust_root,
+                                           digests=digests, tool_name=tool_name, signer_kind="policy")
+    if not trust.verified:
+        why = "; ".join(f"{c.name}: {c.message}" for c in trust.checks if c.status != "pass")
+        failed = next((c for c in trust.checks if c.status != "pass"), None)
+        return None, Check("agent_tools.override", "fail", f"the override is ignored, never applied: {why}",
+                           expected=failed.expected if failed else None,
+                           actual=failed.actual if failed else None, evidence=path)
+    return Override(doc, pathlib.Path(path), pathlib.Path(bundle), trust), Check(
+        "agent_tools.override", "pass", "the override is signed by a signer named in policy and names "
+        "this binary: it replaces the tool's other metadata", expected=None, actual=str(doc.sha256),
+        evidence=path)
+
+
+__all__ = [
+    "MISMATCH",
+    "REGISTRY_CHECK",
+    "AgentTree",
+    "Override",
+    "find_native",
+    "find_override",
+    "find_shim",
+    "mismatch_reason",
+    "registry_check",
+]
