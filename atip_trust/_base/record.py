@@ -37,12 +37,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, dataclass_transform
-
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
 if TYPE_CHECKING:
-    R = TypeVar("R", bound="Record")
+    from typing import Any, ClassVar, NoReturn, TypeVar, dataclass_transform
 
-T = TypeVar("T")
+    R = TypeVar("R", bound="Record")
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_: object) -> Callable[[type], type]:
+        """PEP 681's marker is read by the type checker only: at run time the class stays as it is.
+        (typing's own would cost a cache-hit admission the import of typing and contextlib, ~3 ms.)"""
+        return lambda cls: cls
 
 __all__ = ["FrozenInstanceError", "Record", "field", "replace"]
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.admission._deps import bundles_mod, keyless_mod
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import EnvironmentFailure
@@ -50,12 +50,6 @@ from atip_trust.signature.identity import IdentityRule, match_identities
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.errors import UsageError
 
-if TYPE_CHECKING:
-    from atip_trust.signature import bundle as bundles_mod
-    from atip_trust.signature import keyless as keyless_mod
-else:
-    bundles_mod = lazy_import("atip_trust.signature.bundle")
-    keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
 
 PathLike = str | os.PathLike[str]
 
@@ -175,8 +169,6 @@ def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, dige
     problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
                          levels=levels)
     return VsaVerification(os.fspath(path), signed, vsa, tuple(problems), statement)
-
-
 
 
 def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequence[IdentityRule],

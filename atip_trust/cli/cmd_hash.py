@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import sarif
 
 from atip_trust._base.parallel import default_workers, map_threads
 from atip_trust._version import __version__
@@ -49,10 +49,7 @@ from atip_trust._base.limits import LIMITS
 
 # SARIF only for ``--format sarif`` and for a file that fails (_base/lazy.py): hashing loads nothing more.
 if TYPE_CHECKING:
-    from atip_trust.cli import sarif
     from atip_trust.cli.sarif import Rule
-else:
-    sarif = lazy_import("atip_trust.cli.sarif")
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm

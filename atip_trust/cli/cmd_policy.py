@@ -26,16 +26,7 @@ from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
 from atip_trust.provenance.slsa import BuilderMap
-from atip_trust._base.lazy import lazy_import
-
-if TYPE_CHECKING:
-    from atip_trust.admission import policy_test
-    from atip_trust.policy import signed as signed_mod
-    from xml.etree import ElementTree
-else:
-    ElementTree = lazy_import("xml.etree.ElementTree")  # only for --junit
-    signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
-    policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
+from atip_trust.cli._deps import ElementTree, policy_test, signed_mod
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

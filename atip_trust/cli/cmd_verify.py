@@ -32,20 +32,12 @@ from atip_trust.cli.output import (
     report_files,
     write_report_files,
 )
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import pathlib, sarif
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
 from atip_trust.admission.verify import Verification, verify
 from atip_trust.evaluation.inputs import Constraints
-
-if TYPE_CHECKING:
-    import pathlib
-
-    from atip_trust.cli import sarif
-else:
-    pathlib = lazy_import("pathlib")  # only for --key files (docs/caching.md)
-    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

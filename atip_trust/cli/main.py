@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import admit_mod, sarif, traceback
 from atip_trust._version import __version__
 from atip_trust.cli.output import (
     FORMATS,
@@ -48,16 +48,6 @@ from atip_trust.errors import (
 )
 from atip_trust.admission.interactive import can_ask
 
-# SARIF only for an error reported with ``--format sarif``, a traceback only with ``-v`` (_base/lazy.py).
-if TYPE_CHECKING:
-    import traceback
-
-    from atip_trust.cli import sarif
-    from atip_trust.admission import admit as admit_mod
-else:
-    sarif = lazy_import("atip_trust.cli.sarif")
-    traceback = lazy_import("traceback")
-    admit_mod = lazy_import("atip_trust.admission.admit")  # an unparsed command line's audit line only
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 

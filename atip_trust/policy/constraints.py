@@ -11,7 +11,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.policy._deps import keys, pathlib, slsa, tufroot
 from datetime import datetime, timezone
 from atip_trust.errors import PolicyError, TrustRootError, UsageError
 from atip_trust.evaluation.inputs import Constraints, SignerSet
@@ -20,24 +20,11 @@ from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
+
 
 if TYPE_CHECKING:
-    from atip_trust.state import tufroot
-else:
-    tufroot = lazy_import("atip_trust.state.tufroot")  # the TUF-refreshed roots (trust-root update)
-
-if TYPE_CHECKING:
-    from atip_trust.provenance import slsa
     from atip_trust.provenance.slsa import BuilderMap
-    from atip_trust.signature import keys
-else:
-    keys = lazy_import("atip_trust.signature.keys")
-    # Only a policy that states sources or builders needs the provenance model.
-    slsa = lazy_import("atip_trust.provenance.slsa")
 
 
 def builder_map(policy: Policy) -> BuilderMap | None:

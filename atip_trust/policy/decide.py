@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 from datetime import UTC, datetime
-from atip_trust._base.lazy import lazy_import
+from atip_trust.policy._deps import slsa
 from atip_trust._base.record import Record, field
 from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
@@ -59,11 +59,6 @@ from atip_trust.policy.rules import (
     split_command,
 )
 
-# Read only when a rule requires a provenance source (_base/lazy.py).
-if TYPE_CHECKING:
-    from atip_trust.provenance import slsa
-else:
-    slsa = lazy_import("atip_trust.provenance.slsa")
 
 if TYPE_CHECKING:
     from atip_trust.facts.effects import State
@@ -934,7 +929,6 @@ def to_agent_tool(
     if expires_at is not None:
         out["expires_at"] = expires_at.isoformat()
     return out
-
 
 
 __all__ = ["effect_classes_of", "to_agent_tool"]

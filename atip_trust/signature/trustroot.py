@@ -29,35 +29,27 @@ if TYPE_CHECKING:
 from datetime import datetime, timedelta, timezone
 from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.signature._deps import (
+    base64,
+    binascii,
+    importlib_util,
+    pathlib,
+    serialization,
+    sigstore,
+    x509,
+)
 from atip_trust._base.record import Record
 from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
 
 # base64 only for a root's keys and certificates, never on a cache hit (_base/lazy.py).
 if TYPE_CHECKING:
-    import base64
-    import binascii
-    from importlib import util as importlib_util
 
-    import sigstore
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-else:
-    base64 = lazy_import("base64")
-    binascii = lazy_import("binascii")
-    importlib_util = lazy_import("importlib.util")
-    sigstore = lazy_import("sigstore")
-    x509 = lazy_import("cryptography.x509")
-    serialization = lazy_import("cryptography.hazmat.primitives.serialization")
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
 _EMBEDDED = {

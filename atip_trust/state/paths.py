@@ -10,16 +10,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import platformdirs
-else:
-    # Only when no directory is given (--audit-log, ATIP_CACHE_DIR): platformdirs imports tempfile,
-    # shutil and random, ~10 ms of a warm admission that names its own paths (docs/caching.md).
-    platformdirs = lazy_import("platformdirs")
+from atip_trust.state._deps import platformdirs
 
 
 def registry_cache_dir() -> Path:

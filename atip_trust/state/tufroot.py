@@ -33,32 +33,13 @@ if TYPE_CHECKING:
 
 from datetime import datetime, timezone
 from atip_trust._base.jsonio import parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.state._deps import fetch, tempfile, tuf_config, tuf_exceptions, tuf_fetcher, tuf_updater
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, TrustRootError, UsageError
 from atip_trust.signature.trustroot import TrustRoot, embedded_tuf_root
 from atip_trust.state.dirs import user_cache_dir
 
-if TYPE_CHECKING:
-    import tempfile
-
-    from atip_trust.net import fetch
-else:
-    tempfile = lazy_import("tempfile")  # (with shutil and random) only when a root is stored
-    fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
-
-if TYPE_CHECKING:
-    import tuf.api.exceptions as tuf_exceptions
-    import tuf.ngclient.config as tuf_config
-    import tuf.ngclient.fetcher as tuf_fetcher
-    import tuf.ngclient.updater as tuf_updater
-else:
-    # python-tuf only when a root is refreshed: never on an admission (_base/lazy.py).
-    tuf_exceptions = lazy_import("tuf.api.exceptions")
-    tuf_config = lazy_import("tuf.ngclient.config")
-    tuf_fetcher = lazy_import("tuf.ngclient.fetcher")
-    tuf_updater = lazy_import("tuf.ngclient.updater")
 
 #: The Sigstore TUF repositories (sigstore-python ``_internal/tuf.py``).
 PRODUCTION_URL = "https://tuf-repo-cdn.sigstore.dev"

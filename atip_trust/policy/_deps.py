@@ -1,0 +1,41 @@
+"""The deferred imports of ``atip_trust.policy``, each written once (docs/adr/0001-start-up.md).
+
+Every name below is a module imported on its first attribute read (_base/lazy.py); the package's
+modules take it from here (``from atip_trust.policy._deps import ...``) rather than importing it, so
+that a cache-hit admission, which never reads it, never pays for it. The comment says when it is read.
+"""
+
+from __future__ import annotations
+
+from atip_trust._base.lazy import lazy_import
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time
+if TYPE_CHECKING:
+    import pathlib
+    import shlex
+
+    from atip_trust._base import schema
+    from atip_trust.policy import signed
+    from atip_trust.provenance import slsa
+    from atip_trust.signature import keys
+    from atip_trust.state import tufroot
+else:
+    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
+    shlex = lazy_import("shlex")  # only for words that need quoting or splitting by shell rules
+    # The schema validator: a policy found valid before is not validated again.
+    schema = lazy_import("atip_trust._base.schema")
+    signed = lazy_import("atip_trust.policy.signed")  # only where a signers file requires a signature
+    # Only a policy that states sources or builders needs the provenance model.
+    slsa = lazy_import("atip_trust.provenance.slsa")
+    keys = lazy_import("atip_trust.signature.keys")  # only for a policy's signer keys
+    tufroot = lazy_import("atip_trust.state.tufroot")  # the TUF-refreshed roots (trust-root update)
+
+__all__ = [
+    "keys",
+    "pathlib",
+    "schema",
+    "shlex",
+    "signed",
+    "slsa",
+    "tufroot",
+]
