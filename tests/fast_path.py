@@ -71,8 +71,8 @@ NEVER: dict[str, tuple[str, ...]] = {
     "admit-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY),
     "verify-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY),
     # The agent hook answering from the cache: bash's grammar package imports importlib.resources,
-    # which brings tempfile, shutil and random.
-    "hook-hit": (*_VERIFIERS, *_OWN, *(m for m in _STD if m not in ("tempfile", "shutil", "random"))),
+    # which brings tempfile, shutil and random, and tree_sitter imports typing.
+    "hook-hit": (*_VERIFIERS, *_OWN, *(m for m in _STD if m not in ("tempfile", "shutil", "random", "typing"))),
 }
 
 

@@ -11,6 +11,7 @@ from atip_trust._base.lazy import lazy_import
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
+    import datetime as datetime_mod
     import pathlib
     import shlex
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from atip_trust.signature import keys
     from atip_trust.state import tufroot
 else:
+    datetime_mod = lazy_import("datetime")  # only for a policy with waivers (their expiry)
     pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
     shlex = lazy_import("shlex")  # only for words that need quoting or splitting by shell rules
     # The schema validator: a policy found valid before is not validated again.
@@ -31,6 +33,7 @@ else:
     tufroot = lazy_import("atip_trust.state.tufroot")  # the TUF-refreshed roots (trust-root update)
 
 __all__ = [
+    "datetime_mod",
     "keys",
     "pathlib",
     "schema",

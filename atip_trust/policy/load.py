@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from functools import lru_cache
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 from atip_trust._base import jsonio
-from datetime import UTC, datetime
 from atip_trust._base.files import path_name, read_capped
-from atip_trust.policy._deps import schema, signed, slsa
+from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.shipped import shipped_file, shipped_path
@@ -247,11 +247,11 @@ def _schema_error(doc: Any, cache: VerdictCache | None = None) -> PolicyError | 
 
 def _parse_expiry(text: str, where: str) -> datetime:
     try:
-        when = datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
+        when = datetime_mod.datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
     except ValueError as err:
         raise PolicyError(f"expiry {text!r} is not an ISO 8601 date or date-time", path=where) from err
     if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+        when = when.replace(tzinfo=datetime_mod.UTC)
     return when
 
 

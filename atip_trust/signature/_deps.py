@@ -12,6 +12,7 @@ from atip_trust._base.lazy import lazy_import
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
     import base64
+    import datetime as datetime_mod
     import binascii
     from importlib import util as importlib_util
     import pathlib
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from atip_trust.signature import fulcio
 else:
     base64 = lazy_import("base64")  # only for a root's keys and certificates, never on a cache hit
-    binascii = lazy_import("binascii")  # (with base64)
+    binascii = lazy_import("binascii")
+    datetime_mod = lazy_import("datetime")  # only when a root's validity periods are read, never on a cache hit  # (with base64)
     # Only to find the root the installed sigstore package embeds.
     importlib_util = lazy_import("importlib.util")
     pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
@@ -49,6 +51,7 @@ else:
 __all__ = [
     "base64",
     "binascii",
+    "datetime_mod",
     "fulcio",
     "importlib_util",
     "pathlib",

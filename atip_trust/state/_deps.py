@@ -11,6 +11,7 @@ from atip_trust._base.lazy import lazy_import
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
+    import datetime as datetime_mod
     import tempfile
 
     import platformdirs
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
     from atip_trust.net import fetch
 else:
+    # Only where a TUF-verified root is used (its verification time) or stored.
+    datetime_mod = lazy_import("datetime")
     tempfile = lazy_import("tempfile")  # (with shutil and random) only when a root is stored
     # Only where the folders are not found from the environment (state/dirs.py).
     platformdirs = lazy_import("platformdirs")
@@ -32,6 +35,7 @@ else:
     fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
 
 __all__ = [
+    "datetime_mod",
     "fetch",
     "platformdirs",
     "tempfile",

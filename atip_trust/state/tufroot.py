@@ -29,11 +29,11 @@ import os
 from urllib.parse import quote, unquote
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from collections.abc import Iterator
 
-from datetime import datetime, timezone
 from atip_trust._base.jsonio import parse_json
-from atip_trust.state._deps import fetch, tempfile, tuf_config, tuf_exceptions, tuf_fetcher, tuf_updater
+from atip_trust.state._deps import datetime_mod, fetch, tempfile, tuf_config, tuf_exceptions, tuf_fetcher, tuf_updater
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, TrustRootError, UsageError
@@ -78,7 +78,7 @@ def cached(url: str) -> VerifiedRoot | None:
             record = parse_json(f.read(), what="TUF record")
         with open(os.path.join(folder, TARGET), "rb") as f:
             digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
-        when = datetime.fromisoformat(str(record["verified_at"]))
+        when = datetime_mod.datetime.fromisoformat(str(record["verified_at"]))
     except (OSError, AtipTrustError, KeyError, TypeError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("digest") != digest:
@@ -187,7 +187,7 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
     with open(target, "rb") as f:
         raw = f.read()
     TrustRoot.from_bytes(raw, name=f"{TARGET} from {url}")  # checked as any root is, before it is kept
-    when = now or datetime.now(timezone.utc)
+    when = now or datetime_mod.datetime.now(datetime_mod.UTC)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     path = os.path.join(folder, TARGET)
     _write_atomic(path, raw)
