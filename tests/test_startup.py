@@ -1,7 +1,9 @@
 """Start-up: a subcommand imports only what it uses (each subcommand's parser is built on its own), so
 `--version` and `hash` never load sigstore, cryptography, jsonschema or httpx; and an `admit` whose trust
-report and policy come from the verdict cache loads none of them either (_base/lazy.py). Figures:
-bench/startup.py, bench/run.py."""
+report and policy come from the verdict cache loads none of them either (_base/lazy.py). What each fast
+path never loads, and why, is declared once in tests/fast_path.py; a failure names the module, the reason
+and the import stack that loaded it. Design and figures: docs/adr/0001-start-up.md; bench/startup.py,
+bench/run.py."""
 
 from __future__ import annotations
 
