@@ -215,19 +215,23 @@ class _Parser(argparse.ArgumentParser):
 COMMON_DEFAULTS = {"format": "text", "verbose": False}
 
 
-def common_options() -> argparse.ArgumentParser:
+def add_common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``--format`` and ``-v`` for every level of the command line. Their defaults are SUPPRESS, so a
     sub-parser that does not see the option leaves the value an outer level parsed (argparse copies
     every attribute a sub-parser sets over the outer namespace, defaults included)."""
-    common = _Parser(add_help=False)
-    common.add_argument(
+    parser.add_argument(
         "--format", choices=FORMATS, default=argparse.SUPPRESS, help="output format (default: text)"
     )
-    common.add_argument(
+    parser.add_argument(
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
         help="print a traceback on errors"
     )
-    return common
+    return parser
+
+
+def common_options() -> argparse.ArgumentParser:
+    """The shared options as a parent parser for the subcommands' parsers."""
+    return add_common_options(_Parser(add_help=False))
 
 
 def command_of(argv: Sequence[str]) -> str | None:
@@ -250,10 +254,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="atip-trust",
         description="Verify what a command-line tool is, who signed it and how it was built, "
         "and decide whether an agent may run it.",
-        # Its own copy: set_defaults changes the default of the very action objects it holds, and the
-        # sub-parsers' copies must keep SUPPRESS.
-        parents=[common_options()],
     )
+    # Its own options, not the subcommands' parent: set_defaults changes the default of the very action
+    # objects it holds, and the sub-parsers' copies must keep SUPPRESS.
+    add_common_options(parser)
     parser.set_defaults(**COMMON_DEFAULTS)
     parser.add_argument("--version", action="version", version=f"atip-trust {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
