@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import (
+    add_common_options,
     EXIT_ERROR,
     EXIT_FAIL,
     EXIT_OK,
@@ -40,14 +41,13 @@ from atip_trust.admission.verify import Verification, verify
 from atip_trust.evaluation.inputs import Constraints
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "verify",
-        parents=[common],
         help="verify an artifact's signatures and provenance",
         description="Verify one artifact against Sigstore bundles, a key and signature, and SLSA "
         "provenance; assign its trust level. Exit 0 VERIFIED, 1 anything else, 2 cannot evaluate.",
-    )
+    ))
     p.add_argument("artifact", metavar="ARTIFACT", nargs="+",
                    help="file to verify, or sha256:<hex> to verify attestations by subject digest; "
                    "several: each is verified with the same evidence and flags, a result each, and the "

@@ -51,7 +51,8 @@ from atip_trust.admission.interactive import can_ask
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
-#: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
+#: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
+#: ``add_common_options``); loaded in this order.
 COMMANDS = ("hash", "metadata", "verify", "verify-vsa", "admit", "exec", "hook", "policy", "cache", "compile",
             "scan", "lock", "trust-root")
 
@@ -230,7 +231,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
 
 
 def common_options() -> argparse.ArgumentParser:
-    """The shared options as a parent parser for the subcommands' parsers."""
+    """The shared options on a parser of their own (docs/make_cli_doc.py lists them from it)."""
     return add_common_options(_Parser(add_help=False))
 
 
@@ -249,7 +250,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or with ``only``, just that subcommand's parser: each subcommand
     module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not pay for
     ``verify``'s (docs/caching.md: start-up is most of a warm admission)."""
-    common = common_options()
     parser = _Parser(
         prog="atip-trust",
         description="Verify what a command-line tool is, who signed it and how it was built, "
@@ -269,7 +269,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             if err.name == module:
                 continue  # subcommand not built yet
             raise
-        mod.register(sub, common)
+        mod.register(sub)
     parser.commands = dict(sub.choices)
     return parser
 
