@@ -69,11 +69,7 @@ from atip_trust.state.verdict_cache import VerdictCache
 if TYPE_CHECKING:
     from pathlib import Path
 
-# Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
-# admission without them loads neither the metadata model nor the registry client and its HTTP layer.
-# The evaluation only on a miss.
 if TYPE_CHECKING:
-
     from atip_trust.facts.aip14 import ToolContract
     from atip_trust.facts.metadata import MetadataDocument
 

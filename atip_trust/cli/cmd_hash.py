@@ -47,7 +47,6 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import ALGORITHMS, Digest, hash_fd
 from atip_trust._base.limits import LIMITS
 
-# SARIF only for ``--format sarif`` and for a file that fails (_base/lazy.py): hashing loads nothing more.
 if TYPE_CHECKING:
     from atip_trust.cli.sarif import Rule
 

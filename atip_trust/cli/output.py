@@ -19,7 +19,6 @@ from atip_trust.cli._deps import sarif
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import Check, Reason, TrustReport
 
-# SARIF is built only for ``--format sarif`` (_base/lazy.py): a warm admit prints JSON or text.
 if TYPE_CHECKING:
     from atip_trust.cli.sarif import Rule
 

@@ -68,9 +68,6 @@ from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 if TYPE_CHECKING:
     from pathlib import Path
 
-# The verifiers (and with them sigstore and cryptography) are imported when evidence is first checked
-# (_base/lazy.py): ``Constraints`` and ``Evidence`` are built on every admission, and a warm one reuses
-# its trust report without verifying anything.
 if TYPE_CHECKING:
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.provenance.slsa import AllowedSource, BuilderMap, BuildSigner

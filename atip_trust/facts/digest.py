@@ -18,9 +18,6 @@ from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust._base.limits import LIMITS
 
-# Only a large file is hashed with a reader thread (``_hash_overlapped``); an admission that takes its
-# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py); hmac
-# only when two digests are compared.
 if TYPE_CHECKING:
     from typing import Any, Literal
 

@@ -47,9 +47,7 @@ from atip_trust._base.limits import LIMITS
 if TYPE_CHECKING:
     from pathlib import Path
 
-# base64 only for a root's keys and certificates, never on a cache hit (_base/lazy.py).
 if TYPE_CHECKING:
-
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
