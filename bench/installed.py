@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cache as bench_cache  # noqa: E402  (bench/cache.py)
+import cache as bench_cache
 
 
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:

@@ -13,13 +13,13 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
     import base64
     import binascii
-    from concurrent import futures
-    from concurrent.futures import process
     import multiprocessing.context
     import pathlib
+    from concurrent import futures
+    from concurrent.futures import process
 
-    from jsonschema import exceptions as jsonschema_exceptions  # type: ignore[import-untyped]
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped]
+    from jsonschema import exceptions as jsonschema_exceptions
     from referencing import exceptions as referencing_exceptions
 else:
     base64 = lazy_import("base64")  # only for a JSON field that carries bytes: never on a cache hit
@@ -36,13 +36,13 @@ else:
     referencing_exceptions = lazy_import("referencing.exceptions")  # (with jsonschema)
 
 __all__ = [
-    "jsonschema_exceptions",
-    "referencing_exceptions",
     "base64",
     "binascii",
     "futures",
     "jsonschema",
+    "jsonschema_exceptions",
     "multiprocessing",
     "pathlib",
     "process",
+    "referencing_exceptions",
 ]

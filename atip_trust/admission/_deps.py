@@ -13,10 +13,9 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
     import pathlib
 
-    from atip_trust.admission import vsa as gate_vsa
-    from atip_trust.admission import metadata_trust
-    from atip_trust.admission import shims
     import atip_trust.evaluation.evaluate as evaluate_mod
+    from atip_trust.admission import metadata_trust, shims
+    from atip_trust.admission import vsa as gate_vsa
     from atip_trust.facts import aip14
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.net import fetch as net_fetch

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from xml.etree import ElementTree
 
     from atip_trust.admission import admit as admit_mod
-    from atip_trust.admission import vsa as gate_vsa
     from atip_trust.admission import policy_test
+    from atip_trust.admission import vsa as gate_vsa
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
     from atip_trust.policy import signed as signed_mod

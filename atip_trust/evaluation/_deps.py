@@ -14,9 +14,8 @@ if TYPE_CHECKING:
     from atip_trust.facts import metadata as metadata_mod
     from atip_trust.provenance import slsa
     from atip_trust.signature import bundle as bundles_mod
-    from atip_trust.signature import certificate_pair
+    from atip_trust.signature import certificate_pair, keys
     from atip_trust.signature import keyless as keyless_mod
-    from atip_trust.signature import keys
     from atip_trust.signature import legacy_bundle as legacy_mod
 else:
     metadata_mod = lazy_import("atip_trust.facts.metadata")  # only when there is metadata

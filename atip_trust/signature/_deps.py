@@ -12,13 +12,11 @@ from atip_trust._base.lazy import lazy_import
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
     import base64
-    import datetime as datetime_mod
     import binascii
-    from importlib import util as importlib_util
+    import datetime as datetime_mod
     import pathlib
+    from importlib import util as importlib_util
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
     import rfc3161_client
     import sigstore
     import sigstore.errors as sigstore_errors
@@ -26,6 +24,8 @@ if TYPE_CHECKING:
     import sigstore.models as sigstore_models
     import sigstore.verify as sigstore_verify
     import sigstore_models.common.v1 as sigstore_common
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
 
     from atip_trust.signature import fulcio
 else:
