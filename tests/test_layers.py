@@ -1,9 +1,15 @@
 """The package's layers (docs/architecture.md, "Layers and modules"): imports point only downward, no import circles, no
 intra-package import hidden in a function, and each third-party package enters through its one boundary.
 
-A deferred import (``name = lazy_import("module")``, _base/lazy.py) is an import like any other here:
-at module level, a literal module name, downward, through its boundary. It is not an edge of the circle
-check (nothing is imported while the importing module runs).
+A deferred import (``name = lazy_import("module")``, _base/lazy.py) is written once per package, in that
+package's ``_deps.py`` (docs/adr/0001-start-up.md), and nowhere else. There it must be at module level,
+name a literal module and point downward; a third-party package may be deferred there only when its
+boundary lies inside that package (signature/_deps.py may defer cryptography, cli/_deps.py may not).
+A module that takes a name from its package's ``_deps`` (``from atip_trust.signature._deps import
+x509``) is read as importing the module that name stands for, with every check of a plain import
+(so only the boundary module itself may use jsonschema through _base/_deps.py), and a ``_deps`` is
+private to its package. A deferred import is not an edge of the circle check (nothing is imported while
+the importing module runs).
 
 The checker is a plain function over a source tree so that the test of the test can run it on a
 throw-away package with a planted violation.
@@ -72,6 +78,8 @@ class Imp:
     in_function: bool
     type_checking: bool
     lazy: bool = False
+    #: "call": a lazy_import call in this module; "deps": a name taken from a package's _deps.
+    via: str = ""
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -83,6 +91,21 @@ def _module_name(root: Path, path: Path) -> str:
 
 #: The deferred-import function of _base/lazy.py, by the name a call site uses.
 LAZY_IMPORT = "lazy_import"
+#: The one module per package that may call it (docs/adr/0001-start-up.md).
+DEPS = "_deps"
+
+
+def _deps_tables(root: Path, pkg: str) -> dict[str, dict[str, str]]:
+    """Each ``<package>._deps`` module -> {name it binds: module that name defers}."""
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted((root / pkg).rglob(f"{DEPS}.py")):
+        table = out.setdefault(_module_name(root, path), {})
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            call = _lazy_call(node.value) if isinstance(node, ast.Assign) else None
+            if call is not None and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and call.args and isinstance(call.args[0], ast.Constant):
+                table[node.targets[0].id] = str(call.args[0].value)
+    return out
 
 
 def _lazy_call(node: ast.AST) -> ast.Call | None:
@@ -93,7 +116,8 @@ def _lazy_call(node: ast.AST) -> ast.Call | None:
     return node if name == LAZY_IMPORT else None
 
 
-def _imports(root: Path, path: Path, problems: list[str] | None = None) -> list[Imp]:
+def _imports(root: Path, path: Path, problems: list[str] | None = None,
+             deps: dict[str, dict[str, str]] | None = None) -> list[Imp]:
     mod = _module_name(root, path)
     is_pkg = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -104,7 +128,7 @@ def _imports(root: Path, path: Path, problems: list[str] | None = None) -> list[
         if call is not None:
             arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value:
-                out.append(Imp(mod, arg.value, node.lineno, in_fn, tc, lazy=True))
+                out.append(Imp(mod, arg.value, node.lineno, in_fn, tc, lazy=True, via="call"))
             elif problems is not None:
                 problems.append(f"{path.relative_to(root)}:{node.lineno}: {mod} calls {LAZY_IMPORT} "
                                 "without one literal module name")
@@ -119,6 +143,13 @@ def _imports(root: Path, path: Path, problems: list[str] | None = None) -> list[
                 full = f"{target}.{a.name}"
                 # "from pkg import submodule" imports the submodule
                 out.append(Imp(mod, full if _is_module(root, full) else target, node.lineno, in_fn, tc))
+                table = (deps or {}).get(target)
+                if table is not None:  # a name from a package's _deps: the module it defers
+                    if a.name in table:
+                        out.append(Imp(mod, table[a.name], node.lineno, in_fn, tc, lazy=True, via="deps"))
+                    elif problems is not None:
+                        problems.append(f"{path.relative_to(root)}:{node.lineno}: {mod} takes {a.name} "
+                                        f"from {target}, which defers no such name")
             return
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -155,18 +186,30 @@ def check_layers(root: Path, pkg: str = PKG) -> list[str]:
     problems: list[str] = []
     graph: dict[str, set[str]] = {}
     files = sorted((root / pkg).rglob("*.py"))
+    deps = _deps_tables(root, pkg)
     for path in files:
         mod = _module_name(root, path)
         graph.setdefault(mod, set())
-        for imp in _imports(root, path, problems):
+        is_deps = mod.rsplit(".", 1)[-1] == DEPS
+        home = mod.rsplit(".", 1)[0]  # the package a _deps module speaks for
+        for imp in _imports(root, path, problems, deps):
             top = imp.target.split(".")[0]
             where = f"{path.relative_to(root)}:{imp.line}"
             if imp.lazy and imp.in_function:
                 problems.append(f"{where}: {mod} defers {imp.target} inside a function (module level only)")
+            if imp.via == "call" and not is_deps:
+                problems.append(f"{where}: {mod} defers {imp.target} outside its package's {DEPS}.py "
+                                "(one boundary per package)")
+            if imp.target.rsplit(".", 1)[-1] == DEPS and imp.target.rsplit(".", 1)[0] != mod.rsplit(".", 1)[0] \
+                    and imp.target.rsplit(".", 1)[0] != mod:
+                problems.append(f"{where}: {mod} imports {imp.target}, which is private to its package")
             if top != pkg:
                 allowed = BOUNDARIES.get(top)
+                # A package's _deps may name a third-party package whose boundary lies inside it; its
+                # users are then checked one by one (the name they take stands for the module).
                 if allowed is not None and not any(
-                    mod == a or mod.startswith(a + ".") for a in allowed
+                    mod == a or mod.startswith(a + ".") or (is_deps and (a == home or a.startswith(home + ".")))
+                    for a in allowed
                 ):
                     problems.append(f"{where}: {mod} imports {top}; only {', '.join(allowed)} may")
                 continue
@@ -286,23 +329,38 @@ _LAZY = "from atip_trust._base import lazy\nfrom atip_trust._base.lazy import la
         ({"admission/admit.py": "from sigstore.verify import Verifier\n"}, "only atip_trust.signature may"),
         ({"newthing/x.py": "from atip_trust.facts import digest\n", "facts/digest.py": ""},
          "in no layer"),
-        ({"facts/digest.py": _LAZY + "M = lazy_import('atip_trust.policy.model')\n",
+        ({"facts/_deps.py": _LAZY + "model = lazy_import('atip_trust.policy.model')\n",
           "policy/model.py": ""}, "upward import"),
-        ({"facts/digest.py": _LAZY + "M = lazy_import('atip_trust.provenance.slsa')\n",
+        ({"facts/_deps.py": _LAZY + "slsa = lazy_import('atip_trust.provenance.slsa')\n",
           "provenance/slsa.py": ""}, "upward import"),
-        ({"policy/load.py": _LAZY + "J = lazy_import('jsonschema')\n"},
+        ({"policy/_deps.py": _LAZY + "jsonschema = lazy_import('jsonschema')\n"},
          "only atip_trust._base.schema may"),
-        ({"admission/admit.py": _LAZY + "S = lazy.lazy_import('sigstore.verify')\n"},
+        ({"admission/_deps.py": _LAZY + "verify = lazy.lazy_import('sigstore.verify')\n"},
          "only atip_trust.signature may"),
-        ({"policy/load.py": _LAZY + "NAME = 'atip_trust.facts.digest'\nD = lazy_import(NAME)\n"},
+        ({"cli/_deps.py": _LAZY + "x509 = lazy_import('cryptography.x509')\n"},
+         "only atip_trust.signature may"),
+        ({"_base/_deps.py": _LAZY + "jsonschema = lazy_import('jsonschema')\n",
+          "_base/yamlio.py": "from atip_trust._base._deps import jsonschema\n"},
+         "only atip_trust._base.schema may"),
+        ({"signature/_deps.py": _LAZY + "x509 = lazy_import('cryptography.x509')\n",
+          "policy/load.py": "from atip_trust.signature._deps import x509\n"}, "private to its package"),
+        ({"evaluation/_deps.py": _LAZY + "decide = lazy_import('atip_trust.policy.decide')\n",
+          "evaluation/evaluate.py": "from atip_trust.evaluation._deps import decide\n",
+          "policy/decide.py": ""}, "upward import"),
+        ({"facts/_deps.py": _LAZY + "hmac = lazy_import('hmac')\n",
+          "facts/digest.py": "from atip_trust.facts._deps import hmac, queue\n"}, "defers no such name"),
+        ({"facts/digest.py": _LAZY + "hmac = lazy_import('hmac')\n"}, "outside its package's _deps.py"),
+        ({"policy/_deps.py": _LAZY + "NAME = 'atip_trust.facts.digest'\nD = lazy_import(NAME)\n"},
          "without one literal module name"),
-        ({"policy/load.py": _LAZY + "def f():\n    return lazy_import('atip_trust.facts.digest')\n",
+        ({"policy/_deps.py": _LAZY + "def f():\n    return lazy_import('atip_trust.facts.digest')\n",
           "facts/digest.py": ""}, "inside a function"),
     ],
     ids=["upward-absolute", "upward-relative", "same-layer-other-group", "circle", "function-import",
          "httpx-outside-net", "jsonschema-outside-boundary", "sigstore-outside-signature", "no-layer",
          "lazy-upward", "lazy-other-group", "lazy-jsonschema-outside-boundary",
-         "lazy-sigstore-outside-signature", "lazy-non-literal", "lazy-in-function"],
+         "lazy-sigstore-outside-signature", "lazy-cryptography-in-cli-deps",
+         "lazy-jsonschema-used-outside-boundary", "deps-of-another-package", "deps-name-upward",
+         "deps-unknown-name", "lazy-outside-deps", "lazy-non-literal", "lazy-in-function"],
 )
 def test_the_layer_check_catches_a_planted_violation(
     tmp_path: Path, files: dict[str, str], expected: str
@@ -322,12 +380,26 @@ def test_the_layer_check_accepts_downward_imports(tmp_path: Path) -> None:
     assert check_layers(root) == []
 
 
+def test_a_boundary_package_may_defer_its_dependency_through_its_deps(tmp_path: Path) -> None:
+    """signature/_deps.py defers cryptography and a signature module uses it; _base/_deps.py defers
+    jsonschema for _base/schema.py, the one module that may use it."""
+    root = _plant(tmp_path, {
+        "_base/lazy.py": "def lazy_import(name):\n    return name\n",
+        "signature/_deps.py": _LAZY + "x509 = lazy_import('cryptography.x509')\n",
+        "signature/identity.py": "from atip_trust.signature._deps import x509\n",
+        "_base/_deps.py": _LAZY + "jsonschema = lazy_import('jsonschema')\n",
+        "_base/schema.py": "from atip_trust._base._deps import jsonschema\n",
+    })
+    assert check_layers(root) == []
+
+
 def test_a_deferred_import_is_no_import_circle(tmp_path: Path) -> None:
     """Two modules of one folder that defer each other's import are not a circle (neither runs the
     other while it is imported); one plain import back would be."""
     root = _plant(tmp_path, {
         "_base/lazy.py": "def lazy_import(name):\n    return name\n",
-        "policy/a.py": _LAZY + "B = lazy_import('atip_trust.policy.b')\n",
+        "policy/_deps.py": _LAZY + "b = lazy_import('atip_trust.policy.b')\n",
+        "policy/a.py": "from atip_trust.policy._deps import b\n",
         "policy/b.py": "from atip_trust.policy import a\n",
     })
     assert check_layers(root) == []

@@ -1,7 +1,9 @@
 """Start-up: a subcommand imports only what it uses (each subcommand's parser is built on its own), so
 `--version` and `hash` never load sigstore, cryptography, jsonschema or httpx; and an `admit` whose trust
-report and policy come from the verdict cache loads none of them either (_base/lazy.py). Figures:
-bench/startup.py, bench/run.py."""
+report and policy come from the verdict cache loads none of them either (_base/lazy.py). What each fast
+path never loads, and why, is declared once in tests/fast_path.py; a failure names the module, the reason
+and the import stack that loaded it. Design and figures: docs/adr/0001-start-up.md; bench/startup.py,
+bench/run.py."""
 
 from __future__ import annotations
 
@@ -10,69 +12,55 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import fast_path
 import pytest
 import testsigstore
 
 REPO = Path(__file__).resolve().parent.parent
-HEAVY = ("sigstore", "sigstore_models", "cryptography", "jsonschema", "referencing", "httpx",
-         "rfc3161_client", "rich", "in_toto_attestation", "google")
-#: Our own modules a warm admission has no use for (no metadata, registry, provenance requirement or
-#: SARIF output): the provenance model, the registry client and its HTTP layer, SARIF, and the
-#: evaluation itself (its inputs are evaluation/inputs.py).
-OWN_COLD = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
-            "atip_trust.facts.metadata", "atip_trust.admission.metadata_trust", "atip_trust.cli.sarif",
-            "atip_trust.evaluation.evaluate")
 
-#: Standard-library and small third-party modules a cache-hit admission (ATIP_CACHE_DIR set, no audit
-#: line) has no use for, each a few ms of start-up (docs/caching.md): dataclasses (and inspect),
-#: hmac, platformdirs (and tempfile, shutil, random), shlex, threads and their pools, base64 and copy.
-#: The standard library's own answers do load, as any Python program's: typing (with contextlib) for the
-#: value classes' ``dataclass_transform`` (_base/record.py), hashlib (OpenSSL) for every digest, datetime
-#: for a waiver's expiry and a decision's time.
-STD_COLD = ("dataclasses", "inspect", "hmac", "platformdirs", "tempfile", "shutil", "random", "shlex",
-            "threading", "queue", "concurrent.futures", "base64", "copy")
-
-PROBE = """
-import json, sys
+PROBE = fast_path.RECORDER + """
+import json
 from atip_trust.cli.main import main
 rc = main(json.loads(sys.argv[1]))
-heavy = sorted({m.split('.')[0] for m in sys.modules} & set(json.loads(sys.argv[2])))
-own = sorted(set(sys.modules) & set(json.loads(sys.argv[3])))
-std = sorted(set(sys.modules) & set(json.loads(sys.argv[4])))
-sys.stderr.write(json.dumps({"rc": rc, "heavy": heavy, "own": own, "std": std}) + chr(10))
+sys.stderr.write(json.dumps({"rc": rc, "modules": sorted(sys.modules), "who": _WHO}) + chr(10))
 """
 
 
-#: What a cache-hit admission needs of the standard library is checked in a bare interpreter (``-S``: no
-#: site-packages, whose editable-install hook imports pathlib, re and urllib at start-up, and no
-#: third-party package at all): pathlib (with urllib.parse and ipaddress) is not among it (docs/caching.md);
-#: typing, contextlib, hashlib and datetime are (STD_COLD says why).
-BARE_COLD = ("pathlib", "urllib.parse", "ipaddress")
-
-
 def probe(argv: list[str], env: dict[str, str] | None = None, *, bare: bool = False,
-          cold: tuple[str, ...] = STD_COLD) -> dict[str, object]:
-    """Run the CLI's ``main(argv)`` in a fresh interpreter; its exit code and the heavy packages it
-    loaded (top-level names of HEAVY found in ``sys.modules`` afterwards), and which of OWN_COLD and
-    ``cold``. ``bare``: without site-packages (``-S``; the package from this checkout)."""
-    p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c", PROBE, json.dumps(argv),
-                        json.dumps(HEAVY), json.dumps(OWN_COLD), json.dumps(cold)], cwd=REPO,
+          stdin: str | None = None) -> dict[str, Any]:
+    """Run the CLI's ``main(argv)`` in a fresh interpreter: its exit code, standard output, every module
+    it loaded and who imported each (tests/fast_path.py). ``bare``: without site-packages (``-S``; the
+    package from this checkout). ``stdin``: text the command reads as its standard input."""
+    code = PROBE if stdin is None else PROBE.replace(
+        "rc = main(", f"sys.stdin = __import__('io').TextIOWrapper(__import__('io').BytesIO({stdin.encode()!r})); rc = main(")
+    p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c", code, json.dumps(argv)], cwd=REPO,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
-    out: dict[str, object] = json.loads(p.stderr.strip().splitlines()[-1])
+    lines = p.stderr.strip().splitlines()
+    assert lines, f"the probe printed nothing (exit {p.returncode})"
+    out: dict[str, Any] = json.loads(lines[-1])
     out["stdout"] = p.stdout
     return out
+
+
+def off_path(out: dict[str, Any], path: str, *, bare: bool = False) -> list[str]:
+    """What ``out`` loaded that fast path ``path`` never loads, each with why and who imported it."""
+    return fast_path.loaded_against(out["modules"], out["who"], path, bare=bare)
+
+
+def tops(out: dict[str, Any]) -> set[str]:
+    return {m.split(".")[0] for m in out["modules"]}
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["hash", "./README.md"], ["hash", "--format", "json",
                                                                             "./pyproject.toml"]])
 def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
+    path = "version" if argv == ["--version"] else "hash"
     out = probe(argv)
-    assert (out["rc"], out["heavy"]) == (0, []), out
-    # One file: no thread pool (concurrent.futures imports logging), no dataclasses, no platformdirs.
-    assert not {"dataclasses", "concurrent.futures", "platformdirs", "shutil"} & set(out["std"]), out  # type: ignore[arg-type]
-    bare = probe(argv, bare=True, cold=BARE_COLD)  # nor pathlib (a bare interpreter)
-    assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
+    assert out["rc"] == 0 and off_path(out, path) == [], "\n".join(off_path(out, path))
+    bare = probe(argv, bare=True)  # nor pathlib (a bare interpreter)
+    assert bare["rc"] == 0 and off_path(bare, path, bare=True) == [], "\n".join(off_path(bare, path, bare=True))
 
 
 def test_hash_of_many_files_loads_no_process_pool_or_sarif() -> None:
@@ -134,29 +122,31 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     cold, warm = probe(argv, env), probe(argv, env)
     cold_out, warm_out = json.loads(str(cold["stdout"])), json.loads(str(warm["stdout"]))
     assert cold_out["cache"] == "miss" and warm_out["cache"] == "hit", (cold, warm)
-    # The probe sees what a verification loads (so the empty list below is not for want of looking).
-    assert {"sigstore", "cryptography", "jsonschema"} <= set(cold["heavy"])  # type: ignore[arg-type]
-    assert warm["heavy"] == [], warm["heavy"]
-    assert warm["own"] == [], warm["own"]
-    assert warm["std"] == [], warm["std"]
-    assert "dataclasses" in cold["std"]  # type: ignore[operator]
+    # The probe sees what a verification loads (so the empty list below is not for want of looking),
+    # and says who loaded it.
+    assert {"sigstore", "cryptography", "jsonschema"} <= tops(cold)
+    assert any("sigstore was loaded" in line and "atip_trust.evaluation" in line
+               for line in off_path(cold, "admit-hit")), off_path(cold, "admit-hit")
+    assert off_path(warm, "admit-hit") == [], "\n".join(off_path(warm, "admit-hit"))
     assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
     if root == "file":  # (the embedded root is found through the sigstore package: not in a bare run)
-        bare = probe(argv, env, bare=True, cold=BARE_COLD)
+        bare = probe(argv, env, bare=True)
         assert json.loads(str(bare["stdout"]))["decision"] == warm_out["decision"], bare
-        assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
+        assert bare["rc"] == 0 and off_path(bare, "admit-hit", bare=True) == [], \
+            "\n".join(off_path(bare, "admit-hit", bare=True))
         # ... and it does look: a miss in the same bare interpreter loads them (through the verifier,
         # which is not there to load: the run stops with exit 2, having imported pathlib first).
-        assert "pathlib" in probe([*argv, "--no-cache"], env, bare=True, cold=BARE_COLD)["std"]
+        assert "pathlib" in probe([*argv, "--no-cache"], env, bare=True)["modules"]
         # As run by default: no ATIP_CACHE_DIR, an audit line. The folders are platformdirs' (XDG here),
         # found without importing it (state/dirs.py): the bare interpreter has no platformdirs at all.
         home = {k: v for k, v in env.items() if k != "ATIP_CACHE_DIR"}
         home.update(XDG_CACHE_HOME=str(tmp_path / "xdg-cache"), XDG_STATE_HOME=str(tmp_path / "xdg-state"))
         audited = [a for a in argv if a != "--no-audit"]
         assert json.loads(str(probe(audited, home)["stdout"]))["cache"] == "miss"
-        default = probe(audited, home, bare=True, cold=(*BARE_COLD, "platformdirs"))
+        default = probe(audited, home, bare=True)
         assert json.loads(str(default["stdout"]))["cache"] == "hit", default
-        assert (default["rc"], default["heavy"], default["std"]) == (0, [], []), default
+        assert default["rc"] == 0 and off_path(default, "admit-hit", bare=True) == [], \
+            "\n".join(off_path(default, "admit-hit", bare=True))
         lines = (tmp_path / "xdg-state" / "atip-trust" / "audit.jsonl").read_text().splitlines()
         assert len(lines) == 2 and json.loads(lines[-1])["decision"] == "allow", lines
     assert warm_out["trust_level"] == cold_out["trust_level"]
@@ -219,15 +209,12 @@ def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_
     cold, warm = probe(argv, env), probe(argv, env)
     assert (json.loads(str(cold["stdout"]))["cache"], json.loads(str(warm["stdout"]))["cache"]) == ("miss", "hit")
     assert cold["rc"] == warm["rc"] == 0
-    assert "sigstore" in cold["heavy"]  # type: ignore[operator]
-    assert (warm["heavy"], warm["own"], warm["std"]) == ([], [], []), warm
-    bare = probe(argv, env, bare=True, cold=BARE_COLD)  # nor pathlib
+    assert "sigstore" in tops(cold)
+    assert off_path(warm, "verify-hit") == [], "\n".join(off_path(warm, "verify-hit"))
+    bare = probe(argv, env, bare=True)  # nor pathlib
     assert json.loads(str(bare["stdout"]))["cache"] == "hit", bare
-    assert (bare["rc"], bare["heavy"], bare["std"]) == (0, [], []), bare
-
-
-#: What the agent hook may load that an admission does not: bash's grammar (tree-sitter-bash's package imports importlib.resources, which brings tempfile, shutil and random).
-HOOK_COLD = tuple(m for m in STD_COLD if m not in ("tempfile", "shutil", "random"))
+    assert bare["rc"] == 0 and off_path(bare, "verify-hit", bare=True) == [], \
+        "\n".join(off_path(bare, "verify-hit", bare=True))
 
 
 def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(tmp_path: Path) -> None:
@@ -239,27 +226,21 @@ def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(
     # with bytes under it, as the agent gives it (the hook reads ``sys.stdin.buffer``).
     request = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                           "tool_input": {"command": "ls -l"}})
-    probe_hook = PROBE.replace("rc = main(", "sys.stdin = __import__('io').TextIOWrapper(__import__('io')"
-                               ".BytesIO(REQUEST.encode())); rc = main(")
     env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("ATIP_TRUST_ORG_POLICY", None)
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"version": 1, "hooks": {"unlisted": "deny"}}))
     root = str(REPO / "fixtures" / "sigstore" / "trusted_root.json")
     for run in range(2):
-        p = subprocess.run([sys.executable, "-c", f"REQUEST = {request!r}\n" + probe_hook,
-                            json.dumps(["hook", "claude-code", "--no-audit", "--trusted-root", root, "--policy",
-                                        str(policy)]),
-                            json.dumps(HEAVY), json.dumps(OWN_COLD), json.dumps(HOOK_COLD)], cwd=REPO,
-                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
-        out = json.loads(p.stderr.strip().splitlines()[-1])
-        answer = json.loads(p.stdout)["hookSpecificOutput"]
+        out = probe(["hook", "claude-code", "--no-audit", "--trusted-root", root, "--policy", str(policy)], env,
+                    stdin=request)
+        answer = json.loads(out["stdout"])["hookSpecificOutput"]
         # ls has no evidence: UNSIGNED, which this policy denies — a decision, not an error (an internal
         # error denies too, and must not pass for one).
         assert answer["permissionDecision"] == "deny", answer
         reason = answer["permissionDecisionReason"]
         assert "ls -l" in reason and "UNSIGNED" in reason and "error" not in reason, answer
         if run == 0:
-            assert "jsonschema" in out["heavy"], out  # the probe sees what a first answer loads
+            assert "jsonschema" in tops(out), out  # the probe sees what a first answer loads
             continue
-        assert (out["heavy"], out["std"]) == ([], []), out
+        assert off_path(out, "hook-hit") == [], "\n".join(off_path(out, "hook-hit"))

@@ -4,7 +4,7 @@ at the required level, under a listed policy digest, within its maximum age.
 
 VSAs are written with ``cryptography`` alone (the DSSE PAE spelled out) and, for the keyless case, by
 the local test Sigstore; the admission reads them through the real code. A held tool's clock is moved
-by replacing ``datetime`` in the two modules that read the time (never a sleep): the question is what
+by replacing ``datetime`` in the module that reads the time (admission/vsa.py) (never a sleep): the question is what
 the held tool decides *after* the VSA's maximum age, not how long a test waits.
 """
 
@@ -175,8 +175,7 @@ def test_scan_refuses_a_vsa_file_that_is_no_vsa(world) -> None:
 
 @pytest.fixture()
 def clock(monkeypatch: pytest.MonkeyPatch) -> dict[str, timedelta]:
-    """Move the clock the VSA checks and the held tool read (admission/vsa.py, admission/held.py)."""
-    import atip_trust.admission.held as held_mod
+    """Move the clock the VSA checks and the held tool read (both through admission/vsa.py)."""
     import atip_trust.admission.vsa as vsa_mod
 
     shift = {"by": timedelta(0)}
@@ -187,7 +186,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> dict[str, timedelta]:
             return datetime.now(tz) + shift["by"]
 
     monkeypatch.setattr(vsa_mod, "datetime", Shifted)
-    monkeypatch.setattr(held_mod, "datetime", Shifted)
     return shift
 
 

@@ -12,9 +12,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import (
     ArtifactAccessError,
     AtipTrustError,
@@ -23,11 +21,6 @@ from atip_trust.errors import (
     UsageError,
 )
 
-# Only a write needs it (and with it shutil, random, bz2, lzma): a warm admission writes nothing.
-if TYPE_CHECKING:
-    import tempfile
-else:
-    tempfile = lazy_import("tempfile")
 
 _KIND_NAMES = {
     stat.S_IFDIR: "a directory",
@@ -209,6 +202,20 @@ def private_dir(path: str | os.PathLike[str], *, create: bool) -> bool:
             and not stat.S_IMODE(st.st_mode) & (stat.S_IWGRP | stat.S_IWOTH))
 
 
+def _create_unique(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new file ``prefix<random>suffix`` in ``directory``, created 0600 and exclusively (never an
+    existing file or a link), as ``tempfile.mkstemp`` does; without tempfile, which brings shutil and
+    random, because an admission writes its cache entries with this (docs/adr/0001-start-up.md)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        name = os.path.join(directory, f"{prefix}{os.urandom(8).hex()}{suffix}")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no unused temporary name in {directory}")
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600, durable: bool = False,
                  prefix: str = ".tmp-", suffix: str = ".part") -> None:
     """Replace ``path`` with ``data`` all at once: a temporary file in the same directory (created
@@ -216,7 +223,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
     part. ``durable``: fsync before the rename (a file someone commits; caches that check their own
     integrity skip it). Raises ``OSError``; the temporary file never stays behind."""
     target = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=os.path.dirname(os.path.abspath(target)))
+    fd, tmp = _create_unique(os.path.dirname(os.path.abspath(target)), prefix, suffix)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

@@ -13,20 +13,13 @@ import re
 from collections.abc import Collection
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    import base64
-    import binascii
     from typing import Any, Literal, TypeVar, overload
 
     T = TypeVar("T")
 
 from atip_trust._base.files import path_name, read_capped
-from atip_trust._base.lazy import lazy_import
+from atip_trust._base._deps import base64, binascii
 from atip_trust.errors import InputTooLargeError, MalformedInputError
-
-# base64 only for a field that carries bytes: never on a cache hit (_base/lazy.py).
-if not TYPE_CHECKING:
-    base64 = lazy_import("base64")
-    binascii = lazy_import("binascii")
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -37,12 +37,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, dataclass_transform
-
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
 if TYPE_CHECKING:
-    R = TypeVar("R", bound="Record")
+    from typing import Any, ClassVar, NoReturn, TypeVar, dataclass_transform
 
-T = TypeVar("T")
+    R = TypeVar("R", bound="Record")
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_: object) -> Callable[[type], type]:
+        """PEP 681's marker is read by the type checker only: at run time the class stays as it is.
+        (typing's own would cost a cache-hit admission the import of typing and contextlib, ~3 ms.)"""
+        return lambda cls: cls
 
 __all__ = ["FrozenInstanceError", "Record", "field", "replace"]
 
@@ -116,11 +121,11 @@ class _RecordMeta(type):
         cls._index = {f: i for i, f in enumerate(fields)}
         cls._required = len(fields) - len(defaults)
         cls._factories = tuple(i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory)
-        cls._setters = tuple(_setter(made, f) for f in fields)
-        cls._compared = tuple(_shown_as(made, f) for f in fields if f not in cls._no_compare
-                              and _shown_as(made, f))
-        cls._shown = tuple(_shown_as(made, f) for f in fields if f not in cls._no_repr
-                           and _shown_as(made, f))
+        # The inherited fields' slot setters are the base's; the own fields' slots are this class's.
+        cls._setters = getattr(parent, "_setters", ())[:len(inherited)] + tuple(_setter(made, f) for f in own)
+        shown_as = [(f, _shown_as(made, f)) for f in fields]
+        cls._compared = tuple(s for f, s in shown_as if s and f not in cls._no_compare)
+        cls._shown = tuple(s for f, s in shown_as if s and f not in cls._no_repr)
         cls._key = staticmethod(_tuple_getter(cls._compared))  # one C-level getter a class
         cls._post_init = getattr(made, "__post_init__", None)
         return made

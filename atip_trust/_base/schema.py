@@ -26,20 +26,13 @@ import re
 from collections.abc import Callable, Iterator
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust._base._deps import jsonschema_exceptions, referencing_exceptions, jsonschema
 from atip_trust._base.shipped import shipped_file
 from atip_trust.errors import EnvironmentFailure, InputTooLargeError
 
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    import jsonschema  # type: ignore[import-untyped]
-    from jsonschema import exceptions as _jsonschema_exceptions
-    from referencing import exceptions as _referencing_exceptions
-else:
-    jsonschema = lazy_import("jsonschema")
-    _jsonschema_exceptions = lazy_import("jsonschema.exceptions")
-    _referencing_exceptions = lazy_import("referencing.exceptions")
 
 if TYPE_CHECKING:
     #: A jsonschema ``ValidationError`` (the package is untyped).
@@ -55,7 +48,7 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
 
 def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
     if validator.is_type(instance, "string") and not _compile_pattern(pattern).search(instance):
-        yield _jsonschema_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+        yield jsonschema_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 @functools.cache
@@ -74,7 +67,7 @@ class Validator:
     def errors(self, doc: Any, *, what: str = "document") -> list[SchemaError]:
         try:
             return list(self._v.iter_errors(doc))
-        except (_jsonschema_exceptions.SchemaError, _referencing_exceptions.Unresolvable) as err:
+        except (jsonschema_exceptions.SchemaError, referencing_exceptions.Unresolvable) as err:
             raise EnvironmentFailure(f"atip-trust's own schema {self.name} is broken: {err}") from err
         except RecursionError as err:
             raise InputTooLargeError(f"{what} nests too deeply to validate", path="$") from err
@@ -89,7 +82,7 @@ def load_schema(name: Literal["atip-metadata.schema.json", "policy.schema.json"]
     except OSError as err:
         raise EnvironmentFailure(f"cannot read atip-trust's own schema {name}: {err.strerror}",
                                  path=str(path)) from err
-    except (ValueError, _jsonschema_exceptions.SchemaError) as err:
+    except (ValueError, jsonschema_exceptions.SchemaError) as err:
         raise EnvironmentFailure(f"atip-trust's own schema {name} is broken: {err}") from err
     return schema
 
@@ -103,7 +96,7 @@ def validator(name: str, transform: Callable[[Any], Any] | None = None) -> Valid
 
 def best_match(errors: list[SchemaError]) -> SchemaError | None:
     """jsonschema's choice of the most relevant error among ``errors`` (and their sub-errors)."""
-    return _jsonschema_exceptions.best_match(errors)
+    return jsonschema_exceptions.best_match(errors)
 
 
 __all__ = ["SchemaError", "Validator", "best_match", "load_schema", "validator"]

@@ -14,14 +14,11 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Literal
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust._base._deps import pathlib
 from atip_trust.errors import EnvironmentFailure
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # for callers that want a Path; not on a cache hit (_base/lazy.py)
 
 _PKG = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the atip_trust package directory
 _INSTALLED = {"schema": "_schema", "policies": "_policies"}

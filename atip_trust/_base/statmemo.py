@@ -15,12 +15,15 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+    from typing import TypeVar
 
-V = TypeVar("V")
+    K = TypeVar("K", bound=Hashable)
+    V = TypeVar("V")
 
-__all__ = ["RACY_NS", "Ident", "StatMemo", "ident_of", "regular_ident", "settled"]
+__all__ = ["RACY_NS", "Ident", "ident_of", "memo_get", "memo_put", "regular_ident", "settled"]
 
 #: (dev, inode, size, mtime_ns, ctime_ns): a file with the same five is taken to hold the same bytes.
 Ident = tuple[int, int, int, int, int]
@@ -49,31 +52,22 @@ def regular_ident(path: str, *, follow_links: bool = True) -> Ident | None:
     return ident_of(st) if stat.S_ISREG(st.st_mode) else None
 
 
-class StatMemo(Generic[V]):
-    """A bounded map from a key (a path, usually) to (identity, value); a value is handed out only for
-    the identity it was stored with, and stored only when that identity is ``settled``."""
+# A memo is a plain dict from a key (a path, usually) to (identity, value), typed where it is defined
+# (``_ROOTS: dict[str, tuple[Ident, TrustRoot]] = {}``), read and filled only through these two: a
+# generic class would import typing at run time (docs/adr/0001-start-up.md).
+def memo_get(memo: dict[K, tuple[Ident, V]], key: K, ident: Ident | None) -> V | None:
+    """The value remembered for ``key``, handed out only for the identity it was stored with."""
+    if ident is None:
+        return None
+    item = memo.get(key)
+    return item[1] if item is not None and item[0] == ident else None
 
-    __slots__ = ("_items", "_max")
 
-    def __init__(self, max_items: int = 256) -> None:
-        self._items: dict[Hashable, tuple[Ident, V]] = {}
-        self._max = max_items
-
-    def get(self, key: Hashable, ident: Ident | None) -> V | None:
-        if ident is None:
-            return None
-        item = self._items.get(key)
-        return item[1] if item is not None and item[0] == ident else None
-
-    def put(self, key: Hashable, ident: Ident, value: V) -> None:
-        if not settled(ident):
-            return
-        if len(self._items) >= self._max and key not in self._items:
-            self._items.clear()  # bounded; refilled by the files still in use
-        self._items[key] = (ident, value)
-
-    def forget(self, key: Hashable) -> None:
-        self._items.pop(key, None)
-
-    def clear(self) -> None:
-        self._items.clear()
+def memo_put(memo: dict[K, tuple[Ident, V]], key: K, ident: Ident, value: V, max_items: int = 256) -> None:
+    """Remember ``value`` for ``key`` at ``ident``, only when that identity is ``settled``; at most
+    ``max_items`` entries (past it the memo is emptied and refilled by the files still in use)."""
+    if not settled(ident):
+        return
+    if len(memo) >= max_items and key not in memo:
+        memo.clear()
+    memo[key] = (ident, value)

@@ -38,7 +38,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.admission._deps import evaluate_mod, gate_vsa, metadata_mod, metadata_trust, pathlib, shims
 from atip_trust._base.record import Record, field
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluation.inputs import Constraints, Evidence
@@ -68,28 +68,11 @@ from atip_trust.state.audit import append_audit, audit_error_record, audit_recor
 from atip_trust.state.verdict_cache import VerdictCache
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
 
-# Needed only when there is metadata to read or verify, or a registry to ask (_base/lazy.py): a warm
-# admission without them loads neither the metadata model nor the registry client and its HTTP layer.
-# The evaluation only on a miss.
 if TYPE_CHECKING:
-    import atip_trust.evaluation.evaluate as evaluate_mod
-
-    from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.aip14 import ToolContract
     from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.admission import metadata_trust, shims
-    from atip_trust.admission import vsa as gate_vsa
-else:
-    gate_vsa = lazy_import("atip_trust.admission.vsa")  # only with VSAs: signing code stays off the warm path
-    evaluate_mod = lazy_import("atip_trust.evaluation.evaluate")
-    metadata_mod = lazy_import("atip_trust.facts.metadata")
-    metadata_trust = lazy_import("atip_trust.admission.metadata_trust")
-    shims = lazy_import("atip_trust.admission.shims")
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm

@@ -46,23 +46,11 @@ if TYPE_CHECKING:
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.policy.model import Policy
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.admission._deps import local_mod, metadata_mod, metadata_trust, pathlib
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.report import Check, Reason
 from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir
-
-if TYPE_CHECKING:
-    import pathlib
-
-    from atip_trust.admission import metadata_trust
-    from atip_trust.facts import metadata as metadata_mod
-    from atip_trust.registry import local as local_mod
-else:
-    pathlib = lazy_import("pathlib")
-    local_mod = lazy_import("atip_trust.registry.local")
-    metadata_mod = lazy_import("atip_trust.facts.metadata")
-    metadata_trust = lazy_import("atip_trust.admission.metadata_trust")
 
 #: The check and the reason a digest that differs from ``registry.json``'s is reported with.
 REGISTRY_CHECK = "agent_tools.registry"

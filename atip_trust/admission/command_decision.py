@@ -15,18 +15,14 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-    from atip_trust.facts import aip14
     from atip_trust.facts.aip14 import ToolContract
     from atip_trust.policy.model import RuleBehavior
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.admission._deps import aip14
 from atip_trust.facts.effects import command_lookup, merge_states
 from atip_trust.facts.report import Decision, Reason, TrustReport
 from atip_trust.policy.decide import decide
 from atip_trust.policy.model import Policy
-
-if not TYPE_CHECKING:
-    aip14 = lazy_import("atip_trust.facts.aip14")  # only with a contract (_base/lazy.py): YAML is not warm
 
 
 def decide_command(

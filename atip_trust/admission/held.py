@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -82,12 +81,7 @@ from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
 from atip_trust.policy.rules import split_command
-from atip_trust._base.lazy import lazy_import
-
-if TYPE_CHECKING:
-    from atip_trust.admission import vsa as gate_vsa
-else:
-    gate_vsa = lazy_import("atip_trust.admission.vsa")  # only a tool held with VSAs reads them
+from atip_trust.admission._deps import gate_vsa  # only a tool held with VSAs reads them
 
 __all__ = ["HeldTool"]
 
@@ -126,7 +120,7 @@ class HeldTool:
         self._bundle_dir = bundle_dir
         self._absent: tuple[str, ...] = ()
         #: When the held report's VSAs may give another answer with time alone (then: admit again).
-        self._until: datetime | None = None
+        self._until: float | None = None  # epoch seconds: no datetime on a held call
 
     @classmethod
     def open(
@@ -237,20 +231,21 @@ class HeldTool:
         options["vsas"] = [*self._options["vsas"], *kept]
         return options, kept
 
-    def _vsa_deadline(self, digests: dict[str, str], vsas: Sequence[PathLike]) -> datetime | None:
+    def _vsa_deadline(self, digests: dict[str, str], vsas: Sequence[PathLike]) -> float | None:
         if not vsas:
             return None
         given = self._options["trusted_root"]
         root = choose_trusted_root(self.policy, os.fspath(given) if given is not None else None,
                                    self._options["staging"])
-        return gate_vsa.vsa_recheck_at(digests, vsas, gate_vsa.verifier_rules(self.policy), trust_root=root)
+        at = gate_vsa.vsa_recheck_at(digests, vsas, gate_vsa.verifier_rules(self.policy), trust_root=root)
+        return None if at is None else at.timestamp()
 
     def _unchanged(self) -> bool:
         """Step 1 of the module docstring: True only when the held report may be decided on."""
         art, steady = self._art, self._steady
         if art is None or steady is None or art.fd < 0:
             return False
-        if self._until is not None and datetime.now(timezone.utc) >= self._until:
+        if self._until is not None and gate_vsa.now_seconds() >= self._until:
             return False  # a VSA the report stands on may have expired (or become current) since
         if any(os.path.lexists(p) for p in self._absent):
             return False  # a VSA kept by digest appeared

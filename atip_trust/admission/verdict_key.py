@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import open_regular
-from atip_trust._base.statmemo import Ident, StatMemo, ident_of, regular_ident, settled
+from atip_trust._base.statmemo import Ident, ident_of, memo_get, memo_put, regular_ident, settled
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact, FileIdentity
@@ -64,8 +64,10 @@ def file_ident(identity: FileIdentity) -> Ident:
 
 #: Digests of artifacts (and of evidence files) this process hashed or found in the cache, by path and
 #: stat identity.
-_ARTIFACTS: StatMemo[dict[Algorithm, Digest]] = StatMemo(1024)
-_EVIDENCE: StatMemo[str] = StatMemo(1024)
+_ARTIFACTS: dict[str, tuple[Ident, dict[Algorithm, Digest]]] = {}
+_EVIDENCE: dict[str, tuple[Ident, str]] = {}
+#: How many files each memo remembers (past it, it is emptied and refilled by the files in use).
+_MEMO_MAX = 1024
 
 
 def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, Digest]:
@@ -76,7 +78,7 @@ def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, 
         return art.digests(_ALGORITHMS)
     path = art.path_text
     ident = file_ident(art.identity)
-    here = _ARTIFACTS.get(path, ident)
+    here = memo_get(_ARTIFACTS, path, ident)
     if here is not None:
         art.adopt_digests(here)
         return dict(here)  # exactly _ALGORITHMS, in that order (stored below)
@@ -95,7 +97,7 @@ def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, 
         if not unchanged:  # a file that changed while it was hashed is not remembered
             return digests
         cache.remember_digests(path, list(ident), {a: str(d) for a, d in digests.items()})
-    _ARTIFACTS.put(path, ident, dict(digests))
+    memo_put(_ARTIFACTS, path, ident, dict(digests), _MEMO_MAX)
     return digests
 
 
@@ -108,7 +110,7 @@ def evidence_digests(paths: Sequence[PathLike | None]) -> list[list[str]] | None
         if p is None:
             continue
         name = os.fspath(p)
-        known = _EVIDENCE.get(name, regular_ident(name))
+        known = memo_get(_EVIDENCE, name, regular_ident(name))
         if known is not None:
             out.append([name, known])
             continue
@@ -119,7 +121,7 @@ def evidence_digests(paths: Sequence[PathLike | None]) -> list[list[str]] | None
         try:
             digest = str(hash_fd(fd, ("sha256",))["sha256"])
             if ident_of(os.fstat(fd)) == ident_of(st):  # not changed while it was hashed
-                _EVIDENCE.put(name, ident_of(st), digest)
+                memo_put(_EVIDENCE, name, ident_of(st), digest, _MEMO_MAX)
         except (AtipTrustError, OSError):
             return None
         finally:

@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.admission._deps import evaluate_mod, net_fetch, pathlib
 from atip_trust._base.record import Record
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
@@ -41,15 +41,8 @@ from atip_trust.state.verdict_cache import VerdictCache
 # Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (docs/caching.md:
 # a warm verify loads none of them).
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
 
-    from atip_trust.evaluation import evaluate as evaluate_mod
-    from atip_trust.net import fetch as net_fetch
-else:
-    evaluate_mod = lazy_import("atip_trust.evaluation.evaluate")
-    net_fetch = lazy_import("atip_trust.net.fetch")
-    pathlib = lazy_import("pathlib")
 
 PathLike = str | os.PathLike[str]
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json, parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.admission._deps import bundles_mod, keyless_mod, keyless_sign_mod
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure
@@ -52,14 +52,11 @@ from atip_trust.signature.identity import IdentityRule, match_identities
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.errors import UsageError
 
-if TYPE_CHECKING:
-    from atip_trust.signature import bundle as bundles_mod
-    from atip_trust.signature import keyless as keyless_mod
-    from atip_trust.signature import keyless_sign as keyless_sign_mod
-else:
-    bundles_mod = lazy_import("atip_trust.signature.bundle")
-    keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
-    keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")
+
+
+def now_seconds() -> float:
+    """Now, in epoch seconds, on the clock the VSA checks read (tests shift ``datetime`` here only)."""
+    return datetime.now(timezone.utc).timestamp()
 
 PathLike = str | os.PathLike[str]
 
@@ -202,8 +199,6 @@ def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, dige
     problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
                          levels=levels)
     return VsaVerification(os.fspath(path), signed, vsa, tuple(problems), statement)
-
-
 
 
 def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequence[IdentityRule],
@@ -445,6 +440,6 @@ def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
         report.trust_level = TrustLevel.VERIFIED
 
 
-__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas",
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas", "now_seconds",
            "claimed_digests", "emit_vsa", "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa",
            "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "vsa_recheck_at", "write_vsa"]

@@ -13,16 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.agents._deps import tree_sitter, tree_sitter_bash
 
 if TYPE_CHECKING:
-    import tree_sitter
-    import tree_sitter_bash
     from tree_sitter import Node as Node  # re-exported for the walker's annotations
-else:
-    # Loaded on the hook path only: admission and verification never parse shell.
-    tree_sitter = lazy_import("tree_sitter")
-    tree_sitter_bash = lazy_import("tree_sitter_bash")
 
 
 class SyntaxRefused(ValueError):

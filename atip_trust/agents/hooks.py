@@ -28,10 +28,9 @@ import os
 import re
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    import shlex
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.agents._deps import shlex
 from atip_trust._base.record import Record, replace
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
@@ -49,9 +48,6 @@ from atip_trust.execution.exec import (
     script_interpreter,
 )
 from atip_trust.policy.model import Policy
-
-if not TYPE_CHECKING:
-    shlex = lazy_import("shlex")  # only for --pin
 
 #: Reason codes that say only "nothing in the policy vouches for this program": a program the policy
 #: does not name, denied or asked for these alone, gets the agent's own permissions (passthrough).

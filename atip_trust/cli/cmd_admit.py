@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 from atip_trust._version import __version__
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules, signer_entries
-from atip_trust.cli.main import is_interactive
+from atip_trust.cli.main import add_common_options, is_interactive
 from atip_trust.cli.output import (
     add_report_file_flags,
     json_text,
@@ -44,10 +44,9 @@ from atip_trust.admission.admit import (
 from atip_trust.policy.model import Policy
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "admit",
-        parents=[common],
         help="decide whether a tool (or one of its commands) may run: allow / ask / deny",
         description="Verify a tool with the policy's trust anchors and decide. Exit 0 allow, 1 deny, "
         "2 cannot evaluate (a denial too), 3 ask. The managed org policy is applied automatically when "
@@ -55,7 +54,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "org-policy.json (macOS); it must be owned by root or you and not group/other-writable. "
         "ATIP_TRUST_ORG_POLICY=FILE and --org-policy FILE add further org layers; org layers only "
         "tighten, and a local policy never widens them.",
-    )
+    ))
     p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
     p.add_argument("--command", dest="command_words", metavar="WORDS", help='the command to decide for, e.g. "pr merge"')
     add_policy_flags(p)

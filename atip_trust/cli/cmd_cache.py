@@ -9,20 +9,20 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.main import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.state.verdict_cache import VerdictCache
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("cache", parents=[common], help="inspect or empty the verdict cache",
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser("cache", help="inspect or empty the verdict cache",
                        description="The verdict cache keeps trust reports by content (ATIP_CACHE_DIR, "
-                       "else the user cache dir). Decisions are never cached.")
+                       "else the user cache dir). Decisions are never cached."))
     csub = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True,
                             parser_class=type(p))
     for name, help_text in (("stats", "entries, bytes and the cache's path"),
                             ("clear", "remove every entry")):
-        q = csub.add_parser(name, parents=[common], help=help_text)
+        q = add_common_options(csub.add_parser(name, help=help_text))
         q.set_defaults(func=run)
 
 

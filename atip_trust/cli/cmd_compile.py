@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 from atip_trust.bridge.compile import PROVIDERS, compile_tools
 from atip_trust.bridge.probed import ProbeRefused, probe_surface_tool
 from atip_trust.bridge.surface import SurfaceTool, compile_surface
+from atip_trust.cli.main import add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
@@ -39,17 +40,16 @@ from atip_trust.policy.model import Policy
 NOT_EVALUATED = "not evaluated (--all)"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "compile",
-        parents=[common],
         help="compile ATIP metadata into OpenAI / Gemini / Anthropic tool definitions, only the "
         "commands policy admits",
         description="Provider tool definitions (one per leaf command, named tool_sub_command) for the "
         "commands the policy admits; denied ones are listed under 'blocked' with their reasons. Each "
         "tool is found on PATH by its metadata's name and verified as 'admit' verifies it. Output is "
         "JSON. Exit 0 compiled, 1 every command blocked, 2 cannot evaluate.",
-    )
+    ))
     p.add_argument("metadata", nargs="*", metavar="METADATA", help="ATIP metadata file (a tool's --agent output)")
     p.add_argument("--tool", action="append", default=[], metavar="NAME",
                    help="take NAME's metadata from 'NAME --agent', run only when policy lets NAME be probed "

@@ -18,23 +18,22 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust.cli.cmd_admit import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
-from atip_trust.cli.main import is_interactive
+from atip_trust.cli.main import add_common_options, is_interactive
 from atip_trust.cli.output import one_line, reason_line
 from atip_trust.errors import UsageError
 from atip_trust.admission.admit import audit_failure
 from atip_trust.execution.exec import ExecRefused, exec_verified
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "exec",
-        parents=[common],
         help="admit a tool, then run exactly the bytes that were verified",
         description="Admit TOOL for ARGS as 'admit' does, then replace this process with the verified "
         "file descriptor (never the name again). The tool's exit status and signals pass through; a "
         "refusal exits 1 (deny) or 3 (ask) with reasons on stderr, an error 2. Policy 'exec.scripts' "
         "and 'exec.env' say how #! scripts and the environment are handled.",
-    )
+    ))
     add_policy_flags(p)
     add_evidence_flags(p)
     p.add_argument("--bundle-dir", metavar="DIR",

@@ -30,11 +30,11 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import sarif
 
 from atip_trust._base.parallel import default_workers, map_threads
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_ERROR, EXIT_FAIL, EXIT_OK
+from atip_trust.cli.main import EXIT_ERROR, EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import (
     ArtifactAccessError,
@@ -47,12 +47,8 @@ from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import ALGORITHMS, Digest, hash_fd
 from atip_trust._base.limits import LIMITS
 
-# SARIF only for ``--format sarif`` and for a file that fails (_base/lazy.py): hashing loads nothing more.
 if TYPE_CHECKING:
-    from atip_trust.cli import sarif
     from atip_trust.cli.sarif import Rule
-else:
-    sarif = lazy_import("atip_trust.cli.sarif")
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
@@ -108,13 +104,13 @@ def sum_line(digest: Digest, name: str, *, tag: bool = False) -> bytes:
     return prefix + digest.hex.encode("ascii") + b"  " + raw + b"\n"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "hash", parents=[common], help="print digests as sha256sum does, or check a list (-c)",
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
+        "hash", help="print digests as sha256sum does, or check a list (-c)",
         description="Print '<hex>  FILE' per file, as sha256sum/sha512sum do ('-' is standard input); "
         "--tag prints 'SHA256 (FILE) = <hex>'; --format json gives 'sha256:<hex>'. With --check, read "
         "such lines and report NAME: OK / FAILED.",
-    )
+    ))
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="files to hash (a bare name is looked up on PATH once; - is standard input)")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="sha256", help="digest algorithm (default: sha256)")

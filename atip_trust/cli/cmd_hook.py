@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
 from atip_trust.agents.hooks import Options, answer
+from atip_trust.cli.main import add_common_options
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
 from atip_trust.errors import AtipTrustError, UsageError
 
@@ -30,17 +31,16 @@ class HookTimeout(BaseException):
     fails closed with its own reasons there) can catch it and answer with another reason."""
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "hook",
-        parents=[common],
         help="answer an agent's pre-tool hook: verify the programs a shell command runs",
         description="Read the agent's pre-tool hook JSON on stdin, parse the shell command with bash's "
         "grammar, resolve each program it runs through PATH, admit it with its words, and print the "
         "agent's answer: allow only what is proven, no opinion for programs the policy does not name "
         "(hooks.unlisted), ask or deny otherwise. Tools other than the shell get no opinion. Any error "
         "is a deny.",
-    )
+    ))
     p.add_argument("agent", choices=AGENTS, help="the agent whose hook format is read and written")
     add_policy_flags(p)
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")

@@ -19,20 +19,19 @@ if TYPE_CHECKING:
 
 from atip_trust._version import __version__
 from atip_trust.cli.cmd_scan import add_discovery_flags, run_discovery
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
+from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import json_text, one_line
 from atip_trust.discovery.lock import compare, entries_of, read_lock, unscanned, write_lock
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "lock", parents=[common],
-        help="write atip-trust.lock: each tool's digest, signer, source and effects",
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
+        "lock", help="write atip-trust.lock: each tool's digest, signer, source and effects",
         description="Discover the tools (as scan does) and write the lock file. An update signed by "
         "the same signer from the same source repository passes; a signer or source change, an "
         "unsigned update, a new destructive or network effect, or a new tool needs "
         "--accept-change TOOL. Exit 0 written, 1 refused (nothing written), 2 error.",
-    )
+    ))
     add_discovery_flags(p)
     p.add_argument("--accept-change", action="append", default=[], metavar="TOOL",
                    help="approve the changes of TOOL (repeatable)")

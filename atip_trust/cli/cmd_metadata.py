@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_ERROR, EXIT_OK
+from atip_trust.cli.main import EXIT_ERROR, EXIT_OK, add_common_options
 from atip_trust.cli.output import (
     dump_json,
     is_terminal,
@@ -49,16 +49,15 @@ _RULES = {
 }
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("metadata", parents=[common], help="ATIP metadata and shims")
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser("metadata", help="ATIP metadata and shims"))
     group = p.add_subparsers(dest="metadata_command", metavar="SUBCOMMAND", required=True)
-    c = group.add_parser(
+    c = add_common_options(group.add_parser(
         "check",
-        parents=[common],
         help="validate ATIP metadata or a shim and print the trust claims it makes",
         description="Validate an ATIP --agent document or shim (ATIP 0.1 to 0.6) against atip-trust's "
         "schema and print the trust claims it makes. Claims are not verified here.",
-    )
+    ))
     c.add_argument("file", metavar="FILE", help="ATIP metadata (--agent output) or shim, JSON")
     c.add_argument(
         "--strict",

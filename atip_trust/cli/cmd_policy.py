@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.jsonio import load_json_file
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
+from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust._base.files import write_atomic
 from atip_trust.errors import ArtifactAccessError, UsageError
@@ -26,32 +26,23 @@ from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
 from atip_trust.provenance.slsa import BuilderMap
-from atip_trust._base.lazy import lazy_import
-
-if TYPE_CHECKING:
-    from atip_trust.admission import policy_test
-    from atip_trust.policy import signed as signed_mod
-    from xml.etree import ElementTree
-else:
-    ElementTree = lazy_import("xml.etree.ElementTree")  # only for --junit
-    signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
-    policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
+from atip_trust.cli._deps import ElementTree, policy_test, signed_mod
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("policy", parents=[common], help="validate and explain policy files")
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser("policy", help="validate and explain policy files"))
     psub = p.add_subparsers(dest="policy_command", metavar="ACTION", required=True,
                             parser_class=type(p))
     for name, help_text in (("check", "validate a policy against its schema and explain it"),
                             ("explain", "say what a policy allows, in plain words")):
-        q = psub.add_parser(name, parents=[common], help=help_text)
+        q = add_common_options(psub.add_parser(name, help=help_text))
         q.add_argument("file", metavar="FILE", help="policy file (JSON, schema/policy.schema.json)")
         q.add_argument("--org", action="store_true",
                        help="treat FILE as an org (managed) policy: refuse unsafe ownership or mode")
         q.set_defaults(func=run)
-    g = psub.add_parser("sign", parents=[common],
-                        help="sign an org policy with a key (writes FILE.sig.json beside it) or keylessly "
-                        "(FILE.sigstore.json)")
+    g = add_common_options(psub.add_parser(
+        "sign", help="sign an org policy with a key (writes FILE.sig.json beside it) or keylessly "
+        "(FILE.sigstore.json)"))
     g.add_argument("file", metavar="FILE", help="policy file to sign (its exact bytes are signed)")
     how = g.add_mutually_exclusive_group(required=True)
     how.add_argument("--key", metavar="KEY.pem", help="unencrypted PEM private key")
@@ -62,8 +53,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="with --keyless: the Sigstore instance, a ClientTrustConfig JSON (trusted root and "
                    "signing config; default: public-good, from Sigstore's TUF repository)")
     g.set_defaults(func=run_sign)
-    t = psub.add_parser("test", parents=[common],
-                        help="run a policy's test cases through admission; exit 1 on any mismatch")
+    t = add_common_options(psub.add_parser(
+        "test", help="run a policy's test cases through admission; exit 1 on any mismatch"))
     t.add_argument("cases", metavar="CASES", nargs="+",
                    help="case file(s), JSON or YAML (atip_trust/admission/policy_test.py, docs/policy-test.md)")
     t.add_argument("--junit", metavar="FILE",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_ASK, EXIT_FAIL, EXIT_OK
+from atip_trust.cli.main import EXIT_ASK, EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import (
     add_report_file_flags,
     is_terminal,
@@ -78,16 +78,15 @@ def add_discovery_flags(p: argparse.ArgumentParser) -> None:
                    help="tools handled at once (default: the number of CPUs)")
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "scan", parents=[common],
-        help="list the tools an agent may see: verify before probing, decide for each",
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
+        "scan", help="list the tools an agent may see: verify before probing, decide for each",
         description="Scan PATH (or DIRs) safely: skip relative entries and directories others can "
         "write; verify each tool with the policy's anchors before it is ever run; run TOOL --agent "
         "only for tools the policy vouches for (discovery.probe), bounded in time and output. "
         "Exit 0; with --fail-on deny: 1 when a tool is denied or blocked or a directory is unsafe; "
         "--fail-on ask: also 3 for an ask; --locked: 1 when the surface drifted from the lock file.",
-    )
+    ))
     add_discovery_flags(p)
     p.add_argument("--fail-on", choices=("deny", "ask"), default=None,
                    help="exit non-zero (1 deny, 3 ask) when a tool gets this decision or a stricter one")

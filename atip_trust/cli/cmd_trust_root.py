@@ -13,18 +13,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import read_capped
-from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.main import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust._base.limits import LIMITS
 from atip_trust.state import tufroot
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("trust-root", parents=[common], help="refresh the Sigstore trusted root over TUF",
-                       description=__doc__)
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser("trust-root", help="refresh the Sigstore trusted root over TUF",
+                       description=__doc__))
     tsub = p.add_subparsers(dest="trust_root_command", metavar="ACTION", required=True, parser_class=type(p))
-    q = tsub.add_parser("update", parents=[common], help="fetch and verify the newest trusted root over TUF")
+    q = add_common_options(tsub.add_parser(
+        "update", help="fetch and verify the newest trusted root over TUF"))
     where = q.add_mutually_exclusive_group()
     where.add_argument("--staging", action="store_true", help=f"the staging repository ({tufroot.STAGING_URL})")
     where.add_argument("--url", metavar="URL", help=f"a TUF repository (default {tufroot.PRODUCTION_URL})")

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 from atip_trust._version import __version__
 from atip_trust.cli.main import (
+    add_common_options,
     EXIT_ERROR,
     EXIT_FAIL,
     EXIT_OK,
@@ -32,30 +33,21 @@ from atip_trust.cli.output import (
     report_files,
     write_report_files,
 )
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import pathlib, sarif
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
 from atip_trust.admission.verify import Verification, verify
 from atip_trust.evaluation.inputs import Constraints
 
-if TYPE_CHECKING:
-    import pathlib
 
-    from atip_trust.cli import sarif
-else:
-    pathlib = lazy_import("pathlib")  # only for --key files (docs/caching.md)
-    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
-
-
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "verify",
-        parents=[common],
         help="verify an artifact's signatures and provenance",
         description="Verify one artifact against Sigstore bundles, a key and signature, and SLSA "
         "provenance; assign its trust level. Exit 0 VERIFIED, 1 anything else, 2 cannot evaluate.",
-    )
+    ))
     p.add_argument("artifact", metavar="ARTIFACT", nargs="+",
                    help="file to verify, or sha256:<hex> to verify attestations by subject digest; "
                    "several: each is verified with the same evidence and flags, a result each, and the "

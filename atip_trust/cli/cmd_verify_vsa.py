@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK
+from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import json_text, one_line
 from atip_trust.errors import UsageError
 from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
@@ -26,15 +26,14 @@ from atip_trust.admission.vsa import verify_vsa, verify_vsa_keyless
 from atip_trust.policy.constraints import choose_trusted_root
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
+def register(sub: Any) -> None:
+    p = add_common_options(sub.add_parser(
         "verify-vsa",
-        parents=[common],
         help="verify a key-signed SLSA Verification Summary Attestation (slsa-verifier's flags)",
         description="Verify a SLSA VSA (a DSSE envelope signed with a key) as slsa-verifier verify-vsa "
         "does: signature, subject digests, verifier id, resource URI, PASSED, levels. Exit 0 PASSED, "
         "1 FAILED, 2 cannot evaluate.",
-    )
+    ))
     p.add_argument("--attestation-path", required=True, metavar="FILE",
                    help="the VSA: a DSSE envelope, one JSON line (.jsonl) or a JSON file")
     p.add_argument("--subject-digest", action="append", default=[], required=True, metavar="ALG:VALUE",

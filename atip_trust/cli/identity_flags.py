@@ -31,15 +31,10 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import slsa
 from atip_trust.errors import UsageError
 from atip_trust.signature.identity import IdentityRule
 
-# Only with gh's flags: the provenance model is not loaded by a warm admission (tests/test_startup.py).
-if TYPE_CHECKING:
-    from atip_trust.provenance import slsa
-else:
-    slsa = lazy_import("atip_trust.provenance.slsa")
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 

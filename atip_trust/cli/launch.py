@@ -14,15 +14,8 @@ from __future__ import annotations
 
 import gc
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
-
-if TYPE_CHECKING:
-    from atip_trust.cli import main as cli_main
-else:
-    # Imported on first use, inside main(), so that its whole import runs with the collector paused.
-    cli_main = lazy_import("atip_trust.cli.main")
+from atip_trust.cli._deps import cli_main
 
 
 def _started() -> None:

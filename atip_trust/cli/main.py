@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import admit_mod, sarif, traceback
 from atip_trust._version import __version__
 from atip_trust.cli.output import (
     FORMATS,
@@ -48,20 +48,11 @@ from atip_trust.errors import (
 )
 from atip_trust.admission.interactive import can_ask
 
-# SARIF only for an error reported with ``--format sarif``, a traceback only with ``-v`` (_base/lazy.py).
-if TYPE_CHECKING:
-    import traceback
-
-    from atip_trust.cli import sarif
-    from atip_trust.admission import admit as admit_mod
-else:
-    sarif = lazy_import("atip_trust.cli.sarif")
-    traceback = lazy_import("traceback")
-    admit_mod = lazy_import("atip_trust.admission.admit")  # an unparsed command line's audit line only
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
-#: Subcommand modules, each with ``register(subparsers, common)``; loaded in this order.
+#: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
+#: ``add_common_options``); loaded in this order.
 COMMANDS = ("hash", "metadata", "verify", "verify-vsa", "admit", "exec", "hook", "policy", "cache", "compile",
             "scan", "lock", "trust-root")
 
@@ -225,19 +216,23 @@ class _Parser(argparse.ArgumentParser):
 COMMON_DEFAULTS = {"format": "text", "verbose": False}
 
 
-def common_options() -> argparse.ArgumentParser:
+def add_common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``--format`` and ``-v`` for every level of the command line. Their defaults are SUPPRESS, so a
     sub-parser that does not see the option leaves the value an outer level parsed (argparse copies
     every attribute a sub-parser sets over the outer namespace, defaults included)."""
-    common = _Parser(add_help=False)
-    common.add_argument(
+    parser.add_argument(
         "--format", choices=FORMATS, default=argparse.SUPPRESS, help="output format (default: text)"
     )
-    common.add_argument(
+    parser.add_argument(
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
         help="print a traceback on errors"
     )
-    return common
+    return parser
+
+
+def common_options() -> argparse.ArgumentParser:
+    """The shared options on a parser of their own (docs/make_cli_doc.py lists them from it)."""
+    return add_common_options(_Parser(add_help=False))
 
 
 def command_of(argv: Sequence[str]) -> str | None:
@@ -255,15 +250,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or with ``only``, just that subcommand's parser: each subcommand
     module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not pay for
     ``verify``'s (docs/caching.md: start-up is most of a warm admission)."""
-    common = common_options()
     parser = _Parser(
         prog="atip-trust",
         description="Verify what a command-line tool is, who signed it and how it was built, "
         "and decide whether an agent may run it.",
-        # Its own copy: set_defaults changes the default of the very action objects it holds, and the
-        # sub-parsers' copies must keep SUPPRESS.
-        parents=[common_options()],
     )
+    # Its own options, not the subcommands' parent: set_defaults changes the default of the very action
+    # objects it holds, and the sub-parsers' copies must keep SUPPRESS.
+    add_common_options(parser)
     parser.set_defaults(**COMMON_DEFAULTS)
     parser.add_argument("--version", action="version", version=f"atip-trust {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -275,7 +269,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             if err.name == module:
                 continue  # subcommand not built yet
             raise
-        mod.register(sub, common)
+        mod.register(sub)
     parser.commands = dict(sub.choices)
     return parser
 

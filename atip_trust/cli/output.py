@@ -15,16 +15,12 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
 from atip_trust._base.files import write_atomic
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import sarif
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import Check, Reason, TrustReport
 
-# SARIF is built only for ``--format sarif`` (_base/lazy.py): a warm admit prints JSON or text.
 if TYPE_CHECKING:
-    from atip_trust.cli import sarif
     from atip_trust.cli.sarif import Rule
-else:
-    sarif = lazy_import("atip_trust.cli.sarif")
 
 FORMATS = ("text", "json", "sarif")
 

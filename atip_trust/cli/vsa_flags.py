@@ -8,17 +8,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.cli._deps import gate_vsa
 from atip_trust.errors import UsageError
 from atip_trust.admission.verify import Verification, load_verify_policy
 from atip_trust.evaluation.inputs import Constraints
-
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-# Signing only with --emit-vsa: a warm verify loads no cryptography (docs/caching.md).
-if TYPE_CHECKING:
-    from atip_trust.admission import vsa as gate_vsa
-else:
-    gate_vsa = lazy_import("atip_trust.admission.vsa")
 
 
 def add_emit_flags(p: argparse.ArgumentParser) -> None:

@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.evaluation._deps import (
+    bundles_mod,
+    certificate_pair,
+    keyless_mod,
+    keys,
+    legacy_mod,
+    metadata_mod,
+    slsa,
+)
 from atip_trust._base.record import Record, field
 from atip_trust.errors import (
     ArtifactAccessError,
@@ -60,31 +68,11 @@ from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 if TYPE_CHECKING:
     from pathlib import Path
 
-# The verifiers (and with them sigstore and cryptography) are imported when evidence is first checked
-# (_base/lazy.py): ``Constraints`` and ``Evidence`` are built on every admission, and a warm one reuses
-# its trust report without verifying anything.
 if TYPE_CHECKING:
-    from atip_trust.facts import metadata as metadata_mod
     from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.provenance import slsa
     from atip_trust.provenance.slsa import AllowedSource, BuilderMap, BuildSigner
-    from atip_trust.signature import bundle as bundles_mod
-    from atip_trust.signature import certificate_pair
-    from atip_trust.signature import keyless as keyless_mod
-    from atip_trust.signature import keys
-    from atip_trust.signature import legacy_bundle as legacy_mod
     from atip_trust.signature.bundle import BundleInput
     from atip_trust.signature.keyless import KeylessVerifier
-else:
-    # Likewise the metadata model and the provenance checks: read only when there is metadata, or an
-    # attestation (or a policy's sources or builders: policy/constraints.py).
-    metadata_mod = lazy_import("atip_trust.facts.metadata")
-    slsa = lazy_import("atip_trust.provenance.slsa")
-    bundles_mod = lazy_import("atip_trust.signature.bundle")
-    certificate_pair = lazy_import("atip_trust.signature.certificate_pair")
-    keyless_mod = lazy_import("atip_trust.signature.keyless")
-    keys = lazy_import("atip_trust.signature.keys")
-    legacy_mod = lazy_import("atip_trust.signature.legacy_bundle")
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 

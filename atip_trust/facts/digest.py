@@ -13,23 +13,13 @@ import re
 from collections.abc import Iterable
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.facts._deps import hmac, queue, threading
 from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust._base.limits import LIMITS
 
-# Only a large file is hashed with a reader thread (``_hash_overlapped``); an admission that takes its
-# digests from the verdict cache, or hashes a small bundle, needs neither module (_base/lazy.py); hmac
-# only when two digests are compared.
 if TYPE_CHECKING:
-    import hmac
     from typing import Any, Literal
-    import queue
-    import threading
-else:
-    hmac = lazy_import("hmac")
-    queue = lazy_import("queue")
-    threading = lazy_import("threading")
 
 if TYPE_CHECKING:
     Algorithm = Literal["sha256", "sha512"]

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.facts._deps import copy
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    import copy
     from typing import Any, Literal, TypeGuard
-else:
-    copy = lazy_import("copy")  # only when declared effects are merged (_base/lazy.py)
 
 #: Effect classes that capability gating knows (RFC §3.6: the metadata field that declares each one, in the comment).
 EFFECT_CLASSES: tuple[str, ...] = (

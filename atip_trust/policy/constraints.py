@@ -11,8 +11,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
-from datetime import datetime, timezone
+from atip_trust.policy._deps import keys, pathlib, slsa, tufroot
+import time
+
 from atip_trust.errors import PolicyError, TrustRootError, UsageError
 from atip_trust.evaluation.inputs import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
@@ -20,24 +21,11 @@ from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
+
 
 if TYPE_CHECKING:
-    from atip_trust.state import tufroot
-else:
-    tufroot = lazy_import("atip_trust.state.tufroot")  # the TUF-refreshed roots (trust-root update)
-
-if TYPE_CHECKING:
-    from atip_trust.provenance import slsa
     from atip_trust.provenance.slsa import BuilderMap
-    from atip_trust.signature import keys
-else:
-    keys = lazy_import("atip_trust.signature.keys")
-    # Only a policy that states sources or builders needs the provenance model.
-    slsa = lazy_import("atip_trust.provenance.slsa")
 
 
 def builder_map(policy: Policy) -> BuilderMap | None:
@@ -137,10 +125,10 @@ def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
     if when is None:
         raise TrustRootError(f"trusted root {root.name}: its age cannot be told (no TUF update, no validFor "
                              f"start) and policy trust.rootMaxAge is {text}")
-    age = datetime.now(timezone.utc) - when
-    if age.total_seconds() > seconds:
+    age = time.time() - when.timestamp()  # epoch seconds: no datetime arithmetic on the warm path
+    if age > seconds:
         raise TrustRootError(
-            f"trusted root {root.name} is {age.days} days {age.seconds // 3600} hours old ({how} "
+            f"trusted root {root.name} is {int(age // 86400)} days {int(age % 86400 // 3600)} hours old ({how} "
             f"{when.isoformat()}), over policy trust.rootMaxAge {text}; refresh it with `atip-trust "
             "trust-root update` (or --root-from DIR on a machine without network)")
 

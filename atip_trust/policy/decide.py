@@ -35,10 +35,12 @@ import os
 from collections.abc import Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any, Literal
 
-from datetime import UTC, datetime
-from atip_trust._base.lazy import lazy_import
+import time
+from atip_trust._base.times import utc_text
+from atip_trust.policy._deps import datetime_mod, slsa
 from atip_trust._base.record import Record, field
 from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
@@ -59,11 +61,6 @@ from atip_trust.policy.rules import (
     split_command,
 )
 
-# Read only when a rule requires a provenance source (_base/lazy.py).
-if TYPE_CHECKING:
-    from atip_trust.provenance import slsa
-else:
-    slsa = lazy_import("atip_trust.provenance.slsa")
 
 if TYPE_CHECKING:
     from atip_trust.facts.effects import State
@@ -222,7 +219,7 @@ def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str
 
 
 def _waiver_for(
-    policy: Policy, tool_name: str, digest: str | None, now: datetime, reasons: list[Reason]
+    policy: Policy, tool_name: str, digest: str | None, now: datetime | None, reasons: list[Reason]
 ) -> Waiver | None:
     live: Waiver | None = None
     for w in policy.waivers:
@@ -233,6 +230,9 @@ def _waiver_for(
             hit = hit and w.tool == tool_name
         if not hit:
             continue
+        # The clock is read only here, for a waiver that names this tool: a decision without one
+        # never needs datetime (its expiry was parsed with it when the policy was loaded).
+        now = now or datetime_mod.datetime.now(datetime_mod.UTC)
         if w.expires <= now:
             reasons.append(
                 Reason(
@@ -273,7 +273,6 @@ def decide(
     partial document (``effects.command_lookup``): anything but ``known-safe``/``same-as-included`` in
     verified metadata asks. ``declared``: verdicts the tool's own declarations add, which can only
     tighten (an AIP-14 contract's approval class, a required tool that is not admitted)."""
-    now = now or datetime.now(UTC)
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
             effects_unknown, effects_omitted, declared)
@@ -327,7 +326,7 @@ class _Case(Record, frozen=False):
     effects: Mapping[str, Any] | None
     effects_verified: bool
     metadata_source: str | None
-    now: datetime
+    now: datetime | None  # None: the clock, read when a waiver is checked
     effects_unknown: str | None
     effects_omitted: str | None
     declared: Sequence[tuple[RuleBehavior, Reason]]
@@ -356,7 +355,7 @@ def _core(
     effects: Mapping[str, Any] | None,
     effects_verified: bool,
     metadata_source: str | None,
-    now: datetime,
+    now: datetime | None,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
     effects_omitted: str | None = None,
@@ -929,13 +928,12 @@ def to_agent_tool(
         "rule_refs": sorted({r.rule for r in decision.reasons if r.rule}),
         "policy_refs": [decision.policy_digest] if decision.policy_digest else [],
         "evidence_refs": [decision.report_digest] if decision.report_digest else [],
-        "decided_at": (decided_at or datetime.now(UTC)).isoformat(),
+        "decided_at": decided_at.isoformat() if decided_at is not None else utc_text(),
     }
     out["invocation_id"] = invocation_id
     if expires_at is not None:
         out["expires_at"] = expires_at.isoformat()
     return out
-
 
 
 __all__ = ["effect_classes_of", "to_agent_tool"]

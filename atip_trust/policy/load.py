@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from functools import lru_cache
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 from atip_trust._base import jsonio
-from datetime import UTC, datetime
 from atip_trust._base.files import path_name, read_capped
-from atip_trust._base.lazy import lazy_import
+from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.shipped import shipped_file, shipped_path
@@ -58,17 +58,6 @@ from atip_trust.state.verdict_cache import VerdictCache, cache_key
 if TYPE_CHECKING:
     from pathlib import Path
 
-# Read only for a policy that states trusted builders (_base/lazy.py): the provenance model is most of
-# a warm admission's import time otherwise.
-# Likewise the schema validator: a policy found valid before is not validated again (module docstring).
-if TYPE_CHECKING:
-    from atip_trust._base import schema
-    from atip_trust.policy import signed
-    from atip_trust.provenance import slsa
-else:
-    schema = lazy_import("atip_trust._base.schema")
-    slsa = lazy_import("atip_trust.provenance.slsa")
-    signed = lazy_import("atip_trust.policy.signed")  # only where a signers file requires a signature
 
 if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior, RuleSource, SignerRule
@@ -258,11 +247,11 @@ def _schema_error(doc: Any, cache: VerdictCache | None = None) -> PolicyError | 
 
 def _parse_expiry(text: str, where: str) -> datetime:
     try:
-        when = datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
+        when = datetime_mod.datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
     except ValueError as err:
         raise PolicyError(f"expiry {text!r} is not an ISO 8601 date or date-time", path=where) from err
     if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+        when = when.replace(tzinfo=datetime_mod.UTC)
     return when
 
 

@@ -42,18 +42,13 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.policy._deps import shlex
 from atip_trust.errors import PolicyError
 from atip_trust.facts.report import TrustLevel
 from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import CommandRule, SignerRule
 from atip_trust.signature.identity import CLAIMS
 
-if TYPE_CHECKING:
-    import shlex
-else:
-    # Only for words that need quoting or splitting by shell rules (_PLAIN_LINE below).
-    shlex = lazy_import("shlex")
 
 if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior, RuleSource
@@ -437,7 +432,6 @@ def denied_command_rule(text: str, source: RuleSource, where: str) -> CommandRul
         behavior="deny", kind="tokens", text=text, source=source,
         tokens=tuple((w,) for w in words),
     )
-
 
 
 def _check_regexp(pattern: str, where: str) -> None:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import expect_object, parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.policy._deps import bundles_mod, keyless_mod, keyless_sign_mod
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, EnvironmentFailure, PolicyError
 from atip_trust._base.limits import LIMITS
@@ -46,14 +46,6 @@ from atip_trust.signature.keys import load_public_key
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.dirs import user_state_dir
 
-if TYPE_CHECKING:
-    from atip_trust.signature import bundle as bundles_mod
-    from atip_trust.signature import keyless as keyless_mod
-    from atip_trust.signature import keyless_sign as keyless_sign_mod
-else:
-    bundles_mod = lazy_import("atip_trust.signature.bundle")
-    keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for a keyless signature
-    keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")
 
 POLICY_PAYLOAD_TYPE = "application/vnd.atip-trust.policy+json"
 SIGNERS_SUFFIX = ".signers.json"

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.jsonio import json_path, load_json_file, parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.provenance._deps import fnmatch
 from atip_trust._base.record import Record, field
 from atip_trust._base.shipped import shipped_path
 from atip_trust.errors import AtipTrustError, BundleError, PolicyError
@@ -51,10 +51,7 @@ from atip_trust._base.limits import LIMITS
 # fnmatch only to match a policy's source refs (a warm admission with the default policy, which includes
 # the shipped builder map, loads this module: docs/caching.md).
 if TYPE_CHECKING:
-    import fnmatch
     from pathlib import Path
-else:
-    fnmatch = lazy_import("fnmatch")
 
 #: DSSE payload type of in-toto statements (in-toto attestation spec, Envelope layer).
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"

@@ -19,17 +19,11 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.signature._deps import x509
 from atip_trust._base.record import Record, field
 from atip_trust.errors import UsageError
 from atip_trust.facts.report import Check
 
-# Signer rules are compiled with every policy, certificates are read only when a signature is verified:
-# cryptography's x509 is imported then (_base/lazy.py), not by a warm admission that reuses a report.
-if TYPE_CHECKING:
-    from cryptography import x509
-else:
-    x509 = lazy_import("cryptography.x509")
 
 _FULCIO = "1.3.6.1.4.1.57264.1."
 

@@ -36,7 +36,15 @@ if TYPE_CHECKING:
 from cryptography import x509
 
 from atip_trust._base.record import Record, field
-from atip_trust._base.lazy import lazy_import
+from atip_trust.signature._deps import (
+    fulcio,
+    rfc3161_client,
+    sigstore_common,
+    sigstore_errors,
+    sigstore_hashes,
+    sigstore_models,
+    sigstore_verify,
+)
 from atip_trust.errors import TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check
@@ -51,26 +59,6 @@ from atip_trust.signature.tlog import (
 )
 from atip_trust.signature.trustroot import TrustRoot
 
-# sigstore-python and its models, and rfc3161-client, on first use (_base/lazy.py): this module is also
-# imported for ``names_artifact`` / ``subjects_of``, which need neither; and a name bound once, not an
-# import statement run on every verification.
-if TYPE_CHECKING:
-    import rfc3161_client
-    import sigstore.errors as sigstore_errors
-    import sigstore.hashes as sigstore_hashes
-    import sigstore.models as sigstore_models
-    import sigstore.verify as sigstore_verify
-    import sigstore_models.common.v1 as sigstore_common
-
-    from atip_trust.signature import fulcio
-else:
-    fulcio = lazy_import("atip_trust.signature.fulcio")  # cryptography's x509 verification: on first use
-    rfc3161_client = lazy_import("rfc3161_client")
-    sigstore_errors = lazy_import("sigstore.errors")
-    sigstore_hashes = lazy_import("sigstore.hashes")
-    sigstore_models = lazy_import("sigstore.models")
-    sigstore_verify = lazy_import("sigstore.verify")
-    sigstore_common = lazy_import("sigstore_models.common.v1")
 
 #: What (A) checks itself: ECDSA P-256 with SHA-256, the key Fulcio issues; other key types are left to
 #: sigstore-python's step (7).

@@ -25,25 +25,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import read_capped
-from atip_trust._base.lazy import lazy_import
+from atip_trust.signature._deps import keyless_mod, sigstore_dsse, sigstore_models, sigstore_oidc, sigstore_sign
 from atip_trust._base.limits import LIMITS
 from atip_trust.errors import AtipTrustError, EnvironmentFailure, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.signature.bundle import bundles_from_bytes
 from atip_trust.signature.trustroot import TrustRoot
 
-if TYPE_CHECKING:
-    from atip_trust.signature import keyless as keyless_mod
-    from sigstore import dsse as sigstore_dsse
-    from sigstore import models as sigstore_models
-    from sigstore import oidc as sigstore_oidc
-    from sigstore import sign as sigstore_sign
-else:
-    keyless_mod = lazy_import("atip_trust.signature.keyless")
-    sigstore_dsse = lazy_import("sigstore.dsse")
-    sigstore_models = lazy_import("sigstore.models")
-    sigstore_oidc = lazy_import("sigstore.oidc")
-    sigstore_sign = lazy_import("sigstore.sign")
 
 #: Where an ambient identity comes from, for the refusal's message (the ``id`` package's detectors).
 AMBIENT_SOURCES = (

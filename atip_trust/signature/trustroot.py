@@ -24,40 +24,31 @@ import os
 from functools import lru_cache
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
-from datetime import datetime, timedelta, timezone
 from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.signature._deps import (
+    datetime_mod,
+    base64,
+    binascii,
+    importlib_util,
+    pathlib,
+    serialization,
+    sigstore,
+    x509,
+)
 from atip_trust._base.record import Record
-from atip_trust._base.statmemo import StatMemo, ident_of, regular_ident
+from atip_trust._base.statmemo import Ident, ident_of, memo_get, memo_put, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
-    import pathlib
     from pathlib import Path
-else:
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
 
-# base64 only for a root's keys and certificates, never on a cache hit (_base/lazy.py).
 if TYPE_CHECKING:
-    import base64
-    import binascii
-    from importlib import util as importlib_util
-
-    import sigstore
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-else:
-    base64 = lazy_import("base64")
-    binascii = lazy_import("binascii")
-    importlib_util = lazy_import("importlib.util")
-    sigstore = lazy_import("sigstore")
-    x509 = lazy_import("cryptography.x509")
-    serialization = lazy_import("cryptography.hazmat.primitives.serialization")
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
 _EMBEDDED = {
@@ -96,7 +87,7 @@ def _ts(value: Any) -> datetime | None:
     if value is None:
         return None
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(timezone.utc)
+        return datetime_mod.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(datetime_mod.UTC)
     except ValueError as err:
         raise TrustRootError(f"bad timestamp {value!r} in trusted root") from err
 
@@ -323,14 +314,14 @@ class TrustRoot(Record):
         read again (``_ROOT_FILES``)."""
         name = os.fspath(path)
         ident = regular_ident(name)
-        root = _ROOTS.get(name, ident)
+        root = memo_get(_ROOTS, name, ident)
         if root is None:
-            raw = _ROOT_FILES.get(name, ident)
+            raw = memo_get(_ROOT_FILES, name, ident)
             if raw is None:
                 raw = _read_root(name)
             root = cls.from_bytes(raw, name=name, deferred=True)
-            if ident is not None and _ROOT_FILES.get(name, ident) is raw:  # these bytes, this identity
-                _ROOTS.put(name, ident, root)
+            if ident is not None and memo_get(_ROOT_FILES, name, ident) is raw:  # these bytes, this identity
+                memo_put(_ROOTS, name, ident, root, _MAX_PARSED)
         return root if deferred else root.check()
 
     @classmethod
@@ -352,12 +343,12 @@ class TrustRoot(Record):
                     raise FileNotFoundError("the sigstore package is not installed")
                 file = os.path.join(locations[0], "_store", folder, "trusted_root.json")
             before = regular_ident(file)
-            raw = _ROOT_FILES.get(file, before)
+            raw = memo_get(_ROOT_FILES, file, before)
             if raw is None:
                 with open(file, "rb") as f:
                     raw = f.read()
                 if before is not None and regular_ident(file) == before:
-                    _ROOT_FILES.put(file, before, raw)
+                    memo_put(_ROOT_FILES, file, before, raw, _MAX_PARSED)
         except OSError as err:
             raise TrustRootError(
                 f"the {instance} trusted root is missing from the installed sigstore package: {err}"
@@ -438,10 +429,10 @@ def _issuer_text(leaf: x509.Certificate) -> str:
 
 #: Trusted-root files read by this process, by path and stat identity (_base/statmemo.py): a runtime
 #: admitting a tool per call neither reads nor hashes an unchanged root again.
-_ROOT_FILES: StatMemo[bytes] = StatMemo(_MAX_PARSED)
+_ROOT_FILES: dict[str, tuple[Ident, bytes]] = {}
 #: The TrustRoot objects made from those files, by the same path and identity: a runtime's per-call
 #: admission builds none (a root is immutable once checked; ``check`` fills one from the same bytes).
-_ROOTS: StatMemo[TrustRoot] = StatMemo(_MAX_PARSED)
+_ROOTS: dict[str, tuple[Ident, TrustRoot]] = {}
 #: Where the installed sigstore package keeps each embedded root (found once per process).
 _EMBEDDED_FILES: dict[str, str] = {}
 
@@ -465,7 +456,7 @@ def _read_root(name: str) -> bytes:
     except AtipTrustError as err:
         raise TrustRootError(f"cannot read trusted root: {err.diagnostics()}") from err
     if unchanged:  # a file that changed while it was read is not remembered
-        _ROOT_FILES.put(name, ident_of(st), raw)
+        memo_put(_ROOT_FILES, name, ident_of(st), raw, _MAX_PARSED)
     return raw
 
 
@@ -503,8 +494,6 @@ def _spec_defaults(raw: bytes) -> bytes:
     return json.dumps(doc).encode() if changed else raw
 
 
-#: datetime's resolution: moving an end this much later turns ``t < end`` into ``t <= end`` exactly.
-_ONE_TICK = timedelta(microseconds=1)
 
 
 def _closed_tsa_windows(raw: bytes) -> bytes:
@@ -523,7 +512,8 @@ def _closed_tsa_windows(raw: bytes) -> bytes:
         valid = tsa.get("validFor") if isinstance(tsa, dict) else None
         end = _ts(valid.get("end")) if isinstance(valid, dict) else None
         if end is not None and isinstance(valid, dict):
-            valid["end"] = (end + _ONE_TICK).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            later = end + datetime_mod.timedelta(microseconds=1)  # datetime's resolution
+            valid["end"] = later.isoformat(timespec="microseconds").replace("+00:00", "Z")
             changed = True
     return json.dumps(doc).encode() if changed else raw
 

@@ -12,9 +12,10 @@ import errno
 import os
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
-from datetime import UTC, datetime
+from atip_trust._base.times import utc_text
 from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
 from atip_trust.errors import ArtifactAccessError
@@ -48,7 +49,7 @@ def audit_record(
     when: datetime | None = None,
 ) -> dict[str, Any]:
     return {
-        "time": (when or datetime.now(UTC)).isoformat(),
+        "time": when.isoformat() if when is not None else utc_text(),
         "tool": tool,
         "command": command or [],
         "path": report.path,
@@ -86,7 +87,7 @@ def audit_error_record(
     """
     reason = {"code": code, "message": message, "rule": None, "expected": None, "actual": None}
     return {
-        "time": (when or datetime.now(UTC)).isoformat(),
+        "time": when.isoformat() if when is not None else utc_text(),
         "tool": tool,
         "command": command or [],
         "path": path,

@@ -15,13 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.state._deps import platformdirs
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    import platformdirs
-else:
-    platformdirs = lazy_import("platformdirs")
 
 APP = "atip-trust"
 

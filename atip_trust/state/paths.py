@@ -10,17 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.lazy import lazy_import
+from atip_trust.state._deps import platformdirs
 from atip_trust.state.dirs import agent_tools_data_dir
-
-if TYPE_CHECKING:
-    import platformdirs
-else:
-    # Only when no directory is given (--audit-log, ATIP_CACHE_DIR): platformdirs imports tempfile,
-    # shutil and random, ~10 ms of a warm admission that names its own paths (docs/caching.md).
-    platformdirs = lazy_import("platformdirs")
 
 
 def registry_cache_dir() -> Path:

@@ -29,36 +29,17 @@ import os
 from urllib.parse import quote, unquote
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from collections.abc import Iterator
 
-from datetime import datetime, timezone
 from atip_trust._base.jsonio import parse_json
-from atip_trust._base.lazy import lazy_import
+from atip_trust.state._deps import datetime_mod, fetch, tempfile, tuf_config, tuf_exceptions, tuf_fetcher, tuf_updater
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, TrustRootError, UsageError
 from atip_trust.signature.trustroot import TrustRoot, embedded_tuf_root
 from atip_trust.state.dirs import user_cache_dir
 
-if TYPE_CHECKING:
-    import tempfile
-
-    from atip_trust.net import fetch
-else:
-    tempfile = lazy_import("tempfile")  # (with shutil and random) only when a root is stored
-    fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
-
-if TYPE_CHECKING:
-    import tuf.api.exceptions as tuf_exceptions
-    import tuf.ngclient.config as tuf_config
-    import tuf.ngclient.fetcher as tuf_fetcher
-    import tuf.ngclient.updater as tuf_updater
-else:
-    # python-tuf only when a root is refreshed: never on an admission (_base/lazy.py).
-    tuf_exceptions = lazy_import("tuf.api.exceptions")
-    tuf_config = lazy_import("tuf.ngclient.config")
-    tuf_fetcher = lazy_import("tuf.ngclient.fetcher")
-    tuf_updater = lazy_import("tuf.ngclient.updater")
 
 #: The Sigstore TUF repositories (sigstore-python ``_internal/tuf.py``).
 PRODUCTION_URL = "https://tuf-repo-cdn.sigstore.dev"
@@ -97,7 +78,7 @@ def cached(url: str) -> VerifiedRoot | None:
             record = parse_json(f.read(), what="TUF record")
         with open(os.path.join(folder, TARGET), "rb") as f:
             digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()
-        when = datetime.fromisoformat(str(record["verified_at"]))
+        when = datetime_mod.datetime.fromisoformat(str(record["verified_at"]))
     except (OSError, AtipTrustError, KeyError, TypeError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("digest") != digest:
@@ -206,7 +187,7 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
     with open(target, "rb") as f:
         raw = f.read()
     TrustRoot.from_bytes(raw, name=f"{TARGET} from {url}")  # checked as any root is, before it is kept
-    when = now or datetime.now(timezone.utc)
+    when = now or datetime_mod.datetime.now(datetime_mod.UTC)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     path = os.path.join(folder, TARGET)
     _write_atomic(path, raw)

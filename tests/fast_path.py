@@ -1,0 +1,120 @@
+"""The fast paths' module lists, declared once: which modules each start-up path never loads, and why
+(docs/adr/0001-start-up.md). tests/test_startup.py runs each path in a fresh interpreter under
+``PROBE``, which records who imported every module, and fails naming the module that should not have
+been loaded, why it is kept off that path, and the chain of imports that brought it in.
+
+A name stands for the module and everything under it (``sigstore`` covers ``sigstore.verify``).
+"""
+
+from __future__ import annotations
+
+#: Why a module is kept off the fast paths: the one place that says it.
+WHY: dict[str, str] = {
+    # The verification stack: a cache hit reuses the trust report (state/verdict_cache.py).
+    "sigstore": "the keyless verifier; a cache hit reuses the trust report",
+    "sigstore_models": "sigstore's models; a cache hit reuses the trust report",
+    "rfc3161_client": "timestamp verification; a cache hit reuses the trust report",
+    "cryptography": "signature and certificate checks; a cache hit reuses the trust report",
+    "jsonschema": "policy schema validation; the verdict cache remembers a policy found valid",
+    "referencing": "jsonschema's $ref resolver; the verdict cache remembers a policy found valid",
+    "httpx": "HTTP, only for a fetch or a registry",
+    "rich": "terminal rendering, not used by the JSON and text outputs",
+    "in_toto_attestation": "provenance statements, only read when there is an attestation",
+    "google": "protobuf (in-toto's models), only read when there is an attestation",
+    # Our own modules a warm admission has no use for.
+    "atip_trust.provenance.slsa": "the provenance model: only a policy with sources or builders needs it",
+    "atip_trust.registry.client": "the registry client: only a policy that names a registry",
+    "atip_trust.net.fetch": "our HTTP layer: only verify --fetch and registries",
+    "atip_trust.facts.metadata": "the metadata model: only with tool metadata",
+    "atip_trust.admission.metadata_trust": "metadata trust: only with tool metadata",
+    "atip_trust.cli.sarif": "SARIF: only --format sarif",
+    "atip_trust.evaluation.evaluate": "the evaluation itself: a cache hit reuses its report",
+    # Standard-library modules, each a few ms of start-up, that a cache hit has no use for.
+    "dataclasses": "value classes are Records (_base/record.py); dataclasses pulls in inspect",
+    "inspect": "(with dataclasses) several ms of imports",
+    "typing": "only for the type checker: Record's dataclass_transform is under TYPE_CHECKING",
+    "datetime": "times are epoch seconds on the warm path; datetime only parses a waiver's expiry",
+    "hmac": "a constant-time compare only when an expected digest is given",
+    "platformdirs": "the cache and state folders are found from the environment (state/dirs.py)",
+    "tempfile": "only a write needs it (the verdict cache is read, not written, on a hit)",
+    "shutil": "(with tempfile)",
+    "random": "(with tempfile)",
+    "shlex": "only for words that need shell quoting",
+    "threading": "threads only hash many files",
+    "queue": "(with threading)",
+    "concurrent.futures": "pools only for many files (and it imports logging)",
+    "base64": "only for a JSON field that carries bytes",
+    "copy": "only when declared effects are merged",
+    # Checked in a bare interpreter only (-S: an editable install's site hook imports these itself).
+    "pathlib": "paths are text on the warm path (pathlib brings urllib.parse and ipaddress)",
+    "urllib.parse": "(with pathlib)",
+    "ipaddress": "(with pathlib)",
+}
+
+#: Only checked without site-packages (``python -S``): see WHY.
+BARE_ONLY: tuple[str, ...] = ("pathlib", "urllib.parse", "ipaddress")
+
+_VERIFIERS = ("sigstore", "sigstore_models", "rfc3161_client", "cryptography", "jsonschema", "referencing",
+              "httpx", "rich", "in_toto_attestation", "google")
+_OWN = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
+        "atip_trust.facts.metadata", "atip_trust.admission.metadata_trust", "atip_trust.cli.sarif",
+        "atip_trust.evaluation.evaluate")
+_STD = ("dataclasses", "inspect", "typing", "datetime", "hmac", "platformdirs", "tempfile", "shutil", "random",
+        "shlex", "threading", "queue", "concurrent.futures", "base64", "copy")
+
+#: Each fast path -> the modules it never loads.
+NEVER: dict[str, tuple[str, ...]] = {
+    # ``--version`` and ``hash`` of a file or two: each subcommand's parser is built on its own.
+    "version": (*_VERIFIERS, "dataclasses", "concurrent.futures", "platformdirs", "shutil", *BARE_ONLY),
+    "hash": (*_VERIFIERS, "dataclasses", "concurrent.futures", "platformdirs", "shutil", *BARE_ONLY),
+    # ``admit`` and ``verify`` whose trust report (and policy validation) come from the verdict cache.
+    "admit-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY),
+    "verify-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY),
+    # The agent hook answering from the cache: bash's grammar package imports importlib.resources,
+    # which brings tempfile, shutil and random, and tree_sitter imports typing.
+    "hook-hit": (*_VERIFIERS, *_OWN, *(m for m in _STD if m not in ("tempfile", "shutil", "random", "typing"))),
+}
+
+
+def never(path: str, *, bare: bool) -> tuple[str, ...]:
+    """The modules ``path`` must not load; without ``bare``, less those only a bare run can check."""
+    return tuple(m for m in NEVER[path] if bare or m not in BARE_ONLY)
+
+
+#: Runs in the probed interpreter before anything else: a meta-path finder that records, for every
+#: module imported for the first time, the module and line that imported it (a deferred import,
+#: _base/lazy.py, is charged to the code that read the name, not to lazy.py).
+RECORDER = r"""
+import sys
+_WHO = {}
+class _Who:
+    def find_spec(self, name, path=None, target=None):
+        if name not in _WHO:
+            stack, f = [], sys._getframe(1)
+            while f is not None:
+                mod = f.f_globals.get("__name__", "?")
+                if not (mod.startswith("importlib") or mod == "atip_trust._base.lazy"
+                        or f.f_code.co_filename.startswith("<frozen")):
+                    stack.append(f"{mod}:{f.f_lineno}")
+                f = f.f_back
+            _WHO[name] = stack
+        return None
+sys.meta_path.insert(0, _Who())
+"""
+
+
+def chain(who: dict[str, list[str]], module: str) -> str:
+    """``module`` <- the code that imported it (module:line) <- its caller ... up to the script: the
+    stack at the moment ``module`` was first imported (frames of importlib and _base/lazy.py left out)."""
+    return " <- ".join([module, *who.get(module, ["(before the probe started)"])])
+
+
+def loaded_against(modules: list[str], who: dict[str, list[str]], path: str, *, bare: bool) -> list[str]:
+    """One line per module of ``never(path)`` found loaded: the module, why it is kept off the path, and
+    the import chain that loaded it (empty: the path holds)."""
+    out = []
+    for cold in never(path, bare=bare):
+        hits = sorted(m for m in modules if m == cold or m.startswith(cold + "."))
+        if hits:
+            out.append(f"{path}: {cold} was loaded, but {WHY[cold]}; imported by {chain(who, hits[0])}")
+    return out
