@@ -1,0 +1,121 @@
+"""How one admission or verification runs, apart from the evidence it is given: one value each, as
+python-tuf's ``UpdaterConfig`` is the one settings value of its ``Updater``.
+
+``admit(tool, policy=..., command=..., evidence=Evidence(...), options=AdmitOptions(...))`` and
+``verify(artifact, evidence=Evidence(...), options=VerifyOptions(...))``: what is offered about the
+artifact (untrusted, ``evaluation/inputs.py``) and how to decide about it are two values, and the
+verdict cache's key is derived from both in one place (``admission/verdict_key.py``,
+``verdict_key``): every field of either is in the key unless it is named in the field list
+``NOT_IN_KEY`` of its class, each with the reason it cannot change the cached report
+(tests/test_verdict_key_fields.py changes each field in turn and checks the key).
+
+The keyword arguments ``admit`` and ``verify`` took before (``bundles=``, ``trusted_root=``, ...) are
+still accepted: each is a field of ``Evidence`` or of the options value, and is routed there by name
+(:func:`split_keywords`), so there is one list of them, the fields.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from atip_trust._base.record import Record, replace
+from atip_trust.evaluation.inputs import Constraints, Evidence
+
+TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeVar
+
+    from atip_trust.admission.interactive import Interactive
+
+    O = TypeVar("O", "AdmitOptions", "VerifyOptions")
+
+PathLike = str | os.PathLike[str]
+
+
+class AdmitOptions(Record):
+    """How ``admit`` decides, apart from the evidence (``admission/admit.py`` documents each)."""
+
+    #: The name the rules match (default: the file's name, or the bare name given).
+    name: str | None = None
+    #: Trusted public keys (PEM files), added to the policy's (``--key``): one path or several.
+    keys: PathLike | Sequence[PathLike] = ()
+    #: A folder of shims by digest (``sha256/<hex>.json``, RFC §4.3, §4.9), read when no metadata is given.
+    shim_dir: PathLike | None = None
+    #: One of the trusted roots the policy pins (default: its first), or with ``staging`` its staging one.
+    trusted_root: PathLike | None = None
+    staging: bool = False
+    #: Ask policy's remote shim registries over the network (docs/network.md: no network unless asked).
+    fetch: bool = False
+    #: Whether someone can answer an ``ask`` (``admission/interactive.py`` ``can_ask``).
+    interactive: bool | Interactive = False
+    audit: bool = True
+    audit_log: PathLike | None = None
+    #: Leave the decision's audit line to the caller (``admit.write_audit``).
+    defer_audit: bool = False
+    #: Use the verdict cache (state/verdict_cache.py): ``False`` neither reads nor writes it.
+    cache: bool = True
+
+    #: Fields that cannot change the cached trust report, so the verdict key leaves them out
+    #: (``admission/verdict_key.py``); every other field is in the key.
+    NOT_IN_KEY: ClassVar[Mapping[str, str]] = {
+        "interactive": "decides whether an ask can be put to someone: the decision, made anew on each call",
+        "audit": "where the decision is written, after it is made",
+        "audit_log": "where the decision is written, after it is made",
+        "defer_audit": "when the decision is written, after it is made",
+        "cache": "whether the cache is used at all: off, there is no key",
+    }
+
+
+class VerifyOptions(Record):
+    """How ``verify`` checks, apart from the evidence (``admission/verify.py`` documents each)."""
+
+    #: Trust anchors and requirements from flags; with a policy they only tighten it.
+    constraints: Constraints | None = None
+    trusted_root: PathLike | None = None
+    staging: bool = False
+    #: Fetch the metadata's provenance URL (the only network use, docs/network.md).
+    fetch: bool = False
+    cache: bool = True
+
+    #: As ``AdmitOptions.NOT_IN_KEY``.
+    NOT_IN_KEY: ClassVar[Mapping[str, str]] = {
+        "fetch": "with fetch nothing is cached (fetched material is new each time): there is no key",
+        "cache": "whether the cache is used at all: off, there is no key",
+    }
+
+
+#: Evidence fields that cannot change the cached trust report: read and checked on every call,
+#: after the report is stored (admission/admit.py steps (4a), (4b)), so never part of it.
+EVIDENCE_NOT_IN_KEY: Mapping[str, str] = {
+    "vsas": "checked on every call, after the cached report (their age changes: docs/vsa.md)",
+    "contract": "the AIP-14 TOOL.md is verified on every call, after the cached report",
+    "contract_bundle": "verified with the contract on every call, after the cached report",
+}
+
+
+def split_keywords(function: str, given: Evidence | None, options: O,
+                   keywords: Mapping[str, Any]) -> tuple[Evidence, O]:
+    """``Evidence`` and the options value with the keyword arguments of the older call form applied:
+    each keyword is a field of one of the two (``Evidence`` first), anything else a ``TypeError``
+    naming it, as Python's own for an unknown keyword."""
+    evidence = given if given is not None else Evidence()
+    if not keywords:
+        return evidence, options
+    to_evidence: dict[str, Any] = {}
+    to_options: dict[str, Any] = {}
+    for key, value in keywords.items():
+        if key in Evidence._index:
+            to_evidence[key] = value
+        elif key in type(options)._index:
+            to_options[key] = value
+        else:
+            raise TypeError(f"{function}() got an unexpected keyword argument {key!r}")
+    if to_evidence:
+        evidence = replace(evidence, **to_evidence)
+    if to_options:
+        options = replace(options, **to_options)
+    return evidence, options
+
+
+__all__ = ["AdmitOptions", "EVIDENCE_NOT_IN_KEY", "VerifyOptions", "split_keywords"]
