@@ -175,7 +175,7 @@ class Admission(Record):
         return self.decision.exit_code
 
     def to_json(self) -> dict[str, Any]:
-        out = self.report.to_json()
+        out = self.report.to_json(decision=self.decision)
         out["tool"] = self.tool
         out["command"] = list(self.command)
         out["effects_verified"] = self.effects_verified
@@ -462,8 +462,8 @@ def _admit(
                        False, None, None)
         _step_evidence(a, evidence.metadata, evidence.metadata_bundle, options.shim_dir, options.fetch)
         key, hit, report = _step_verify(a, art, evidence, options, bundles, keys)
-    _step_metadata_trust(a, key, hit, report)
-    tool_md, contract_verified, declared = _step_additions(a, report, vsas, evidence, options)
+    report = _step_metadata_trust(a, key, hit, report)
+    report, tool_md, contract_verified, declared = _step_additions(a, report, vsas, evidence, options)
 
     # (5) Decide.
     return decided(policy, report, tool_name=a.tool_name, words=words, path=path, doc=a.doc,
@@ -543,9 +543,10 @@ def _step_verify(
 
 
 def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
-                         hit: tuple[TrustReport, dict[str, Any]] | None, report: TrustReport) -> None:
+                         hit: tuple[TrustReport, dict[str, Any]] | None, report: TrustReport) -> TrustReport:
     """(4) The metadata's own signature and its binding to this tool (from the cache on a hit; on a
-    miss verified, and the report stored with what was found)."""
+    miss verified, and the report stored with what was found). Returns the report with what this
+    step added (a copy: the evaluation's report, and the cache's, are never changed)."""
     policy = a.policy
     if hit is not None:
         payload = hit[1]
@@ -564,27 +565,29 @@ def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
             trust = metadata_trust.verify_metadata(doc, a.meta_bundle, signers, a.trust_root, digests=a.digests,
                                                    tool_name=a.tool_name,
                                                    signer_kind="registry" if a.from_shim else "policy")
-            report.checks.extend(trust.checks)
+            report = report.adding(trust.checks)
             a.effects_verified = trust.verified
             a.metadata_source = trust.source
         a.report_digest = store(a.cache, key, report, effects_verified=a.effects_verified,
                                 metadata_source=a.metadata_source)
 
     if a.lookup_note is not None:
-        report.checks.append(a.lookup_note)
+        report = report.adding([a.lookup_note])
         a.report_digest = None
+    return report
 
 
 def _step_additions(
     a: _Admitting, report: TrustReport, vsas: tuple[str, ...], evidence: Evidence, options: AdmitOptions,
-) -> tuple[ToolContract | None, bool, list[tuple[Any, Any]]]:
-    """(4a) and (4b): evidence read and checked each time, added to the report after it is stored.
-    Returns the AIP-14 contract, whether it verified, and the verdicts its required tools add."""
+) -> tuple[TrustReport, ToolContract | None, bool, list[tuple[Any, Any]]]:
+    """(4a) and (4b): evidence read and checked each time, added to (a copy of) the report after it is
+    stored. Returns that report, the AIP-14 contract, whether it verified, and the verdicts its
+    required tools add."""
     policy = a.policy
     # (4a) VSAs: read and checked each time (never cached: their age changes), after the report is
     # stored, so the cached report is the evidence's own (docs/vsa.md).
     if vsas:
-        gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({alg: d.hex for alg, d in a.digests.items()}, vsas,
+        report = gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({alg: d.hex for alg, d in a.digests.items()}, vsas,
                                                         gate_vsa.verifier_rules(policy)))
         a.report_digest = None
 
@@ -597,14 +600,14 @@ def _step_additions(
         tool_md, contract_verified, checks = _contract(contract, contract_bundle, a.meta_path, policy,
                                                        a.trust_root, a.tool_name)
         if checks:
-            report.checks.extend(checks)
+            report = report.adding(checks)
             a.report_digest = None
         if tool_md is not None:
             # Each admitted as a whole, with this admission's root, shims and cache, never audited alone.
             declared = _required_tools(tool_md, policy, AdmitOptions(
                 shim_dir=options.shim_dir, trusted_root=options.trusted_root, staging=options.staging,
                 fetch=options.fetch, interactive=True, audit=False, cache=a.cache is not None))
-    return tool_md, contract_verified, declared
+    return report, tool_md, contract_verified, declared
 
 
 def decided(
@@ -625,8 +628,8 @@ def decided(
     contract_verified: bool = False,
     declared: Sequence[tuple[Any, Any]] = (),
 ) -> Admission:
-    """Step (5): the decision for ``words`` on this report (which gets it: the report is this
-    admission's own), as an ``Admission``. The one place an admission is decided: ``admit`` and a held
+    """Step (5): the decision for ``words`` on this report, as an ``Admission`` (the decision beside
+    the report, which is not changed). The one place an admission is decided: ``admit`` and a held
     tool's calls (admission/held.py)."""
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
@@ -634,7 +637,6 @@ def decided(
         interactive=interactive, report_digest=report_digest, contract=contract,
         contract_verified=contract_verified, declared=declared,
     )
-    report.decision = decision
     return Admission(
         tool=tool_name,
         command=tuple(words),

@@ -183,8 +183,7 @@ class HeldTool:
         self._ident = file_ident(art.identity)
         self._root = root
         report = first.report
-        self._report_digest = first.decision.report_digest  # of the facts, before any decision
-        report.decision = None
+        self._report_digest = first.decision.report_digest  # of the facts: a report holds no decision
         self._report = report
         self._doc = first.metadata
         self._effects_verified = first.effects_verified

@@ -331,8 +331,7 @@ def store(cache: VerdictCache | None, key: str | ReportKey | None, report: Trust
         return None
     if isinstance(key, ReportKey):
         key = key.hex
-    body = report.to_json(full=True)
-    body["decision"] = None
+    body = report.to_json(full=True)  # the facts: a report holds no decision
     digest = report.digest()
     cache.put(key, {"report": body, "report_digest": digest, **extra})
     return digest

@@ -70,7 +70,7 @@ class Verification(Record):
         return 0 if self.decision.behavior == "allow" else 1
 
     def to_json(self) -> dict[str, Any]:
-        out = self.report.to_json()
+        out = self.report.to_json(decision=self.decision)
         out["trusted_root"] = {"name": self.trusted_root.name, "digest": self.trusted_root.digest}
         out["cache"] = self.cache
         if self.fetch:
@@ -191,8 +191,8 @@ def verify(
                 report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root)
                 store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
-    report.decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
-    return Verification(report, report.decision, root, tuple(fetched), fetch,
+    decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
+    return Verification(report, decision, root, tuple(fetched), fetch,
                         cache="off" if key is None else "hit" if hit is not None else "miss")
 
 

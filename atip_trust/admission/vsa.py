@@ -23,7 +23,7 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import EnvironmentFailure
-from atip_trust.facts.report import Check, TrustLevel, TrustReport
+from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust._base.limits import LIMITS
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
 from atip_trust.policy.verifiers import VerifierRule, verifier_rules
@@ -80,7 +80,7 @@ def policy_reference(policy_digest: str | None, constraints_text: str, policy_ur
     return policy_uri or FLAGS_POLICY_URI, {"sha256": hashlib.sha256(raw).hexdigest()}
 
 
-def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_uri: str,
+def emit_vsa(report: TrustReport, decision: Decision, *, key: PathLike, verifier_id: str, resource_uri: str,
              policy_uri: str, policy_digest: dict[str, str], bundles: Sequence[PathLike],
              key_id: str | None = None, now: datetime | None = None) -> bytes:
     """The VSA of ``report`` as one JSON line (a DSSE envelope), whatever the verdict: PASSED exactly
@@ -89,7 +89,7 @@ def emit_vsa(report: TrustReport, *, key: PathLike, verifier_id: str, resource_u
         raise EnvironmentFailure("a VSA needs a verifier id and a resource URI (--vsa-verifier-id, "
                                  "--vsa-resource-uri)")
     signer = load_private_key(key)
-    passed = report.decision is not None and report.decision.behavior == "allow" \
+    passed = decision.behavior == "allow" \
         and report.trust_level is TrustLevel.VERIFIED
     level = report.provenance.slsa_level if report.provenance.status == "valid" else None
     stmt = vsa_statement(
@@ -286,16 +286,18 @@ def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequen
     return out
 
 
-def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
-    """Add ``checks`` to ``report`` and set its level: a trusted FAILED caps it below VERIFIED (the
-    verifier's failure stands over any local evidence); otherwise a trusted PASSED makes it VERIFIED."""
-    report.checks.extend(checks)
+def apply_vsas(report: TrustReport, checks: list[Check]) -> TrustReport:
+    """``report`` with ``checks`` added and its level set (a copy, ``TrustReport.adding``): a trusted
+    FAILED caps it below VERIFIED (the verifier's failure stands over any local evidence); otherwise a
+    trusted PASSED makes it VERIFIED."""
     if report.trust_level is TrustLevel.COMPROMISED:
-        return  # evidence of tampering stands: no summary outweighs a signature that fails over these bytes
+        # evidence of tampering stands: no summary outweighs a signature that fails over these bytes
+        return report.adding(checks)
     if any(c.failed for c in checks):
-        report.trust_level = min(report.trust_level, TrustLevel.UNVERIFIED)
-    elif any(c.status == "pass" for c in checks):
-        report.trust_level = TrustLevel.VERIFIED
+        return report.adding(checks, min(report.trust_level, TrustLevel.UNVERIFIED))
+    if any(c.status == "pass" for c in checks):
+        return report.adding(checks, TrustLevel.VERIFIED)
+    return report.adding(checks)
 
 
 __all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VsaVerification", "apply_vsas", "emit_vsa", "file_digest",

@@ -202,7 +202,7 @@ def _render(fmt: str, admission: Admission) -> str:
     if fmt == "json":
         return json_text(admission.to_json())
     if fmt == "sarif":
-        return json_text(reports_to_sarif([report], version=__version__))
+        return json_text(reports_to_sarif([report.to_json(decision=decision)], version=__version__))
     line = " ".join([admission.tool, *admission.command])
     lines = [one_line(f"{decision.behavior}: {line} ({report.trust_level.name}, "
                       f"sha256:{report.digests.get('sha256')})")]

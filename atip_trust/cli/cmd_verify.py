@@ -193,7 +193,7 @@ def _render(args: argparse.Namespace, results: list[Verification | BaseException
                 found.append(result)
                 rules[rid] = rule
             else:
-                more, used = sarif.report_results(r.report.to_json(), check_line)
+                more, used = sarif.report_results(r.report.to_json(decision=r.decision), check_line)
                 found.extend(more)
                 rules.update(used)
         return json_text(sarif.sarif_log(found, rules, version=__version__))
