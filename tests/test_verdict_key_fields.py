@@ -77,8 +77,8 @@ def _evidence_changes(files: Callable[[str, bytes], str]) -> tuple[Evidence, dic
         "certificate": files("b.pem", b"cert b"),
         "metadata": files("b.json", b'{"b": 1}'),
         "metadata_bundle": files("b.json.bundle", b"meta bundle b"),
-        "contract": files("OTHER.md", b"other contract"),
-        "contract_bundle": files("OTHER.md.bundle", b"other contract bundle"),
+        "contract": files("OTHER_TOOL", b"other contract"),
+        "contract_bundle": files("OTHER_TOOL.bundle", b"other contract bundle"),
         "vsas": (files("b.vsa.jsonl", b"other vsa"),),
     }
     return base, other

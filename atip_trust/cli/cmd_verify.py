@@ -36,8 +36,9 @@ from atip_trust._base.lazy import lazy_import
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
+from atip_trust.admission.options import VerifyOptions
 from atip_trust.admission.verify import Verification, verify
-from atip_trust.evaluation.inputs import Constraints
+from atip_trust.evaluation.inputs import Constraints, Evidence
 
 if TYPE_CHECKING:
     import pathlib
@@ -154,16 +155,11 @@ def run(args: argparse.Namespace) -> int:
 def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints) -> Verification:
     return verify(
         artifact,
-        constraints=constraints,
-        bundles=args.bundle,
-        signature=args.signature,
-        certificate=args.cert,
-        metadata=args.metadata,
         policy=args.policy,
-        trusted_root=args.trusted_root,
-        staging=args.staging,
-        fetch=args.fetch,
-        cache=not args.no_cache,
+        evidence=Evidence(bundles=args.bundle, signature=args.signature, certificate=args.cert,
+                          metadata=args.metadata),
+        options=VerifyOptions(constraints=constraints, trusted_root=args.trusted_root, staging=args.staging,
+                              fetch=args.fetch, cache=not args.no_cache),
     )
 
 
