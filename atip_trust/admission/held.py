@@ -31,27 +31,16 @@ from collections.abc import Sequence
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    from typing import TypedDict
+    from typing import Any
 
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.facts.report import TrustReport
     from atip_trust.admission.interactive import Interactive
 
-    class _Options(TypedDict):
-        """``admit``'s arguments about the evidence, kept for every full admission again."""
-
-        metadata: PathLike | bytes | None
-        metadata_bundle: PathLike | None
-        bundles: Sequence[PathLike]
-        keys: Sequence[PathLike]
-        signature: PathLike | None
-        shim_dir: PathLike | None
-        trusted_root: PathLike | None
-        staging: bool
-        cache: bool
-        fetch: bool
-
+from atip_trust._base.record import replace
 from atip_trust._base.statmemo import Ident, regular_ident, settled
+from atip_trust.admission.options import AdmitOptions, split_keywords
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.errors import UsageError
 from atip_trust._base.files import path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
@@ -78,17 +67,20 @@ class HeldTool:
     """One tool, admitted once (``open``) and decided for on every call (``admit``). Close it (or use
     it as a context manager) to release its descriptor. Not thread-safe: one per thread, or a lock."""
 
-    __slots__ = ("policy", "_tool", "_name", "_options", "_files", "_art", "_ident", "_root",
+    __slots__ = ("policy", "_tool", "_name", "_evidence", "_options", "_files", "_art", "_ident", "_root",
                  "_report", "_report_digest", "_doc", "_effects_verified", "_metadata_source",
                  "_holdable", "_steady", "_fresh", "_calls")
 
-    def __init__(self, tool: PathLike, *, policy: Policy, name: str | None, options: _Options,
+    def __init__(self, tool: PathLike, *, policy: Policy, evidence: Evidence, options: AdmitOptions,
                  files: tuple[str, ...], holdable: bool) -> None:
         self.policy = policy
         #: ``open``'s interactive, audit, audit_log and defer_audit: each call's defaults.
-        self._calls: tuple[bool | Interactive, bool, PathLike | None, bool] = (False, True, None, False)
+        self._calls: tuple[bool | Interactive, bool, PathLike | None, bool] = (
+            options.interactive, options.audit, options.audit_log, options.defer_audit)
         self._tool = tool
-        self._name = name
+        self._name = options.name
+        #: ``admit``'s evidence and options, kept for every full admission again.
+        self._evidence = evidence
         self._options = options
         self._files = files
         self._holdable = holdable
@@ -112,47 +104,39 @@ class HeldTool:
         tool: PathLike,
         *,
         policy: Policy | PathLike,
-        name: str | None = None,
-        metadata: PathLike | bytes | None = None,
-        metadata_bundle: PathLike | None = None,
-        bundles: PathLike | Sequence[PathLike] = (),
-        keys: PathLike | Sequence[PathLike] = (),
-        signature: PathLike | None = None,
-        shim_dir: PathLike | None = None,
-        trusted_root: PathLike | None = None,
-        staging: bool = False,
-        interactive: bool | Interactive = False,
-        audit: bool = True,
-        audit_log: PathLike | None = None,
-        defer_audit: bool = False,
-        cache: bool = True,
-        fetch: bool = False,
+        evidence: Evidence | None = None,
+        options: AdmitOptions | None = None,
+        **keywords: Any,
     ) -> HeldTool:
-        """Admit ``tool`` (as :func:`~atip_trust.admission.admit.admit`, with the same arguments) and hold
-        it. Errors raise as ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``,
-        ``audit``, ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless
-        it says otherwise."""
+        """Admit ``tool`` (as :func:`~atip_trust.admission.admit.admit`, with the same arguments: its
+        ``Evidence`` and ``AdmitOptions``, or their fields as keywords) and hold it. Errors raise as
+        ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``, ``audit``,
+        ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless it says
+        otherwise. Evidence checked on every admission (VSAs, an AIP-14 contract) is not held: each
+        call is then a full ``admit``."""
+        evidence, options = split_keywords("HeldTool.open", evidence, options or AdmitOptions(), keywords)
+        name, audit, audit_log = options.name, options.audit, options.audit_log
         chosen = admission_policy(policy, tool=name or tool, command=None, audit=audit, audit_log=audit_log)
         try:
-            bundle_paths, key_paths = path_texts(bundles, "bundles"), path_texts(keys, "keys")
+            bundle_paths, key_paths = path_texts(evidence.bundles, "bundles"), path_texts(options.keys, "keys")
         except UsageError as err:
             if audit:
                 audit_failure(err, tool=name or tool, policy=chosen, audit_log=audit_log)
             raise
-        options: _Options = dict(  # a TypedDict for mypy, a plain dict at run time
-            metadata=metadata, metadata_bundle=metadata_bundle, bundles=bundle_paths, keys=key_paths,
-            signature=signature, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            cache=cache, fetch=fetch)
+        evidence, options = replace(evidence, bundles=bundle_paths), replace(options, keys=key_paths)
         # Every file the trust report stands on, besides the tool: the evidence, the metadata file,
         # the key files (``--key`` and the policy's own PEM files, read on every admission).
+        metadata = evidence.metadata
         files = [*bundle_paths, *key_paths]
-        files += [os.fspath(p) for p in (metadata_bundle, signature) if p is not None]
-        if metadata is not None and not isinstance(metadata, (bytes, bytearray)):
+        files += [os.fspath(p) for p in (evidence.metadata_bundle, evidence.signature, evidence.certificate)
+                  if p is not None]
+        if isinstance(metadata, (str, os.PathLike)):
             files.append(os.fspath(metadata))
         files += [os.fspath(k.path) for layer in chosen.layers for k in (layer.public_keys or ()) if k.path]
-        holdable = shim_dir is None and not chosen.registries
-        held = cls(tool, policy=chosen, name=name, options=options, files=tuple(files), holdable=holdable)
-        held._calls = (interactive, audit, audit_log, defer_audit)
+        holdable = options.shim_dir is None and not chosen.registries and not (
+            evidence.vsas or evidence.contract is not None or evidence.contract_bundle is not None)
+        held = cls(tool, policy=chosen, evidence=evidence, options=options, files=tuple(files),
+                   holdable=holdable)
         held._hold(audit=audit, audit_log=audit_log)
         return held
 
@@ -173,9 +157,11 @@ class HeldTool:
         art = Artifact.open(path, resolved=True)
         was_settled = was_settled and settled(file_ident(art.identity))  # before it is hashed
         try:
-            first = admit(art, policy=self.policy, name=self._name or tool_name_of(self._tool),
-                          command=command, audit=audit, audit_log=audit_log, defer_audit=True,
-                          **self._options)
+            # Not interactive: this admission's decision is not used (each call decides, ``decided``).
+            first = admit(art, policy=self.policy, command=command, evidence=self._evidence,
+                          options=replace(self._options, name=self._name or tool_name_of(self._tool),
+                                          interactive=False, audit=audit, audit_log=audit_log,
+                                          defer_audit=True))
         except BaseException:
             art.close()
             raise
@@ -224,9 +210,9 @@ class HeldTool:
         audit_log = given[2] if audit_log is None else audit_log
         defer_audit = given[3] if defer_audit is None else defer_audit
         if not self._holdable:
-            return admit(self._tool, policy=self.policy, command=command, name=self._name,
-                         interactive=interactive, audit=audit, audit_log=audit_log,
-                         defer_audit=defer_audit, **self._options)
+            return admit(self._tool, policy=self.policy, command=command, evidence=self._evidence,
+                         options=replace(self._options, interactive=interactive, audit=audit,
+                                         audit_log=audit_log, defer_audit=defer_audit))
         if not self._unchanged():
             self._hold(command, audit, audit_log)
         art, report = self._art, self._report
@@ -266,10 +252,10 @@ class HeldTool:
         self.close()
 
 
-def _root_digest(policy: Policy, options: _Options) -> str:
+def _root_digest(policy: Policy, options: AdmitOptions) -> str:
     """The digest of the trusted root ``admit`` would choose now (the same call, deferred: digested,
     not parsed; remembered by its stat identity, signature/trustroot.py). Taken before an admission
     reads the root: a root replaced meanwhile has another digest at the next call."""
-    given = options["trusted_root"]
-    return choose_trusted_root(policy, os.fspath(given) if given is not None else None, options["staging"],
+    given = options.trusted_root
+    return choose_trusted_root(policy, os.fspath(given) if given is not None else None, options.staging,
                                deferred=True).digest
