@@ -338,8 +338,7 @@ def admit(
     admitted too. ``evidence.vsas``: SLSA VSAs (admission/vsa.py, docs/vsa.md), counted only from
     policy's ``trust.verifiers``.
     """
-    evidence, options = split_keywords("admit", evidence, options if options is not None else _OPTIONS,
-                                       keywords)
+    evidence, options = split_keywords("admit", evidence, options, AdmitOptions, keywords)
     chosen = admission_policy(policy, tool=options.name or tool, command=command, audit=options.audit,
                               audit_log=options.audit_log)
     known = Known(tool=options.name or tool_name_of(tool), policy=chosen)
@@ -347,10 +346,6 @@ def admit(
         known, chosen, audit=options.audit, audit_log=options.audit_log, defer_audit=options.defer_audit,
         run=lambda target: _admit(tool, known, chosen, command, evidence, options, target),
     )
-
-
-#: The options of an admission that names none (a Record is immutable: one will do).
-_OPTIONS = AdmitOptions()
 
 
 def admission_policy(policy: object, *, tool: PathLike | Artifact, command: Sequence[str] | str | None,
@@ -431,10 +426,11 @@ def _admit(
     audit_log: str | None,
 ) -> Admission:
     bundles = path_texts(evidence.bundles, "bundles")
-    keys = path_texts(options.keys, "keys")
+    # The default, an empty tuple, is most calls' keys and VSAs: no call for it.
+    keys = () if options.keys == () else path_texts(options.keys, "keys")
     interactive = can_ask(options.interactive)
     cache = open_cache(options.cache)
-    vsas = path_texts(evidence.vsas, "vsas")
+    vsas = () if evidence.vsas == () else path_texts(evidence.vsas, "vsas")
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
     trusted_root = options.trusted_root

@@ -114,7 +114,7 @@ class HeldTool:
         ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless it says
         otherwise. Evidence checked on every admission (VSAs, an AIP-14 contract) is not held: each
         call is then a full ``admit``."""
-        evidence, options = split_keywords("HeldTool.open", evidence, options or AdmitOptions(), keywords)
+        evidence, options = split_keywords("HeldTool.open", evidence, options, AdmitOptions, keywords)
         name, audit, audit_log = options.name, options.audit, options.audit_log
         chosen = admission_policy(policy, tool=name or tool, command=None, audit=audit, audit_log=audit_log)
         try:

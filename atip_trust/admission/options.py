@@ -94,28 +94,55 @@ EVIDENCE_NOT_IN_KEY: Mapping[str, str] = {
 }
 
 
-def split_keywords(function: str, given: Evidence | None, options: O,
+def split_keywords(function: str, given: Evidence | None, options: O | None, kind: type[O],
                    keywords: Mapping[str, Any]) -> tuple[Evidence, O]:
-    """``Evidence`` and the options value with the keyword arguments of the older call form applied:
-    each keyword is a field of one of the two (``Evidence`` first), anything else a ``TypeError``
-    naming it, as Python's own for an unknown keyword."""
-    evidence = given if given is not None else Evidence()
+    """``Evidence`` and the options value (of class ``kind``) with the keyword arguments of the older
+    call form applied: each keyword is a field of one of the two (``Evidence`` first), anything else
+    a ``TypeError`` naming it, as Python's own for an unknown keyword."""
     if not keywords:
-        return evidence, options
+        return (given if given is not None else _NO_EVIDENCE), (
+            options if options is not None else _DEFAULTS[kind])  # type: ignore[return-value]  # kind's own
+    if given is None and options is None:
+        # A runtime admits with the same keywords before every call: the records those made last time
+        # (equal keywords: the same values, compared as dicts are, in C) are the ones these make.
+        last = _LAST.get(kind)
+        if last is not None and last[0] == keywords and last[1] == tuple(map(type, keywords.values())):
+            return last[2], last[3]  # type: ignore[return-value]  # made for kind
     to_evidence: dict[str, Any] = {}
     to_options: dict[str, Any] = {}
+    evidence_fields, options_fields = Evidence._index, kind._index
     for key, value in keywords.items():
-        if key in Evidence._index:
+        if key in evidence_fields:
             to_evidence[key] = value
-        elif key in type(options)._index:
+        elif key in options_fields:
             to_options[key] = value
         else:
             raise TypeError(f"{function}() got an unexpected keyword argument {key!r}")
-    if to_evidence:
-        evidence = replace(evidence, **to_evidence)
-    if to_options:
-        options = replace(options, **to_options)
-    return evidence, options
+    # Built from the keywords alone when nothing else was given (one constructor each, no copy),
+    # else the given value with the keywords replacing its fields.
+    if given is None:
+        given = Evidence(**to_evidence) if to_evidence else _NO_EVIDENCE
+    elif to_evidence:
+        given = replace(given, **to_evidence)
+    made: O
+    if options is None:
+        made = kind(**to_options) if to_options else _DEFAULTS[kind]  # type: ignore[assignment]  # kind's own
+        if len(_LAST) < 8 and all(v is None or v.__class__ in _KEPT for v in keywords.values()):
+            _LAST[kind] = (dict(keywords), tuple(map(type, keywords.values())), given, made)
+    else:
+        made = replace(options, **to_options) if to_options else options
+    return given, made
+
+
+#: The last keyword call of each kind, its values' types (``True == 1``: equal values of other types are
+#: other calls) and the records it made (``split_keywords``). Kept only when every keyword's value
+#: compares by content: text, flags, numbers, bytes and lists or tuples.
+_LAST: dict[type, tuple[dict[str, Any], tuple[type, ...], Evidence, AdmitOptions | VerifyOptions]] = {}
+_KEPT = frozenset({str, bool, int, bytes, list, tuple})
+
+#: The evidence, and the options, of a call that names none (a Record is immutable: one will do).
+_NO_EVIDENCE = Evidence()
+_DEFAULTS: dict[type, AdmitOptions | VerifyOptions] = {AdmitOptions: AdmitOptions(), VerifyOptions: VerifyOptions()}
 
 
 __all__ = ["AdmitOptions", "EVIDENCE_NOT_IN_KEY", "VerifyOptions", "split_keywords"]

@@ -18,6 +18,7 @@ that file is the same one (not replaced, edited, removed, chmod'ed or chown'ed) 
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -157,8 +158,9 @@ class ReportKey:
 
 #: The fields of ``Evidence`` the key reads, in order (every field but ``EVIDENCE_NOT_IN_KEY``'s).
 _EVIDENCE_KEYED: tuple[str, ...] = tuple(f for f in Evidence._fields if f not in EVIDENCE_NOT_IN_KEY)
-#: Likewise for each options class, made on first use.
-_OPTIONS_KEYED: dict[type, tuple[str, ...]] = {}
+#: Likewise for each options class, made on first use: the fields, a getter of their values, and the
+#: names of every part of the key (on disk, the entry's name is made of these).
+_OPTIONS_KEYED: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[str, ...]]] = {}
 
 
 def verdict_key(
@@ -193,27 +195,33 @@ def verdict_key(
     found_keys = evidence_digests(key_files) if key_files else []
     if found_keys is None:
         return None
-    names: list[str] = ["artifact", "tool", "policy", "trusted_root", "constraints", "key_files"]
     values: list[Hashable] = [(subject_path, tuple(digests.items())), subject_name, policy, trusted_root,
                               constraints, _pairs(found_keys)]
-    for name in _EVIDENCE_KEYED:
+    # Every field read through one C-level getter per record class; the common values (None, text,
+    # flags) taken as they are without a call (python -m bench --only decide: this runs on every hit).
+    for name, value in zip(_EVIDENCE_KEYED, _EVIDENCE_GET(evidence)):
         if metadata_read is not None and (name == "metadata" or name == "metadata_bundle"):
-            value: Hashable = metadata_read if name == "metadata" else None
-        else:
-            value = _evidence_value(getattr(evidence, name))
+            value = metadata_read if name == "metadata" else None
+        elif value is not None:
+            value = _evidence_value(value)
             if value is _UNREADABLE:
                 return None
-        names.append(f"evidence.{name}")
         values.append(value)
     cls = type(options)
     keyed = _OPTIONS_KEYED.get(cls)
     if keyed is None:
-        keyed = _OPTIONS_KEYED[cls] = tuple(f for f in cls._fields if f not in cls.NOT_IN_KEY)
-    for name in keyed:
-        names.append(f"options.{name}")
-        values.append(_option_value(getattr(options, name)))
+        fields = tuple(f for f in cls._fields if f not in cls.NOT_IN_KEY)
+        keyed = _OPTIONS_KEYED[cls] = (fields, attrgetter(*fields), (*_FIXED_NAMES, *(
+            f"evidence.{f}" for f in _EVIDENCE_KEYED), *(f"options.{f}" for f in fields)))
+    values.extend(v if v is None or v.__class__ in _PLAIN else _option_value(v) for v in keyed[1](options))
     memo = tuple(values)
+    names = keyed[2]
     return ReportKey(kind, lambda: {n: _jsonable(v) for n, v in zip(names, memo)}, memo)
+
+
+_FIXED_NAMES = ("artifact", "tool", "policy", "trusted_root", "constraints", "key_files")
+_EVIDENCE_GET = attrgetter(*_EVIDENCE_KEYED)
+_PLAIN = frozenset({str, bool, int})
 
 
 #: An evidence file that could not be read: nothing is cached.
@@ -227,7 +235,7 @@ def _pairs(found: list[list[str]]) -> tuple[tuple[str, ...], ...]:
 def _evidence_value(value: object) -> Hashable:
     """One ``Evidence`` field in the key: files as ((path, sha256), ...); bytes and a document read by
     the sha256 of their bytes."""
-    if value is None or (isinstance(value, (tuple, list)) and not value):
+    if isinstance(value, (tuple, list)) and not value:
         return None
     if isinstance(value, (bytes, bytearray)):
         return ("bytes", str(hash_bytes(bytes(value))))

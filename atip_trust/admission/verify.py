@@ -147,8 +147,7 @@ def verify(
     with ``fetch``: fetched material is new each time); the decision is always made anew. ``False``
     neither reads nor writes the cache.
     """
-    evidence, options = split_keywords("verify", evidence, options if options is not None else _OPTIONS,
-                                       keywords)
+    evidence, options = split_keywords("verify", evidence, options, VerifyOptions, keywords)
     unread = [f for f in ("metadata_bundle", "contract", "contract_bundle", "vsas") if getattr(evidence, f)]
     if unread:
         raise UsageError(f"verify does not read evidence.{', evidence.'.join(unread)}: admit does "
@@ -194,10 +193,6 @@ def verify(
     decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
     return Verification(report, decision, root, tuple(fetched), fetch,
                         cache="off" if key is None else "hit" if hit is not None else "miss")
-
-
-#: The options of a verification that names none.
-_OPTIONS = VerifyOptions()
 
 
 def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints, evidence: Evidence,
