@@ -11,14 +11,19 @@ described in docs/architecture.md.
 
 Typical use::
 
-    from atip_trust import admit, load_admission_policy, verify
+    from atip_trust import AdmitOptions, Evidence, admit, load_admission_policy, verify
 
     policy = load_admission_policy("policies/ci.json")
-    adm = admit("gh", policy=policy, command=["pr", "view", "1"], bundles=["gh.sigstore.json"])
+    adm = admit("gh", policy=policy, command=["pr", "view", "1"],
+                evidence=Evidence(bundles=["gh.sigstore.json"]), options=AdmitOptions(audit_log="admit.log"))
     print(adm.behavior, adm.report.trust_level.name)
 
-    result = verify("dist/tool", bundles=["dist/tool.sigstore.json"], policy="policies/ci.json")
+    result = verify("dist/tool", evidence=Evidence(bundles=["dist/tool.sigstore.json"]), policy="policies/ci.json")
     raise SystemExit(result.exit_code)
+
+Each call takes what is offered about the tool (``Evidence``, untrusted) and how to decide (one options
+value, ``AdmitOptions``; ``verify``'s is ``atip_trust.admission.options.VerifyOptions``); their fields may
+also be given as keywords (``bundles=[...]``, ``audit=False``).
 
 The steps under those pipelines live in their packages: ``atip_trust.evaluation.evaluate.evaluate`` checks an
 opened ``Artifact`` against ``Evidence`` and ``Constraints`` (a ``TrustReport``), and ``decide``
@@ -59,6 +64,7 @@ _API: dict[str, str] = {
     "decide": "atip_trust.policy.decide",
     # admission check before execution
     "admit": "atip_trust.admission.admit",
+    "AdmitOptions": "atip_trust.admission.options",
     "Admission": "atip_trust.admission.admit",
     "load_admission_policy": "atip_trust.admission.admit",
     "HeldTool": "atip_trust.admission.held",
@@ -84,6 +90,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from atip_trust.facts.digest import Digest
     from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
     from atip_trust.admission.admit import Admission, admit, load_admission_policy
+    from atip_trust.admission.options import AdmitOptions
     from atip_trust.discovery.discover import ToolSurface, discover
     from atip_trust.execution.exec import ExecRefused, exec_verified
     from atip_trust.admission.held import HeldTool

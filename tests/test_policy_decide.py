@@ -462,8 +462,9 @@ def test_a_decisions_report_digest_is_the_digest_of_the_report_it_decided_on() -
     p = pol({"version": 1, "permissions": {"allow": [{"rule": "gh *", "minTrustLevel": "VERIFIED"}]}})
     want = rep.digest()
     d = policy_decide(p, rep, tool_name="gh", command=["pr", "view"])
-    rep.decision = d  # as admit() attaches it, before the audit line reads the digest
     assert d.report_digest == want == rep.digest()
+    # The output with the decision beside the facts: the digest is still the facts' alone.
+    assert rep.to_json(decision=d)["decision"] == d.to_json() and rep.digest() == want
     assert d.to_json()["report_digest"] == rep.digest()
     given = policy_decide(p, rep, tool_name="gh", command=["pr", "view"], report_digest="sha256:" + "0" * 64)
     assert given.report_digest == "sha256:" + "0" * 64

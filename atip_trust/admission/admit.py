@@ -33,7 +33,7 @@ asserts which packages (and which of our own modules) a cache-hit ``admit`` load
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
@@ -46,6 +46,7 @@ from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
+from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import (
     ReportKey,
     cached,
@@ -54,6 +55,7 @@ from atip_trust.admission.verdict_key import (
     open_cache,
     store,
     stored_digest,
+    verdict_key,
 )
 from atip_trust.admission import agent_tools as agent_tools_mod
 from atip_trust.admission.command_decision import decide_command
@@ -76,7 +78,6 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
-    from atip_trust.admission.interactive import Interactive
     from atip_trust.admission.metadata_trust import MetadataTrust
     from atip_trust.signature.trustroot import TrustRoot
 
@@ -159,7 +160,7 @@ class Admission(Record):
         return self.decision.exit_code
 
     def to_json(self) -> dict[str, Any]:
-        out = self.report.to_json()
+        out = self.report.to_json(decision=self.decision)
         out["tool"] = self.tool
         out["command"] = list(self.command)
         out["effects_verified"] = self.effects_verified
@@ -283,74 +284,58 @@ def admit(
     *,
     policy: Policy | PathLike,
     command: Sequence[str] | str | None = None,
-    name: str | None = None,
-    metadata: PathLike | bytes | None = None,
-    metadata_bundle: PathLike | None = None,
-    bundles: PathLike | Sequence[PathLike] = (),
-    keys: PathLike | Sequence[PathLike] = (),
-    signature: PathLike | None = None,
-    shim_dir: PathLike | None = None,
-    trusted_root: PathLike | None = None,
-    staging: bool = False,
-    interactive: bool | Interactive = False,
-    audit: bool = True,
-    audit_log: PathLike | None = None,
-    defer_audit: bool = False,
-    cache: bool = True,
-    fetch: bool = False,
-    contract: PathLike | None = None,
-    contract_bundle: PathLike | None = None,
-    vsas: PathLike | Sequence[PathLike] = (),
-    agent_tools: bool = True,
-    registry_pin: bool = True,
+    evidence: Evidence | None = None,
+    options: AdmitOptions | None = None,
+    **keywords: Any,
 ) -> Admission:
-    """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``.
+    """Decide whether ``tool`` (a bare name, looked up on PATH once, or a path) may run ``command``,
+    given ``evidence`` (untrusted, ``Evidence``) and ``options`` (how to decide, ``AdmitOptions``).
 
     ``tool`` may also be an ``Artifact`` the caller opened: it is hashed and decided for through its
     descriptor and left open, so that an exec gate runs exactly those bytes (``Artifact.exec_fd``)
-    instead of opening the path again; ``name`` then says which name rules match (default: the file's).
-    ``metadata``: a file, or bytes already in hand (a tool's ``--agent`` answer), parsed once.
+    instead of opening the path again; ``options.name`` then says which name rules match (default:
+    the file's). ``evidence.metadata``: a file, or bytes already in hand (a tool's ``--agent``
+    answer), parsed once. The fields of ``Evidence`` and ``AdmitOptions`` may also be given as
+    keywords (``bundles=[...]``, ``audit=False``: admission/options.py).
 
-    ``interactive``: whether someone can answer an ``ask`` (without, ask becomes deny): a bool, or
-    ``"auto"`` / ``"always"`` / ``"never"`` as :func:`can_ask` reads them. ``audit``: write
-    the audit line (to ``audit_log`` or the user state dir); ``defer_audit``: leave the decision's line to
+    ``options.interactive``: whether someone can answer an ``ask`` (without, ask becomes deny): a bool,
+    or ``"auto"`` / ``"always"`` / ``"never"`` as :func:`can_ask` reads them. ``audit``: write the
+    audit line (to ``audit_log`` or the user state dir); ``defer_audit``: leave the decision's line to
     the caller (:func:`write_audit`), who writes it once its own output is ready. Errors raise
     ``AtipTrustError`` (a denial) after their own audit line.
 
-    ``cache``: reuse the trust report (and the metadata's verification) computed for the same bytes,
-    evidence, policy, trusted root and constraints (state/verdict_cache.py); the decision is always made
-    anew. ``False`` neither reads nor writes the cache.
+    ``options.cache``: reuse the trust report (and the metadata's verification) computed for the same
+    bytes, evidence, policy, trusted root and constraints (state/verdict_cache.py; the key:
+    ``admission.verdict_key.verdict_key``); the decision is always made anew. ``False`` neither reads
+    nor writes the cache.
 
-    ``fetch``: ask policy's remote shim registries over the network when no shim was found locally
-    (``ATIP_OFFLINE`` still forbids it); without it only cached verified shims and folder registries
-    are read, so an admission makes no request unless told to (docs/network.md: no network unless asked).
+    ``options.fetch``: ask policy's remote shim registries over the network when no shim was found
+    locally (``ATIP_OFFLINE`` still forbids it); without it only cached verified shims and folder
+    registries are read, so an admission makes no request unless told to (docs/network.md: no network
+    unless asked).
 
     ``policy``: the ``Policy`` :func:`load_admission_policy` returns, or a policy file's path, loaded
-    here the same way (every call: load it once when deciding often). ``bundles`` and ``keys``: paths,
-    or one path.
-    ``contract``: an AIP-14 ``TOOL.md`` (default: a ``TOOL.md`` beside the ``metadata`` file that names
-    this tool), verified like metadata by ``contract_bundle`` (default: ``TOOL.md.bundle`` beside it)
-    against the policy's signers (``_contract``); every tool its ``requires.tools`` names is admitted too.
-    ``vsas``: SLSA VSAs (admission/vsa.py, docs/vsa.md), counted only from policy's ``trust.verifiers``.
-    ``agent_tools``: read RFC §4.2's XDG ``agent-tools`` tree (admission/agent_tools.py): a digest that
-    differs from the one ``registry.json`` records for the name denies; ``tools/`` and
+    here the same way (every call: load it once when deciding often). ``bundles``, ``keys`` and
+    ``vsas``: paths, or one path.
+    ``evidence.contract``: an AIP-14 ``TOOL.md`` (default: a ``TOOL.md`` beside the ``metadata`` file
+    that names this tool), verified like metadata by ``contract_bundle`` (default: ``TOOL.md.bundle``
+    beside it) against the policy's signers (``_contract``); every tool its ``requires.tools`` names is
+    admitted too. ``evidence.vsas``: SLSA VSAs (admission/vsa.py, docs/vsa.md), counted only from
+    policy's ``trust.verifiers``.
+    ``options.agent_tools``: read RFC §4.2's XDG ``agent-tools`` tree (admission/agent_tools.py): a digest
+    that differs from the one ``registry.json`` records for the name denies; ``tools/`` and
     ``shims/sha256/`` are metadata sources after ``metadata`` and ``shim_dir``; a signed
     ``overrides/sha256/`` document replaces every other metadata, an unsigned one is ignored.
-    ``registry_pin``: False leaves ``registry.json`` unread (``scan --update-registry``, which writes it
-    anew from what verifies now: the one way a tool updated on purpose is pinned again).
+    ``options.registry_pin``: False leaves ``registry.json`` unread (``scan --update-registry``, which
+    writes it anew from what verifies now: the one way a tool updated on purpose is pinned again).
     """
-    chosen = admission_policy(policy, tool=name or tool, command=command, audit=audit, audit_log=audit_log)
-    known = Known(tool=name or tool_name_of(tool), policy=chosen)
+    evidence, options = split_keywords("admit", evidence, options, AdmitOptions, keywords)
+    chosen = admission_policy(policy, tool=options.name or tool, command=command, audit=options.audit,
+                              audit_log=options.audit_log)
+    known = Known(tool=options.name or tool_name_of(tool), policy=chosen)
     return audited(
-        known, chosen, audit=audit, audit_log=audit_log, defer_audit=defer_audit,
-        run=lambda target: _admit(
-            tool, known, policy=chosen, command=command, metadata=metadata, metadata_bundle=metadata_bundle,
-            bundles=path_texts(bundles, "bundles"), keys=path_texts(keys, "keys"), signature=signature,
-            shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            interactive=can_ask(interactive), cache=open_cache(cache), fetch=fetch, audit_log=target,
-            contract=contract, contract_bundle=contract_bundle, vsas=path_texts(vsas, "vsas"),
-            agent_tools=agent_tools, registry_pin=registry_pin,
-        ),
+        known, chosen, audit=options.audit, audit_log=options.audit_log, defer_audit=options.defer_audit,
+        run=lambda target: _admit(tool, known, chosen, command, evidence, options, target),
     )
 
 
@@ -431,31 +416,23 @@ class _Admitting(Record, frozen=False):
 def _admit(
     tool: PathLike | Artifact,
     known: Known,
-    *,
     policy: Policy,
     command: Sequence[str] | str | None,
-    metadata: PathLike | bytes | None,
-    metadata_bundle: PathLike | None,
-    bundles: Sequence[PathLike],
-    keys: Sequence[PathLike],
-    signature: PathLike | None,
-    shim_dir: PathLike | None,
-    trusted_root: PathLike | None,
-    staging: bool,
-    interactive: bool,
-    cache: VerdictCache | None,
-    fetch: bool = False,
-    audit_log: str | None = None,
-    contract: PathLike | None = None,
-    contract_bundle: PathLike | None = None,
-    vsas: Sequence[PathLike] = (),
-    agent_tools: bool = True,
-    registry_pin: bool = True,
+    evidence: Evidence,
+    options: AdmitOptions,
+    audit_log: str | None,
 ) -> Admission:
+    bundles = path_texts(evidence.bundles, "bundles")
+    # The default, an empty tuple, is most calls' keys and VSAs: no call for it.
+    keys = () if options.keys == () else path_texts(options.keys, "keys")
+    interactive = can_ask(options.interactive)
+    cache = open_cache(options.cache)
+    vsas = () if evidence.vsas == () else path_texts(evidence.vsas, "vsas")
     # The policy's pinned root; an argument may only pick one of the roots it pins. Deferred: only its
     # digest is needed for a cache hit; a miss parses and checks it first (evaluate).
+    trusted_root = options.trusted_root
     trust_root = choose_trusted_root(
-        policy, os.fspath(trusted_root) if trusted_root is not None else None, staging, deferred=True)
+        policy, os.fspath(trusted_root) if trusted_root is not None else None, options.staging, deferred=True)
     words = list(split_command(command))
     known.words = words
 
@@ -467,28 +444,26 @@ def _admit(
     else:
         path = resolve_text(os.fspath(tool))
     known.path = path
-    if metadata_bundle is not None and metadata is None:
+    if evidence.metadata_bundle is not None and evidence.metadata is None:
         raise UsageError("metadata_bundle (--metadata-bundle) needs metadata (--metadata): the file it signs",
-                         path=os.fspath(metadata_bundle))
+                         path=os.fspath(evidence.metadata_bundle))
     with tool.borrowed() if isinstance(tool, Artifact) else Artifact.open(path, resolved=True) as art:
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
         # By position, defaults included: keywords cost µs on the warm path (python -m bench --only admit).
-        tree = agent_tools_mod.AgentTree.default() if agent_tools else None
+        tree = agent_tools_mod.AgentTree.default() if options.agent_tools else None
         tree = tree if tree is not None and tree.present() else None
         a = _Admitting(policy, trust_root, known.tool, digests, cache, None, None, None, False, None, None,
                        False, None, None, tree, [], None)
-        if tree is not None and registry_pin:
+        if tree is not None and options.registry_pin:
             # RFC §4.3: the name's recorded digest against the bytes just hashed (admission/agent_tools.py).
             pinned = agent_tools_mod.registry_check(tree, a.tool_name, path, digests, art.digest)
             if pinned is not None:
                 a.notes.append(pinned)
-        _step_evidence(a, metadata, metadata_bundle, shim_dir, fetch)
-        key, hit, report = _step_verify(a, art, bundles, keys, signature)
-    _step_metadata_trust(a, key, hit, report)
-    tool_md, contract_verified, declared = _step_additions(
-        a, report, vsas, contract, contract_bundle, shim_dir=shim_dir, trusted_root=trusted_root,
-        staging=staging, fetch=fetch)
+        _step_evidence(a, evidence.metadata, evidence.metadata_bundle, options.shim_dir, options.fetch)
+        key, hit, report = _step_verify(a, art, evidence, options, bundles, keys)
+    report = _step_metadata_trust(a, key, hit, report)
+    report, tool_md, contract_verified, declared = _step_additions(a, report, vsas, evidence, options)
 
     # (5) Decide.
     return decided(policy, report, tool_name=a.tool_name, words=words, path=path, doc=a.doc,
@@ -498,8 +473,8 @@ def _admit(
                    contract=tool_md, contract_verified=contract_verified, declared=declared)
 
 
-def _step_evidence(a: _Admitting, metadata: PathLike | bytes | None, metadata_bundle: PathLike | None,
-                   shim_dir: PathLike | None, fetch: bool) -> None:
+def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument | None,
+                   metadata_bundle: PathLike | None, shim_dir: PathLike | None, fetch: bool) -> None:
     """(2) Evidence. The metadata file is read once: its signature is checked over these bytes and
     its claims and effects are parsed from them."""
     policy, digests = a.policy, a.digests
@@ -513,7 +488,12 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | None, metadata_bu
             a.preverified = override.trust
             return
     given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
-    a.meta_path = None if metadata is None or isinstance(metadata, (bytes, bytearray)) else pathlib.Path(metadata)
+    a.meta_path = pathlib.Path(metadata) if isinstance(metadata, (str, os.PathLike)) else None
+    if metadata is not None and given is None and a.meta_path is None:
+        if not isinstance(metadata, metadata_mod.MetadataDocument):
+            raise UsageError(f"metadata: expected a path, bytes or a MetadataDocument, actual "
+                             f"{type(metadata).__name__}")
+        a.doc = metadata  # a document already read: its bytes are the ones decided on
     a.meta_bundle = pathlib.Path(metadata_bundle) if metadata_bundle is not None else None
     if metadata is None and shim_dir is not None:
         a.meta_path, a.meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
@@ -550,34 +530,39 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | None, metadata_bu
 
 
 def _step_verify(
-    a: _Admitting, art: Artifact, bundles: Sequence[PathLike], keys: Sequence[PathLike],
-    signature: PathLike | None,
+    a: _Admitting, art: Artifact, evidence: Evidence, options: AdmitOptions, bundles: tuple[str, ...],
+    keys: tuple[str, ...],
 ) -> tuple[ReportKey | None, tuple[TrustReport, dict[str, Any]] | None, TrustReport]:
     """(3) Verify the tool with the policy's anchors, unless the same bytes were verified with
-    the same evidence, policy, root and constraints before (the verdict cache). Returns the cache key,
-    the hit, and the report (the cached one on a hit)."""
+    the same evidence, options, policy, root and constraints before (the verdict cache). Returns the
+    cache key, the hit, and the report (the cached one on a hit)."""
     policy = a.policy
     constraints = _constraints(policy, keys)
-    key = _cache_key(a.cache, art, a.digests, tool_name=a.tool_name, policy=policy,
-                     root_digest=a.trust_root.digest, constraints=constraints, bundles=bundles,
-                     keys=constraints.keys, signature=signature, doc=a.doc, meta_path=a.meta_path,
-                     meta_bundle=a.meta_bundle, from_shim=a.from_shim)
+    key: ReportKey | None = None
+    if a.cache is not None:
+        doc = a.doc
+        read_bundle = evidence_digests((a.meta_bundle,)) if a.meta_bundle is not None else []
+        if read_bundle is not None:
+            read = (None if a.meta_path is None else str(a.meta_path), a.from_shim,
+                    None if doc is None else str(doc.sha256), None if doc is None else doc.source_name,
+                    tuple(map(tuple, read_bundle)))
+            key = verdict_key("admit", art.path_text, a.digests, evidence, options, policy=policy.digest,
+                              trusted_root=a.trust_root.digest, constraints=_constraints_text(constraints),
+                              key_files=constraints.keys, subject_name=a.tool_name, metadata_read=read)
     hit = cached(a.cache, key)
     if hit is not None:
         return key, hit, hit[0]
-    evidence = Evidence(
-        bundles=tuple(pathlib.Path(b) for b in bundles),
-        signature=pathlib.Path(signature) if signature is not None else None,
-        metadata=a.doc,
-    )
+    given = Evidence(bundles=bundles, signature=evidence.signature, certificate=evidence.certificate,
+                     metadata=a.doc)
     # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
-    return key, hit, evaluate_mod.evaluate(art, evidence, constraints, a.trust_root, require_anchor=False)
+    return key, hit, evaluate_mod.evaluate(art, given, constraints, a.trust_root, require_anchor=False)
 
 
 def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
-                         hit: tuple[TrustReport, dict[str, Any]] | None, report: TrustReport) -> None:
+                         hit: tuple[TrustReport, dict[str, Any]] | None, report: TrustReport) -> TrustReport:
     """(4) The metadata's own signature and its binding to this tool (from the cache on a hit; on a
-    miss verified, and the report stored with what was found)."""
+    miss verified, and the report stored with what was found). Returns the report with what this
+    step added (a copy: the evaluation's report, and the cache's, are never changed)."""
     policy = a.policy
     if hit is not None:
         payload = hit[1]
@@ -600,49 +585,53 @@ def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
             trust = metadata_trust.verify_metadata(doc, a.meta_bundle, signers, a.trust_root, digests=a.digests,
                                                    tool_name=a.tool_name,
                                                    signer_kind="registry" if a.from_shim else "policy")
-            report.checks.extend(trust.checks)
+            report = report.adding(trust.checks)
             a.effects_verified = trust.verified
             a.metadata_source = trust.source
         a.report_digest = store(a.cache, key, report, effects_verified=a.effects_verified,
                                 metadata_source=a.metadata_source)
 
     if a.lookup_note is not None:
-        report.checks.append(a.lookup_note)
+        report = report.adding([a.lookup_note])
         a.report_digest = None
     if a.notes:
-        report.checks.extend(a.notes)
+        report = report.adding(a.notes)
         a.report_digest = None
+    return report
 
 
 def _step_additions(
-    a: _Admitting, report: TrustReport, vsas: Sequence[PathLike], contract: PathLike | None,
-    contract_bundle: PathLike | None, *, shim_dir: PathLike | None, trusted_root: PathLike | None,
-    staging: bool, fetch: bool,
-) -> tuple[ToolContract | None, bool, list[tuple[Any, Any]]]:
-    """(4a) and (4b): evidence read and checked each time, added to the report after it is stored.
-    Returns the AIP-14 contract, whether it verified, and the verdicts its required tools add."""
+    a: _Admitting, report: TrustReport, vsas: tuple[str, ...], evidence: Evidence, options: AdmitOptions,
+) -> tuple[TrustReport, ToolContract | None, bool, list[tuple[Any, Any]]]:
+    """(4a) and (4b): evidence read and checked each time, added to (a copy of) the report after it is
+    stored. Returns that report, the AIP-14 contract, whether it verified, and the verdicts its
+    required tools add."""
     policy = a.policy
     # (4a) VSAs: read and checked each time (never cached: their age changes), after the report is
     # stored, so the cached report is the evidence's own (docs/vsa.md).
     if vsas:
-        gate_vsa.apply_vsas(report, gate_vsa.vsa_checks({alg: d.hex for alg, d in a.digests.items()}, vsas,
-                                                        gate_vsa.verifier_rules(policy), trust_root=a.trust_root))
+        report = gate_vsa.apply_vsas(report, gate_vsa.vsa_checks(
+            {alg: d.hex for alg, d in a.digests.items()}, vsas, gate_vsa.verifier_rules(policy),
+            trust_root=a.trust_root))
         a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
     tool_md: ToolContract | None = None
     contract_verified = False
     declared: list[tuple[Any, Any]] = []
+    contract, contract_bundle = evidence.contract, evidence.contract_bundle
     if contract is not None or contract_bundle is not None or (a.meta_path is not None and not a.from_shim):
         tool_md, contract_verified, checks = _contract(contract, contract_bundle, a.meta_path, policy,
                                                        a.trust_root, a.tool_name)
         if checks:
-            report.checks.extend(checks)
+            report = report.adding(checks)
             a.report_digest = None
         if tool_md is not None:
-            declared = _required_tools(tool_md, policy, shim_dir=shim_dir, trusted_root=trusted_root,
-                                       staging=staging, cache=a.cache is not None, fetch=fetch)
-    return tool_md, contract_verified, declared
+            # Each admitted as a whole, with this admission's root, shims and cache, never audited alone.
+            declared = _required_tools(tool_md, policy, AdmitOptions(
+                shim_dir=options.shim_dir, trusted_root=options.trusted_root, staging=options.staging,
+                fetch=options.fetch, interactive=True, audit=False, cache=a.cache is not None))
+    return report, tool_md, contract_verified, declared
 
 
 def decided(
@@ -663,8 +652,8 @@ def decided(
     contract_verified: bool = False,
     declared: Sequence[tuple[Any, Any]] = (),
 ) -> Admission:
-    """Step (5): the decision for ``words`` on this report (which gets it: the report is this
-    admission's own), as an ``Admission``. The one place an admission is decided: ``admit`` and a held
+    """Step (5): the decision for ``words`` on this report, as an ``Admission`` (the decision beside
+    the report, which is not changed). The one place an admission is decided: ``admit`` and a held
     tool's calls (admission/held.py)."""
     decision = decide_command(
         policy, report, tool_name=tool_name, metadata=doc.doc if doc is not None else None,
@@ -679,7 +668,6 @@ def decided(
         decision.behavior = "deny"
         decision.reasons = [agent_tools_mod.mismatch_reason(pinned),
                             *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
-    report.decision = decision
     return Admission(
         tool=tool_name,
         command=tuple(words),
@@ -724,7 +712,7 @@ def _contract(
     return found, verified, checks
 
 
-def _required_tools(contract: ToolContract, policy: Policy, **admit_args: Any) -> list[tuple[Any, Any]]:
+def _required_tools(contract: ToolContract, policy: Policy, options: AdmitOptions) -> list[tuple[Any, Any]]:
     """AIP-14 ``requires.tools``: each tool the contract runs must be admitted too (found on PATH and
     decided for as a whole under the same policy); a denial or a question for one is this admission's."""
     requires = contract.frontmatter.get("requires")
@@ -737,7 +725,7 @@ def _required_tools(contract: ToolContract, policy: Policy, **admit_args: Any) -
                                        expected="a tool name", actual=repr(name))))
             continue
         try:
-            sub = admit(name, policy=policy, interactive=True, audit=False, **admit_args)
+            sub = admit(name, policy=policy, options=options)
         except AtipTrustError as err:
             out.append(("deny", Reason("REQUIRED_TOOL_NOT_ADMITTED", f"required tool {name!r} could not be "
                                        f"admitted: {err.diagnostics()}", rule=f"aip14:{contract.id}.requires.tools",
@@ -794,59 +782,4 @@ def _constraints_text(constraints: Constraints) -> str:
     return repr(constraints)
 
 
-def _pairs(found: list[list[str]]) -> tuple[tuple[str, ...], ...]:
-    return tuple(map(tuple, found)) if found else ()
-
-
-def _cache_key(
-    cache: VerdictCache | None,
-    art: Artifact,
-    digests: Mapping[Algorithm, Digest],
-    *,
-    tool_name: str,
-    policy: Policy,
-    root_digest: str,
-    constraints: Constraints,
-    bundles: Sequence[PathLike],
-    keys: Sequence[PathLike],
-    signature: PathLike | None,
-    doc: MetadataDocument | None,
-    meta_path: Path | None,
-    meta_bundle: Path | None,
-    from_shim: bool,
-) -> ReportKey | None:
-    """Everything steps (3) and (4) read, as the verdict cache's key (admission/verdict_key.py); None when
-    the cache is off or a piece of evidence cannot be read (that is evaluated, and reported, again).
-    ``keys`` are the constraints' keys: the policy's own PEM files as well as ``--key`` files, by
-    content (the policy digest names a key file's path, not the key in it)."""
-    if cache is None:
-        return None
-    # An absent role is an empty list without a call (most admissions have bundles only).
-    given_bundles = evidence_digests(bundles) if bundles else []
-    given_keys = evidence_digests(keys) if keys else []
-    given_signature = evidence_digests((signature,)) if signature is not None else []
-    given_meta_bundle = evidence_digests((meta_bundle,)) if meta_bundle is not None else []
-    if given_bundles is None or given_keys is None or given_signature is None or given_meta_bundle is None:
-        return None
-    files = {"bundles": given_bundles, "keys": given_keys, "signature": given_signature,
-             "metadata_bundle": given_meta_bundle}
-    path = art.path_text
-    meta = (None if meta_path is None else str(meta_path), from_shim,
-            None if doc is None else str(doc.sha256), None if doc is None else doc.source_name)
-    shown = _constraints_text(constraints)
-
-    def parts() -> dict[str, Any]:  # the entry's name on disk is made of these (only on a memory miss)
-        return {"artifact": {"path": path, **{a: str(d) for a, d in digests.items()}},
-                "tool": tool_name, "evidence": files,
-                "metadata": dict(zip(("path", "from_shim", "sha256", "source_name"), meta)),
-                "policy": policy.digest, "trusted_root": root_digest, "constraints": shown}
-
-    # The same values, hashable, for this process's memory of the entry (admission/verdict_key.py).
-    # The four roles in the fixed order above, each ((path, sha256), ...).
-    memo = (path, tuple(digests.items()), tool_name,
-            _pairs(given_bundles), _pairs(given_keys), _pairs(given_signature), _pairs(given_meta_bundle),
-            meta, policy.digest, root_digest, shown)
-    return ReportKey("admit", parts, memo)
-
-
-__all__ = ["Admission", "admit", "audit_failure", "load_admission_policy", "tool_name_of", "write_audit"]
+__all__ = ["Admission", "AdmitOptions", "admit", "audit_failure", "load_admission_policy", "tool_name_of", "write_audit"]

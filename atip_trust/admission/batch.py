@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 from atip_trust._base.record import Record
 from atip_trust._base.parallel import default_workers, map_processes
 from atip_trust.errors import AtipTrustError, error_code
-from atip_trust.evaluation.inputs import Constraints
+from atip_trust.evaluation.inputs import Constraints, Evidence
+from atip_trust.admission.options import VerifyOptions
 from atip_trust.admission.verify import verify
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.signature.keyless import KeylessVerifier
@@ -62,9 +63,10 @@ class _Shared(Record):
 def _run(args: tuple[_Shared, VerifyJob]) -> BatchResult:
     shared, job = args
     try:
-        v = verify(job.artifact, constraints=shared.constraints, bundles=job.bundles,
-                   signature=job.signature, metadata=job.metadata, policy=shared.policy,
-                   trusted_root=shared.trusted_root, staging=shared.staging, cache=shared.cache)
+        v = verify(job.artifact, policy=shared.policy,
+                   evidence=Evidence(bundles=job.bundles, signature=job.signature, metadata=job.metadata),
+                   options=VerifyOptions(constraints=shared.constraints, trusted_root=shared.trusted_root,
+                                         staging=shared.staging, cache=shared.cache))
     except AtipTrustError as err:
         return BatchResult(job.artifact, 2, error={"code": error_code(err), "type": type(err).__name__,
                                                    "message": err.diagnostics(), "path": err.path})

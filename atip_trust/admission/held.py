@@ -18,11 +18,10 @@ cache included) and keeps the descriptor it hashed. Each :meth:`HeldTool.admit` 
    their expiry, at this call's time), the command, its effects and interactivity are evaluated on
    every call. Only the trust report is reused, never a decision (issue 12, DESIGN principle 9).
 
-VSAs (``vsas``, and ``bundle_dir``'s ``<hex>.vsa.jsonl`` by the tool's digest, docs/vsa.md) are
-evidence like the bundles: their files' identities are watched (a by-digest VSA that appears where
-there was none, too), and a report that stands on them is made again in full from the moment their
-outcome may change with time alone (a counted VSA past its ``maxAge``, one dated ahead becoming
-current: ``admission.vsa.vsa_recheck_at``), so a held tool is never more trusted than ``admit`` now.
+VSAs (``vsas``, and ``bundle_dir``'s ``<hex>.vsa.jsonl`` by the tool's digest, docs/vsa.md) are not
+held: their outcome changes with time alone (a counted VSA past its ``maxAge``) and a by-digest VSA may
+appear at any moment, so a tool admitted with them is admitted in full on every call (as with an AIP-14
+contract, verified each time): a held tool is never more trusted than ``admit`` now.
 
 What it does not re-read: the policy file (the runtime holds the ``Policy`` object, as with ``admit``)
 and the verdict cache's entry (a ``cache clear`` empties the disk; a held tool keeps the report it
@@ -39,28 +38,16 @@ from collections.abc import Sequence
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    from typing import TypedDict
+    from typing import Any
 
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.facts.report import TrustReport
     from atip_trust.admission.interactive import Interactive
 
-    class _Options(TypedDict):
-        """``admit``'s arguments about the evidence, kept for every full admission again."""
-
-        metadata: PathLike | bytes | None
-        metadata_bundle: PathLike | None
-        bundles: Sequence[PathLike]
-        keys: Sequence[PathLike]
-        signature: PathLike | None
-        shim_dir: PathLike | None
-        trusted_root: PathLike | None
-        staging: bool
-        cache: bool
-        fetch: bool
-        vsas: Sequence[PathLike]
-
+from atip_trust._base.record import replace
 from atip_trust._base.statmemo import Ident, regular_ident, settled
+from atip_trust.admission.options import AdmitOptions, split_keywords
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.errors import UsageError
 from atip_trust._base.files import path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
@@ -89,17 +76,20 @@ class HeldTool:
     """One tool, admitted once (``open``) and decided for on every call (``admit``). Close it (or use
     it as a context manager) to release its descriptor. Not thread-safe: one per thread, or a lock."""
 
-    __slots__ = ("policy", "_tool", "_name", "_options", "_files", "_art", "_ident", "_root",
+    __slots__ = ("policy", "_tool", "_name", "_evidence", "_options", "_files", "_art", "_ident", "_root",
                  "_report", "_report_digest", "_doc", "_effects_verified", "_metadata_source",
-                 "_holdable", "_steady", "_fresh", "_calls", "_bundle_dir", "_absent", "_until")
+                 "_holdable", "_steady", "_fresh", "_calls", "_bundle_dir")
 
-    def __init__(self, tool: PathLike, *, policy: Policy, name: str | None, options: _Options,
+    def __init__(self, tool: PathLike, *, policy: Policy, evidence: Evidence, options: AdmitOptions,
                  files: tuple[str, ...], holdable: bool, bundle_dir: PathLike | None = None) -> None:
         self.policy = policy
         #: ``open``'s interactive, audit, audit_log and defer_audit: each call's defaults.
-        self._calls: tuple[bool | Interactive, bool, PathLike | None, bool] = (False, True, None, False)
+        self._calls: tuple[bool | Interactive, bool, PathLike | None, bool] = (
+            options.interactive, options.audit, options.audit_log, options.defer_audit)
         self._tool = tool
-        self._name = name
+        self._name = options.name
+        #: ``admit``'s evidence and options, kept for every full admission again.
+        self._evidence = evidence
         self._options = options
         self._files = files
         self._holdable = holdable
@@ -118,9 +108,7 @@ class HeldTool:
         self._fresh: str | None = None
         #: Where VSAs are kept by digest; the by-digest places that held none (one appearing: admit again).
         self._bundle_dir = bundle_dir
-        self._absent: tuple[str, ...] = ()
         #: When the held report's VSAs may give another answer with time alone (then: admit again).
-        self._until: float | None = None  # epoch seconds: no datetime on a held call
 
     @classmethod
     def open(
@@ -128,52 +116,43 @@ class HeldTool:
         tool: PathLike,
         *,
         policy: Policy | PathLike,
-        name: str | None = None,
-        metadata: PathLike | bytes | None = None,
-        metadata_bundle: PathLike | None = None,
-        bundles: PathLike | Sequence[PathLike] = (),
-        keys: PathLike | Sequence[PathLike] = (),
-        signature: PathLike | None = None,
-        shim_dir: PathLike | None = None,
-        trusted_root: PathLike | None = None,
-        staging: bool = False,
-        interactive: bool | Interactive = False,
-        audit: bool = True,
-        audit_log: PathLike | None = None,
-        defer_audit: bool = False,
-        cache: bool = True,
-        fetch: bool = False,
-        vsas: PathLike | Sequence[PathLike] = (),
+        evidence: Evidence | None = None,
+        options: AdmitOptions | None = None,
         bundle_dir: PathLike | None = None,
+        **keywords: Any,
     ) -> HeldTool:
-        """Admit ``tool`` (as :func:`~atip_trust.admission.admit.admit`, with the same arguments) and hold
-        it. Errors raise as ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``,
-        ``audit``, ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless
-        it says otherwise. ``bundle_dir``: the tool's VSAs kept by its digest (``<hex>.vsa.jsonl``,
-        docs/vsa.md), added to ``vsas``."""
+        """Admit ``tool`` (as :func:`~atip_trust.admission.admit.admit`, with the same arguments: its
+        ``Evidence`` and ``AdmitOptions``, or their fields as keywords) and hold it. Errors raise as
+        ``admit``'s do, after its audit line (in ``audit_log``). ``interactive``, ``audit``,
+        ``audit_log`` and ``defer_audit`` are also what each :meth:`admit` call uses unless it says
+        otherwise. Evidence checked on every admission (VSAs, an AIP-14 contract) is not held: each
+        call is then a full ``admit``. ``bundle_dir``: the tool's VSAs kept by its digest
+        (``<hex>.vsa.jsonl``, docs/vsa.md), looked up for the bytes there at each call."""
+        evidence, options = split_keywords("HeldTool.open", evidence, options, AdmitOptions, keywords)
+        name, audit, audit_log = options.name, options.audit, options.audit_log
         chosen = admission_policy(policy, tool=name or tool, command=None, audit=audit, audit_log=audit_log)
         try:
-            bundle_paths, key_paths = path_texts(bundles, "bundles"), path_texts(keys, "keys")
-            vsa_paths = path_texts(vsas, "vsas")
+            bundle_paths, key_paths = path_texts(evidence.bundles, "bundles"), path_texts(options.keys, "keys")
         except UsageError as err:
             if audit:
                 audit_failure(err, tool=name or tool, policy=chosen, audit_log=audit_log)
             raise
-        options: _Options = dict(  # a TypedDict for mypy, a plain dict at run time
-            metadata=metadata, metadata_bundle=metadata_bundle, bundles=bundle_paths, keys=key_paths,
-            signature=signature, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
-            cache=cache, fetch=fetch, vsas=vsa_paths)
+        evidence, options = replace(evidence, bundles=bundle_paths), replace(options, keys=key_paths)
         # Every file the trust report stands on, besides the tool: the evidence, the metadata file,
         # the key files (``--key`` and the policy's own PEM files, read on every admission).
-        files = [*bundle_paths, *key_paths, *vsa_paths]
-        files += [os.fspath(p) for p in (metadata_bundle, signature) if p is not None]
-        if metadata is not None and not isinstance(metadata, (bytes, bytearray)):
+        metadata = evidence.metadata
+        files = [*bundle_paths, *key_paths]
+        files += [os.fspath(p) for p in (evidence.metadata_bundle, evidence.signature, evidence.certificate)
+                  if p is not None]
+        if isinstance(metadata, (str, os.PathLike)):
             files.append(os.fspath(metadata))
         files += [os.fspath(k.path) for layer in chosen.layers for k in (layer.public_keys or ()) if k.path]
-        holdable = shim_dir is None and not chosen.registries
-        held = cls(tool, policy=chosen, name=name, options=options, files=tuple(files), holdable=holdable,
-                   bundle_dir=bundle_dir)
-        held._calls = (interactive, audit, audit_log, defer_audit)
+        # VSAs age and may appear by digest (docs/vsa.md): a tool admitted with them is admitted in
+        # full on every call, as is one whose contract is verified each time.
+        holdable = options.shim_dir is None and not chosen.registries and bundle_dir is None and not (
+            evidence.vsas or evidence.contract is not None or evidence.contract_bundle is not None)
+        held = cls(tool, policy=chosen, evidence=evidence, options=options, files=tuple(files),
+                   holdable=holdable, bundle_dir=bundle_dir)
         held._hold(audit=audit, audit_log=audit_log)
         return held
 
@@ -194,13 +173,11 @@ class HeldTool:
         art = Artifact.open(path, resolved=True)
         was_settled = was_settled and settled(file_ident(art.identity))  # before it is hashed
         try:
-            options, kept = self._with_kept_vsas(art)
-            steady += [(f, regular_ident(f)) for f in kept]
-            was_settled = was_settled and all(i is not None and settled(i) for _, i in steady)
-            first = admit(art, policy=self.policy, name=self._name or tool_name_of(self._tool),
-                          command=command, audit=audit, audit_log=audit_log, defer_audit=True,
-                          **options)
-            self._until = self._vsa_deadline(first.report.digests, options["vsas"])
+            # Not interactive: this admission's decision is not used (each call decides, ``decided``).
+            first = admit(art, policy=self.policy, command=command, evidence=self._evidence,
+                          options=replace(self._options, name=self._name or tool_name_of(self._tool),
+                                          interactive=False, audit=audit, audit_log=audit_log,
+                                          defer_audit=True))
         except BaseException:
             art.close()
             raise
@@ -208,8 +185,7 @@ class HeldTool:
         self._ident = file_ident(art.identity)
         self._root = root
         report = first.report
-        self._report_digest = first.decision.report_digest  # of the facts, before any decision
-        report.decision = None
+        self._report_digest = first.decision.report_digest  # of the facts: a report holds no decision
         self._report = report
         self._doc = first.metadata
         self._effects_verified = first.effects_verified
@@ -217,38 +193,19 @@ class HeldTool:
         self._fresh = first.cache
         self._steady = ((art.path_text, self._ident), *steady) if was_settled else None
 
-    def _with_kept_vsas(self, art: Artifact) -> tuple[_Options, list[str]]:
-        """The admission's options with the VSAs kept by this file's digest in ``bundle_dir`` added, and
-        those files; the by-digest places holding none are remembered (``_absent``)."""
-        if self._bundle_dir is None:
-            self._absent = ()
-            return self._options, []
-        digest = hash_artifact(art, open_cache(self._options["cache"]))["sha256"]
-        places = gate_vsa.vsa_candidates(self._bundle_dir, digest.hex)
-        kept = [p for p in places if os.path.isfile(p)]
-        self._absent = tuple(p for p in places if p not in kept)
-        options: _Options = dict(self._options)  # type: ignore[assignment]  # the same keys, a copy
-        options["vsas"] = [*self._options["vsas"], *kept]
-        return options, kept
-
-    def _vsa_deadline(self, digests: dict[str, str], vsas: Sequence[PathLike]) -> float | None:
-        if not vsas:
-            return None
-        given = self._options["trusted_root"]
-        root = choose_trusted_root(self.policy, os.fspath(given) if given is not None else None,
-                                   self._options["staging"])
-        at = gate_vsa.vsa_recheck_at(digests, vsas, gate_vsa.verifier_rules(self.policy), trust_root=root)
-        return None if at is None else at.timestamp()
+    def _with_kept_vsas(self, art: Artifact) -> Evidence:
+        """The evidence with the VSAs kept by this file's digest in ``bundle_dir`` added."""
+        assert self._bundle_dir is not None
+        digest = hash_artifact(art, open_cache(self._options.cache))["sha256"]
+        kept = [p for p in gate_vsa.vsa_candidates(self._bundle_dir, digest.hex) if os.path.isfile(p)]
+        given = self._evidence.vsas
+        return replace(self._evidence, vsas=[*path_texts(given, "vsas"), *kept]) if kept else self._evidence
 
     def _unchanged(self) -> bool:
         """Step 1 of the module docstring: True only when the held report may be decided on."""
         art, steady = self._art, self._steady
         if art is None or steady is None or art.fd < 0:
             return False
-        if self._until is not None and gate_vsa.now_seconds() >= self._until:
-            return False  # a VSA the report stands on may have expired (or become current) since
-        if any(os.path.lexists(p) for p in self._absent):
-            return False  # a VSA kept by digest appeared
         if AgentTree.default().present():
             return False  # the tree's pin, metadata and overrides are read by every admission
         for path, ident in steady:
@@ -279,13 +236,13 @@ class HeldTool:
         audit_log = given[2] if audit_log is None else audit_log
         defer_audit = given[3] if defer_audit is None else defer_audit
         if not self._holdable:
-            options = self._options
+            evidence = self._evidence
             if self._bundle_dir is not None:  # the VSAs kept by the digest of the bytes there now
                 with Artifact.open(resolve_text(os.fspath(self._tool)), resolved=True) as now:
-                    options, _ = self._with_kept_vsas(now)
-            return admit(self._tool, policy=self.policy, command=command, name=self._name,
-                         interactive=interactive, audit=audit, audit_log=audit_log,
-                         defer_audit=defer_audit, **options)
+                    evidence = self._with_kept_vsas(now)
+            return admit(self._tool, policy=self.policy, command=command, evidence=evidence,
+                         options=replace(self._options, interactive=interactive, audit=audit,
+                                         audit_log=audit_log, defer_audit=defer_audit))
         if not self._unchanged():
             self._hold(command, audit, audit_log)
         art, report = self._art, self._report
@@ -325,10 +282,10 @@ class HeldTool:
         self.close()
 
 
-def _root_digest(policy: Policy, options: _Options) -> str:
+def _root_digest(policy: Policy, options: AdmitOptions) -> str:
     """The digest of the trusted root ``admit`` would choose now (the same call, deferred: digested,
     not parsed; remembered by its stat identity, signature/trustroot.py). Taken before an admission
     reads the root: a root replaced meanwhile has another digest at the next call."""
-    given = options["trusted_root"]
-    return choose_trusted_root(policy, os.fspath(given) if given is not None else None, options["staging"],
+    given = options.trusted_root
+    return choose_trusted_root(policy, os.fspath(given) if given is not None else None, options.staging,
                                deferred=True).digest

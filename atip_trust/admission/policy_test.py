@@ -39,6 +39,8 @@ from atip_trust._base.record import Record
 from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import AtipTrustError, PolicyError
 from atip_trust.admission.admit import admit
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.policy.compose import compose
 from atip_trust.policy.load import load_layer
 from atip_trust._base.limits import LIMITS
@@ -134,12 +136,13 @@ def run_case(case: dict[str, Any], policy: Policy, base: str, scratch: str) -> C
     roots = _paths(base, ev.get("trustedRoot"))
     metadata, signature = _paths(base, ev.get("metadata")), _paths(base, ev.get("signature"))
     try:
-        adm = admit(tool, policy=policy, command=case.get("command"), name=case.get("toolName"),
-                    metadata=metadata[0] if metadata else None,
-                    bundles=_paths(base, ev.get("bundles")), keys=_paths(base, ev.get("keys")),
-                    signature=signature[0] if signature else None, vsas=_paths(base, ev.get("vsas")),
-                    trusted_root=roots[0] if roots else None, interactive=bool(case.get("interactive", False)),
-                    audit=False, cache=False)
+        adm = admit(tool, policy=policy, command=case.get("command"),
+                    evidence=Evidence(bundles=_paths(base, ev.get("bundles")),
+                                      signature=signature[0] if signature else None,
+                                      metadata=metadata[0] if metadata else None, vsas=_paths(base, ev.get("vsas"))),
+                    options=AdmitOptions(name=case.get("toolName"), keys=_paths(base, ev.get("keys")),
+                                         trusted_root=roots[0] if roots else None,
+                                         interactive=bool(case.get("interactive", False)), audit=False, cache=False))
     except AtipTrustError as err:
         return CaseResult(case["name"], exp["behavior"], tuple(exp.get("reasons", [])), "deny",
                           ("ERROR", type(err).__name__), err.diagnostics())

@@ -18,6 +18,7 @@ that file is the same one (not replaced, edited, removed, chmod'ed or chown'ed) 
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -28,11 +29,14 @@ from atip_trust._base.statmemo import Ident, ident_of, memo_get, memo_put, regul
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact, FileIdentity
-from atip_trust.facts.digest import Digest, hash_fd
+from atip_trust.facts.digest import Digest, hash_bytes, hash_fd
+from atip_trust.admission.options import EVIDENCE_NOT_IN_KEY
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.facts.report import TrustReport
 from atip_trust.state.verdict_cache import VerdictCache, cache_key, fresh
 
 if TYPE_CHECKING:
+    from atip_trust.admission.options import AdmitOptions, VerifyOptions
     from atip_trust.facts.digest import Algorithm
 
 PathLike = str | os.PathLike[str]
@@ -154,6 +158,116 @@ class ReportKey:
         return self._hex
 
 
+#: The fields of ``Evidence`` the key reads, in order (every field but ``EVIDENCE_NOT_IN_KEY``'s).
+_EVIDENCE_KEYED: tuple[str, ...] = tuple(f for f in Evidence._fields if f not in EVIDENCE_NOT_IN_KEY)
+#: Likewise for each options class, made on first use: the fields, a getter of their values, and the
+#: names of every part of the key (on disk, the entry's name is made of these).
+_OPTIONS_KEYED: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[str, ...]]] = {}
+
+
+def verdict_key(
+    kind: str,
+    subject_path: str,
+    digests: Mapping[Any, object],
+    evidence: Evidence,
+    options: AdmitOptions | VerifyOptions,
+    *,
+    policy: str | None,
+    trusted_root: str,
+    constraints: str,
+    key_files: Sequence[PathLike],
+    subject_name: str | None = None,
+    metadata_read: tuple[Hashable, ...] | None = None,
+) -> ReportKey | None:
+    """The verdict cache's key for one admission (``kind`` "admit") or verification ("verify"): the one
+    place it is made. Every field of ``evidence`` and of ``options`` is in it, but those the two
+    ``NOT_IN_KEY`` lists name, each with the reason it cannot change the cached report
+    (admission/options.py); with them the subject (path, digests, and the name the tool is decided
+    under, which the metadata's binding is checked against), the composed policy's digest,
+    the trusted root's digest, the constraints the evaluation runs with (``repr``) and, by content,
+    the key files among them (a policy's digest names a key file's path, not the key in it);
+    ``ReportKey`` adds ``kind`` and atip-trust's version. A forgotten input would serve a verdict
+    reached for other evidence: tests/test_verdict_key_fields.py changes each field in turn.
+
+    Evidence files are keyed by path and by the sha256 of their bytes; None when one cannot be read
+    (that evaluation runs, and reports it, every time). ``metadata_read``: the metadata as the
+    admission read it — (path, found as a shim, sha256 of the bytes, source name, its bundle) — which
+    then stands for the ``metadata`` and ``metadata_bundle`` fields (the bytes decided on, not the
+    file's bytes now)."""
+    found_keys = evidence_digests(key_files) if key_files else []
+    if found_keys is None:
+        return None
+    values: list[Hashable] = [(subject_path, tuple(digests.items())), subject_name, policy, trusted_root,
+                              constraints, _pairs(found_keys)]
+    # Every field read through one C-level getter per record class; the common values (None, text,
+    # flags) taken as they are without a call (python -m bench --only decide: this runs on every hit).
+    for name, value in zip(_EVIDENCE_KEYED, _EVIDENCE_GET(evidence)):
+        if metadata_read is not None and (name == "metadata" or name == "metadata_bundle"):
+            value = metadata_read if name == "metadata" else None
+        elif value is not None:
+            value = _evidence_value(value)
+            if value is _UNREADABLE:
+                return None
+        values.append(value)
+    cls = type(options)
+    keyed = _OPTIONS_KEYED.get(cls)
+    if keyed is None:
+        fields = tuple(f for f in cls._fields if f not in cls.NOT_IN_KEY)
+        keyed = _OPTIONS_KEYED[cls] = (fields, attrgetter(*fields), (*_FIXED_NAMES, *(
+            f"evidence.{f}" for f in _EVIDENCE_KEYED), *(f"options.{f}" for f in fields)))
+    values.extend(v if v is None or v.__class__ in _PLAIN else _option_value(v) for v in keyed[1](options))
+    memo = tuple(values)
+    names = keyed[2]
+    return ReportKey(kind, lambda: {n: _jsonable(v) for n, v in zip(names, memo)}, memo)
+
+
+_FIXED_NAMES = ("artifact", "tool", "policy", "trusted_root", "constraints", "key_files")
+_EVIDENCE_GET = attrgetter(*_EVIDENCE_KEYED)
+_PLAIN = frozenset({str, bool, int})
+
+
+#: An evidence file that could not be read: nothing is cached.
+_UNREADABLE = object()
+
+
+def _pairs(found: list[list[str]]) -> tuple[tuple[str, ...], ...]:
+    return tuple(map(tuple, found)) if found else ()
+
+
+def _evidence_value(value: object) -> Hashable:
+    """One ``Evidence`` field in the key: files as ((path, sha256), ...); bytes and a document read by
+    the sha256 of their bytes."""
+    if isinstance(value, (tuple, list)) and not value:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return ("bytes", str(hash_bytes(bytes(value))))
+    sha = getattr(value, "sha256", None)
+    if sha is not None:  # a MetadataDocument already read
+        return ("document", str(sha), getattr(value, "source_name", None))
+    paths = (value,) if isinstance(value, (str, os.PathLike)) else value
+    found = evidence_digests(paths)  # type: ignore[arg-type]  # a sequence of paths (Evidence's types)
+    return _UNREADABLE if found is None else _pairs(found)
+
+
+def _option_value(value: object) -> Hashable:
+    """One options field in the key: a path as its text, several as a tuple, anything else its repr
+    (``Constraints``: the same text the evaluation's constraints are keyed by)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, os.PathLike):
+        text: str = os.fspath(value)
+        return text
+    if isinstance(value, (tuple, list)):
+        return tuple(_option_value(v) for v in value)
+    return repr(value)
+
+
+def _jsonable(value: object) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value if value is None or isinstance(value, (bool, int, str)) else str(value)
+
+
 class _Remembered:
     """What one entry gave this process: its name, the identity of its file, when it was created, the
     report read from it (handed out as copies) and its payload."""
@@ -227,8 +341,7 @@ def store(cache: VerdictCache | None, key: str | ReportKey | None, report: Trust
         return None
     if isinstance(key, ReportKey):
         key = key.hex
-    body = report.to_json(full=True)
-    body["decision"] = None
+    body = report.to_json(full=True)  # the facts: a report holds no decision
     digest = report.digest()
     cache.put(key, {"report": body, "report_digest": digest, **extra})
     return digest
@@ -241,5 +354,5 @@ def stored_digest(payload: Mapping[str, Any]) -> str | None:
     return digest if isinstance(digest, str) and digest.startswith("sha256:") else None
 
 
-__all__ = ["ReportKey", "cached", "evidence_digests", "file_ident", "hash_artifact", "open_cache", "report_key", "store",
+__all__ = ["ReportKey", "cached", "verdict_key", "evidence_digests", "file_ident", "hash_artifact", "open_cache", "report_key", "store",
            "stored_digest"]

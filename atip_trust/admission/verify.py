@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust.admission._deps import evaluate_mod, net_fetch, pathlib
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, replace
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
+from atip_trust.errors import UsageError
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
-from atip_trust.admission.verdict_key import cached, evidence_digests, hash_artifact, open_cache, report_key, store
+from atip_trust.admission.options import VerifyOptions, split_keywords
+from atip_trust.admission.verdict_key import ReportKey, cached, hash_artifact, open_cache, store, verdict_key
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide
@@ -66,7 +67,7 @@ class Verification(Record):
         return 0 if self.decision.behavior == "allow" else 1
 
     def to_json(self) -> dict[str, Any]:
-        out = self.report.to_json()
+        out = self.report.to_json(decision=self.decision)
         out["trusted_root"] = {"name": self.trusted_root.name, "digest": self.trusted_root.digest}
         out["cache"] = self.cache
         if self.fetch:
@@ -120,20 +121,16 @@ def subject_of(artifact: PathLike | Digest) -> Artifact | DigestSubject:
 def verify(
     artifact: PathLike | Digest,
     *,
-    constraints: Constraints | None = None,
-    bundles: PathLike | Sequence[PathLike] = (),
-    signature: PathLike | None = None,
-    certificate: PathLike | None = None,
-    metadata: PathLike | None = None,
     policy: Policy | PathLike | None = None,
-    trusted_root: PathLike | None = None,
-    staging: bool = False,
-    fetch: bool = False,
-    cache: bool = True,
+    evidence: Evidence | None = None,
+    options: VerifyOptions | None = None,
+    **keywords: Any,
 ) -> Verification:
-    """Verify ``artifact`` against its evidence with ``constraints`` (flags) and/or ``policy``.
+    """Verify ``artifact`` against ``evidence`` with ``options.constraints`` (flags) and/or ``policy``.
+    The fields of ``Evidence`` and ``VerifyOptions`` may also be given as keywords (``bundles=[...]``,
+    ``constraints=...``: admission/options.py).
 
-    ``certificate`` with ``signature``: cosign's detached certificate and signature
+    ``evidence.certificate`` with ``signature``: cosign's detached certificate and signature
     (signature/certificate_pair.py): checked and reported, but without a log entry they never verify
     on their own; with a bundle that carries them, the bundle's verification counts.
 
@@ -142,102 +139,71 @@ def verify(
     Raises ``AtipTrustError`` when it cannot evaluate (no signer to verify against, malformed input,
     missing trust root, failed fetch): a denial.
 
-    ``cache``: reuse the trust report computed for the same bytes, evidence, policy, trusted root and
-    constraints (state/verdict_cache.py; never with ``fetch``: fetched material is new each time); the
-    decision is always made anew. ``False`` neither reads nor writes the cache.
+    ``options.cache``: reuse the trust report computed for the same bytes, evidence, policy, trusted
+    root and constraints (state/verdict_cache.py; the key: ``admission.verdict_key.verdict_key``; never
+    with ``fetch``: fetched material is new each time); the decision is always made anew. ``False``
+    neither reads nor writes the cache.
     """
-    c = constraints if constraints is not None else Constraints()
+    evidence, options = split_keywords("verify", evidence, options, VerifyOptions, keywords)
+    unread = [f for f in ("metadata_bundle", "contract", "contract_bundle", "vsas") if getattr(evidence, f)]
+    if unread:
+        raise UsageError(f"verify does not read evidence.{', evidence.'.join(unread)}: admit does "
+                         "(a tool's metadata signature, AIP-14 contract and VSAs belong to admission)")
+    bundles = path_texts(evidence.bundles, "bundles")
+    c = options.constraints if options.constraints is not None else Constraints()
     applied: Policy | None = None
     if policy is not None:
         applied = policy if isinstance(policy, Policy) else load_verify_policy(policy)
         c = constraints_from_policy(applied, c)
     # The policy's pinned root; an argument may only pick one of the roots it pins.
     # Deferred: parsed only when a cache miss verifies (evaluate checks it first).
+    trusted_root = options.trusted_root
     root = choose_trusted_root(applied, os.fspath(trusted_root) if trusted_root is not None else None,
-                               staging, deferred=True)
-    # The evidence files as text: the cache key is made from them without pathlib (docs/caching.md);
-    # the ``Evidence`` of ``Path``s only when a miss evaluates.
-    given = _Given(path_texts(bundles, "bundles"), _text(signature), _text(certificate), _text(metadata))
+                               options.staging, deferred=True)
     fetched: list[dict[str, Any]] = []
-    store_in = open_cache(cache and not fetch)  # fetched material is new each time: never cached
-    key: str | None = None
+    fetch, metadata = options.fetch, evidence.metadata
+    store_in = open_cache(options.cache and not fetch)  # fetched material is new each time: never cached
+    key: ReportKey | None = None
     hit: tuple[TrustReport, dict[str, Any]] | None = None
     subject = subject_of(artifact)
     with subject:
         if fetch and metadata is not None:
+            if not isinstance(metadata, (str, os.PathLike)):
+                raise UsageError("fetch: the metadata must be a file (its provenance URL is fetched)")
             # The only network use, and only now that every local input is checked. The fetched
             # bytes are one more untrusted bundle, read from a private temporary directory that is
             # removed when this block ends.
             with net_fetch.fetched_provenance(metadata) as material:
                 fetched = [m.to_json() for m in material]
-                report = evaluate_mod.evaluate(subject, given.evidence(tuple(m.path for m in material)), c, root)
+                given = replace(evidence, bundles=bundles + tuple(os.fspath(m.path) for m in material))
+                report = evaluate_mod.evaluate(subject, given, c, root)
         else:
             if store_in is not None:
-                key = _cache_key(subject, store_in, c, given, applied, root)
+                key = _cache_key(subject, store_in, c, evidence, options, applied, root)
                 hit = cached(store_in, key)
             if hit is not None:
                 report = hit[0]
             else:
-                report = evaluate_mod.evaluate(subject, given.evidence(), c, root)
+                report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root)
                 store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
-    report.decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
-    return Verification(report, report.decision, root, tuple(fetched), fetch,
+    decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
+    return Verification(report, decision, root, tuple(fetched), fetch,
                         cache="off" if key is None else "hit" if hit is not None else "miss")
 
 
-class _Given:
-    """The evidence files named by the caller, as text."""
-
-    __slots__ = ("bundles", "signature", "certificate", "metadata")
-
-    def __init__(self, bundles: tuple[str, ...], signature: str | None, certificate: str | None,
-                 metadata: str | None) -> None:
-        self.bundles = bundles
-        self.signature = signature
-        self.certificate = certificate
-        self.metadata = metadata
-
-    def evidence(self, fetched: tuple[Path, ...] = ()) -> Evidence:
-        """The ``Evidence`` an evaluation reads (``Path``s: only a miss or a fetch gets here)."""
-        return Evidence(
-            bundles=tuple(pathlib.Path(b) for b in self.bundles) + fetched,
-            signature=_path(self.signature),
-            certificate=_path(self.certificate),
-            metadata=_path(self.metadata),
-        )
-
-
-def _text(path: PathLike | None) -> str | None:
-    return os.fspath(path) if path is not None else None
-
-
-def _path(text: str | None) -> Path | None:
-    return pathlib.Path(text) if text is not None else None
-
-
-def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints,
-               evidence: _Given, policy: Policy | None, root: TrustRoot) -> str | None:
-    """Everything ``evaluate`` reads, as the verdict cache's key (admission/verdict_key.py); None when a piece
-    of evidence cannot be read (that is evaluated, and reported, again)."""
+def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints, evidence: Evidence,
+               options: VerifyOptions, policy: Policy | None, root: TrustRoot) -> ReportKey | None:
+    """The verdict cache's key (admission/verdict_key.py ``verdict_key``); None when a piece of evidence
+    cannot be read (that is evaluated, and reported, again)."""
     digests: dict[str, str]
     if isinstance(subject, Artifact):
         digests = {a: str(d) for a, d in hash_artifact(subject, cache).items()}
     else:
         digests = {"known": str(subject.known)}
-    files = {role: evidence_digests(paths) for role, paths in (
-        ("bundles", list(evidence.bundles)), ("keys", list(c.keys)),
-        ("signature", [evidence.signature]), ("certificate", [evidence.certificate]),
-        ("metadata", [evidence.metadata]))}
-    if any(v is None for v in files.values()):
-        return None
-    return report_key("verify", {
-        "artifact": {"path": subject.path_text, **digests},
-        "evidence": files,
-        "policy": policy.digest if policy is not None else None,
-        "trusted_root": root.digest,
-        "constraints": repr(c),
-    })
+    return verdict_key("verify", subject.path_text, digests, evidence, options,
+                       policy=policy.digest if policy is not None else None, trusted_root=root.digest,
+                       constraints=repr(c), key_files=c.keys)
 
 
-__all__ = ["Verification", "decide_verify", "load_verify_policy", "subject_of", "verdict", "verify"]
+__all__ = ["Verification", "VerifyOptions", "decide_verify", "load_verify_policy", "subject_of", "verdict", "verify"]

@@ -25,8 +25,8 @@ from atip_trust._base.jsonio import canonical_json, parse_json
 from atip_trust.admission._deps import bundles_mod, keyless_mod, keyless_sign_mod
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
-from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure
-from atip_trust.facts.report import Check, TrustLevel, TrustReport
+from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure, UsageError
+from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
 from atip_trust._base.limits import LIMITS
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
 from atip_trust.policy.verifiers import VerifierRule, verifier_rules
@@ -50,13 +50,8 @@ from atip_trust.signature.keys import load_public_key
 from atip_trust.facts.digest import Digest
 from atip_trust.signature.identity import IdentityRule, match_identities
 from atip_trust.signature.trustroot import TrustRoot
-from atip_trust.errors import UsageError
 
 
-
-def now_seconds() -> float:
-    """Now, in epoch seconds, on the clock the VSA checks read (tests shift ``datetime`` here only)."""
-    return datetime.now(timezone.utc).timestamp()
 
 PathLike = str | os.PathLike[str]
 
@@ -84,7 +79,7 @@ def policy_reference(policy_digest: str | None, constraints_text: str, policy_ur
     return policy_uri or FLAGS_POLICY_URI, {"sha256": hashlib.sha256(raw).hexdigest()}
 
 
-def emit_vsa(report: TrustReport, *, key: PathLike | None, verifier_id: str, resource_uri: str,
+def emit_vsa(report: TrustReport, decision: Decision, *, key: PathLike | None, verifier_id: str, resource_uri: str,
              policy_uri: str, policy_digest: dict[str, str], bundles: Sequence[PathLike],
              key_id: str | None = None, now: datetime | None = None, keyless: bool = False,
              trust_config: PathLike | None = None, identity: Any = None) -> bytes:
@@ -103,7 +98,7 @@ def emit_vsa(report: TrustReport, *, key: PathLike | None, verifier_id: str, res
         raise UsageError("a VSA is signed with a key (--vsa-key) or keylessly (--vsa-keyless)")
     else:
         signer = load_private_key(key)
-    passed = report.decision is not None and report.decision.behavior == "allow" \
+    passed = decision.behavior == "allow" \
         and report.trust_level is TrustLevel.VERIFIED
     level = report.provenance.slsa_level if report.provenance.status == "valid" else None
     stmt = vsa_statement(
@@ -391,16 +386,6 @@ def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequen
     return [_review(p, digests, rules, ids, trust_root, at)[0] for p in paths]
 
 
-def vsa_recheck_at(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
-                   now: datetime | None = None, trust_root: TrustRoot | None = None) -> datetime | None:
-    """When ``vsa_checks`` over the same files may first give another answer with time alone: a
-    report that stands on VSAs must be made again then (``HeldTool``); None: never by time."""
-    at = now or datetime.now(timezone.utc)
-    ids = [r.describe() for r in rules]
-    times = [t for p in paths if (t := _review(p, digests, rules, ids, trust_root, at)[1]) is not None]
-    return min(times, default=None)
-
-
 def vsa_candidates(bundle_dir: PathLike, hexdigest: str) -> list[str]:
     """Where a tool's VSAs are kept by digest (docs/vsa.md): ``DIR/sha256/<hex>.vsa.jsonl``, then
     ``DIR/<hex>.vsa.jsonl``, whether they exist or not (a held tool watches both)."""
@@ -428,18 +413,20 @@ def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
             if isinstance(s, dict) and isinstance(s.get("digest"), dict) for alg, value in s["digest"].items()}
 
 
-def apply_vsas(report: TrustReport, checks: list[Check]) -> None:
-    """Add ``checks`` to ``report`` and set its level: a trusted FAILED caps it below VERIFIED (the
-    verifier's failure stands over any local evidence); otherwise a trusted PASSED makes it VERIFIED."""
-    report.checks.extend(checks)
+def apply_vsas(report: TrustReport, checks: list[Check]) -> TrustReport:
+    """``report`` with ``checks`` added and its level set (a copy, ``TrustReport.adding``): a trusted
+    FAILED caps it below VERIFIED (the verifier's failure stands over any local evidence); otherwise a
+    trusted PASSED makes it VERIFIED."""
     if report.trust_level is TrustLevel.COMPROMISED:
-        return  # evidence of tampering stands: no summary outweighs a signature that fails over these bytes
+        # evidence of tampering stands: no summary outweighs a signature that fails over these bytes
+        return report.adding(checks)
     if any(c.failed for c in checks):
-        report.trust_level = min(report.trust_level, TrustLevel.UNVERIFIED)
-    elif any(c.status == "pass" for c in checks):
-        report.trust_level = TrustLevel.VERIFIED
+        return report.adding(checks, min(report.trust_level, TrustLevel.UNVERIFIED))
+    if any(c.status == "pass" for c in checks):
+        return report.adding(checks, TrustLevel.VERIFIED)
+    return report.adding(checks)
 
 
-__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas", "now_seconds",
+__all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas",
            "claimed_digests", "emit_vsa", "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa",
-           "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "vsa_recheck_at", "write_vsa"]
+           "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "write_vsa"]

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import MetadataError
 from atip_trust.admission.admit import admit, audit_target, write_audit
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.execution.exec import admit_file, find_bundles, locate
 from atip_trust.discovery.probe import ProbeOutcome, probe
@@ -75,9 +77,10 @@ def probe_surface_tool(
         if outcome.metadata is not None:
             raw = outcome.metadata.raw
             bundles = find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex)
-            adm = admit(art, policy=policy, name=name, command=[], metadata=raw, bundles=bundles,
-                        shim_dir=shim_dir, trusted_root=trusted_root, staging=staging, cache=cache,
-                        audit=audit, audit_log=target, defer_audit=True)
+            adm = admit(art, policy=policy, command=[], evidence=Evidence(bundles=bundles, metadata=raw),
+                        options=AdmitOptions(name=name, shim_dir=shim_dir, trusted_root=trusted_root,
+                                             staging=staging, cache=cache, audit=audit, audit_log=target,
+                                             defer_audit=True))
             evidence["metadata"] = raw
         elif not (outcome.reason == "signed_shim" and adm.metadata is not None):
             if audit:

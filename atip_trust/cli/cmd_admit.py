@@ -32,6 +32,8 @@ from atip_trust.cli.output import (
     write_report_files,
 )
 from atip_trust.errors import ArtifactAccessError
+from atip_trust.evaluation.inputs import Evidence
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.facts.report import TrustLevel
 from atip_trust.state.audit import default_audit_path
 from atip_trust.admission.admit import (
@@ -158,13 +160,15 @@ def run(args: argparse.Namespace) -> int:
         raise  # exit 2 from the one catch point (cli/main.py)
     # (2)-(5) in the library; the decision's own line waits until the output is ready (6).
     admission = admit(
-        args.tool, policy=policy, command=args.command_words, metadata=args.metadata,
-        metadata_bundle=args.metadata_bundle, bundles=args.bundle, keys=args.key,
-        signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
-        staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
-        audit_log=args.audit_log, defer_audit=True,
-        cache=not args.no_cache, fetch=args.fetch,
-        contract=args.contract, contract_bundle=args.contract_bundle, vsas=args.vsa,
+        args.tool, policy=policy, command=args.command_words,
+        evidence=Evidence(
+            bundles=args.bundle, signature=args.signature, metadata=args.metadata,
+            metadata_bundle=args.metadata_bundle, contract=args.contract, contract_bundle=args.contract_bundle,
+            vsas=args.vsa),
+        options=AdmitOptions(
+            keys=args.key, shim_dir=args.shim_dir, trusted_root=args.trusted_root, staging=args.staging,
+            fetch=args.fetch, interactive=is_interactive(args), audit=not args.no_audit,
+            audit_log=args.audit_log, defer_audit=True, cache=not args.no_cache),
     )
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.
@@ -201,7 +205,7 @@ def _render(fmt: str, admission: Admission) -> str:
     if fmt == "json":
         return json_text(admission.to_json())
     if fmt == "sarif":
-        return json_text(reports_to_sarif([report], version=__version__))
+        return json_text(reports_to_sarif([report.to_json(decision=decision)], version=__version__))
     line = " ".join([admission.tool, *admission.command])
     lines = [one_line(f"{decision.behavior}: {line} ({report.trust_level.name}, "
                       f"sha256:{report.digests.get('sha256')})")]

@@ -37,8 +37,9 @@ from atip_trust.cli._deps import pathlib, sarif
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
+from atip_trust.admission.options import VerifyOptions
 from atip_trust.admission.verify import Verification, verify
-from atip_trust.evaluation.inputs import Constraints
+from atip_trust.evaluation.inputs import Constraints, Evidence
 
 
 def register(sub: Any) -> None:
@@ -146,16 +147,11 @@ def run(args: argparse.Namespace) -> int:
 def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints) -> Verification:
     return verify(
         artifact,
-        constraints=constraints,
-        bundles=args.bundle,
-        signature=args.signature,
-        certificate=args.cert,
-        metadata=args.metadata,
         policy=args.policy,
-        trusted_root=args.trusted_root,
-        staging=args.staging,
-        fetch=args.fetch,
-        cache=not args.no_cache,
+        evidence=Evidence(bundles=args.bundle, signature=args.signature, certificate=args.cert,
+                          metadata=args.metadata),
+        options=VerifyOptions(constraints=constraints, trusted_root=args.trusted_root, staging=args.staging,
+                              fetch=args.fetch, cache=not args.no_cache),
     )
 
 
@@ -185,7 +181,7 @@ def _render(args: argparse.Namespace, results: list[Verification | BaseException
                 found.append(result)
                 rules[rid] = rule
             else:
-                more, used = sarif.report_results(r.report.to_json(), check_line)
+                more, used = sarif.report_results(r.report.to_json(decision=r.decision), check_line)
                 found.extend(more)
                 rules.update(used)
         return json_text(sarif.sarif_log(found, rules, version=__version__))

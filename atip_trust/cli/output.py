@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from atip_trust._base.files import write_atomic
 from atip_trust.cli._deps import sarif
 from atip_trust.errors import ArtifactAccessError
-from atip_trust.facts.report import Check, Reason, TrustReport
+from atip_trust.facts.report import Check, Decision, Reason, TrustReport
 
 if TYPE_CHECKING:
     from atip_trust.cli.sarif import Rule
@@ -149,7 +149,8 @@ def digest_text(digests: Mapping[str, str] | None) -> str:
 
 
 def reports_to_sarif(reports: Sequence[TrustReport | Mapping[str, Any]], *, version: str) -> dict[str, Any]:
-    """SARIF for trust reports (objects or their JSON): every failed check and every denial reason."""
+    """SARIF for trust reports (objects or their JSON): every failed check and every denial reason (a
+    report holds no decision: pass ``TrustReport.to_json(decision=...)`` for the reasons)."""
     results: list[dict[str, Any]] = []
     rules: dict[str, Rule] = {}
     for rep in reports:
@@ -256,8 +257,9 @@ def render_verify_text(out: Mapping[str, Any], stream: TextIO, *, quiet: bool = 
     stream.write("".join(line + "\n" for line in tail))
 
 
-def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False) -> None:
-    render_verify_text(rep.to_json(), stream, quiet=quiet)
+def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False,
+                      decision: Decision | None = None) -> None:
+    render_verify_text(rep.to_json(decision=decision), stream, quiet=quiet)
 
 
 __all__ = [

@@ -66,7 +66,7 @@ def emit(args: argparse.Namespace, res: Verification, constraints: Constraints) 
     digest = load_verify_policy(args.policy).digest if args.policy else None
     uri = args.vsa_policy_uri or ("file://" + os.path.abspath(args.policy) if args.policy else None)
     policy_uri, policy_digest = gate_vsa.policy_reference(digest, repr(constraints), uri)
-    line = gate_vsa.emit_vsa(res.report, key=args.vsa_key, verifier_id=args.vsa_verifier_id,
+    line = gate_vsa.emit_vsa(res.report, res.decision, key=args.vsa_key, verifier_id=args.vsa_verifier_id,
                     resource_uri=args.vsa_resource_uri, policy_uri=policy_uri, policy_digest=policy_digest,
                     bundles=list(args.bundle), key_id=args.vsa_key_id, keyless=args.vsa_keyless,
                     trust_config=args.vsa_trust_config, identity=args.vsa_identity)

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, replace
 from atip_trust._base.files import owner_problem
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact
@@ -39,6 +39,8 @@ from atip_trust.facts.report import TrustLevel
 from atip_trust.admission import vsa as gate_vsa
 from atip_trust.admission.admit import Admission, admit
 from atip_trust.admission.agent_tools import AgentTree
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.discovery.probe import ProbeOutcome, probe
 from atip_trust.discovery.scan import Candidate, Skipped, scan_directories
@@ -310,18 +312,18 @@ def _discover_one(c: Candidate, o: _Options) -> ToolRow:
                 return row
             digests = hash_artifact(art, o.cache)
             row.digest = str(digests["sha256"])
-            common: dict[str, Any] = dict(
-                policy=o.policy, name=c.name, shim_dir=o.shim_dir, trusted_root=o.trusted_root,
-                bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
-                vsas=_vsas_for({str(a): d.hex for a, d in digests.items()}, o),
-                interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch,
-                registry_pin=o.registry_pin)
-            adm = admit(art, **common)
+            evidence = Evidence(bundles=_sidecars(c.resolved, digests["sha256"].hex, o.bundle_dir),
+                                vsas=_vsas_for({str(a): d.hex for a, d in digests.items()}, o))
+            options = AdmitOptions(name=c.name, shim_dir=o.shim_dir, trusted_root=o.trusted_root,
+                                   interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch,
+                                   registry_pin=o.registry_pin)
+            adm = admit(art, policy=o.policy, evidence=evidence, options=options)
             outcome = probe(art, adm, o.policy, cache=o.cache, interpreter_args=dict(
                 bundle_dir=o.bundle_dir, shim_dir=o.shim_dir, trusted_root=o.trusted_root, cache=o.use_cache))
             if outcome.metadata is not None:
                 # Decide again with what the tool says about itself (claims; effects only tighten).
-                adm = admit(art, metadata=outcome.metadata.raw, **common)
+                adm = admit(art, policy=o.policy, evidence=replace(evidence, metadata=outcome.metadata.raw),
+                            options=options)
             _fill(row, adm, outcome)
     except (AtipTrustError, OSError) as err:
         row.trust, row.placement, row.placement_reason = "failed", "blocked", "error"

@@ -22,6 +22,7 @@ Steps, each guarded so it cannot run out of order and the reference time is fixe
 
 from __future__ import annotations
 
+import pathlib
 import time
 from collections.abc import Callable, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
@@ -38,6 +39,7 @@ from atip_trust.evaluation._deps import (
     metadata_mod,
     slsa,
 )
+from atip_trust._base.files import path_texts
 from atip_trust._base.record import Record, field
 from atip_trust.errors import (
     ArtifactAccessError,
@@ -646,14 +648,22 @@ def evaluate(
     trust_root.check()  # a deferred root (signature/trustroot.py) is checked before anything else
     bundles: list[BundleInput] = []
     unreadable: list[tuple[Path, AtipTrustError]] = []
-    for p in evidence.bundles:
+    given = [pathlib.Path(p) for p in path_texts(evidence.bundles, "bundles")]
+    for p in given:
         try:
             bundles.extend(bundles_mod.load_bundles(p))
         except (UntrustedInputError, ArtifactAccessError) as err:
-            if len(evidence.bundles) == 1:
+            if len(given) == 1:
                 raise  # the only evidence is unreadable: could not evaluate (exit 2)
             unreadable.append((p, err))
-    if require_anchor and (bundles or unreadable or evidence.signature) and not constraints.has_anchor:
+    signature = pathlib.Path(evidence.signature) if evidence.signature is not None else None
+    certificate = pathlib.Path(evidence.certificate) if evidence.certificate is not None else None
+    metadata = evidence.metadata
+    if isinstance(metadata, (bytes, bytearray)):
+        metadata = metadata_mod.parse_metadata(bytes(metadata))
+    elif metadata is not None and not isinstance(metadata, metadata_mod.MetadataDocument):
+        metadata = pathlib.Path(metadata)
+    if require_anchor and (bundles or unreadable or signature) and not constraints.has_anchor:
         raise UsageError(
             "no signer to verify against: add --certificate-identity (or "
             "--certificate-identity-regexp) with --certificate-oidc-issuer (or "
@@ -662,9 +672,9 @@ def evaluate(
             "policy= that lists signers)"
         )
     ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
-    ev.digest(sha512=evidence.metadata is not None or any(b.content == "dsse" for b in bundles))
-    ev.claims_from(evidence.metadata)
-    ev.evidence(bundles, evidence.signature, unreadable, evidence.certificate)
+    ev.digest(sha512=metadata is not None or any(b.content == "dsse" for b in bundles))
+    ev.claims_from(metadata)
+    ev.evidence(bundles, signature, unreadable, certificate)
     ev.provenance()
     level = ev.level()
     return ev.report(level)

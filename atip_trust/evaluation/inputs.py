@@ -12,7 +12,11 @@ from atip_trust.signature.identity import match_identities
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
     from pathlib import Path
+
+    PathLike = str | os.PathLike[str]
 
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.facts.report import Check
@@ -21,18 +25,28 @@ if TYPE_CHECKING:
 
 
 class Evidence(Record):
-    """Untrusted material offered about the artifact."""
+    """Untrusted material offered about the artifact: paths as text or ``os.PathLike`` (read where they
+    are used: a warm admission makes its cache key from the text alone, docs/caching.md)."""
 
-    bundles: tuple[Path, ...] = ()
+    #: Sigstore bundles (or files of them): one path or several (a ``str`` is one path).
+    bundles: PathLike | Sequence[PathLike] = ()
     #: A detached signature (cosign ``--signature``), checked against ``Constraints.keys``, or with
     #: ``certificate`` against that certificate (signature/certificate_pair.py).
-    signature: Path | None = None
+    signature: PathLike | None = None
     #: The signing certificate of ``signature`` (cosign ``--cert``): a pair that carries no log entry.
-    certificate: Path | None = None
-    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once here)
-    #: or a document already read, so that a caller that also verifies the document's own signature
-    #: (metadata_trust.py) checks claims from the very bytes it verified.
-    metadata: Path | MetadataDocument | None = None
+    certificate: PathLike | None = None
+    #: ATIP metadata or shim whose ``trust``/``binary`` sections make claims: a path (read once), its
+    #: bytes (a tool's ``--agent`` answer) or a document already read, so that a caller that also
+    #: verifies the document's own signature (metadata_trust.py) checks claims from the very bytes it
+    #: verified.
+    metadata: PathLike | bytes | MetadataDocument | None = None
+    #: The Sigstore bundle signing ``metadata`` itself (admission: its effects count only when signed).
+    metadata_bundle: PathLike | None = None
+    #: An AIP-14 ``TOOL.md`` and its bundle (admission/admit.py; default: beside the metadata).
+    contract: PathLike | None = None
+    contract_bundle: PathLike | None = None
+    #: SLSA verification summary attestations (admission/vsa.py, docs/vsa.md): one path or several.
+    vsas: PathLike | Sequence[PathLike] = ()
 
 
 class SignerSet(Record):

@@ -45,14 +45,15 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, replace
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
-from atip_trust._base.files import path_name
+from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
 from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.effects import command_interactive_need
 from atip_trust.facts.report import Reason
 from atip_trust.admission.admit import Admission, admit, audit_failure, audit_target, tool_name_of
+from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.execution.env import exec_environment
 from atip_trust.admission.interactive import stdin_provides
@@ -151,12 +152,16 @@ def admit_file(
 ) -> Opened:
     """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
     added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller.
+    ``admit_args``: the fields of ``admit``'s ``Evidence`` and ``AdmitOptions`` (admission/options.py),
+    made into those two records here.
     ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again.
     ``expect_digest``: the file's sha256 must be this one, checked before admission
     (``ExecRefused`` deny, ``EXPECTED_DIGEST_MISMATCH``, naming both digests; nothing admitted)."""
+    evidence, options = split_keywords("admit_file", None, None, AdmitOptions, admit_args)
     art = Artifact.open(found, lookup=False)
     try:
         more: list[PathLike] = []
+        kept: list[str] = []
         if bundle_dir is not None or expect_digest is not None:
             digest = hash_artifact(art, open_cache(cache))["sha256"]
             # Public values, compared as bytes: Digest's constant-time == would load OpenSSL (digest.py).
@@ -169,11 +174,13 @@ def admit_file(
                     rule="--expect-digest", expected=str(expect_digest), actual=str(digest))])
             if bundle_dir is not None:
                 more = list(find_bundles(bundle_dir, digest.hex))
+                # VSAs by digest beside the bundles (docs/vsa.md)
                 kept = find_bundles(bundle_dir, digest.hex, suffixes=(".vsa.jsonl",))
-                if kept:  # VSAs by digest beside the bundles (docs/vsa.md)
-                    admit_args["vsas"] = [*admit_args.get("vsas", ()), *kept]
-        admission = admit(art, policy=policy, name=name, command=list(command),
-                          bundles=[*bundles, *more], cache=cache, defer_audit=True, **admit_args)
+        given = replace(evidence, bundles=[*bundles, *more])
+        if kept:
+            given = replace(given, vsas=[*path_texts(evidence.vsas, "vsas"), *kept])
+        admission = admit(art, policy=policy, command=list(command), evidence=given,
+                          options=replace(options, name=name, cache=cache, defer_audit=True))
     except BaseException:
         art.close()
         raise

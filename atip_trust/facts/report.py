@@ -6,7 +6,7 @@ Verification produces a ``TrustReport``; it never decides. The policy engine tur
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import IntEnum
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -327,7 +327,11 @@ class EvidenceSummary(Record):
 
 
 class TrustReport(Record, frozen=False):
-    """Everything verification found about one artifact."""
+    """Everything verification found about one artifact: complete when ``evaluate`` returns it, and
+    not changed after (evidence checked later is added to a copy, :meth:`adding`). It holds no
+    decision: an admission's or a verification's ``Decision`` is made about it and kept beside it
+    (``Admission.decision``, ``Verification.decision``), so the report a cache keeps is the same facts
+    whichever decision was made about them."""
 
     path: str
     digests: dict[str, str]
@@ -340,11 +344,10 @@ class TrustReport(Record, frozen=False):
     attestations: list[EvidenceSummary] = field(default_factory=list)
     #: Claims made by metadata (RFC §3.2.2), reported, never used as expectations.
     claims: dict[str, Any] | None = None
-    decision: Decision | None = None
 
-    def to_json(self, *, full: bool = False, decision: bool = True) -> dict[str, Any]:
+    def to_json(self, *, full: bool = False, decision: Decision | None = None) -> dict[str, Any]:
         """The JSON docs/contract.md documents; ``full`` adds each check's ``impact`` (see ``from_json``);
-        ``decision=False`` leaves the decision out (the facts alone, as ``digest`` covers them)."""
+        ``decision``: the decision made about this report, the output's ``decision`` key (None without)."""
         return {
             "artifact": {"path": self.path, "digest": dict(self.digests), "size": self.size},
             "trust_level": self.trust_level.name,
@@ -353,7 +356,7 @@ class TrustReport(Record, frozen=False):
             "checks": [c.to_json(full=full) for c in self.checks],
             "attestations": [a.to_json(full=full) for a in self.attestations],
             "claims": self.claims,
-            "decision": self.decision.to_json() if self.decision and decision else None,
+            "decision": decision.to_json() if decision is not None else None,
         }
 
     @classmethod
@@ -386,16 +389,23 @@ class TrustReport(Record, frozen=False):
             ProvenanceResult(prov.status, prov.predicate_type, prov.builder_id, prov.build_type,
                              prov.slsa_level, _json_copy(prov.source), prov.evidence),
             list(self.checks), list(self.attestations), _json_copy(self.claims),
-            None if self.decision is None else Decision(
-                self.decision.behavior, list(self.decision.reasons), self.decision.policy_digest,
-                self.decision.report_digest, self.decision.rule_source, self.decision.mode),
         )
 
+    def adding(self, checks: Sequence[Check], trust_level: TrustLevel | None = None) -> TrustReport:
+        """A copy with ``checks`` added (and its level set to ``trust_level`` when given): evidence
+        checked after the evaluation (the metadata's own signature, a registry's answer, VSAs, an
+        AIP-14 contract) never changes a report already handed out or kept by the verdict cache."""
+        out = self.copy()
+        out.checks.extend(checks)
+        if trust_level is not None:
+            out.trust_level = trust_level
+        return out
+
     def digest(self) -> str:
-        """sha256 of the canonical JSON of the report's facts (without the decision)."""
-        # Without the decision, which may be reading this very digest (Decision.report_digest).
-        body = self.to_json(decision=False)
-        body.pop("decision", None)
+        """sha256 of the canonical JSON of the report's facts (a decision reads this very digest,
+        ``Decision.report_digest``: the facts alone, without the ``decision`` key)."""
+        body = self.to_json()
+        del body["decision"]
         return canonical_digest(body, stringify=True)
 
 

@@ -277,19 +277,23 @@ def decide(
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
             effects_unknown, effects_omitted, declared)
     final, reasons, source = _core(policy, *args)
-    if len(policy.layers) > 1:
+    if len(policy.layers) > 1 and final != "deny":
         # The more restrictive answer wins. The merged rules already make every deny and
         # ask rule of every layer count; this also keeps a denial that a layer reaches *on its own*
         # (its noMatch, its signers, its waiver-free requirements) from being widened by another layer.
+        # Only an answer short of deny can be tightened, and only by the first layer that denies (a
+        # later one would find the answer deny already): each layer is decided at most once, and none
+        # when the merged policy denies.
         for alone in policy.layer_policies.values():
             layer = alone.layers[0]
             b, r, _ = _core(alone, *args)
-            if b == "deny" and final != "deny":
+            if b == "deny":
                 final, source = "deny", layer.source
                 reasons = [Reason("LAYER_DENIES",
                                   f"the {layer.source} policy on its own denies this, and a denial "
                                   "in any layer stands", rule=f"layer:{layer.source}",
                                   expected="allow or ask from every layer", actual="deny")] + r + reasons
+                break
 
     # (9) Non-interactive asks deny; warn/audit modes report instead of blocking.
     if final == "ask" and not interactive:
