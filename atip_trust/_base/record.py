@@ -116,11 +116,14 @@ class _RecordMeta(type):
         cls._index = {f: i for i, f in enumerate(fields)}
         cls._required = len(fields) - len(defaults)
         cls._factories = tuple(i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory)
-        cls._setters = tuple(_setter(made, f) for f in fields)
-        cls._compared = tuple(_shown_as(made, f) for f in fields if f not in cls._no_compare
-                              and _shown_as(made, f))
-        cls._shown = tuple(_shown_as(made, f) for f in fields if f not in cls._no_repr
-                           and _shown_as(made, f))
+        # A class's own fields are its own slots (their descriptors in its __dict__); an inherited
+        # one is looked up where it was declared. Each name worked out once: ~40 record classes are
+        # made on a warm admission's start-up (python -m bench --only admit).
+        slots = made.__dict__
+        cls._setters = tuple(slots[f].__set__ if f in own else _setter(made, f) for f in fields)
+        shown = [f if f[0] != "_" else _shown_as(made, f) for f in fields]
+        cls._compared = tuple(s for f, s in zip(fields, shown) if s and f not in cls._no_compare)
+        cls._shown = tuple(s for f, s in zip(fields, shown) if s and f not in cls._no_repr)
         cls._key = staticmethod(_tuple_getter(cls._compared))  # one C-level getter a class
         cls._post_init = getattr(made, "__post_init__", None)
         return made
