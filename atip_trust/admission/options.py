@@ -107,12 +107,6 @@ def split_keywords(function: str, given: Evidence | None, options: O | None, kin
     if not keywords:
         return (given if given is not None else _NO_EVIDENCE), (
             options if options is not None else _DEFAULTS[kind])  # type: ignore[return-value]  # kind's own
-    if given is None and options is None:
-        # A runtime admits with the same keywords before every call: the records those made last time
-        # (equal keywords: the same values, compared as dicts are, in C) are the ones these make.
-        last = _LAST.get(kind)
-        if last is not None and last[0] == keywords and last[1] == tuple(map(type, keywords.values())):
-            return last[2], last[3]  # type: ignore[return-value]  # made for kind
     to_evidence: dict[str, Any] = {}
     to_options: dict[str, Any] = {}
     evidence_fields, options_fields = Evidence._index, kind._index
@@ -132,18 +126,10 @@ def split_keywords(function: str, given: Evidence | None, options: O | None, kin
     made: O
     if options is None:
         made = kind(**to_options) if to_options else _DEFAULTS[kind]  # type: ignore[assignment]  # kind's own
-        if len(_LAST) < 8 and all(v is None or v.__class__ in _KEPT for v in keywords.values()):
-            _LAST[kind] = (dict(keywords), tuple(map(type, keywords.values())), given, made)
     else:
         made = replace(options, **to_options) if to_options else options
     return given, made
 
-
-#: The last keyword call of each kind, its values' types (``True == 1``: equal values of other types are
-#: other calls) and the records it made (``split_keywords``). Kept only when every keyword's value
-#: compares by content: text, flags, numbers, bytes and lists or tuples.
-_LAST: dict[type, tuple[dict[str, Any], tuple[type, ...], Evidence, AdmitOptions | VerifyOptions]] = {}
-_KEPT = frozenset({str, bool, int, bytes, list, tuple})
 
 #: The evidence, and the options, of a call that names none (a Record is immutable: one will do).
 _NO_EVIDENCE = Evidence()
