@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: name -> the module that defines it: the one list of the public API. The static view below (for
-#: type checkers) must name the same names from the same modules; tests/test_public_api.py checks it.
+#: type checkers) must name the same names from the same modules; tests/base/test_public_api.py checks it.
 _API: dict[str, str] = {
     "__version__": "atip_trust._version",
     # errors: the three families' bases (the whole tree: atip_trust.errors)

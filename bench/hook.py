@@ -29,7 +29,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for extra in (ROOT / "fixtures", ROOT / "tests", ROOT):
+for extra in (ROOT / "fixtures", ROOT / "tests", ROOT / "tests" / "attacks", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 os.environ.setdefault("ATIP_CACHE_DIR", tempfile.mkdtemp(prefix="atip-bench-hook-cache-"))

@@ -26,7 +26,7 @@ through slows both sides alike. Figures and the goals they are read against (doc
   rss         peak RSS of the child alone (a fresh wrapper's RUSAGE_CHILDREN) of ``hash`` on the
               big file and of a warm ``admit``                                       goal <= 64 MiB
 
-A benchmark, not a test: it prints figures and exits 0 (tests/test_bench.py runs --quick in CI, with
+A benchmark, not a test: it prints figures and exits 0 (tests/base/test_bench.py runs --quick in CI, with
 no timing assertions).
 """
 

@@ -2,7 +2,7 @@
 
 The schema is the one definition of the policy language (the loader validates against it), so the
 reference is generated from it: every key with its type, whether it is required, its ``description``
-and an example built from the schema itself. tests/test_policy_doc.py fails when the committed file
+and an example built from the schema itself. tests/policy/test_policy_doc.py fails when the committed file
 differs from what this script writes, so the reference cannot drift from the schema.
 
     python docs/make_policy_doc.py          # rewrite docs/policy.md
@@ -218,7 +218,7 @@ class Doc:
             "# Policy language reference",
             "",
             "<!-- Generated from schema/policy.schema.json by docs/make_policy_doc.py: edit the schema's",
-            "     descriptions, then run `python docs/make_policy_doc.py`. tests/test_policy_doc.py checks",
+            "     descriptions, then run `python docs/make_policy_doc.py`. tests/policy/test_policy_doc.py checks",
             "     that this file is up to date. -->",
             "",
             self.schema.get("description", ""),

@@ -17,6 +17,14 @@ FIXTURES = ROOT / "fixtures"
 if str(FIXTURES) not in sys.path:
     sys.path.insert(0, str(FIXTURES))
 
+# Every tests/ sub-folder on sys.path: suites import another suite's helpers and fixtures by module name
+# (``from test_bridge_loop import loop``), and pytest's default import mode puts a folder on sys.path
+# only when it collects a test in it, which may come after the suite that imports from it.
+for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir()
+                      if p.is_dir() and p.name != "__pycache__" and any(p.glob("test_*.py"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
+
 from interop_cases import find_interop  # noqa: E402
 
 INTEROP = find_interop()

@@ -1,5 +1,5 @@
 """The fast paths' module lists, declared once: which modules each start-up path never loads, and why
-(docs/adr/0001-start-up.md). tests/test_startup.py runs each path in a fresh interpreter under
+(docs/adr/0001-start-up.md). tests/base/test_startup.py runs each path in a fresh interpreter under
 ``PROBE``, which records who imported every module, and fails naming the module that should not have
 been loaded, why it is kept off that path, and the chain of imports that brought it in.
 

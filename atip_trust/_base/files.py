@@ -162,7 +162,7 @@ def read_capped(
 def path_name(text: str) -> str:
     """pathlib's ``PurePosixPath(text).name`` without importing pathlib (docs/caching.md): the
     last component that is neither empty nor ``.`` ("a/b/", "a/b/." and "a//b" name "b"; "/" names
-    nothing), ``..`` included as it is. tests/test_admit_tool_name.py holds it to pathlib's answer."""
+    nothing), ``..`` included as it is. tests/admission/test_admit_tool_name.py holds it to pathlib's answer."""
     for part in reversed(text.split("/")):
         if part and part != ".":
             return part

@@ -15,7 +15,7 @@ The ``TYPE_CHECKING`` half gives mypy the real module; at run time the name is a
 first attribute access imports the module (``importlib.import_module``, under the interpreter's
 per-module import lock, so concurrent first uses are safe) and hands out its attributes from then on.
 
-tests/test_layers.py reads every ``lazy_import("...")`` call as an import of that module: it must be at
+tests/base/test_layers.py reads every ``lazy_import("...")`` call as an import of that module: it must be at
 module level, name a literal module, point downward or within its own folder, and respect the
 third-party boundaries, exactly like a plain import. A deferred import only cannot form an import circle
 at import time, so it is not an edge of the circle check.
@@ -56,7 +56,7 @@ class LazyModule:
 
 
 def lazy_import(name: str) -> Any:
-    """``name`` (an absolute module name, a string literal: tests/test_layers.py checks it), imported
+    """``name`` (an absolute module name, a string literal: tests/base/test_layers.py checks it), imported
     when one of its attributes is first read."""
     return LazyModule(name)
 

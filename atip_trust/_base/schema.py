@@ -1,7 +1,7 @@
 """The one jsonschema boundary: the shipped JSON Schemas (2020-12), compiled once, and their errors.
 
 Every caller validates through :func:`validator`; no other module imports ``jsonschema`` or
-``referencing`` (tests/test_layers.py enforces it). Two things are fixed here for every schema:
+``referencing`` (tests/base/test_layers.py enforces it). Two things are fixed here for every schema:
 
 * ``pattern`` is ECMA-262 (JSON Schema §6.3.3), where ``$`` matches only at the very end; Python's ``$``
   also matches before a final newline, so ``"gh\\n"`` would pass ``^[a-z]+$``. A trailing ``$`` is

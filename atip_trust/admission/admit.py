@@ -20,13 +20,13 @@ naming the error, so a tool that makes evaluation fail leaves the same trace as 
 
 The warm path (a verdict-cache hit, state/verdict_cache.py) imports no verifier: this module imports only
 modules that defer sigstore, cryptography and jsonschema to their first use (_base/lazy.py, the one
-sanctioned deferred import, which tests/test_layers.py checks like a plain import). On a hit the
+sanctioned deferred import, which tests/base/test_layers.py checks like a plain import). On a hit the
 policy's schema validation is remembered (policy/load.py), the trusted root is read and digested but
 not parsed (signature/trustroot.py, deferred), and the signatures are not verified again; the policy
 is still composed and the decision made in full. Likewise deferred: the metadata model and its
 verification, the registry client (and with it the HTTP layer) and the provenance model, loaded only
 when there is metadata, a registry or a provenance requirement. The cached entry also keeps the
-report's digest, so a hit does not serialise the report again to decide. tests/test_startup.py
+report's digest, so a hit does not serialise the report again to decide. tests/base/test_startup.py
 asserts which packages (and which of our own modules) a cache-hit ``admit`` loads.
 """
 

@@ -7,7 +7,7 @@ artifact (untrusted, ``evaluation/inputs.py``) and how to decide about it are tw
 verdict cache's key is derived from both in one place (``admission/verdict_key.py``,
 ``verdict_key``): every field of either is in the key unless it is named in the field list
 ``NOT_IN_KEY`` of its class, each with the reason it cannot change the cached report
-(tests/test_verdict_key_fields.py changes each field in turn and checks the key).
+(tests/admission/test_verdict_key_fields.py changes each field in turn and checks the key).
 
 The keyword arguments ``admit`` and ``verify`` took before (``bundles=``, ``trusted_root=``, ...) are
 still accepted: each is a field of ``Evidence`` or of the options value, and is routed there by name

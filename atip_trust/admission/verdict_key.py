@@ -187,7 +187,7 @@ def verdict_key(
     the trusted root's digest, the constraints the evaluation runs with (``repr``) and, by content,
     the key files among them (a policy's digest names a key file's path, not the key in it);
     ``ReportKey`` adds ``kind`` and atip-trust's version. A forgotten input would serve a verdict
-    reached for other evidence: tests/test_verdict_key_fields.py changes each field in turn.
+    reached for other evidence: tests/admission/test_verdict_key_fields.py changes each field in turn.
 
     Evidence files are keyed by path and by the sha256 of their bytes; None when one cannot be read
     (that evaluation runs, and reports it, every time). ``metadata_read``: the metadata as the

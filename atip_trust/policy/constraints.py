@@ -257,7 +257,7 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     if policy.sources_declared:
         sources = tuple(slsa.AllowedSource(s.repository, s.refs) for s in policy.sources)
     builders = builder_map(policy)
-    # Every field named (faster than a replace on the warm path); tests/test_policy_constraints.py
+    # Every field named (faster than a replace on the warm path); tests/policy/test_policy_constraints.py
     # checks that none is left out.
     return Constraints(
         signers=signers,

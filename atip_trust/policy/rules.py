@@ -255,7 +255,7 @@ Matcher = Callable[[tuple[str, ...], str], bool]
 
 def compile_matcher(rule: CommandRule) -> Matcher:
     """``rule_matches`` for one rule, with its kind, pieces and optional tail settled once (when a
-    policy is compiled, ``rules_for_tool``) instead of on every call. tests/test_policy_rules.py checks
+    policy is compiled, ``rules_for_tool``) instead of on every call. tests/policy/test_policy_rules.py checks
     that it answers as ``rule_matches`` does for every rule kind."""
     if rule.kind == "any":
         return _any_command
@@ -330,7 +330,7 @@ def rules_for_tool(rules: Sequence[CommandRule], tool: str) -> tuple[tuple[Comma
     A rule is left out only when it cannot match any reading (``command_variants``) of any command line
     of ``tool``: its fixed first word is not the tool's (``may_match``: every reading keeps the tool
     word), or it is a token rule whose first position does not list the tool (every reading keeps
-    ``tokens[0]``). tests/test_policy_rules.py checks that no rule that matches is left out."""
+    ``tokens[0]``). tests/policy/test_policy_rules.py checks that no rule that matches is left out."""
     head = tool_head(tool)
     out: list[tuple[CommandRule, Matcher]] = []
     for rule in rules:

@@ -383,7 +383,7 @@ class KeylessVerifier:
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             # Step (8) runs only after the chain, SCT and log entry verified: an authentic log entry
             # that disagrees with the bundle (CVE-2022-36056) is tampering evidence when the bundle is
-            # about this artifact. The messages are pinned by tests/test_verify_keyless.py.
+            # about this artifact. The messages are pinned by tests/signature/test_verify_keyless.py.
             inconsistent = any(m in msg for m in _INCONSISTENT_ENTRY)
             tampered = inconsistent and out.applies
             out.compromised = tampered

@@ -7,7 +7,7 @@ absolute path, or is unset and ``HOME`` is an absolute path, every platformdirs 
 ``$XDG_CACHE_HOME/atip-trust`` (resp. ``$XDG_STATE_HOME``) or ``~/.cache/atip-trust``
 (``~/.local/state``) by ``os.path.expanduser``; that is computed here. Anything else — another platform,
 Android, a relative or empty variable or ``HOME`` (where platformdirs versions differ), no ``HOME`` —
-asks platformdirs itself. tests/test_state_dirs.py holds the plain answers to platformdirs' own.
+asks platformdirs itself. tests/state/test_state_dirs.py holds the plain answers to platformdirs' own.
 """
 
 from __future__ import annotations
