@@ -45,6 +45,8 @@ from atip_trust.bridge import (
 from atip_trust.bridge.safety import DEFAULT_REDACT_PATTERNS
 from atip_trust.facts.metadata import parse_metadata
 from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import admit_file
 
 ISSUER = "https://token.actions.githubusercontent.com"
@@ -171,12 +173,14 @@ def bench_loop() -> None:
             "defaults": {"noMatch": "deny"}}))
         os.environ["ATIP_CACHE_DIR"] = str(work / "cache")
         policy = load_admission_policy(str(policy_file))
-        evidence = {"bundle_dir": work / "bundles", "metadata": str(meta)}
-        opened = admit_file(tool, policy=policy, name="quick", command=[], audit=False, **evidence)
+        evidence = Evidence(metadata=str(meta))
+        opened = admit_file(tool, policy=policy, command=[], evidence=evidence,
+                            options=AdmitOptions(name="quick", audit=False), bundle_dir=work / "bundles")
         opened.art.close()
         assert opened.admission.metadata is not None
         surface = build_surface([SurfaceTool.from_admission(opened.admission, opened.admission.metadata,
-                                                            evidence)], policy, "openai")
+                                                            evidence, bundle_dir=str(work / "bundles"))],
+                                policy, "openai")
         response = {"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {
             "name": "quick_say", "arguments": json.dumps({"text": "hello"})}}]}}]}
         audit_log = str(work / "audit.jsonl")

@@ -41,6 +41,7 @@ from atip_trust.agents.formats import HookRequest  # noqa: E402
 from atip_trust.agents.hooks import Options, decide_command  # noqa: E402
 from atip_trust.agents.shell_model import programs  # noqa: E402
 from atip_trust.admission.admit import load_admission_policy  # noqa: E402
+from atip_trust.admission.options import AdmitOptions  # noqa: E402
 
 
 def oracle(work: Path, n: int) -> None:
@@ -67,7 +68,7 @@ def parse(work: Path) -> None:
     world = make_world(work / "parse")
     policy = load_admission_policy(str(world.policy))
     unit = "tool pr list --state open 'a b' 2>/dev/null && nice -n 1 env -- tool x | cat; "
-    options = Options(bundle_dir=str(world.bundles), audit=False, path_env=world.env["PATH"])
+    options = Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles), path_env=world.env["PATH"])
     for kb in (1, 2, 5, 10, 20):
         text = (unit * (kb * 1024 // len(unit) + 1))[: kb * 1024].rsplit(";", 1)[0]
         model = statistics.median(_time(lambda: programs(text)) for _ in range(5))

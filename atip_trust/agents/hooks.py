@@ -26,10 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
-
 from atip_trust.agents._deps import shlex
 from atip_trust._base.record import Record, replace
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
@@ -38,6 +34,7 @@ from atip_trust.errors import ArtifactAccessError, AtipTrustError
 from atip_trust.facts.artifact import which_text
 from atip_trust.facts.report import TrustLevel
 from atip_trust.admission.admit import Admission, write_audit
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.execution.env import exec_environment
 from atip_trust.execution.exec import (
     ExecRefused,
@@ -84,23 +81,17 @@ class Verdict(Record):
 class Options(Record):
     """What every admission of one hook answer is given (the hook's flags)."""
 
+    #: How each program is admitted (``shim_dir``, ``trusted_root``, ``staging``, ``audit``, ``audit_log``,
+    #: ``cache``); each admission is interactive (the agent asks its user) under the program's own name.
+    admit: AdmitOptions = AdmitOptions()
+    #: Sigstore bundles by digest (``DIR/sha256/<hex>.sigstore.json``) for every program and interpreter.
     bundle_dir: str | None = None
-    shim_dir: str | None = None
-    trusted_root: str | None = None
-    staging: bool = False
-    audit: bool = True
-    audit_log: str | None = None
-    cache: bool = True
     #: PATH as the agent's shell has it (None: this process's).
     path_env: str | None = None
     #: ``--pin``: the words that run atip-trust (before ``exec``), or None when not pinning.
     pin: tuple[str, ...] | None = None
     #: ``exec``'s options for a pinned program: the hook's own policy and evidence flags.
     pin_options: tuple[str, ...] = ()
-
-    def admit_args(self) -> dict[str, Any]:
-        return dict(bundle_dir=self.bundle_dir, shim_dir=self.shim_dir, trusted_root=self.trusted_root,
-                    staging=self.staging, audit=self.audit, audit_log=self.audit_log, cache=self.cache)
 
 
 def names_program(policy: Policy, name: str) -> bool:
@@ -179,15 +170,15 @@ def _script_refusal(opened: Opened, policy: Policy, options: Options) -> ExecRef
     """A ``#!`` program runs its interpreter too: refused under ``exec.scripts: deny``, otherwise the
     interpreter is admitted as ``exec`` would (execution/exec.py), its own audit line written."""
     try:
-        planned = script_interpreter(opened, policy=policy, env=exec_environment(policy), interactive=True,
-                                     **options.admit_args())
+        planned = script_interpreter(opened, policy=policy, env=exec_environment(policy),
+                                     options=options.admit, bundle_dir=options.bundle_dir)
     except ExecRefused as refused:
         return refused
     if planned is None:
         return None
     interp = planned[0]
     try:
-        if options.audit:
+        if options.admit.audit:
             write_audit(interp.admission)
         return interpreter_refusal(opened, interp)
     finally:
@@ -225,8 +216,8 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     line = " ".join(program.argv)
     try:
         found = _locate(program, request.cwd, options.path_env)
-        opened = admit_file(found, policy=policy, name=os.path.basename(program.argv[0]),
-                            command=program.argv[1:], interactive=True, **options.admit_args())
+        opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
+                            options=replace(options.admit, name=os.path.basename(program.argv[0])))
     except Unprovable as why:
         return Part(program.argv, "ask", f"{line}: {why}", program=program)
     except ArtifactAccessError as err:
@@ -235,7 +226,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     except AtipTrustError as err:
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     try:
-        if options.audit:
+        if options.admit.audit:
             write_audit(opened.admission)
         return _judge(program, opened, policy, options)
     except ExecRefused as err:
@@ -297,6 +288,8 @@ def decide_command(request: HookRequest, *, policy: Policy, options: Options | N
     if request.command is None:
         return None
     options = options or Options()
+    # Every program is admitted as one an agent's user can be asked about (module docstring).
+    options = replace(options, admit=replace(options.admit, interactive=True))
     try:
         if request.tool_name == "powershell":
             raise Unprovable("PowerShell commands are not read by bash's grammar")

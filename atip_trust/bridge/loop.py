@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from atip_trust._base.record import Record, replace
@@ -265,7 +264,7 @@ def _changed(entry: SurfaceCommand, opened: Opened) -> list[Reason]:
                               actual=f"sha256:{nowd}"))
     if before.metadata_sha256 != now.metadata_sha256:
         reasons.append(Reason("METADATA_CHANGED_SINCE_COMPILED", "the metadata admitted now is not the "
-                              "metadata the surface was compiled from (SurfaceTool.admit_args must be the "
+                              "metadata the surface was compiled from (SurfaceTool.evidence must be the "
                               "evidence compile used)", expected=before.metadata_sha256,
                               actual=now.metadata_sha256))
     return reasons
@@ -278,18 +277,16 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
         return _refusal(ctx, call, "not_runnable", "the surface was compiled from a trust report, not an "
                         "admission: it names no verified file to run", [], status="error",
                         decision=decision, argv=argv)
-    args = dict(tool.admit_args)
-    bundle_dir = args.pop("bundle_dir", None)
-    interactive = ctx.confirm is not None
-    common: dict[str, Any] = {"policy": ctx.policy, "bundle_dir": bundle_dir, "cache": ctx.cache,
-                              "interactive": interactive, "audit": ctx.audit, "audit_log": ctx.audit_log}
+    # The evidence and options the surface was compiled with; this loop's cache, audit and person.
+    options = replace(tool.options, name=tool.admission.tool, cache=ctx.cache, interactive=ctx.confirm is not None,
+                      audit=ctx.audit, audit_log=ctx.audit_log)
     env = exec_environment(ctx.policy, ctx.environ)
     opened: list[Opened] = []
     sealed = -1
     try:
         try:
-            main = admit_file(Path(tool.admission.path), name=tool.admission.tool, command=argv[1:],
-                              **common, **args)
+            main = admit_file(tool.admission.path, policy=ctx.policy, command=argv[1:], evidence=tool.evidence,
+                              options=options, bundle_dir=tool.bundle_dir)
         except AtipTrustError as err:
             # admit has written the error's audit line.
             return _refusal(ctx, call, "evaluation_failed", f"{call.name} was not run: the tool could not be "
@@ -308,8 +305,8 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
                             + ("; ".join(r.message for r in adm.decision.reasons[:3]) or "denied by policy"),
                             adm.decision.reasons, decision=decision, argv=argv)
         run_argv0, run_args, target = argv[0], argv[1:], main
-        planned = script_interpreter(main, env=env, **common, shim_dir=args.get("shim_dir"),
-                                     trusted_root=args.get("trusted_root"), staging=args.get("staging", False))
+        planned = script_interpreter(main, policy=ctx.policy, env=env, options=options,
+                                     bundle_dir=tool.bundle_dir)
         if planned is not None:
             interp, words = planned
             opened.append(interp)

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
 
+from atip_trust._base.record import replace
 from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import MetadataError
 from atip_trust.admission.admit import admit, audit_target, write_audit
@@ -66,22 +64,20 @@ def probe_surface_tool(
     env = os.environ if environ is None else environ
     found = locate(tool, env.get("PATH", os.defpath))
     target = audit_target(policy, audit, audit_log)
-    evidence: dict[str, Any] = {"bundle_dir": bundle_dir, "shim_dir": shim_dir, "trusted_root": trusted_root,
-                                "staging": staging, "fetch": fetch}
-    opened = admit_file(found, policy=policy, name=name, command=[], cache=cache, audit=audit,
-                        audit_log=target, **evidence)
+    options = AdmitOptions(name=name, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging,
+                           fetch=fetch, cache=cache, audit=audit, audit_log=target)
+    evidence = Evidence()
+    opened = admit_file(found, policy=policy, command=[], options=options, bundle_dir=bundle_dir)
     with opened.art as art:
         adm = opened.admission
-        outcome = probe(art, adm, policy, cache=open_cache(cache), interpreter_args=dict(
-            bundle_dir=bundle_dir, shim_dir=shim_dir, trusted_root=trusted_root, staging=staging, cache=cache))
+        outcome = probe(art, adm, policy, cache=open_cache(cache), options=options, bundle_dir=bundle_dir)
         if outcome.metadata is not None:
             raw = outcome.metadata.raw
             bundles = find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex)
+            # The registries are not asked (fetch off): the tool's own answer is the metadata.
             adm = admit(art, policy=policy, command=[], evidence=Evidence(bundles=bundles, metadata=raw),
-                        options=AdmitOptions(name=name, shim_dir=shim_dir, trusted_root=trusted_root,
-                                             staging=staging, cache=cache, audit=audit, audit_log=target,
-                                             defer_audit=True))
-            evidence["metadata"] = raw
+                        options=replace(options, fetch=False, defer_audit=True))
+            evidence = Evidence(metadata=raw)
         elif not (outcome.reason == "signed_shim" and adm.metadata is not None):
             if audit:
                 write_audit(adm)
@@ -92,7 +88,8 @@ def probe_surface_tool(
     if audit:
         write_audit(adm)
     assert adm.metadata is not None
-    return SurfaceTool.from_admission(adm, adm.metadata, evidence)
+    return SurfaceTool.from_admission(adm, adm.metadata, evidence, options,
+                                      None if bundle_dir is None else os.fspath(bundle_dir))
 
 
 __all__ = ["ProbeRefused", "probe_surface_tool"]

@@ -39,6 +39,8 @@ from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Decision, TrustReport
 from atip_trust.admission.admit import Admission
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.admission.command_decision import decide_command
 from atip_trust.policy.model import Policy
 
@@ -49,8 +51,8 @@ CONFIRM_NOTE = "[REQUIRES USER CONFIRMATION: ask the user before calling]"
 class SurfaceTool(Record):
     """A tool's metadata with what verifying the tool established (``admit`` computes all of it)."""
 
-    _no_compare = frozenset({"admission", "admit_args"})
-    _no_repr = frozenset({"admission", "admit_args"})
+    _no_compare = frozenset({"admission", "evidence", "options", "bundle_dir"})
+    _no_repr = frozenset({"admission", "evidence", "options", "bundle_dir"})
 
     metadata: Mapping[str, Any] | MetadataDocument
     report: TrustReport
@@ -62,15 +64,21 @@ class SurfaceTool(Record):
     name: str | None = None
     #: The admission the report came from: a call is validated against it (bridge/loop.py).
     admission: Admission | None = None
-    #: The evidence ``admit`` was given (``metadata``, ``metadata_bundle``, ``bundles``, ``keys``,
-    #: ``trusted_root``, ``shim_dir``, ...): the tool is admitted again with it when a call runs.
-    admit_args: Mapping[str, Any] = field(default_factory=dict)
+    #: What ``admit`` was given (``metadata``, ``metadata_bundle``, ``bundles``; ``keys``,
+    #: ``trusted_root``, ``shim_dir``, ...) and the folder of bundles by digest: the tool is admitted
+    #: again with them when a call runs (the loop's own ``cache``, ``audit`` and interactivity apply).
+    evidence: Evidence = Evidence()
+    options: AdmitOptions = AdmitOptions()
+    bundle_dir: str | None = None
 
     @classmethod
     def from_admission(cls, admission: Admission, metadata: Mapping[str, Any] | MetadataDocument,
-                       admit_args: Mapping[str, Any] | None = None) -> SurfaceTool:
+                       evidence: Evidence | None = None, options: AdmitOptions | None = None,
+                       bundle_dir: str | None = None) -> SurfaceTool:
         return cls(metadata, admission.report, admission.effects_verified, admission.metadata_source,
-                   admission.tool, admission, dict(admit_args or {}))
+                   admission.tool, admission,
+                   Evidence() if evidence is None else evidence,
+                   AdmitOptions() if options is None else options, bundle_dir)
 
 
 class SurfaceCommand(Record):

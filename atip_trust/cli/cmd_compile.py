@@ -34,6 +34,8 @@ from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.admission.admit import Admission, load_admission_policy, write_audit
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import admit_file, locate
 from atip_trust.policy.model import Policy
 
@@ -106,9 +108,10 @@ def run(args: argparse.Namespace) -> int:
     for path, doc in zip(args.metadata, docs, strict=True):
         if doc.name is None:
             raise UsageError("the metadata names no tool to look up on PATH", path=path)
-        admission, evidence = _admit_metadata_tool(args, policy, path, doc.name)
-        tools.append(SurfaceTool.from_admission(admission, doc, evidence))
-        trust.append(_trust_row(admission, path))
+        tool = _admit_metadata_tool(args, policy, path, doc)
+        assert tool.admission is not None
+        tools.append(tool)
+        trust.append(_trust_row(tool.admission, path))
     for name in args.tool:
         try:
             probed = probe_surface_tool(
@@ -121,28 +124,29 @@ def run(args: argparse.Namespace) -> int:
         assert probed.admission is not None
         tools.append(probed)
         trust.append(_trust_row(probed.admission, f"{name} --agent"
-                                if "metadata" in probed.admit_args else "signed shim"))
+                                if probed.evidence.metadata is not None else "signed shim"))
     surface = compile_surface(tools, policy, args.provider, args.strict)
     dump_json({**surface, "trust": trust})
     return 1 if surface["blocked"] and not surface["tools"] else 0
 
 
 def _admit_metadata_tool(args: argparse.Namespace, policy: Policy, path: str,
-                         name: str) -> tuple[Admission, dict[str, Any]]:
+                         doc: MetadataDocument) -> SurfaceTool:
     """Admit the tool a METADATA file names (found on PATH once) with the tool's own evidence, as
     ``admit`` and ``exec`` take it: ``--bundle``, bundles by its digest in ``--bundle-dir``, ``--key``;
     the metadata's own signature is ``FILE.bundle``. The evidence is kept with the tool, so a call
     through the bridge admits it again the same way (bridge/loop.py)."""
-    evidence: dict[str, Any] = {"metadata": path, "metadata_bundle": _bundle_for(path),
-                                "trusted_root": args.trusted_root, "staging": args.staging,
-                                "bundles": list(args.bundle), "keys": list(args.key),
-                                "bundle_dir": args.bundle_dir}
-    opened = admit_file(locate(name), policy=policy, name=name, command=[], audit=not args.no_audit,
-                        audit_log=args.audit_log, cache=not args.no_cache, **evidence)
+    assert doc.name is not None
+    evidence = Evidence(metadata=path, metadata_bundle=_bundle_for(path), bundles=list(args.bundle))
+    options = AdmitOptions(name=doc.name, keys=list(args.key), trusted_root=args.trusted_root,
+                           staging=args.staging, audit=not args.no_audit, audit_log=args.audit_log,
+                           cache=not args.no_cache)
+    opened = admit_file(locate(doc.name), policy=policy, command=[], evidence=evidence, options=options,
+                        bundle_dir=args.bundle_dir)
     opened.art.close()
     if not args.no_audit:
         write_audit(opened.admission)
-    return opened.admission, evidence
+    return SurfaceTool.from_admission(opened.admission, doc, evidence, options, args.bundle_dir)
 
 
 def _trust_row(admission: Admission, metadata: str) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from atip_trust.cli.main import add_common_options, is_interactive
 from atip_trust.cli.output import one_line, reason_line
 from atip_trust.errors import UsageError
 from atip_trust.admission.admit import audit_failure
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import ExecRefused, exec_verified
 
 
@@ -64,14 +66,14 @@ def run(args: argparse.Namespace) -> int:
             audit_failure(err, tool=args.tool, command=tool_args, audit_log=args.audit_log)
         raise
     try:
-        exec_verified(
-            args.tool, tool_args, policy=policy, bundles=args.bundle, bundle_dir=args.bundle_dir,
-            metadata=args.metadata, metadata_bundle=args.metadata_bundle, keys=args.key,
-            signature=args.signature, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
-            staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
-            audit_log=args.audit_log, cache=not args.no_cache, expect_digest=args.expect_digest,
-            contract=args.contract, contract_bundle=args.contract_bundle, vsas=args.vsa,
-        )
+        evidence = Evidence(bundles=args.bundle, signature=args.signature, metadata=args.metadata,
+                            metadata_bundle=args.metadata_bundle, contract=args.contract,
+                            contract_bundle=args.contract_bundle, vsas=args.vsa)
+        options = AdmitOptions(keys=args.key, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
+                               staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
+                               audit_log=args.audit_log, cache=not args.no_cache)
+        exec_verified(args.tool, tool_args, policy=policy, evidence=evidence, options=options,
+                      bundle_dir=args.bundle_dir, expect_digest=args.expect_digest)
     except ExecRefused as refused:
         line = " ".join([args.tool, *tool_args])
         sys.stderr.write(one_line(f"atip-trust: exec refused ({refused.behavior}): {line}") + "\n")

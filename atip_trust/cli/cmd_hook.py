@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.hooks import Options, answer
 from atip_trust.cli.main import add_common_options
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
@@ -110,9 +111,10 @@ def _answer(args: argparse.Namespace) -> HookAnswer:
         return render_error(args.agent, f"the hook input is larger than {STDIN_CAP} bytes")
     policy = policy_from_args(args)
     program, flags = pin_words(sys.argv)
-    options = Options(bundle_dir=args.bundle_dir, shim_dir=args.shim_dir, trusted_root=args.trusted_root,
-                      staging=args.staging, audit=not args.no_audit, audit_log=args.audit_log,
-                      cache=not args.no_cache, pin=program if args.pin else None, pin_options=flags)
+    admit = AdmitOptions(shim_dir=args.shim_dir, trusted_root=args.trusted_root, staging=args.staging,
+                         audit=not args.no_audit, audit_log=args.audit_log, cache=not args.no_cache)
+    options = Options(admit=admit, bundle_dir=args.bundle_dir, pin=program if args.pin else None,
+                      pin_options=flags)
     return answer(args.agent, data, policy=policy, options=options)
 
 

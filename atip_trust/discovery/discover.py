@@ -318,8 +318,7 @@ def _discover_one(c: Candidate, o: _Options) -> ToolRow:
                                    interactive=True, audit=o.audit, cache=o.use_cache, fetch=o.fetch,
                                    registry_pin=o.registry_pin)
             adm = admit(art, policy=o.policy, evidence=evidence, options=options)
-            outcome = probe(art, adm, o.policy, cache=o.cache, interpreter_args=dict(
-                bundle_dir=o.bundle_dir, shim_dir=o.shim_dir, trusted_root=o.trusted_root, cache=o.use_cache))
+            outcome = probe(art, adm, o.policy, cache=o.cache, options=options, bundle_dir=o.bundle_dir)
             if outcome.metadata is not None:
                 # Decide again with what the tool says about itself (claims; effects only tighten).
                 adm = admit(art, policy=o.policy, evidence=replace(evidence, metadata=outcome.metadata.raw),

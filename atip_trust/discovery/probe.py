@@ -30,17 +30,27 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, replace
 from atip_trust.errors import AtipTrustError, InputTooLargeError
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import TrustLevel
 from atip_trust.admission.admit import Admission
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.admission.verdict_key import report_key
-from atip_trust.execution.exec import ExecRefused, Opened, interpreter_refusal, script_interpreter, sealed_script
+from atip_trust.execution.exec import (
+    DEFAULT_OPTIONS,
+    ExecRefused,
+    Opened,
+    interpreter_refusal,
+    script_interpreter,
+    sealed_script,
+)
 from atip_trust.execution.child import minimal_env, run_verified
 from atip_trust.policy.model import Policy
 from atip_trust.state.verdict_cache import VerdictCache
+
+PathLike = str | os.PathLike[str]
 
 ProbeStatus = Literal["probed", "not_probed", "failed"]
 PROBE_ARGS = ("--agent",)
@@ -124,12 +134,14 @@ def _from_cache(payload: Mapping[str, Any], name: str) -> ProbeOutcome | None:
 
 def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
           cache: VerdictCache | None = None, env: Mapping[str, str] | None = None,
-          interpreter_args: Mapping[str, Any] | None = None) -> ProbeOutcome:
+          options: AdmitOptions = DEFAULT_OPTIONS, bundle_dir: PathLike | None = None) -> ProbeOutcome:
     """Run ``TOOL --agent`` when ``probe_permission`` allows it, through the verified descriptor.
 
     A ``#!`` tool runs its interpreter, so the interpreter must pass the same rule ``exec`` applies
-    (``exec.scripts``; execution/exec.py ``script_interpreter``), admitted with ``interpreter_args`` (evidence
-    options); otherwise the tool is not probed: the kernel would load an interpreter nobody checked.
+    (``exec.scripts``; execution/exec.py ``script_interpreter``), admitted as ``exec`` would with the
+    tool's ``options`` and the bundles by digest in ``bundle_dir``, except that no one is asked and no
+    audit line is written (a probe is not a run anyone asked for); otherwise the tool is not probed:
+    the kernel would load an interpreter nobody checked.
     The interpreter reads a sealed copy of the verified script (execution/exec.py ``sealed_script``), never
     the script's file, which it would read lazily while a writer changes it."""
     allowed = probe_permission(admission, policy)
@@ -144,7 +156,8 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     script = Opened(found=admission.path, art=artifact, admission=admission)
     try:
         planned = script_interpreter(script, policy=policy, env=minimal_env() if env is None else env,
-                                     audit=False, **dict(interpreter_args or {}))
+                                     options=replace(options, interactive=False, audit=False),
+                                     bundle_dir=bundle_dir)
     except ExecRefused as refused:
         return ProbeOutcome("not_probed", "script_refused", str(refused))
     if planned is not None:

@@ -55,19 +55,19 @@ from atip_trust.facts.report import Reason
 from atip_trust.admission.admit import Admission, admit, audit_failure, audit_target, tool_name_of
 from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.env import exec_environment
 from atip_trust.admission.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
-
-if TYPE_CHECKING:
-    from atip_trust.admission.interactive import Interactive
 
 PathLike = str | os.PathLike[str]
 
 #: The longest ``#!`` line the kernel reads (Linux BINPRM_BUF_SIZE since 5.1).
 SHEBANG_MAX = 256
 EXIT_DENY, EXIT_ASK = 1, 3
+#: ``admit_file``'s defaults: no evidence, the default options (records are immutable: one will do).
+NO_EVIDENCE, DEFAULT_OPTIONS = Evidence(), AdmitOptions()
 
 
 class ExecRefused(AtipTrustError):
@@ -142,28 +142,26 @@ def admit_file(
     found: PathLike,
     *,
     policy: Policy,
-    name: str,
     command: Sequence[str],
-    bundles: Sequence[PathLike] = (),
+    evidence: Evidence = NO_EVIDENCE,
+    options: AdmitOptions = DEFAULT_OPTIONS,
     bundle_dir: PathLike | None = None,
-    cache: bool = True,
     expect_digest: Digest | None = None,
-    **admit_args: Any,
 ) -> Opened:
-    """Open ``found`` once and admit that open file (bundles found by its digest in ``bundle_dir`` are
-    added to ``bundles``); the caller owns the descriptor. The audit line is deferred to the caller.
-    ``admit_args``: the fields of ``admit``'s ``Evidence`` and ``AdmitOptions`` (admission/options.py),
-    made into those two records here.
+    """Open ``found`` once and admit that open file with ``evidence`` and ``options`` (admission/options.py;
+    ``options.name`` is the name the rules match), bundles found by its digest in ``bundle_dir`` added to
+    ``evidence.bundles``; the caller owns the descriptor. The audit line is deferred to the caller.
+    Records, not keywords: the keyword form is the public functions' (``admit``, ``exec_verified``), so a
+    misspelt option is a ``TypeError`` there and nowhere else.
     ``found`` is a file (a bare name is one in the current directory), never looked up on PATH again.
     ``expect_digest``: the file's sha256 must be this one, checked before admission
     (``ExecRefused`` deny, ``EXPECTED_DIGEST_MISMATCH``, naming both digests; nothing admitted)."""
-    evidence, options = split_keywords("admit_file", None, None, AdmitOptions, admit_args)
     art = Artifact.open(found, lookup=False)
     try:
-        more: list[PathLike] = []
+        more: list[str] = []
         kept: list[str] = []
         if bundle_dir is not None or expect_digest is not None:
-            digest = hash_artifact(art, open_cache(cache))["sha256"]
+            digest = hash_artifact(art, open_cache(options.cache))["sha256"]
             # Public values, compared as bytes: Digest's constant-time == would load OpenSSL (digest.py).
             if expect_digest is not None and (digest.algorithm, digest.value) != \
                     (expect_digest.algorithm, expect_digest.value):
@@ -173,18 +171,31 @@ def admit_file(
                     f"(--expect-digest): expected {expect_digest}, actual {digest}",
                     rule="--expect-digest", expected=str(expect_digest), actual=str(digest))])
             if bundle_dir is not None:
-                more = list(find_bundles(bundle_dir, digest.hex))
+                more = find_bundles(bundle_dir, digest.hex)
                 # VSAs by digest beside the bundles (docs/vsa.md)
                 kept = find_bundles(bundle_dir, digest.hex, suffixes=(".vsa.jsonl",))
-        given = replace(evidence, bundles=[*bundles, *more])
+        given = evidence
+        if more:
+            given = replace(given, bundles=[*path_texts(evidence.bundles, "bundles"), *more])
         if kept:
             given = replace(given, vsas=[*path_texts(evidence.vsas, "vsas"), *kept])
         admission = admit(art, policy=policy, command=list(command), evidence=given,
-                          options=replace(options, name=name, cache=cache, defer_audit=True))
+                          options=replace(options, defer_audit=True))
     except BaseException:
         art.close()
         raise
     return Opened(found=os.fspath(found), art=art, admission=admission)
+
+
+def interpreter_options(options: AdmitOptions, path: str) -> AdmitOptions:
+    """What a ``#!`` script's interpreter at ``path`` is admitted with, from the script's own ``options``:
+    the same trust roots, shims, cache, audit and interactivity, under the interpreter's own name, and
+    none of the script's evidence or keys, which are about the script's bytes (the interpreter's bundles
+    are found by its digest in the same ``bundle_dir``). The one rule for ``exec``, hooks, the bridge's
+    call loop and probes."""
+    return AdmitOptions(name=path_name(path), shim_dir=options.shim_dir, trusted_root=options.trusted_root,
+                        staging=options.staging, interactive=options.interactive, audit=options.audit,
+                        audit_log=options.audit_log, cache=options.cache)
 
 
 def expected_digest(text: str | Digest | None) -> Digest | None:
@@ -278,27 +289,32 @@ def admit_interpreter(
     *,
     policy: Policy,
     env: Mapping[str, str],
-    **admit_args: Any,
+    options: AdmitOptions,
+    bundle_dir: PathLike | None = None,
 ) -> tuple[Opened, list[str]]:
     """Open and admit the interpreter of a ``#!`` script (``exec.scripts: verify-interpreter``), with
-    no command words (the rules see its name); returns it and the argv words before the script."""
+    no command words (the rules see its name) and ``interpreter_options`` of the script's ``options``;
+    returns it and the argv words before the script."""
     path, words = _interpreter_path(*shebang, env)
-    return admit_file(path, policy=policy, name=path_name(path), command=(), **admit_args), words
+    return admit_file(path, policy=policy, command=(), options=interpreter_options(options, path),
+                      bundle_dir=bundle_dir), words
 
 
 def script_interpreter(
-    script: Opened, *, policy: Policy, env: Mapping[str, str], **admit_args: Any
+    script: Opened, *, policy: Policy, env: Mapping[str, str], options: AdmitOptions,
+    bundle_dir: PathLike | None = None,
 ) -> tuple[Opened, list[str]] | None:
     """The one rule for running a ``#!`` file (``exec``, hooks, the bridge's call loop, probes): None
     for a binary; ``ExecRefused`` under ``exec.scripts: deny``; otherwise the interpreter opened and
     admitted (the caller closes it and applies ``interpreter_refusal``) and the argv words before the
-    script's ``/dev/fd/N`` (N: the script's ``sealed_script`` copy, never its own file)."""
+    script's ``/dev/fd/N`` (N: the script's ``sealed_script`` copy, never its own file). ``options``:
+    the script's own admission options (``interpreter_options`` derives the interpreter's)."""
     shebang = read_shebang(script.art)
     if shebang is None:
         return None
     if policy.exec_settings.scripts == "deny":
         raise script_denied(script, shebang)
-    return admit_interpreter(script, shebang, policy=policy, env=env, **admit_args)
+    return admit_interpreter(script, shebang, policy=policy, env=env, options=options, bundle_dir=bundle_dir)
 
 
 def interpreter_refusal(script: Opened, interp: Opened) -> ExecRefused | None:
@@ -375,34 +391,36 @@ def exec_verified(
     args: Sequence[str] = (),
     *,
     policy: Policy,
+    evidence: Evidence | None = None,
+    options: AdmitOptions | None = None,
     environ: Mapping[str, str] | None = None,
-    bundles: Sequence[PathLike] = (),
     bundle_dir: PathLike | None = None,
-    interactive: bool | Interactive = False,
-    audit: bool = True,
-    audit_log: PathLike | None = None,
-    cache: bool = True,
     before_exec: Callable[[ExecPlan], None] | None = None,
     expect_digest: str | Digest | None = None,
-    **admit_args: Any,
+    **keywords: Any,
 ) -> None:
     """Admit ``tool`` for ``args`` (its arguments, ``argv[1:]``) and replace this process with exactly
     the verified bytes (module docstring). Never returns normally.
 
-    ``environ``: the environment to filter through policy ``exec.env`` (default: this process's).
-    ``bundles`` and ``admit_args`` (``metadata``, ``keys``, ``shim_dir``, ``trusted_root``, ...) are
-    the tool's evidence as for :func:`admission.admit.admit`; ``bundle_dir`` finds bundles by digest for
-    the tool and for a script's interpreter. ``before_exec`` is called with the plan after the audit
-    line and before the last checks (a runtime's, or a test's, hook point). ``expect_digest``
-    (``"sha256:<hex>"``): the tool file must have exactly these bytes, else ``ExecRefused`` (deny,
-    ``EXPECTED_DIGEST_MISMATCH``) before admission; when they match, the admission still decides.
+    ``evidence`` and ``options`` are the tool's, as :func:`admission.admit.admit` takes them (their
+    fields may also be given as keywords, ``bundles=[...]``, ``audit=False``: routed by name,
+    admission/options.py ``split_keywords``, anything else a ``TypeError``); ``options.name`` defaults
+    to the tool's name. ``environ``: the environment to filter through policy ``exec.env`` (default:
+    this process's). ``bundle_dir`` finds bundles by digest for the tool and for a script's
+    interpreter. ``before_exec`` is called with the plan after the audit line and before the last
+    checks (a runtime's, or a test's, hook point). ``expect_digest`` (``"sha256:<hex>"``): the tool
+    file must have exactly these bytes, else ``ExecRefused`` (deny, ``EXPECTED_DIGEST_MISMATCH``)
+    before admission; when they match, the admission still decides.
     """
+    evidence, options = split_keywords("exec_verified", evidence, options, AdmitOptions, keywords)
     args = [str(a) for a in args]
-    name = tool_name_of(tool)
+    name = options.name or tool_name_of(tool)
     argv0 = os.fspath(tool)
     env = exec_environment(policy, environ)
-    target_log = audit_target(policy, audit, audit_log)
+    audit = options.audit
+    target_log = audit_target(policy, audit, options.audit_log)
     log = os.fspath(target_log) if target_log is not None else None
+    options = replace(options, name=name, audit_log=target_log)
     opened: list[Opened] = []
     #: The line for this exec so far (the admission's plus what runs); None until admission.
     record: dict[str, Any] | None = None
@@ -412,9 +430,8 @@ def exec_verified(
     try:
         pinned = expected_digest(expect_digest)
         found = locate(tool, (os.environ if environ is None else environ).get("PATH", os.defpath))
-        main = admit_file(found, policy=policy, name=name, command=args, bundles=bundles,
-                          bundle_dir=bundle_dir, cache=cache, interactive=interactive,
-                          audit=audit, audit_log=target_log, expect_digest=pinned, **admit_args)
+        main = admit_file(found, policy=policy, command=args, evidence=evidence, options=options,
+                          bundle_dir=bundle_dir, expect_digest=pinned)
         opened.append(main)
         record = dict(main.admission.audit_record, argv=[argv0, *args])
         if pinned is not None:
@@ -430,10 +447,7 @@ def exec_verified(
                 actual="stdin closed, /dev/null or not a terminal")], main.admission)
 
         plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
-        planned = script_interpreter(
-            main, policy=policy, env=env, bundle_dir=bundle_dir, cache=cache, interactive=interactive,
-            audit=audit, audit_log=target_log, shim_dir=admit_args.get("shim_dir"),
-            trusted_root=admit_args.get("trusted_root"), staging=admit_args.get("staging", False))
+        planned = script_interpreter(main, policy=policy, env=env, options=options, bundle_dir=bundle_dir)
         if planned is not None:
             opened.append(planned[0])
             _plan_script(plan, *planned, record)
@@ -521,6 +535,7 @@ def _execute(plan: ExecPlan) -> None:
         raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
 
 
-__all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_refusal",
+__all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_options",
+           "interpreter_refusal",
            "script_denied", "check_unchanged", "exec_verified", "expected_digest", "find_bundles",
            "locate", "pinned_argv", "read_shebang", "sealed_script"]

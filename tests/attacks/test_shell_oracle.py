@@ -23,6 +23,7 @@ from shell_lines import ShellWorld, line, make_world
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
 from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.policy.model import Policy
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
@@ -37,7 +38,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy
 
 def judge(world: ShellWorld, policy: Policy, text: str) -> str | None:
     verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
-                             options=Options(bundle_dir=str(world.bundles), audit=False,
+                             options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
                                              path_env=world.env["PATH"]))
     return None if verdict is None else verdict.behavior
 

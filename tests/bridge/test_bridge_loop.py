@@ -19,6 +19,8 @@ from gate_world import World, make_world
 from atip_trust.bridge import Surface, SurfaceTool, build_surface, run_tool_call
 from atip_trust.bridge.lifecycle import ToolCall
 from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import admit_file
 from atip_trust.policy.model import Policy
 
@@ -44,13 +46,13 @@ class Loop:
         return load_admission_policy(self.world.write_policy("loop-policy", **extra))
 
     def surface(self, provider: str, policy: Policy) -> Surface:
-        opened = admit_file(self.gh, policy=policy, name="gh", command=[], bundle_dir=self.world.bundles,
-                            metadata=str(self.meta), audit=False)
+        evidence = Evidence(metadata=str(self.meta))
+        opened = admit_file(self.gh, policy=policy, command=[], evidence=evidence,
+                            options=AdmitOptions(name="gh", audit=False), bundle_dir=self.world.bundles)
         opened.art.close()
         adm = opened.admission
         assert adm.metadata is not None and adm.report.trust_level.name == "VERIFIED", adm.report
-        tool = SurfaceTool.from_admission(adm, adm.metadata, {"bundle_dir": self.world.bundles,
-                                                              "metadata": str(self.meta)})
+        tool = SurfaceTool.from_admission(adm, adm.metadata, evidence, bundle_dir=str(self.world.bundles))
         return build_surface([tool], policy, provider)
 
     def call(self, provider: str, response: Any, surface: Surface, policy: Policy,

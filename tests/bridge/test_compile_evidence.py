@@ -86,10 +86,10 @@ def test_the_library_surface_keeps_the_evidence_so_a_call_admits_the_tool_again_
     monkeypatch.setenv("PATH", f"{world['bins']}:/usr/bin:/bin")
     monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
     policy = atip_trust.load_admission_policy(world["policy"])
-    evidence = {"metadata": str(world["meta"]), "bundle_dir": str(world["bundle_dir"])}
     adm = atip_trust.admit(world["bins"] / "acmetool", policy=policy, audit=False, metadata=world["meta"],
                            bundles=str(world["bundle"]))
-    tool = SurfaceTool.from_admission(adm, adm.metadata, evidence)
+    tool = SurfaceTool.from_admission(adm, adm.metadata, atip_trust.Evidence(metadata=str(world["meta"])),
+                                      bundle_dir=str(world["bundle_dir"]))
     surface = build_surface([tool], policy, "openai")
     response = {"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {
         "name": "acmetool_status", "arguments": "{}"}}]}}]}
