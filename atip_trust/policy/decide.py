@@ -599,7 +599,7 @@ def _step_command_rules(c: _Case) -> None:
             c.info.append(Reason("RULE_QUALIFIER_NOT_MET",
                                  "an allow rule matches but its trust condition does not hold",
                                  rule=rule.text,
-                                 expected=_qualifier_text(rule),
+                                 expected=", ".join(rule.conditions(">= {}", "signed by {}")),
                                  actual=f"{c.level.name}, signer {sig.identity} (issuer {sig.issuer})"))
 
 
@@ -845,15 +845,6 @@ def _qualified(rule: CommandRule, level: TrustLevel, report: TrustReport) -> boo
     if rule.min_trust_level is not None and level < rule.min_trust_level:
         return False
     return _signer_ok(rule, report)
-
-
-def _qualifier_text(rule: CommandRule) -> str:
-    parts = []
-    if rule.min_trust_level is not None:
-        parts.append(f">= {rule.min_trust_level.name}")
-    if rule.signer is not None:
-        parts.append(f"signed by {rule.signer.describe()}")
-    return ", ".join(parts)
 
 
 def _waived(r: Reason, w: Waiver) -> Reason:

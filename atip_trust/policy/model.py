@@ -208,6 +208,16 @@ class CommandRule(Record):
             return None
         return text.split(" ", 1)[0]
 
+    def conditions(self, at_least: str, signed_by: str) -> list[str]:
+        """The trust conditions of an allow rule, in words: ``at_least`` and ``signed_by`` are templates
+        given the minimum level's name and the signer rule's description (decide's reasons, explain)."""
+        said = []
+        if self.min_trust_level is not None:
+            said.append(at_least.format(self.min_trust_level.name))
+        if self.signer is not None:
+            said.append(signed_by.format(self.signer.describe()))
+        return said
+
 
 class Gate(Record):
     """A capability class and the trust level below which it asks or denies (``capabilities``), and
