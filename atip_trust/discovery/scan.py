@@ -92,46 +92,34 @@ class _DirCheck:
 
     def problem(self, real: str) -> tuple[str, str] | None:
         """(reason, message) for an unsafe directory ``real`` (already resolved), or None."""
-        if real in self._seen:
-            return self._seen[real]
-        found: tuple[str, str] | None = None
-        try:
-            st = os.lstat(real)
-        except OSError as err:
-            found = ("directory_missing", f"cannot stat {real}: {err.strerror}")
-        else:
-            if not stat.S_ISDIR(st.st_mode):
-                found = ("not_a_directory", f"{real} is not a directory")
-            elif (why := owner_problem(st)) is not None:
-                found = (_owner_reason(st, "directory"), f"directory {real} is {why}")
-            else:
-                parent = os.path.dirname(real)
-                if parent != real:
-                    found = self._ancestor(parent)
-        self._seen[real] = found
-        return found
+        return self._judge(real, ancestor=False)
 
     def ancestor_problem(self, real: str) -> tuple[str, str] | None:
         """(reason, message) when ``real`` (resolved) or one of its ancestors fails the ancestor test
         (the sticky bit accepted): a place where a symbolic link may safely sit."""
-        return self._ancestor(real)
+        return self._judge(real, ancestor=True)
 
-    def _ancestor(self, real: str) -> tuple[str, str] | None:
-        key = "\0" + real  # ancestors are judged with the sticky exception; keep them apart
+    def _judge(self, real: str, *, ancestor: bool) -> tuple[str, str] | None:
+        # An ancestor is judged with the sticky exception (and, as an ancestor of a resolved path, is a
+        # directory); its verdict is kept apart from the same path's as a directory.
+        key = "\0" + real if ancestor else real
         if key in self._seen:
             return self._seen[key]
+        what, prefix = ("ancestor", "ancestor ") if ancestor else ("directory", "")
         found: tuple[str, str] | None = None
         try:
             st = os.lstat(real)
         except OSError as err:
-            found = ("directory_missing", f"cannot stat ancestor {real}: {err.strerror}")
+            found = ("directory_missing", f"cannot stat {prefix}{real}: {err.strerror}")
         else:
-            if (why := owner_problem(st, sticky_ok=True)) is not None:
-                found = (_owner_reason(st, "ancestor"), f"ancestor directory {real} is {why}")
+            if not ancestor and not stat.S_ISDIR(st.st_mode):
+                found = ("not_a_directory", f"{real} is not a directory")
+            elif (why := owner_problem(st, sticky_ok=ancestor)) is not None:
+                found = (_owner_reason(st, what), f"{prefix}directory {real} is {why}")
             else:
                 parent = os.path.dirname(real)
                 if parent != real:
-                    found = self._ancestor(parent)
+                    found = self._judge(parent, ancestor=True)
         self._seen[key] = found
         return found
 
