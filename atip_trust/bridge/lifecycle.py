@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.jsonio import parse_json
 from atip_trust.bridge.compile import check_provider
 from atip_trust.errors import MalformedInputError, UntrustedInputError
@@ -42,8 +42,7 @@ class ToolCall(Record):
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+    to_json = fields_json  # its fields are JSON data already
 
 
 def _list_at(obj: Any, key: str, provider: str, path: str) -> list[Any]:

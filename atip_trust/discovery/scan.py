@@ -36,7 +36,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.files import owner_problem
 from atip_trust.facts.artifact import path_entries
 
@@ -53,9 +53,7 @@ class Skipped(Record):
     #: Where a symbolic link led (resolved once), when it did.
     resolved: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "reason": self.reason, "message": self.message,
-                "resolved": self.resolved}
+    to_json = fields_json  # its fields are JSON data already
 
 
 class Candidate(Record):
