@@ -12,6 +12,7 @@ from collections.abc import Mapping
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.record import Record, field
+from atip_trust.policy._deps import slsa  # binding_json: only for a policy that states builders
 from atip_trust.facts.report import TrustLevel
 
 if TYPE_CHECKING:
@@ -119,16 +120,8 @@ class BuilderRule(Record):
 
     def binding_json(self) -> dict[str, Any]:
         """The binding in the JSON names of the map and the policy schema (only the fields stated)."""
-        out: dict[str, Any] = {}
-        if self.signer_workflow:
-            out["signerWorkflow"] = list(self.signer_workflow)
-        if self.runner_environment is not None:
-            out["runnerEnvironment"] = self.runner_environment
-        if self.signer_issuer is not None:
-            out["signerIssuer"] = self.signer_issuer
-        if self.signer_key:
-            out["signerKey"] = list(self.signer_key)
-        return out
+        return slsa.binding_json(self.signer_workflow, self.runner_environment, self.signer_issuer,
+                                 self.signer_key)
 
 
 class SourceRule(Record):
