@@ -32,9 +32,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
 
 from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.files import owner_problem

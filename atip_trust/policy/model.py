@@ -12,8 +12,8 @@ from collections.abc import Mapping
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.record import Record, field
-from atip_trust.policy._deps import slsa  # binding_json: only for a policy that states builders
 from atip_trust.facts.report import TrustLevel
+from atip_trust.policy._deps import slsa
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -119,7 +119,8 @@ class BuilderRule(Record):
     signer_key: tuple[str, ...] = ()
 
     def binding_json(self) -> dict[str, Any]:
-        """The binding in the JSON names of the map and the policy schema (only the fields stated)."""
+        """The binding in the JSON names of the map and the policy schema (only the fields stated);
+        ``slsa`` is imported on this first use, by a policy that states builders."""
         return slsa.binding_json(self.signer_workflow, self.runner_environment, self.signer_issuer,
                                  self.signer_key)
 
