@@ -49,7 +49,7 @@ else:
         (typing's own would cost a cache-hit admission the import of typing and contextlib, ~3 ms.)"""
         return lambda cls: cls
 
-__all__ = ["FrozenInstanceError", "Record", "field", "replace"]
+__all__ = ["FrozenInstanceError", "Record", "field", "fields_json", "replace"]
 
 
 class FrozenInstanceError(AttributeError):
@@ -301,3 +301,9 @@ def replace(obj: R, **changes: Any) -> R:
     values = {f: getattr(obj, f) for f in obj._fields}
     values.update(changes)
     return type(obj)(**values)
+
+
+def fields_json(obj: Record) -> dict[str, Any]:
+    """Every field of ``obj`` by name, in declaration order, values as they are: the ``to_json`` of a
+    record whose fields are already JSON data."""
+    return {name: getattr(obj, name) for name in obj._fields}

@@ -18,7 +18,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from atip_trust.signature.identity import CertificateFacts
+    from atip_trust.signature.keyless import KeylessOutcome
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json, parse_json
@@ -209,29 +213,47 @@ def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequen
     if not signers:
         raise UsageError("a keyless VSA needs the signer identity (--certificate-identity or "
                          "--certificate-identity-regexp, and --certificate-oidc-issuer)")
-    bound = {"sha256": Digest.from_hex("sha256", sha[0])}
+    bound = Digest.from_hex("sha256", sha[0])
+
+    def refused(facts: CertificateFacts, label: str) -> str | None:
+        rule, _ = match_identities(signers, facts, evidence=label)
+        return f"{label}: signed by {facts.identity}, not an allowed identity" if rule is None else None
+
+    found = _first_keyless(path, trust_root, bound, refused)
+    if isinstance(found, str):
+        return VsaVerification(os.fspath(path), None, None, (VsaProblem(
+            "VSA_SIGNATURE", f"no Sigstore bundle by an allowed signer verifies: {found}",
+            [r.describe() for r in signers], None),))
+    _, facts, payload_type, payload = found
+    vsa = parse_vsa(payload_type, payload)
+    problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
+                         levels=levels)
+    return VsaVerification(os.fspath(path), facts.identity, vsa, tuple(problems), payload)
+
+
+def _first_keyless(path: PathLike, trust_root: TrustRoot, sha256: Digest,
+                   refused: Callable[[CertificateFacts, str], str | None],
+                   ) -> tuple[KeylessOutcome, CertificateFacts, str, bytes] | str:
+    """The first DSSE bundle in ``path`` that sigstore-python verifies bound to ``sha256``
+    (signature/keyless.py) and whose certificate ``refused`` does not refuse (it says why it does); or,
+    when none, why the last one tried failed."""
     verifier = keyless_mod.KeylessVerifier(trust_root)
-    last = "no DSSE bundle in the file"
+    why = "no DSSE bundle in the file"
     for b in bundles_mod.load_bundles(path):
         if b.content != "dsse":
-            last = f"{b.label}: not a DSSE bundle"
+            why = f"{b.label}: not a DSSE bundle"
             continue
-        out = verifier.verify(b, bound)
-        failed = next((c for c in out.checks if c.failed), None)
+        out = verifier.verify(b, {"sha256": sha256})
         if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
-            last = f"{b.label}: {failed.message if failed else 'does not verify'}"
+            failed = next((c for c in out.checks if c.failed), None)
+            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
             continue
-        rule, _ = match_identities(signers, out.facts, evidence=b.label)
-        if rule is None:
-            last = f"{b.label}: signed by {out.facts.identity}, not an allowed identity"
+        refusal = refused(out.facts, b.label)
+        if refusal is not None:
+            why = refusal
             continue
-        vsa = parse_vsa(out.payload_type, out.payload)
-        problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
-                             levels=levels)
-        return VsaVerification(os.fspath(path), out.facts.identity, vsa, tuple(problems), out.payload)
-    return VsaVerification(os.fspath(path), None, None, (VsaProblem(
-        "VSA_SIGNATURE", f"no Sigstore bundle by an allowed signer verifies: {last}",
-        [r.describe() for r in signers], None),))
+        return out, out.facts, out.payload_type, out.payload
+    return why
 
 
 # --- admission from VSAs (trust.verifiers) --------------------------------------------------------------
@@ -292,26 +314,20 @@ def _keyless_signed(path: PathLike, rules: Sequence[VerifierRule], trust_root: T
         return "VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"
     if not keyless or trust_root is None:
         return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"
-    verifier = keyless_mod.KeylessVerifier(trust_root)
-    why = "no DSSE bundle in the file"
-    for b in bundles_mod.load_bundles(path):
-        if b.content != "dsse":
-            why = f"{b.label}: not a DSSE bundle"
-            continue
-        out = verifier.verify(b, {"sha256": Digest.from_hex("sha256", sha256)})
-        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
-            failed = next((c for c in out.checks if c.failed), None)
-            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
-            continue
-        facts = out.facts
-        signed = tuple(r for r in keyless if r.signer is not None
-                       and not IdentityRule.coerce(r.signer).mismatches(facts))
-        if not signed:
-            why = (f"{b.label}: signed by {facts.identity} from {facts.issuer}, not an identity "
-                   "trust.verifiers lists")
-            continue
-        return _Signed(parse_vsa(out.payload_type, out.payload), signed, out.integrated_time)
-    return f"VSA ignored: not signed by a verifier policy trusts ({why})"
+
+    def signed_by(facts: CertificateFacts) -> tuple[VerifierRule, ...]:
+        return tuple(r for r in keyless if r.signer is not None
+                     and not IdentityRule.coerce(r.signer).mismatches(facts))
+
+    def refused(facts: CertificateFacts, label: str) -> str | None:
+        return None if signed_by(facts) else (f"{label}: signed by {facts.identity} from {facts.issuer}, "
+                                              "not an identity trust.verifiers lists")
+
+    found = _first_keyless(path, trust_root, Digest.from_hex("sha256", sha256), refused)
+    if isinstance(found, str):
+        return f"VSA ignored: not signed by a verifier policy trusts ({found})"
+    out, facts, payload_type, payload = found
+    return _Signed(parse_vsa(payload_type, payload), signed_by(facts), out.integrated_time)
 
 
 def _why_not(signed: _Signed, now: datetime) -> str | None:

@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.jsonio import parse_json
 from atip_trust.bridge.compile import check_provider
 from atip_trust.errors import MalformedInputError, UntrustedInputError
@@ -42,8 +42,7 @@ class ToolCall(Record):
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+    to_json = fields_json  # its fields are JSON data already
 
 
 def _list_at(obj: Any, key: str, provider: str, path: str) -> list[Any]:
@@ -75,9 +74,14 @@ def _arguments(value: Any, provider: str, path: str) -> dict[str, Any]:
     return value
 
 
-def _first(items: list[Any], key: str) -> Any:
+def _first_list(response: Mapping[str, Any], outer: str, inner: str, key: str, provider: str) -> list[Any]:
+    """``response[outer][0][inner][key]`` (OpenAI's tool_calls, Gemini's parts); ``[]`` where the model
+    asked for no tool. ``response[outer]`` itself must be a list."""
+    items = _list_at(response, outer, provider, "$")
     first = items[0] if items else None
-    return first.get(key) if isinstance(first, Mapping) else None
+    container = first.get(inner) if isinstance(first, Mapping) else None
+    found = container.get(key) if isinstance(container, Mapping) else None
+    return found if isinstance(found, list) else []
 
 
 def parse_tool_call(provider: str, response: Any) -> list[ToolCall]:
@@ -96,12 +100,7 @@ def _parse_calls(chosen: str, response: Any) -> list[ToolCall]:
         raise ToolCallParseError(f"expected an object, got {type(response).__name__}", provider=chosen)
     calls: list[ToolCall] = []
     if chosen == "openai":
-        choices = _list_at(response, "choices", chosen, "$")
-        message = _first(choices, "message")
-        tool_calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-        if not isinstance(tool_calls, list):
-            return []
-        for i, tc in enumerate(tool_calls):
+        for i, tc in enumerate(_first_list(response, "choices", "message", "tool_calls", chosen)):
             where = f"$.choices[0].message.tool_calls[{i}]"
             fn = tc.get("function") if isinstance(tc, Mapping) else None
             if not isinstance(fn, Mapping):
@@ -110,12 +109,7 @@ def _parse_calls(chosen: str, response: Any) -> list[ToolCall]:
                                   _string(fn.get("name"), "name", chosen, f"{where}.function.name"),
                                   _arguments(fn.get("arguments"), chosen, f"{where}.function.arguments")))
     elif chosen == "gemini":
-        candidates = _list_at(response, "candidates", chosen, "$")
-        content = _first(candidates, "content")
-        parts = content.get("parts") if isinstance(content, Mapping) else None
-        if not isinstance(parts, list):
-            return []
-        for i, part in enumerate(parts):
+        for i, part in enumerate(_first_list(response, "candidates", "content", "parts", chosen)):
             fc = part.get("functionCall") if isinstance(part, Mapping) else None
             if not fc:
                 continue

@@ -32,11 +32,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
 
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.files import owner_problem
 from atip_trust.facts.artifact import path_entries
 
@@ -53,9 +50,7 @@ class Skipped(Record):
     #: Where a symbolic link led (resolved once), when it did.
     resolved: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "reason": self.reason, "message": self.message,
-                "resolved": self.resolved}
+    to_json = fields_json  # its fields are JSON data already
 
 
 class Candidate(Record):
@@ -92,46 +87,34 @@ class _DirCheck:
 
     def problem(self, real: str) -> tuple[str, str] | None:
         """(reason, message) for an unsafe directory ``real`` (already resolved), or None."""
-        if real in self._seen:
-            return self._seen[real]
-        found: tuple[str, str] | None = None
-        try:
-            st = os.lstat(real)
-        except OSError as err:
-            found = ("directory_missing", f"cannot stat {real}: {err.strerror}")
-        else:
-            if not stat.S_ISDIR(st.st_mode):
-                found = ("not_a_directory", f"{real} is not a directory")
-            elif (why := owner_problem(st)) is not None:
-                found = (_owner_reason(st, "directory"), f"directory {real} is {why}")
-            else:
-                parent = os.path.dirname(real)
-                if parent != real:
-                    found = self._ancestor(parent)
-        self._seen[real] = found
-        return found
+        return self._judge(real, ancestor=False)
 
     def ancestor_problem(self, real: str) -> tuple[str, str] | None:
         """(reason, message) when ``real`` (resolved) or one of its ancestors fails the ancestor test
         (the sticky bit accepted): a place where a symbolic link may safely sit."""
-        return self._ancestor(real)
+        return self._judge(real, ancestor=True)
 
-    def _ancestor(self, real: str) -> tuple[str, str] | None:
-        key = "\0" + real  # ancestors are judged with the sticky exception; keep them apart
+    def _judge(self, real: str, *, ancestor: bool) -> tuple[str, str] | None:
+        # An ancestor is judged with the sticky exception (and, as an ancestor of a resolved path, is a
+        # directory); its verdict is kept apart from the same path's as a directory.
+        key = "\0" + real if ancestor else real
         if key in self._seen:
             return self._seen[key]
+        what, prefix = ("ancestor", "ancestor ") if ancestor else ("directory", "")
         found: tuple[str, str] | None = None
         try:
             st = os.lstat(real)
         except OSError as err:
-            found = ("directory_missing", f"cannot stat ancestor {real}: {err.strerror}")
+            found = ("directory_missing", f"cannot stat {prefix}{real}: {err.strerror}")
         else:
-            if (why := owner_problem(st, sticky_ok=True)) is not None:
-                found = (_owner_reason(st, "ancestor"), f"ancestor directory {real} is {why}")
+            if not ancestor and not stat.S_ISDIR(st.st_mode):
+                found = ("not_a_directory", f"{real} is not a directory")
+            elif (why := owner_problem(st, sticky_ok=ancestor)) is not None:
+                found = (_owner_reason(st, what), f"{prefix}directory {real} is {why}")
             else:
                 parent = os.path.dirname(real)
                 if parent != real:
-                    found = self._ancestor(parent)
+                    found = self._judge(parent, ancestor=True)
         self._seen[key] = found
         return found
 

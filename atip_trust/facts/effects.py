@@ -68,7 +68,7 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
     """Each effect class → risky / safe / unknown, from one RFC §3.6 effects object as declared.
 
     A flag counts only when it is a bool: ``is True`` / ``is False`` (``1`` or ``"true"`` is unknown).
-    Written out rather than through helpers: this runs on every decision (policy/decide.py)."""
+    This runs on every decision (policy/decide.py): one dict, a call per class, no loops."""
     eff: Mapping[str, Any] = effects if _is_mapping(effects) else _EMPTY
     get = eff.get
     fs = get("filesystem")
@@ -77,42 +77,35 @@ def classify(effects: Mapping[str, Any] | None) -> dict[str, State]:
     billable = cost.get("billable") if _is_mapping(cost) else None
     if billable is None and _is_mapping(cost) and cost.get("estimate") == "free":
         billable = False  # RFC §3.6 cost.estimate "free": nothing is billed
-    v = get("destructive")
-    destructive: State = "risky" if v is True else "safe" if v is False else "unknown"
-    v = get("reversible")
-    non_reversible: State = "risky" if v is False else "safe" if v is True else "unknown"
-    v = get("idempotent")
-    non_idempotent: State = "risky" if v is False else "safe" if v is True else "unknown"
-    v = get("network")
-    network: State = "risky" if v is True else "safe" if v is False else "unknown"
-    v = fs_get("write")
-    fs_write: State = "risky" if v is True else "safe" if v is False else "unknown"
-    v = fs_get("delete")
-    fs_delete: State = "risky" if v is True else "safe" if v is False else "unknown"
-    v = get("subprocess")
-    subprocess: State = "risky" if v is True else "safe" if v is False else "unknown"
-    # creates / modifies / deletes: any entry is risky, whatever it names (an unknown resource type is a
-    # change too); an empty list declares none; anything else is unknown.
-    v = get("creates")
-    creates: State = ("risky" if v else "safe") if type(v) is list else "unknown"
-    v = get("modifies")
-    modifies: State = ("risky" if v else "safe") if type(v) is list else "unknown"
-    v = get("deletes")
-    deletes: State = ("risky" if v else "safe") if type(v) is list else "unknown"
     return {
-        "destructive": destructive,
-        "nonReversible": non_reversible,
-        "nonIdempotent": non_idempotent,
-        "billable": "risky" if billable is True else "safe" if billable is False else "unknown",
-        "network": network,
-        "filesystemWrite": fs_write,
-        "filesystemDelete": fs_delete,
+        "destructive": _flag(get("destructive"), True),
+        "nonReversible": _flag(get("reversible"), False),
+        "nonIdempotent": _flag(get("idempotent"), False),
+        "billable": _flag(billable, True),
+        "network": _flag(get("network"), True),
+        "filesystemWrite": _flag(fs_get("write"), True),
+        "filesystemDelete": _flag(fs_get("delete"), True),
         "interactive": _interactive_state(eff),
-        "creates": creates,
-        "modifies": modifies,
-        "deletes": deletes,
-        "subprocess": subprocess,
+        "creates": _listed(get("creates")),
+        "modifies": _listed(get("modifies")),
+        "deletes": _listed(get("deletes")),
+        "subprocess": _flag(get("subprocess"), True),
     }
+
+
+def _flag(value: Any, risky: bool) -> State:
+    """A declared bool: risky when it is ``risky``, safe when it is the other; anything else unknown."""
+    if type(value) is not bool:
+        return "unknown"
+    return "risky" if value is risky else "safe"
+
+
+def _listed(value: Any) -> State:
+    """creates / modifies / deletes: any entry is risky, whatever it names (an unknown resource type is a
+    change too); an empty list declares none; anything else is unknown."""
+    if type(value) is not list:
+        return "unknown"
+    return "risky" if value else "safe"
 
 
 def read_only(effects: Mapping[str, Any] | Mapping[str, State] | None) -> bool:

@@ -78,7 +78,20 @@ _SINCE: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
 # Typed claims
 
 
-class SignatureClaim(Record):
+class _Claim(Record):
+    """A typed claim: its JSON is its fields in order, a digest as its text, a nested claim as its JSON."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: _claim_value(getattr(self, name)) for name in self._fields}
+
+
+def _claim_value(value: Any) -> Any:
+    if isinstance(value, _Claim):
+        return value.to_json()
+    return str(value) if isinstance(value, Digest) else value
+
+
+class SignatureClaim(_Claim):
     """A declared signer (RFC §3.2.2 ``integrity.signature`` / ``shimIntegrity.signature``)."""
 
     type: str | None = None
@@ -86,16 +99,8 @@ class SignatureClaim(Record):
     issuer: str | None = None
     bundle: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "identity": self.identity,
-            "issuer": self.issuer,
-            "bundle": self.bundle,
-        }
 
-
-class ProvenanceClaim(Record):
+class ProvenanceClaim(_Claim):
     """A declared SLSA provenance (RFC §3.2.2 ``trust.provenance``).
 
     ``slsa_level`` is only what the document claims; the level atip-trust assigns comes from the
@@ -107,16 +112,8 @@ class ProvenanceClaim(Record):
     builder: str | None = None
     slsa_level: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "format": self.format,
-            "builder": self.builder,
-            "slsa_level": self.slsa_level,
-        }
 
-
-class BinaryClaim(Record):
+class BinaryClaim(_Claim):
     """A shim's ``binary`` section (RFC §4.5)."""
 
     hash: Digest | None = None
@@ -124,16 +121,8 @@ class BinaryClaim(Record):
     version: str | None = None
     platform: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hash": None if self.hash is None else str(self.hash),
-            "name": self.name,
-            "version": self.version,
-            "platform": self.platform,
-        }
 
-
-class TrustClaims(Record):
+class TrustClaims(_Claim):
     """Everything a document claims about trust. Claims to check, never expectations."""
 
     source: str | None = None
@@ -148,21 +137,11 @@ class TrustClaims(Record):
     legacy: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        out = self._to_json()
-        if self.legacy:
-            out["legacy_0_4"] = dict(self.legacy)
+        out = super().to_json()
+        legacy = out.pop("legacy")
+        if legacy:
+            out["legacy_0_4"] = dict(legacy)
         return out
-
-    def _to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "verified": self.verified,
-            "checksum": None if self.checksum is None else str(self.checksum),
-            "signature": None if self.signature is None else self.signature.to_json(),
-            "shim_signature": None if self.shim_signature is None else self.shim_signature.to_json(),
-            "provenance": None if self.provenance is None else self.provenance.to_json(),
-            "binary": None if self.binary is None else self.binary.to_json(),
-        }
 
 
 class MetadataDocument(Record):

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 from atip_trust._base.jsonio import canonical_digest
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, fields_json
 
 if TYPE_CHECKING:
     CheckStatus = Literal["pass", "fail", "skip", "error"]
@@ -137,22 +137,15 @@ class SignatureResult(Record, frozen=False):
     extensions: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "status": self.status,
-            "identity": self.identity,
-            "issuer": self.issuer,
-            "kind": self.kind,
-            "evidence": self.evidence,
-        }
-        if self.extensions:
-            out["extensions"] = dict(self.extensions)
+        out = fields_json(self)
+        extensions = out.pop("extensions")
+        if extensions:
+            out["extensions"] = dict(extensions)
         return out
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SignatureResult:
-        return cls(status=doc["status"], identity=doc.get("identity"), issuer=doc.get("issuer"),
-                   kind=doc.get("kind"), evidence=doc.get("evidence"),
-                   extensions=dict(doc.get("extensions") or {}))
+        return cls(**{**_stored_fields(cls, doc), "extensions": dict(doc.get("extensions") or {})})
 
 
 class ProvenanceResult(Record, frozen=False):
@@ -167,23 +160,17 @@ class ProvenanceResult(Record, frozen=False):
     source: dict[str, Any] | None = None
     evidence: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "predicate_type": self.predicate_type,
-            "builder_id": self.builder_id,
-            "build_type": self.build_type,
-            "slsa_level": self.slsa_level,
-            "source": self.source,
-            "evidence": self.evidence,
-        }
+    to_json = fields_json  # its fields are JSON data already
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ProvenanceResult:
-        return cls(status=doc["status"], predicate_type=doc.get("predicate_type"),
-                   builder_id=doc.get("builder_id"), build_type=doc.get("build_type"),
-                   slsa_level=doc.get("slsa_level"), source=doc.get("source"),
-                   evidence=doc.get("evidence"))
+        return cls(**_stored_fields(cls, doc))
+
+
+def _stored_fields(cls: type[Record], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A verdict's fields read back from its ``to_json``: ``status`` must be there, any other field
+    absent is None."""
+    return {name: doc["status"] if name == "status" else doc.get(name) for name in cls._fields}
 
 
 class Reason(Record):

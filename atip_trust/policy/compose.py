@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeVar
 
     T = TypeVar("T")
+    N = TypeVar("N", bound=int)  # an int or a TrustLevel (an IntEnum)
 
 from atip_trust._base.record import replace
 from atip_trust.facts.report import TrustLevel
@@ -77,15 +78,8 @@ if TYPE_CHECKING:
 
 
 
-def _max_level(a: TrustLevel | None, b: TrustLevel | None) -> TrustLevel | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return max(a, b)
-
-
-def _max_int(a: int | None, b: int | None) -> int | None:
+def _stricter(a: N | None, b: N | None) -> N | None:
+    """The higher of two minimums, either of which may be unstated (None)."""
     if a is None:
         return b
     if b is None:
@@ -301,12 +295,12 @@ def _composed_requirements(layers: Sequence[PolicyLayer]) -> Requirements:
             s = set(r.metadata_sources)
             sources_allowed = s if sources_allowed is None else sources_allowed & s
         req = Requirements(
-            min_trust_level=_max_level(req.min_trust_level, r.min_trust_level),
-            min_slsa_level=_max_int(req.min_slsa_level, r.min_slsa_level),
+            min_trust_level=_stricter(req.min_trust_level, r.min_trust_level),
+            min_slsa_level=_stricter(req.min_slsa_level, r.min_slsa_level),
             provenance_required=req.provenance_required or r.provenance_required,
             predicate_type=req.predicate_type or r.predicate_type,
             metadata_sources=None,
-            signature_threshold=_max_int(req.signature_threshold, r.signature_threshold),
+            signature_threshold=_stricter(req.signature_threshold, r.signature_threshold),
         )
     if sources_allowed is not None:
         req = Requirements(

@@ -579,22 +579,16 @@ def _step_command_rules(c: _Case) -> None:
     # Deny and ask rules see every reading of leading options (rules.command_variants); allow rules see
     # only the command as given, so no reading can widen what they admit.
     deny_rules, ask_rules, allow_rules = c.plan.rules(c.tool_name)
-    for rule, match in deny_rules:
-        hit = _first_reading(match, variants)
-        if hit is not None:
-            c.denied_by_rule = True
-            v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule"
-                                 + (f" (read as {hit!r})" if hit != line else ""),
-                                 rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
-    for rule, match in ask_rules:
-        # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
-        # (load and compile_rule refuse qualifiers on ask rules).
-        hit = _first_reading(match, variants)
-        if hit is not None:
-            c.asked = True
-            v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule"
-                                + (f" (read as {hit!r})" if hit != line else ""),
-                                rule=rule.text, actual=line), rule.source)
+    for rule, read_as in _matching(deny_rules, variants, line):
+        c.denied_by_rule = True
+        v.add("deny", Reason("COMMAND_DENIED", f"command {line!r} matches a deny rule{read_as}",
+                             rule=rule.text, expected=f"not {rule.text}", actual=line), rule.source)
+    # An ask rule asks whenever it matches: no qualifier may let a less trusted tool skip the question
+    # (load and compile_rule refuse qualifiers on ask rules).
+    for rule, read_as in _matching(ask_rules, variants, line):
+        c.asked = True
+        v.add("ask", Reason("COMMAND_ASK", f"command {line!r} matches an ask rule{read_as}",
+                            rule=rule.text, actual=line), rule.source)
     sig = c.report.signature
     for rule, match in allow_rules:
         if too_large is not None or not match(tokens, line):
@@ -605,7 +599,7 @@ def _step_command_rules(c: _Case) -> None:
             c.info.append(Reason("RULE_QUALIFIER_NOT_MET",
                                  "an allow rule matches but its trust condition does not hold",
                                  rule=rule.text,
-                                 expected=_qualifier_text(rule),
+                                 expected=", ".join(rule.conditions(">= {}", "signed by {}")),
                                  actual=f"{c.level.name}, signer {sig.identity} (issuer {sig.issuer})"))
 
 
@@ -703,12 +697,16 @@ def _omitted(v: _Verdicts, info: list[Reason], assumption: str, verified: bool, 
         v.add("ask", r, "default")
 
 
-def _first_reading(match: Matcher, variants: list[tuple[tuple[str, ...], str]]) -> str | None:
-    """The first reading of the command (``rules.command_variants``) the rule matches, as a line."""
-    for vt, vl in variants:
-        if match(vt, vl):
-            return vl
-    return None
+def _matching(rules: _Compiled, variants: list[tuple[tuple[str, ...], str]],
+              line: str) -> list[tuple[CommandRule, str]]:
+    """Each rule that matches a reading of the command (``rules.command_variants``), in order, with what
+    its reason adds: `` (read as '...')`` when the first reading it matches is not the command as given."""
+    found = []
+    for rule, match in rules:
+        hit = next((vl for vt, vl in variants if match(vt, vl)), None)
+        if hit is not None:
+            found.append((rule, f" (read as {hit!r})" if hit != line else ""))
+    return found
 
 
 def _verify_base(
@@ -847,15 +845,6 @@ def _qualified(rule: CommandRule, level: TrustLevel, report: TrustReport) -> boo
     if rule.min_trust_level is not None and level < rule.min_trust_level:
         return False
     return _signer_ok(rule, report)
-
-
-def _qualifier_text(rule: CommandRule) -> str:
-    parts = []
-    if rule.min_trust_level is not None:
-        parts.append(f">= {rule.min_trust_level.name}")
-    if rule.signer is not None:
-        parts.append(f"signed by {rule.signer.describe()}")
-    return ", ".join(parts)
 
 
 def _waived(r: Reason, w: Waiver) -> Reason:

@@ -8,11 +8,7 @@ from atip_trust.policy.model import CommandRule, Policy
 
 
 def _rule(r: CommandRule) -> str:
-    cond = []
-    if r.min_trust_level is not None:
-        cond.append(f"the tool is at least {r.min_trust_level.name}")
-    if r.signer is not None:
-        cond.append(f"it is signed by {r.signer.describe()}")
+    cond = r.conditions("the tool is at least {}", "it is signed by {}")
     where = f" [{r.source}]"
     return f"{r.text}" + (f" — only when {' and '.join(cond)}" if cond else "") + where
 

@@ -13,6 +13,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 
 from atip_trust._base.record import Record, field
 from atip_trust.facts.report import TrustLevel
+from atip_trust.policy._deps import slsa
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -118,17 +119,10 @@ class BuilderRule(Record):
     signer_key: tuple[str, ...] = ()
 
     def binding_json(self) -> dict[str, Any]:
-        """The binding in the JSON names of the map and the policy schema (only the fields stated)."""
-        out: dict[str, Any] = {}
-        if self.signer_workflow:
-            out["signerWorkflow"] = list(self.signer_workflow)
-        if self.runner_environment is not None:
-            out["runnerEnvironment"] = self.runner_environment
-        if self.signer_issuer is not None:
-            out["signerIssuer"] = self.signer_issuer
-        if self.signer_key:
-            out["signerKey"] = list(self.signer_key)
-        return out
+        """The binding in the JSON names of the map and the policy schema (only the fields stated);
+        ``slsa`` is imported on this first use, by a policy that states builders."""
+        return slsa.binding_json(self.signer_workflow, self.runner_environment, self.signer_issuer,
+                                 self.signer_key)
 
 
 class SourceRule(Record):
@@ -207,6 +201,16 @@ class CommandRule(Record):
         else:
             return None
         return text.split(" ", 1)[0]
+
+    def conditions(self, at_least: str, signed_by: str) -> list[str]:
+        """The trust conditions of an allow rule, in words: ``at_least`` and ``signed_by`` are templates
+        given the minimum level's name and the signer rule's description (decide's reasons, explain)."""
+        said = []
+        if self.min_trust_level is not None:
+            said.append(at_least.format(self.min_trust_level.name))
+        if self.signer is not None:
+            said.append(signed_by.format(self.signer.describe()))
+        return said
 
 
 class Gate(Record):

@@ -554,6 +554,22 @@ class BuildSigner(Record):
                 f"; runner_environment {env if env is not None else 'absent'}")
 
 
+def binding_json(workflows: Sequence[str], runner_environment: str | None, issuer: str | None,
+                 keys: Sequence[str]) -> dict[str, Any]:
+    """A signer binding in the JSON names of the trusted-builder map and the policy schema, only the
+    fields stated (``SignerBinding``, and policy/model.py ``BuilderRule`` as policy states it)."""
+    out: dict[str, Any] = {}
+    if workflows:
+        out["signerWorkflow"] = list(workflows)
+    if runner_environment is not None:
+        out["runnerEnvironment"] = runner_environment
+    if issuer is not None:
+        out["signerIssuer"] = issuer
+    if keys:
+        out["signerKey"] = list(keys)
+    return out
+
+
 class SignerBinding(Record):
     """How a trusted-builder entry's signature proves the builder (fields of the map entry).
 
@@ -592,16 +608,7 @@ class SignerBinding(Record):
         return keyless or "no signer binding stated (no level)"
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.workflows:
-            out["signerWorkflow"] = [w.text for w in self.workflows]
-        if self.runner_environment is not None:
-            out["runnerEnvironment"] = self.runner_environment
-        if self.issuer is not None:
-            out["signerIssuer"] = self.issuer
-        if self.keys:
-            out["signerKey"] = list(self.keys)
-        return out
+        return binding_json([w.text for w in self.workflows], self.runner_environment, self.issuer, self.keys)
 
     @classmethod
     def from_json(cls, b: Mapping[str, Any], where: str) -> SignerBinding:

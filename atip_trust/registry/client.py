@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from atip_trust._base.record import Record, field, replace
+from atip_trust._base.record import Record, field, fields_json, replace
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
 from atip_trust.errors import AtipTrustError, UsageError
@@ -126,8 +126,7 @@ class Attempt(Record):
     outcome: Outcome
     reason: str
 
-    def to_json(self) -> dict[str, str]:
-        return {"registry": self.registry, "outcome": self.outcome, "reason": self.reason}
+    to_json = fields_json  # its fields are JSON data already
 
 
 class ShimResult(Record):

@@ -502,20 +502,21 @@ def set_payload(entry: LogEntry) -> bytes:
     (sorted keys, no whitespace, ASCII) produces exactly the RFC 8785 form. A test pins this against
     the ``rfc8785`` package.
     """
-    if entry.integrated_time is None:
-        raise TlogVerificationError(
-            "log entry has no integratedTime, so its inclusion promise cannot be checked",
-            check="tlog.set",
-            expected="integratedTime",
-            actual=None,
-        )
     payload = {
         "body": base64.b64encode(entry.canonicalized_body).decode("ascii"),
-        "integratedTime": entry.integrated_time,
+        "integratedTime": _integrated_time(entry, ", so its inclusion promise cannot be checked", "tlog.set"),
         "logID": entry.log_id.hex(),
         "logIndex": entry.log_index,
     }
     return canonical_json(payload)
+
+
+def _integrated_time(entry: LogEntry, consequence: str, check: str) -> int:
+    """The entry's integratedTime; an entry without one (Rekor v2) fails ``check``, saying what it costs."""
+    if entry.integrated_time is None:
+        raise TlogVerificationError(f"log entry has no integratedTime{consequence}", check=check,
+                                    expected="integratedTime", actual=None)
+    return entry.integrated_time
 
 
 def verify_set(entry: LogEntry, trust_root: TrustRoot) -> None:
@@ -577,14 +578,9 @@ def verify_entry(
     )
     # (2) Rekor v1 entries always carry integratedTime; without it (Rekor v2) the time must come from
     # a timestamp authority, which this module does not verify.
-    if entry.integrated_time is None:
-        raise TlogVerificationError(
-            "log entry has no integratedTime (a Rekor v2 entry?); only Rekor v1 entries are supported",
-            check="tlog.entry",
-            expected="integratedTime",
-            actual=None,
-        )
-    when = integrated_time_utc(entry.integrated_time, path=f"{entry.path}.integratedTime")
+    integrated = _integrated_time(entry, " (a Rekor v2 entry?); only Rekor v1 entries are supported",
+                                  "tlog.entry")
+    when = integrated_time_utc(integrated, path=f"{entry.path}.integratedTime")
     current = now or datetime.now(UTC)
     if when > current + MAX_FUTURE_SKEW:
         raise TlogVerificationError(

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, fields_json
 from atip_trust._base.statmemo import RACY_NS, Ident, ident_of
 from atip_trust.errors import AtipTrustError
 from atip_trust.state import dirs
@@ -107,8 +107,7 @@ class CacheStats(Record):
     entries: int
     bytes: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "entries": self.entries, "bytes": self.bytes}
+    to_json = fields_json  # its fields are JSON data already
 
 
 class VerdictCache:
