@@ -241,3 +241,17 @@ def test_held_tool_takes_a_keyless_vsa_by_identity(world) -> None:
     vsa = write_keyless_vsa(world, world["dir"] / "keyless.vsa.jsonl", CI_ID)
     with held(world, vsas=[vsa]) as tool:
         assert tool.admit("status").behavior == "allow"
+
+
+def test_attack_scan_routes_a_vsa_file_by_every_vsa_in_it_not_the_first_line(world) -> None:
+    """A ``.vsa.jsonl`` whose first line is about the other tool and whose second is the verifier's
+    FAILED for this one: routing by the first line alone would drop the evidence of failure, and the
+    tool would be VERIFIED from its PASSED VSA."""
+    good = write_vsa(world, world["dir"] / "tool-passed.vsa.jsonl")
+    first = write_vsa(world, world["dir"] / "l1.vsa.jsonl", sha256=world["other_sha256"])
+    second = write_vsa(world, world["dir"] / "l2.vsa.jsonl", result="FAILED", levels=())
+    mixed = world["dir"] / "mixed.vsa.jsonl"
+    mixed.write_text(first.read_text() + second.read_text())
+    rows = scan(world, "--vsa", str(good), "--vsa", str(mixed))
+    assert rows["tool"]["trust_level"] != "VERIFIED", rows["tool"]
+    assert "fail" in [c["status"] for c in vsa_checks(rows["tool"])]
