@@ -334,3 +334,23 @@ def test_attack_registry_json_that_is_a_symlink_is_refused_not_followed(tree: Tr
     (tree.data / "registry.json").symlink_to(elsewhere)
     r, _ = tree.admit()
     assert r.code == 2 and "registry" in r.err, r.out + r.err
+
+
+def test_attack_update_registry_never_re_pins_a_name_to_bytes_that_did_not_verify(tree: Tree) -> None:
+    """registry.json pins ``gh`` to the signed build; the unsigned build now answers to the name (with
+    metadata of its own in tools/). ``scan --update-registry`` pins "what verifies now" (docs/cli.md):
+    re-pinning the unsigned bytes would silently drop the one denial that catches the swap."""
+    other = hashlib.sha256(OTHER).hexdigest()
+    LocalRegistry(tree.data / "registry.json").put("gh", tree.gh)
+    doc = json.loads(tree.doc(READ_ONLY, digest=other))
+    tree.place(tree.data / "tools" / f"sha256-{other}.json", json.dumps(doc).encode(), signer=None)
+    policy = tree.w.write_policy("scan")
+    p = tree.w.run("scan", str(tree.w.unsigned_bin), "--bundle-dir", str(tree.w.bundles), "--policy", str(policy),
+                   "--format", "json", "--update-registry", env=tree.env())
+    rows = json.loads(p.stdout)
+    row = next(x for x in rows if x["tool"] == "gh")
+    assert row["trust_level"] != "VERIFIED", row
+    entry = LocalRegistry(tree.data / "registry.json").recorded("gh")
+    assert entry is not None and entry.digest.hex == tree.hex, (entry, p.stderr)
+    _, out = tree.admit(signed=False)
+    assert _codes(out)[0] == "LOCAL_REGISTRY_DIGEST_MISMATCH", out
