@@ -236,13 +236,23 @@ class HeldTool:
         audit_log = given[2] if audit_log is None else audit_log
         defer_audit = given[3] if defer_audit is None else defer_audit
         if not self._holdable:
-            evidence = self._evidence
-            if self._bundle_dir is not None:  # the VSAs kept by the digest of the bytes there now
-                with Artifact.open(resolve_text(os.fspath(self._tool)), resolved=True) as now:
-                    evidence = self._with_kept_vsas(now)
-            return admit(self._tool, policy=self.policy, command=command, evidence=evidence,
-                         options=replace(self._options, interactive=interactive, audit=audit,
-                                         audit_log=audit_log, defer_audit=defer_audit))
+            # The bytes at the path now, admitted from this one descriptor, which then becomes the held
+            # one: ``artifact`` (what a runtime runs) is always the bytes this call decided on, never
+            # those held since ``open`` (another file may answer to the path now).
+            now = Artifact.open(resolve_text(os.fspath(self._tool)), resolved=True)
+            try:
+                # the VSAs kept by the digest of the bytes there now
+                evidence = self._evidence if self._bundle_dir is None else self._with_kept_vsas(now)
+                adm = admit(now, policy=self.policy, command=command, evidence=evidence,
+                            options=replace(self._options, name=self._name or tool_name_of(self._tool),
+                                            interactive=interactive, audit=audit, audit_log=audit_log,
+                                            defer_audit=defer_audit))
+            except BaseException:
+                now.close()
+                raise
+            self.close()
+            self._art = now
+            return adm
         if not self._unchanged():
             self._hold(command, audit, audit_log)
         art, report = self._art, self._report
@@ -264,7 +274,8 @@ class HeldTool:
 
     @property
     def artifact(self) -> Artifact:
-        """The held, verified descriptor (``Artifact.exec_fd`` runs exactly these bytes)."""
+        """The held descriptor: the bytes the last admission (``open`` or a call that admitted the tool
+        again) decided on; ``Artifact.exec_fd`` runs exactly these bytes."""
         if self._art is None:
             raise UsageError("the held tool is closed")
         return self._art

@@ -102,8 +102,11 @@ def emit_vsa(report: TrustReport, decision: Decision, *, key: PathLike | None, v
         raise UsageError("a VSA is signed with a key (--vsa-key) or keylessly (--vsa-keyless)")
     else:
         signer = load_private_key(key)
-    passed = decision.behavior == "allow" \
-        and report.trust_level is TrustLevel.VERIFIED
+    # PASSED only when enforce mode would allow too: a warn/audit policy lets a failure through
+    # (MODE_*, policy/decide.py), and a PASSED summary of it would be admitted by every machine that
+    # trusts this verifier, whatever its own mode.
+    passed = decision.behavior == "allow" and report.trust_level is TrustLevel.VERIFIED \
+        and not any(r.code.startswith("MODE_") for r in decision.reasons)
     level = report.provenance.slsa_level if report.provenance.status == "valid" else None
     stmt = vsa_statement(
         digests=dict(report.digests),
@@ -270,6 +273,8 @@ class _Signed(Record):
     rules: tuple[VerifierRule, ...]
     #: Keyless: the transparency log's integrated time (the signature existed then); None for a key.
     signed_at: datetime | None = None
+    #: Which VSA of its file (``file#N`` when the file holds several), for its check's evidence.
+    label: str = ""
 
     def rule(self) -> VerifierRule:
         """The entry for the VSA's own ``verifier.id`` when one signed it, else the first."""
@@ -296,38 +301,55 @@ def _is_sigstore_bundle(raw: bytes) -> bool:
                                       or str(doc.get("mediaType", "")).startswith("application/vnd.dev.sigstore.bundle"))
 
 
-def _key_signed(raw: bytes, label: str, rules: Sequence[VerifierRule]) -> _Signed | str:
-    env = parse_envelope(raw, source=label)
-    signed = tuple(r for r in rules if r.public_key is not None
-                   and envelope_signed_by(env, load_public_key(r.public_key), r.key_id) is not None)
-    if not signed:
-        return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers)"
-    return _Signed(parse_vsa(env.payload_type, env.payload), signed)
+def _key_signed(raw: bytes, label: str, rules: Sequence[VerifierRule]) -> list[_Signed | str]:
+    """Each envelope in the file (one per non-empty line of a ``.jsonl``; parse_envelope reads one):
+    every line is a VSA, so a trusted FAILED after a PASSED is never left unread."""
+    lines = [ln for ln in raw.splitlines() if ln.strip()] or [raw]
+    if len(lines) > LIMITS.bundle_lines:
+        raise BundleError(f"{len(lines)} VSAs in one file, over the cap of {LIMITS.bundle_lines}", path=label)
+    out: list[_Signed | str] = []
+    for i, line in enumerate(lines, 1):
+        where = label if len(lines) == 1 else f"{label}#{i}"
+        env = parse_envelope(line, source=where)
+        signed = tuple(r for r in rules if r.public_key is not None
+                       and envelope_signed_by(env, load_public_key(r.public_key), r.key_id) is not None)
+        out.append(_Signed(parse_vsa(env.payload_type, env.payload), signed, label=where) if signed else
+                   "VSA ignored: not signed by a verifier policy trusts (trust.verifiers)"
+                   + ("" if len(lines) == 1 else f" ({where})"))
+    return out
 
 
 def _keyless_signed(path: PathLike, rules: Sequence[VerifierRule], trust_root: TrustRoot | None,
-                    sha256: str) -> _Signed | str:
-    """A VSA in a Sigstore bundle: sigstore-python verifies it (signature/keyless.py), then its
-    certificate must match a keyless entry's identity (signature/identity.py, as ``trust.signers``)."""
+                    sha256: str) -> list[_Signed | str]:
+    """Every VSA in the file's Sigstore bundles that sigstore-python verifies (signature/keyless.py) and
+    whose certificate matches a keyless entry's identity (signature/identity.py, as ``trust.signers``);
+    all of them, not the first, so a trusted FAILED after a PASSED counts. None: one reason why."""
     keyless = [r for r in rules if r.signer is not None]
     if not sha256:
-        return "VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"
+        return ["VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"]
     if not keyless or trust_root is None:
-        return "VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"
-
-    def signed_by(facts: CertificateFacts) -> tuple[VerifierRule, ...]:
-        return tuple(r for r in keyless if r.signer is not None
-                     and not IdentityRule.coerce(r.signer).mismatches(facts))
-
-    def refused(facts: CertificateFacts, label: str) -> str | None:
-        return None if signed_by(facts) else (f"{label}: signed by {facts.identity} from {facts.issuer}, "
-                                              "not an identity trust.verifiers lists")
-
-    found = _first_keyless(path, trust_root, Digest.from_hex("sha256", sha256), refused)
-    if isinstance(found, str):
-        return f"VSA ignored: not signed by a verifier policy trusts ({found})"
-    out, facts, payload_type, payload = found
-    return _Signed(parse_vsa(payload_type, payload), signed_by(facts), out.integrated_time)
+        return ["VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"]
+    verifier = keyless_mod.KeylessVerifier(trust_root)
+    why = "no DSSE bundle in the file"
+    found: list[_Signed | str] = []
+    for b in bundles_mod.load_bundles(path):
+        if b.content != "dsse":
+            why = f"{b.label}: not a DSSE bundle"
+            continue
+        out = verifier.verify(b, {"sha256": Digest.from_hex("sha256", sha256)})
+        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
+            failed = next((c for c in out.checks if c.failed), None)
+            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
+            continue
+        facts = out.facts
+        signed = tuple(r for r in keyless if r.signer is not None
+                       and not IdentityRule.coerce(r.signer).mismatches(facts))
+        if not signed:
+            why = (f"{b.label}: signed by {facts.identity} from {facts.issuer}, not an identity "
+                   "trust.verifiers lists")
+            continue
+        found.append(_Signed(parse_vsa(out.payload_type, out.payload), signed, out.integrated_time, b.label))
+    return found or [f"VSA ignored: not signed by a verifier policy trusts ({why})"]
 
 
 def _why_not(signed: _Signed, now: datetime) -> str | None:
@@ -359,15 +381,20 @@ def _why_not(signed: _Signed, now: datetime) -> str | None:
 
 
 def _review(path: PathLike, digests: dict[str, str], rules: Sequence[VerifierRule], ids: list[str],
-            trust_root: TrustRoot | None, at: datetime) -> tuple[Check, datetime | None]:
-    """One VSA's check (``vsa_checks``) and when its outcome may next change with time alone (a
-    counted VSA expires, one dated ahead becomes current), or None when time cannot change it."""
+            trust_root: TrustRoot | None, at: datetime) -> list[tuple[Check, datetime | None]]:
+    """The checks of a VSA file's VSAs (``vsa_checks``: one per VSA a listed verifier signed, else one
+    saying why none counts), each with when its outcome may next change with time alone (a counted VSA
+    expires, one dated ahead becomes current), or None when time cannot change it."""
     label = os.fspath(path)
     raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-    signed = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
+    found = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
         if _is_sigstore_bundle(raw) else _key_signed(raw, label, rules)
-    if isinstance(signed, str):
-        return Check("vsa", "skip", signed, ids, None, label), None
+    return [(Check("vsa", "skip", s, ids, None, label), None) if isinstance(s, str)
+            else _judge(s, digests, s.label or label, at) for s in found]
+
+
+def _judge(signed: _Signed, digests: dict[str, str], label: str, at: datetime) -> tuple[Check, datetime | None]:
+    """One signed VSA's check against its ``trust.verifiers`` entry (``_review``)."""
     vsa, rule = signed.vsa, signed.rule()
     if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
         return Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
@@ -399,7 +426,7 @@ def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequen
     resource, level, policy or too old). A VSA in a Sigstore bundle is verified against ``trust_root``."""
     at = now or datetime.now(timezone.utc)
     ids = [r.describe() for r in rules]
-    return [_review(p, digests, rules, ids, trust_root, at)[0] for p in paths]
+    return [check for p in paths for check, _ in _review(p, digests, rules, ids, trust_root, at)]
 
 
 def vsa_candidates(bundle_dir: PathLike, hexdigest: str) -> list[str]:
@@ -415,7 +442,20 @@ def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
     (``vsa_checks``); a claim grants nothing. A file that is no VSA is an error (as for ``admit``)."""
     label = os.fspath(path)
     raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-    doc = _first_document(raw)
+    try:
+        docs = [parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)]
+    except AtipTrustError:
+        # A ``.jsonl``: every line is a VSA, and each routes the file (a tool's FAILED on a later line
+        # must reach that tool: ``_review`` reads every line).
+        docs = [parse_json(ln, what="VSA", max_depth=LIMITS.json_depth) for ln in raw.splitlines() if ln.strip()]
+    claims: set[tuple[str, str]] = set()
+    for doc in docs:
+        claims |= _claims(doc, label)
+    return claims
+
+
+def _claims(doc: Any, label: str) -> set[tuple[str, str]]:
+    """The subject digests one VSA document (a DSSE envelope or a Sigstore bundle) claims."""
     env = doc.get("dsseEnvelope", doc) if isinstance(doc, dict) else None
     if not isinstance(env, dict) or not isinstance(env.get("payload"), str):
         raise BundleError("not a VSA: neither a DSSE envelope nor a Sigstore bundle holding one", path=label)

@@ -171,7 +171,7 @@ class ToolSurface(Record, frozen=False):
 
 
 def update_local_registry(surface: ToolSurface, path: PathLike | None = None) -> list[str]:
-    """``scan --update-registry``: index each tool of ``surface`` whose trust did not fail and that has
+    """``scan --update-registry``: index each tool of ``surface`` that verified (VERIFIED) and that has
     metadata in the local ``registry.json`` (RFC §4.3: name -> path, digest, ``source`` ``native`` for
     its own ``--agent`` answer or ``shim``; default path RFC §4.2's ``$XDG_DATA_HOME/agent-tools``).
     The index is not evidence (registry/local.py): every admission still hashes and verifies. A file
@@ -179,7 +179,9 @@ def update_local_registry(surface: ToolSurface, path: PathLike | None = None) ->
     reg = LocalRegistry(path if path is not None else local_registry_path())
     done: list[str] = []
     for row in surface.rows:
-        if row.digest is None or row.trust == "failed" or row.metadata_from is None:
+        if row.digest is None or row.trust_level != "VERIFIED" or row.metadata_from is None:
+            # Only what verifies now is pinned (docs/cli.md): re-pinning a name to bytes that did not
+            # verify would drop the one denial (LOCAL_REGISTRY_DIGEST_MISMATCH) that catches a swap.
             continue
         entry = reg.put(row.name, row.resolved, source="shim" if row.metadata_from == "shim" else "native")
         if entry.digest.hex != row.digest.removeprefix("sha256:"):

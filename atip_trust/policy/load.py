@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base import jsonio
-from atip_trust._base.files import path_name, read_capped
+from atip_trust._base.files import owner_problem, path_name, read_capped
 from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
@@ -494,11 +494,36 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
     except MalformedInputError as err:
         raise PolicyError(f"{path_name(name)}: {err.message}", path=err.path) from err
     try:
-        return layer_from_document(doc, source=source, path=name, base_dir=os.path.dirname(os.path.realpath(name)),
-                                   cache=VerdictCache() if cache else None)
+        layer = layer_from_document(doc, source=source, path=name, base_dir=os.path.dirname(os.path.realpath(name)),
+                                    cache=VerdictCache() if cache else None)
     except PolicyError as err:
         err.message = f"{path_name(name)}: {err.message}"
         raise
+    if source == "org":
+        _check_anchor_files(layer, name)
+    return layer
+
+
+def _check_anchor_files(layer: PolicyLayer, name: str) -> None:
+    """The org policy's anchor files (``trust.publicKeys``, ``trust.trustedRoots``, ``trust.verifiers``
+    keys, by path) get the org policy's own ownership and mode checks: whoever can rewrite one names their
+    own key or CA, and the checked, even signed, policy would vouch for whatever they sign. A file that
+    does not exist is left to its reader (an error there)."""
+    trust = layer.document.get("trust") or {}
+    base = os.path.dirname(os.path.realpath(name))
+    files = [("public key", k.path) for k in layer.public_keys or () if k.path]
+    files += [("trusted root", os.path.realpath(os.path.join(base, r["path"])))
+              for r in trust.get("trustedRoots", ()) if isinstance(r, dict) and isinstance(r.get("path"), str)]
+    files += [("VSA verifier's public key", os.path.realpath(os.path.join(base, v["publicKey"])))
+              for v in trust.get("verifiers", ()) if isinstance(v, dict) and isinstance(v.get("publicKey"), str)]
+    for what, path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        problem = owner_problem(st)
+        if problem is not None:
+            raise PolicyError(f"{path_name(name)}: the org policy's {what} {path} refused: {problem}", path=path)
 
 
 __all__ = [

@@ -31,6 +31,8 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
+    from atip_trust.signature.keys import PublicKey
+
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import expect_object, parse_json
 from atip_trust.policy._deps import bundles_mod, keyless_mod, keyless_sign_mod
@@ -42,7 +44,7 @@ from atip_trust.policy.model import SignerRule
 from atip_trust.policy.rules import signer_from_json
 from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
 from atip_trust.signature.identity import IdentityRule
-from atip_trust.signature.keys import load_public_key
+from atip_trust.signature.keys import parse_public_key
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.dirs import user_state_dir
 
@@ -145,10 +147,18 @@ def _key_problem(sig: str, data: bytes, signers: Signers) -> str | None:
                 "over the file's exact bytes): the policy was changed after it was signed")
     if not signers.keys:
         return f"{sig} is a key signature and {signers.path} names no key"
-    if not any(envelope_signed_by(env, load_public_key(k), None) is not None for k in signers.keys):
+    if not any(envelope_signed_by(env, _signer_key(k), None) is not None for k in signers.keys):
         return (f"{sig} is not signed by a key {signers.path} names (expected one of "
                 f"{[os.path.basename(k) for k in signers.keys]})")
     return None
+
+
+def _signer_key(path: str) -> PublicKey:
+    """A key the signers file names, read with the signers file's ownership and mode checks and never
+    through a link: whoever could rewrite the key file could sign any policy with their own key."""
+    raw = read_capped(path, LIMITS.key_bytes, what="org policy signers' public key", follow_links=False,
+                      owner_check=PolicyError)
+    return parse_public_key(raw, source=path)
 
 
 def _trust_root(signers: Signers) -> TrustRoot:
@@ -221,12 +231,21 @@ def _serials_file() -> str:
 def _guard_rollback(key: str, serial: int) -> None:
     store = _serials_file()
     seen: dict[str, int] = {}
-    if os.path.exists(store):
+    if os.path.lexists(store):
         try:
-            raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials"), what="policy serials")
+            # Owner- and mode-checked and never through a link: whoever can write the high-water mark
+            # can lower it and bring back an older signed release.
+            raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials", follow_links=False,
+                                         owner_check=PolicyError), what="policy serials")
         except AtipTrustError as err:  # fail closed: a damaged store cannot vouch for any serial
             raise PolicyError(f"cannot read the org policy serials {store}: {err.message}") from err
-        seen = {k: v for k, v in raw.items() if isinstance(v, int)} if isinstance(raw, dict) else {}
+        bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool)] \
+            if isinstance(raw, dict) else None
+        if bad is None or bad:
+            # An entry read as absent would be serial 0: any older release accepted again.
+            raise PolicyError(f"cannot read the org policy serials {store}: expected an object of integer "
+                              f"serials by policy path, got {type(raw).__name__ if bad is None else bad}")
+        seen = raw
     high = seen.get(key, 0)
     if serial < high:
         raise PolicyError(f"org policy serial {serial} is older than serial {high} this machine already "

@@ -296,3 +296,61 @@ def test_rfc_4_3_an_agent_hook_denies_a_command_whose_program_registry_json_does
     r = tree.w.run(*argv, env=tree.env(), stdin=stdin)
     behavior, reason = decision("claude-code", r.stdout)
     assert behavior == "deny" and "registry.json" in reason, r.stdout + r.stderr
+
+
+# -- red team: the tree's files as an attacker would plant them ---------------------------------------
+
+def test_attack_an_override_signed_by_a_policy_signer_for_another_tool_name_is_ignored(tree: Tree) -> None:
+    """A validly signed override that names this binary's digest but another tool: it lends nothing to
+    ``gh`` (metadata_trust binds the document to the tool's name), so the tool's own metadata decides."""
+    tree.place(tree.data / "tools" / f"sha256-{tree.hex}.json", tree.doc({**READ_ONLY, "deletes": ["issue"]}))
+    doc = json.loads(tree.doc(READ_ONLY))
+    doc["name"] = doc["binary"]["name"] = "jq"
+    tree.place(tree.config / "overrides" / "sha256" / f"{tree.hex}.json", json.dumps(doc).encode())
+    r, out = tree.admit()
+    assert r.code == 1 and "READ_ONLY_VERIFIED" not in _codes(out), out
+    check = _check(out, "agent_tools.override")
+    assert check["status"] == "fail" and "ignored" in check["message"], check
+
+
+def test_attack_registry_json_with_a_duplicate_name_is_an_error_not_the_last_entry(tree: Tree) -> None:
+    """``{"gh": <another digest>, "gh": <these bytes>}``: a parser keeping the last key would read the
+    pin as matching and hide the mismatch; duplicate keys are refused (exit 2, a denial)."""
+    index = _index(tree, {})
+    other = hashlib.sha256(OTHER).hexdigest()
+    index.write_text('{"version": "2", "tools": {'
+                     f'"gh": {{"path": "{tree.gh}", "hash": "sha256:{other}"}}, '
+                     f'"gh": {{"path": "{tree.gh}", "hash": "sha256:{tree.hex}"}}}}}}')
+    r, _ = tree.admit()
+    assert r.code == 2 and "duplicate" in r.err, r.out + r.err
+
+
+def test_attack_registry_json_that_is_a_symlink_is_refused_not_followed(tree: Tree) -> None:
+    """registry.json a link to a file elsewhere (recording these bytes): the pin is read from the tree's
+    own file only; a link is an error (exit 2), never followed."""
+    elsewhere = tree.d / "elsewhere-registry.json"
+    LocalRegistry(elsewhere).put("gh", tree.gh)
+    tree.data.mkdir(parents=True, exist_ok=True)
+    (tree.data / "registry.json").symlink_to(elsewhere)
+    r, _ = tree.admit()
+    assert r.code == 2 and "registry" in r.err, r.out + r.err
+
+
+def test_attack_update_registry_never_re_pins_a_name_to_bytes_that_did_not_verify(tree: Tree) -> None:
+    """registry.json pins ``gh`` to the signed build; the unsigned build now answers to the name (with
+    metadata of its own in tools/). ``scan --update-registry`` pins "what verifies now" (docs/cli.md):
+    re-pinning the unsigned bytes would silently drop the one denial that catches the swap."""
+    other = hashlib.sha256(OTHER).hexdigest()
+    LocalRegistry(tree.data / "registry.json").put("gh", tree.gh)
+    doc = json.loads(tree.doc(READ_ONLY, digest=other))
+    tree.place(tree.data / "tools" / f"sha256-{other}.json", json.dumps(doc).encode(), signer=None)
+    policy = tree.w.write_policy("scan")
+    p = tree.w.run("scan", str(tree.w.unsigned_bin), "--bundle-dir", str(tree.w.bundles), "--policy", str(policy),
+                   "--format", "json", "--update-registry", env=tree.env())
+    rows = json.loads(p.stdout)
+    row = next(x for x in rows if x["tool"] == "gh")
+    assert row["trust_level"] != "VERIFIED", row
+    entry = LocalRegistry(tree.data / "registry.json").recorded("gh")
+    assert entry is not None and entry.digest.hex == tree.hex, (entry, p.stderr)
+    _, out = tree.admit(signed=False)
+    assert _codes(out)[0] == "LOCAL_REGISTRY_DIGEST_MISMATCH", out

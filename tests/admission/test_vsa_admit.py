@@ -252,3 +252,47 @@ def test_local_verifier_counts_for_nothing_under_an_org_that_fixes_the_anchors(w
     org.write_text(json.dumps(doc))
     r = admit(world, write_vsa(world, "org-named"))
     assert r.json["trust_level"] == "VERIFIED"
+
+
+def test_attack_a_trusted_failed_vsa_on_a_later_line_of_the_same_file_is_not_skipped(world) -> None:
+    """A ``.vsa.jsonl`` holding the verifier's PASSED and then its newer FAILED (e.g. appended on
+    re-verification): every line is a VSA, and a trusted FAILED stands over any PASSED (docs/vsa.md).
+    Reading the first line alone would admit from the PASSED one."""
+    passed = write_vsa(world, "line-passed")
+    failed = write_vsa(world, "line-failed", result="FAILED", levels=(), age=timedelta(minutes=5))
+    both = world["dir"] / "both.vsa.jsonl"
+    both.write_text(passed.read_text() + failed.read_text())
+    r = admit(world, both)
+    assert r.code == 1 and r.json["trust_level"] != "VERIFIED", r.out
+    assert sorted(c["status"] for c in vsa_checks(r.json)) == ["fail", "pass"], vsa_checks(r.json)
+
+
+def test_attack_an_untrusted_first_line_does_not_hide_a_trusted_failed_vsa(world) -> None:
+    rogue = write_vsa(world, "line-rogue", key=world["rogue"])
+    failed = write_vsa(world, "line-failed2", result="FAILED", levels=())
+    both = world["dir"] / "rogue-then-failed.vsa.jsonl"
+    both.write_text(rogue.read_text() + "\n" + failed.read_text())
+    r = admit(world, both)
+    assert r.code == 1 and any(c["status"] == "fail" for c in vsa_checks(r.json)), r.out
+
+
+def test_attack_a_second_verifiers_key_cannot_claim_the_strict_verifiers_id(world, tmp_path: Path) -> None:
+    """Two entries: the strict release verifier and a lax one with another key (any resource, any level,
+    any policy). The lax key signs a VSA that claims the strict verifier's id, for a resource and level
+    only the lax entry would accept: the id is bound to the key that signed, so it is ignored."""
+    w = World(tmp_path, root=None)
+    w.public_key("keys/ci.pub", world["ci"])
+    w.public_key("keys/lax.pub", world["rogue"])
+    doc = json.loads(world["policy"].read_text())
+    doc["trust"]["verifiers"][0]["publicKey"] = str(world["dir"] / "keys" / "ci.pub")
+    doc["trust"]["verifiers"].append({"id": "https://lax.example/v", "publicKey": str(tmp_path / "keys" / "lax.pub"),
+                                      "maxAge": "30d"})
+    pol = tmp_path / "two-verifiers.json"
+    pol.write_text(json.dumps(doc))
+    vsa = write_vsa(world, "spoofed-id", key=world["rogue"], levels=(), resource=RESOURCE + "-fork",
+                    policy_digest="sha256:" + "cd" * 32)
+    r = cli("admit", str(world["tool"]), "--command", "status", "--policy", str(pol), "--vsa", str(vsa),
+            "--non-interactive", "--no-audit", "--no-cache", "--format", "json")
+    assert r.code == 1 and r.json["trust_level"] != "VERIFIED", r.out
+    (c,) = vsa_checks(r.json)
+    assert c["status"] == "skip" and "verifier.id" in c["message"], c

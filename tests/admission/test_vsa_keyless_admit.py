@@ -224,3 +224,15 @@ def test_pretty_printed_keyless_vsa_bundle_is_read_as_a_bundle(world, tmp_path: 
     pretty = tmp_path / "pretty.vsa.sigstore.json"
     pretty.write_text(json.dumps(src, indent=2))
     assert admit(world, pretty).code == 0
+
+
+def test_attack_a_keyless_failed_vsa_after_a_passed_one_in_the_same_file_is_not_skipped(world) -> None:
+    """Two bundles from the listed identity in one ``.jsonl``: the PASSED first, then a FAILED. Each is
+    a VSA; stopping at the first that verifies would admit from the PASSED one."""
+    passed = json.loads(mint(world, "kl-passed").read_text())
+    failed = json.loads(mint(world, "kl-failed", result="FAILED", levels=(), age=timedelta(minutes=5)).read_text())
+    both = world["dir"] / "kl-both.vsa.jsonl"
+    both.write_text(json.dumps(passed) + "\n" + json.dumps(failed) + "\n")
+    r = admit(world, both)
+    assert r.code == 1 and r.json["trust_level"] != "VERIFIED", r.out
+    assert any(c["status"] == "fail" for c in vsa_checks(r.json)), vsa_checks(r.json)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import json
 import time
 from datetime import datetime, timedelta, timezone
@@ -241,3 +242,38 @@ def test_held_tool_takes_a_keyless_vsa_by_identity(world) -> None:
     vsa = write_keyless_vsa(world, world["dir"] / "keyless.vsa.jsonl", CI_ID)
     with held(world, vsas=[vsa]) as tool:
         assert tool.admit("status").behavior == "allow"
+
+
+def test_attack_scan_routes_a_vsa_file_by_every_vsa_in_it_not_the_first_line(world) -> None:
+    """A ``.vsa.jsonl`` whose first line is about the other tool and whose second is the verifier's
+    FAILED for this one: routing by the first line alone would drop the evidence of failure, and the
+    tool would be VERIFIED from its PASSED VSA."""
+    good = write_vsa(world, world["dir"] / "tool-passed.vsa.jsonl")
+    first = write_vsa(world, world["dir"] / "l1.vsa.jsonl", sha256=world["other_sha256"])
+    second = write_vsa(world, world["dir"] / "l2.vsa.jsonl", result="FAILED", levels=())
+    mixed = world["dir"] / "mixed.vsa.jsonl"
+    mixed.write_text(first.read_text() + second.read_text())
+    rows = scan(world, "--vsa", str(good), "--vsa", str(mixed))
+    assert rows["tool"]["trust_level"] != "VERIFIED", rows["tool"]
+    assert "fail" in [c["status"] for c in vsa_checks(rows["tool"])]
+
+
+def test_attack_held_tool_artifact_is_the_bytes_the_last_call_decided_on(world) -> None:
+    """A tool held with a bundle_dir is admitted in full at each call, from its path. The bytes held at
+    ``open`` (A) are later FAILED by the verifier, and the path now names other bytes (B) the verifier
+    PASSED: the call allows B, and ``held.artifact`` (what a runtime runs, ``exec_fd``) must be B, never
+    the A held since ``open``."""
+    bundles = world["dir"] / "bundles"
+    write_vsa(world, bundles / "sha256" / f"{world['sha256']}.vsa.jsonl")
+    path = world["bins"] / "tool"
+    with held(world, bundle_dir=bundles) as tool:
+        assert tool.admit("status").behavior == "allow"
+        write_vsa(world, bundles / "sha256" / f"{world['sha256']}.vsa.jsonl", result="FAILED", levels=())
+        write_vsa(world, bundles / "sha256" / f"{world['other_sha256']}.vsa.jsonl", sha256=world["other_sha256"])
+        new = world["bins"] / "tool.new"
+        new.write_bytes(OTHER)
+        new.chmod(0o755)
+        os.replace(new, path)
+        adm = tool.admit("status")
+        assert adm.behavior == "allow" and str(adm.report.digests["sha256"]).endswith(world["other_sha256"])
+        assert hashlib.sha256(os.pread(tool.artifact.fd, 1 << 16, 0)).hexdigest() == world["other_sha256"]

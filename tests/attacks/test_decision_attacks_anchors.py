@@ -371,3 +371,45 @@ def test_default_policy_admit_of_an_unsigned_tool_is_unchanged(world) -> None:
                          [x["code"] for x in r.json["decision"]["reasons"]]))
         assert runs[0] == runs[1]
         assert runs[0][0] == 1 and "TRUST_BELOW_MINIMUM" not in runs[0][3]
+
+
+# -- the org's anchor files: as safe as the org policy that names them (red team) ---------------------
+
+
+def test_attack_an_org_trusted_root_file_writable_by_others_is_refused(world, org, tmp_path: Path) -> None:
+    """The org policy is root-owned and checked, but the trusted root it names by path is world-writable:
+    whoever rewrites it adds their own CA and mints the org's release identity. Refused (exit 2), as a
+    writable org policy is."""
+    root = tmp_path / "org-root.json"
+    shutil.copyfile(world["root"], root)
+    root.chmod(0o666)
+    org("writable-root", {"signers": [SIGNER], "trustedRoots": [{"path": str(root)}]})
+    r = verify(world, local(world, "plain", {}))
+    assert r.code == 2 and "trusted root" in r.err and "writable" in r.err, r.out + r.err
+    root.chmod(0o644)  # control: the same files, safe, verify
+    assert verify(world, local(world, "plain", {})).code == 0
+
+
+def test_attack_an_org_public_key_file_writable_by_others_is_refused(world, org, tmp_path: Path) -> None:
+    key = tmp_path / "org.pub"
+    shutil.copyfile(KEYS / "p256.pub", key)
+    key.chmod(0o666)
+    org("writable-key", {"publicKeys": [{"path": str(key)}]})
+    args = ("verify", str(KEYS / "artifact.txt"), "--key", str(key), "--signature",
+            str(KEYS / "artifact.txt.p256.sig"), "--policy", str(local(world, "plain", {})), "--format", "json")
+    r = cli(*args)
+    assert r.code == 2 and "public key" in r.err and "writable" in r.err, r.out + r.err
+    key.chmod(0o644)
+    assert cli(*args).code == 0, cli(*args).err
+
+
+def test_attack_an_org_vsa_verifier_key_writable_by_others_is_refused(world, org, tmp_path: Path) -> None:
+    key = tmp_path / "ci-vsa.pub"
+    shutil.copyfile(KEYS / "p256.pub", key)
+    key.chmod(0o666)
+    org("writable-verifier", {"signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}],
+                              "verifiers": [{"id": "https://ci.example/v", "publicKey": str(key), "maxAge": "1d"}]})
+    r = verify(world, local(world, "plain", {}))
+    assert r.code == 2 and "verifier" in r.err and "writable" in r.err, r.out + r.err
+    key.chmod(0o644)
+    assert verify(world, local(world, "plain", {})).code == 0

@@ -241,3 +241,91 @@ def test_keyless_signers_trusted_root_writable_by_others_is_refused(org, sigstor
     (org["etc"] / "trusted_root.json").chmod(0o666)
     r = admit(org)
     assert r.code == 2 and "trusted root" in reason(r), reason(r)
+
+
+# --- attacks on what the signature check itself trusts (red team) -----------------------------------
+
+def _rogue_pub(org: dict[str, Path]) -> bytes:
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    key = load_pem_private_key(org["rogue_key"].read_bytes(), None)
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def test_attack_a_signers_public_key_writable_by_others_is_swapped_for_the_attackers(org) -> None:
+    """The signers file is root-owned, but the key it names is world-writable: whoever rewrites the key
+    signs any policy. It gets the signers file's ownership and mode checks (as its trusted root does)."""
+    write_policy(org, 1, sign_with=org["rogue_key"])  # a loosened policy, signed by the attacker
+    require_signature(org)
+    org["org_pub"].write_bytes(_rogue_pub(org))
+    org["org_pub"].chmod(0o666)
+    r = admit(org)
+    assert r.code == 2 and "public key" in reason(r), r.out + r.err
+
+
+def test_attack_a_signers_public_key_that_is_a_symlink_elsewhere_is_refused(org, tmp_path: Path) -> None:
+    """``keys/org.pub`` a link to a file outside the root-owned folder (the attacker's): refused, not
+    followed, as the signers file and its trusted root are."""
+    write_policy(org, 1, sign_with=org["rogue_key"])
+    require_signature(org)
+    theirs = tmp_path / "attacker.pub"
+    theirs.write_bytes(_rogue_pub(org))
+    org["org_pub"].unlink()
+    org["org_pub"].symlink_to(theirs)
+    r = admit(org)
+    assert r.code == 2 and "public key" in reason(r), r.out + r.err
+
+
+def _serials(org: dict[str, Path]) -> Path:
+    return org["etc"].parent / "state" / "serials.json"
+
+
+def test_attack_a_serial_store_writable_by_others_is_lowered_to_roll_back(org) -> None:
+    """Whoever can write the high-water mark can lower it and bring back an older signed release: a
+    store group or others can write vouches for no serial (fail closed)."""
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    store = _serials(org)
+    store.write_text(json.dumps({k: 0 for k in json.loads(store.read_text())}))
+    store.chmod(0o666)
+    write_policy(org, 4, sign_with=org["org_key"])
+    r = admit(org)
+    assert r.code == 2 and "serials" in reason(r), r.out + r.err
+
+
+def test_attack_a_serial_store_entry_that_is_not_an_integer_is_not_read_as_zero(org) -> None:
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    store = _serials(org)
+    store.write_text(json.dumps({k: "5" for k in json.loads(store.read_text())}))
+    write_policy(org, 4, sign_with=org["org_key"])
+    r = admit(org)
+    assert r.code == 2 and "serials" in reason(r), r.out + r.err
+
+
+@pytest.mark.parametrize("damage", ["{", "[5]"], ids=["not JSON", "not an object"])
+def test_attack_a_damaged_serial_store_fails_closed(org, damage: str) -> None:
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    _serials(org).write_text(damage)
+    write_policy(org, 4, sign_with=org["org_key"])
+    r = admit(org)
+    assert r.code == 2 and "serials" in reason(r), r.out + r.err
+
+
+def test_attack_a_serial_store_that_is_a_symlink_is_refused(org, tmp_path: Path) -> None:
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    store = _serials(org)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({k: 0 for k in json.loads(store.read_text())}))
+    store.unlink()
+    store.symlink_to(elsewhere)
+    write_policy(org, 4, sign_with=org["org_key"])
+    r = admit(org)
+    assert r.code == 2 and "serials" in reason(r), r.out + r.err

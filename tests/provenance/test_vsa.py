@@ -332,3 +332,18 @@ def test_verify_vsa_needs_a_key_or_an_identity(keyless) -> None:
     r = cli("verify-vsa", "--attestation-path", str(keyless["bundle"]), "--subject-digest", f"sha256:{SHA256}",
             "--verifier-id", VERIFIER, "--resource-uri", RESOURCE)
     assert r.code == 2 and "--public-key-path" in r.err
+
+
+@pytest.mark.parametrize("mode", ["audit", "warn"])
+def test_attack_a_verification_allowed_only_by_audit_or_warn_mode_emits_a_failed_vsa(keys, tmp_path: Path,
+                                                                                     mode: str) -> None:
+    """A CI job verifies under a policy in ``audit``/``warn`` mode (to watch before enforcing): a failing
+    requirement is reported and let through (MODE_*), exit 0. The VSA it signs must not say PASSED, or
+    every machine that trusts the verifier admits what enforce mode would have denied."""
+    pol = tmp_path / "audit.json"
+    pol.write_text(json.dumps({"version": 1, "mode": mode, "requirements": {"metadataSources": ["org"]}}))
+    out = tmp_path / "audit.vsa.jsonl"
+    emit(out, keys["ci"][0], "--policy", str(pol))
+    p = statement(envelope(out))["predicate"]
+    assert p["verificationResult"] == "FAILED", p
+    assert check(out, keys["ci"][1]).code == 1
