@@ -102,11 +102,12 @@ def emit_vsa(report: TrustReport, decision: Decision, *, key: PathLike | None, v
         raise UsageError("a VSA is signed with a key (--vsa-key) or keylessly (--vsa-keyless)")
     else:
         signer = load_private_key(key)
-    # PASSED only when enforce mode would allow too: a warn/audit policy lets a failure through
-    # (MODE_*, policy/decide.py), and a PASSED summary of it would be admitted by every machine that
-    # trusts this verifier, whatever its own mode.
+    # PASSED only when enforce mode would allow too, with nothing waived: a warn/audit policy lets a
+    # failure through (MODE_*, policy/decide.py), a waiver lifts a requirement until its expiry (WAIVED),
+    # and a PASSED summary of either would be admitted by every machine that trusts this verifier,
+    # whatever its own mode, for as long as its maxAge allows (a VSA carries no waiver's expiry).
     passed = decision.behavior == "allow" and report.trust_level is TrustLevel.VERIFIED \
-        and not any(r.code.startswith("MODE_") for r in decision.reasons)
+        and not any(r.code.startswith("MODE_") or r.code == "WAIVED" for r in decision.reasons)
     level = report.provenance.slsa_level if report.provenance.status == "valid" else None
     stmt = vsa_statement(
         digests=dict(report.digests),

@@ -334,6 +334,20 @@ def test_verify_vsa_needs_a_key_or_an_identity(keyless) -> None:
     assert r.code == 2 and "--public-key-path" in r.err
 
 
+def test_attack_a_verification_allowed_only_by_a_waiver_emits_a_failed_vsa(keys, tmp_path: Path) -> None:
+    """A live waiver lifts a failing requirement until it expires; a VSA carries no such expiry, so a
+    PASSED summary would outlive the waiver on every machine that trusts the verifier."""
+    pol = tmp_path / "waived.json"
+    pol.write_text(json.dumps({"version": 1, "requirements": {"metadataSources": ["org"]},
+                               "waivers": [{"digest": f"sha256:{SHA256}", "reason": "vendor fix pending",
+                                            "expires": "2099-01-01"}]}))
+    out = tmp_path / "waived.vsa.jsonl"
+    assert emit(out, keys["ci"][0], "--policy", str(pol)) == 0  # the verification itself is allowed
+    p = statement(envelope(out))["predicate"]
+    assert p["verificationResult"] == "FAILED", p
+    assert check(out, keys["ci"][1]).code == 1
+
+
 @pytest.mark.parametrize("mode", ["audit", "warn"])
 def test_attack_a_verification_allowed_only_by_audit_or_warn_mode_emits_a_failed_vsa(keys, tmp_path: Path,
                                                                                      mode: str) -> None:
