@@ -73,5 +73,13 @@ def agent_tools_roots() -> tuple[str, str] | None:
     return (data, config) if os.path.isdir(data) or os.path.isdir(config) else None
 
 
-__all__ = ["AGENT_TOOLS", "APP", "agent_tools_config_dir", "agent_tools_data_dir", "agent_tools_roots", "plain_dir", "user_cache_dir",
-           "user_state_dir"]
+__all__ = [
+    "AGENT_TOOLS",
+    "APP",
+    "agent_tools_config_dir",
+    "agent_tools_data_dir",
+    "agent_tools_roots",
+    "plain_dir",
+    "user_cache_dir",
+    "user_state_dir",
+]
