@@ -29,6 +29,11 @@ WHY: dict[str, str] = {
     "atip_trust.admission.metadata_trust": "metadata trust: only with tool metadata",
     "atip_trust.cli.sarif": "SARIF: only --format sarif",
     "atip_trust.evaluation.evaluate": "the evaluation itself: a cache hit reuses its report",
+    "atip_trust.admission.agent_tools": "RFC §4.2's tree: read only while it exists (state/dirs.py "
+                                        "agent_tools_roots stats it)",
+    # An admission that writes no audit line (--no-audit, the hook's too) builds none.
+    "atip_trust.state.audit": "the audit line: built only when it is written, and --no-audit writes none",
+    "fcntl": "(with the audit log: its append lock)",
     # Standard-library modules, each a few ms of start-up, that a cache hit has no use for.
     "dataclasses": "value classes are Records (_base/record.py); dataclasses pulls in inspect",
     "inspect": "(with dataclasses) several ms of imports",
@@ -58,9 +63,12 @@ _VERIFIERS = ("sigstore", "sigstore_models", "rfc3161_client", "cryptography", "
               "httpx", "rich", "in_toto_attestation", "google")
 _OWN = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
         "atip_trust.facts.metadata", "atip_trust.admission.metadata_trust", "atip_trust.cli.sarif",
-        "atip_trust.evaluation.evaluate")
+        "atip_trust.evaluation.evaluate", "atip_trust.admission.agent_tools")
 _STD = ("dataclasses", "inspect", "typing", "datetime", "hmac", "platformdirs", "tempfile", "shutil", "random",
         "shlex", "threading", "queue", "concurrent.futures", "base64", "copy")
+
+#: Not loaded when no audit line is written (--no-audit), and RFC §4.2's tree is absent.
+_UNAUDITED = ("atip_trust.state.audit", "fcntl")
 
 #: Each fast path -> the modules it never loads.
 NEVER: dict[str, tuple[str, ...]] = {
@@ -69,7 +77,9 @@ NEVER: dict[str, tuple[str, ...]] = {
     "hash": (*_VERIFIERS, "dataclasses", "concurrent.futures", "platformdirs", "shutil", *BARE_ONLY),
     # ``admit`` and ``verify`` whose trust report (and policy validation) come from the verdict cache.
     "admit-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY),
-    "verify-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY),
+    # The same with --no-audit: no audit line is built, so the audit module is not loaded.
+    "admit-hit-no-audit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY, *_UNAUDITED),
+    "verify-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY, *_UNAUDITED),
     # The agent hook answering from the cache: bash's grammar package imports importlib.resources,
     # which brings tempfile, shutil and random, and tree_sitter imports typing.
     "hook-hit": (*_VERIFIERS, *_OWN, *(m for m in _STD if m not in ("tempfile", "shutil", "random", "typing"))),

@@ -110,23 +110,28 @@ class _RecordMeta(type):
             ns.setdefault("__setattr__", object.__setattr__)
             ns.setdefault("__delattr__", object.__delattr__)
             ns.setdefault("__hash__", None)  # mutable: unhashable, as a non-frozen dataclass
-        made = super().__new__(mcs, name, bases, ns, **kwargs)
         if parent is None:
-            return made
-        cls: Any = made  # the tables below are Record's class variables
-        cls._frozen = frozen
-        cls._fields = fields
-        cls._defaults = defaults
-        cls._template = tuple(defaults.get(f, _MISSING) for f in fields)
-        cls._index = {f: i for i, f in enumerate(fields)}
-        cls._required = len(fields) - len(defaults)
-        cls._factories = tuple(i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory)
-        # The inherited fields' slot setters are the base's; the own fields' slots are this class's.
-        cls._setters = getattr(parent, "_setters", ())[:len(inherited)] + tuple(_setter(made, f) for f in own)
-        shown_as = [(f, _shown_as(made, f)) for f in fields]
-        cls._compared = tuple(s for f, s in shown_as if s and f not in cls._no_compare)
-        cls._shown = tuple(s for f, s in shown_as if s and f not in cls._no_repr)
-        cls._key = staticmethod(_tuple_getter(cls._compared))  # one C-level getter a class
+            return super().__new__(mcs, name, bases, ns, **kwargs)
+        # The tables are Record's class variables, given in the namespace the class is made from (a
+        # class attribute set afterwards costs a type update each).
+        ns["_frozen"] = frozen
+        ns["_fields"] = fields
+        ns["_defaults"] = defaults
+        ns["_template"] = tuple([defaults.get(f, _MISSING) for f in fields])
+        ns["_index"] = {f: i for i, f in enumerate(fields)}
+        ns["_required"] = len(fields) - len(defaults)
+        ns["_factories"] = tuple([i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory])
+        made = super().__new__(mcs, name, bases, ns, **kwargs)
+        cls: Any = made
+        # The inherited fields' slot setters are the base's; the own fields' slots are this class's own
+        # member descriptors (each own field is in its ``__slots__``).
+        own_slots = made.__dict__
+        cls._setters = getattr(parent, "_setters", ())[:len(inherited)] + tuple([own_slots[f].__set__ for f in own])
+        no_compare, no_repr = cls._no_compare, cls._no_repr
+        shown_as = [(f, f if f[0] != "_" else _shown_as(made, f)) for f in fields]
+        cls._compared = compared = tuple([s for f, s in shown_as if s and f not in no_compare])
+        cls._shown = tuple([s for f, s in shown_as if s and f not in no_repr])
+        cls._key = staticmethod(_tuple_getter(compared))  # one C-level getter a class
         cls._post_init = getattr(made, "__post_init__", None)
         return made
 
@@ -157,14 +162,6 @@ def _check_default_order(name: str, fields: tuple[str, ...], defaults: dict[str,
             seen_default = f
         elif seen_default is not None:
             raise TypeError(f"{name}: non-default field {f!r} follows default field {seen_default!r}")
-
-
-def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    for klass in cls.__mro__:
-        if name in klass.__dict__.get("__slots__", ()):
-            setter: Callable[[Any, Any], None] = klass.__dict__[name].__set__  # the slot's descriptor
-            return setter
-    raise TypeError(f"{cls.__name__}: field {name!r} has no slot")
 
 
 def _shown_as(cls: type, name: str) -> str:

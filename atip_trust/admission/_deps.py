@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     import pathlib
 
     import atip_trust.evaluation.evaluate as evaluate_mod
+    import atip_trust.state.audit as audit_mod
+    from atip_trust.admission import agent_tools as agent_tools_mod
     from atip_trust.admission import metadata_trust, shims
     from atip_trust.admission import vsa as gate_vsa
     from atip_trust.facts import aip14
@@ -38,9 +40,15 @@ else:
     keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
     keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")  # only for verify --vsa-keyless
     local_mod = lazy_import("atip_trust.registry.local")  # only while the agent-tools tree exists
+    # RFC §4.2's tree: only while it exists (state/dirs.py agent_tools_roots is the stat that says so).
+    agent_tools_mod = lazy_import("atip_trust.admission.agent_tools")
+    # The audit line: built and written only when auditing is on (--no-audit loads none of it).
+    audit_mod = lazy_import("atip_trust.state.audit")
 
 __all__ = [
+    "agent_tools_mod",
     "aip14",
+    "audit_mod",
     "bundles_mod",
     "evaluate_mod",
     "gate_vsa",

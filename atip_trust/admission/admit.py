@@ -33,12 +33,22 @@ asserts which packages (and which of our own modules) a cache-hit ``admit`` load
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.admission._deps import evaluate_mod, gate_vsa, metadata_mod, metadata_trust, pathlib, shims
+from atip_trust.admission._deps import (
+    agent_tools_mod,
+    audit_mod,
+    evaluate_mod,
+    gate_vsa,
+    metadata_mod,
+    metadata_trust,
+    pathlib,
+    shims,
+)
 from atip_trust._base.record import Record, field
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluation.inputs import Constraints, Evidence
@@ -46,7 +56,7 @@ from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, resolve_text
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
-from atip_trust.admission.options import AdmitOptions, split_keywords
+from atip_trust.admission.options import REGISTRY_CHECK, AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import (
     ReportKey,
     cached,
@@ -57,7 +67,6 @@ from atip_trust.admission.verdict_key import (
     stored_digest,
     verdict_key,
 )
-from atip_trust.admission import agent_tools as agent_tools_mod
 from atip_trust.admission.command_decision import decide_command
 from atip_trust.admission.interactive import can_ask
 from atip_trust.policy.compose import cli_layer, compose
@@ -66,7 +75,7 @@ from atip_trust.policy.decide import to_agent_tool
 from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer, SignerRule
 from atip_trust.policy.rules import split_command
-from atip_trust.state.audit import append_audit, audit_error_record, audit_record
+from atip_trust.state.dirs import agent_tools_roots
 from atip_trust.state.verdict_cache import VerdictCache
 
 if TYPE_CHECKING:
@@ -78,6 +87,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
+    from atip_trust.admission.agent_tools import AgentTree
     from atip_trust.admission.metadata_trust import MetadataTrust
     from atip_trust.signature.trustroot import TrustRoot
 
@@ -121,7 +131,7 @@ def tool_name_of(tool: PathLike | Artifact) -> str:
 class Admission(Record):
     """The outcome of one admission: what was decided about which bytes, and why."""
 
-    _no_repr = frozenset({"audit_record", "metadata", "contract"})
+    _no_repr = frozenset({"decided_ns", "metadata", "contract"})
     _no_compare = frozenset({"metadata", "contract"})
     tool: str
     command: tuple[str, ...]
@@ -132,8 +142,8 @@ class Admission(Record):
     effects_verified: bool
     #: The metadata source verification established, or None (RFC §3.2.2 ``trust.source``).
     metadata_source: str | None
-    #: The audit-log line for this decision (written unless auditing was off or deferred).
-    audit_record: dict[str, Any]
+    #: When it was decided (``time.time_ns``): the audit line's ``time``, however late it is built.
+    decided_ns: int
     #: Where the line goes (None: the user state dir), after the policy's ``audit`` settings.
     audit_log: str | None = None
     #: The verdict cache: ``hit`` (the trust report was reused), ``miss`` (computed and kept),
@@ -154,6 +164,14 @@ class Admission(Record):
     @property
     def behavior(self) -> str:
         return self.decision.behavior
+
+    @property
+    def audit_record(self) -> dict[str, Any]:
+        """The audit-log line for this decision, built when asked for (to be written, or extended by
+        exec and the bridge): an admission without auditing (``--no-audit``) never loads the audit
+        module (docs/adr/0001-start-up.md)."""
+        return audit_mod.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
+                                      ns=self.decided_ns)
 
     @property
     def exit_code(self) -> int:
@@ -203,7 +221,7 @@ def audit_failure(
         message, where = err.diagnostics(), err.path
     else:  # an unexpected exception's text could hold anything: record its type only
         message, where = f"internal error: {type(err).__name__}", None
-    record = audit_error_record(
+    record = audit_mod.audit_error_record(
         code=error_code(err), error_type=type(err).__name__, message=message, where=where,
         tool=tool_name_of(tool) if tool is not None else None, command=list(split_command(command)), path=path,
         digest=digest,
@@ -211,7 +229,7 @@ def audit_failure(
         mode=policy.mode if policy is not None else None,
     )
     try:
-        append_audit(record, os.fspath(audit_log) if audit_log is not None else None)
+        audit_mod.append_audit(record, os.fspath(audit_log) if audit_log is not None else None)
     except AtipTrustError as audit_err:
         return audit_err.diagnostics()
     return None
@@ -267,7 +285,7 @@ def write_audit(admission: Admission, audit_log: PathLike | None = None) -> None
     """Append the decision's line (for a caller that deferred it until its output was ready), to
     ``audit_log`` or where the admission's policy said."""
     target = audit_log if audit_log is not None else admission.audit_log
-    append_audit(admission.audit_record, os.fspath(target) if target is not None else None)
+    audit_mod.append_audit(admission.audit_record, os.fspath(target) if target is not None else None)
 
 
 def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | None]:
@@ -406,7 +424,7 @@ class _Admitting(Record, frozen=False):
     #: The report's digest as cached with it (None once a check is added after caching).
     report_digest: str | None = None
     #: RFC §4.2's agent-tools tree, None when not read (``agent_tools=False``).
-    tree: agent_tools_mod.AgentTree | None = None
+    tree: AgentTree | None = None
     #: Checks about the tree (registry.json, an override), added to the report after it is stored.
     notes: list[Check] = field(default_factory=list)
     #: A signed override's verification, done when it was found (step 4 does not verify it again).
@@ -451,8 +469,9 @@ def _admit(
         digests = hash_artifact(art, cache)
         known.digest = digests["sha256"].hex
         # By position, defaults included: keywords cost µs on the warm path (python -m bench --only admit).
-        tree = agent_tools_mod.AgentTree.default() if options.agent_tools else None
-        tree = tree if tree is not None and tree.present() else None
+        # RFC §4.2's tree: two stat calls when it is absent, and its module is loaded only when present.
+        roots = agent_tools_roots() if options.agent_tools else None
+        tree = agent_tools_mod.AgentTree(*roots) if roots is not None else None
         a = _Admitting(policy, trust_root, known.tool, digests, cache, None, None, None, False, None, None,
                        False, None, None, tree, [], None)
         if tree is not None and options.registry_pin:
@@ -661,7 +680,7 @@ def decided(
         interactive=interactive, report_digest=report_digest, contract=contract,
         contract_verified=contract_verified, declared=declared,
     )
-    pinned = next((c for c in report.checks if c.name == agent_tools_mod.REGISTRY_CHECK and c.failed), None)
+    pinned = next((c for c in report.checks if c.name == REGISTRY_CHECK and c.failed), None)
     if pinned is not None:
         # RFC §4.3 drift or tampering: denied in every mode (a warn/audit allow would run bytes the
         # user's own index says are not this tool), the reason first (admission/agent_tools.py).
@@ -676,7 +695,7 @@ def decided(
         decision=decision,
         effects_verified=effects_verified,
         metadata_source=metadata_source,
-        audit_record=audit_record(decision, report, tool=tool_name, command=words),
+        decided_ns=time.time_ns(),
         audit_log=audit_log,
         cache=cache,
         metadata=doc,

@@ -27,8 +27,9 @@ at temporary folders) hold:
   not name, bound to another binary, or malformed: ignored and reported (``agent_tools.override``),
   never applied — not even to tighten, so that a planted file can neither loosen nor deny.
 
-Only ``os`` is imported on the warm path. An admission where neither root exists pays two ``stat``
-calls (~8 µs measured); with a tree, a few more, and ``registry.json`` is read and parsed each time.
+An admission where neither root exists pays two ``stat`` calls (state/dirs.py ``agent_tools_roots``)
+and does not load this module (admission/_deps.py); with a tree, a few more, and ``registry.json`` is
+read and parsed each time.
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ if TYPE_CHECKING:
     from atip_trust.policy.model import Policy
 
 from atip_trust.admission._deps import local_mod, metadata_mod, metadata_trust, pathlib
+from atip_trust.admission.options import REGISTRY_CHECK
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.report import Check, Reason
 from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir
 
-#: The check and the reason a digest that differs from ``registry.json``'s is reported with.
-REGISTRY_CHECK = "agent_tools.registry"
+#: The check (admission/options.py) and the reason a digest that differs from ``registry.json``'s is
+#: reported with.
 MISMATCH = "LOCAL_REGISTRY_DIGEST_MISMATCH"
 
 

@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
+#: The check ``registry_pin`` adds to the report (admission/agent_tools.py); failed, the admission is
+#: denied in every mode (admission/admit.py ``decided``, which reads the name here so that a report
+#: without the tree's checks loads nothing of the tree's).
+REGISTRY_CHECK = "agent_tools.registry"
+
+
 class AdmitOptions(Record):
     """How ``admit`` decides, apart from the evidence (``admission/admit.py`` documents each)."""
 
@@ -136,4 +142,4 @@ _NO_EVIDENCE = Evidence()
 _DEFAULTS: dict[type, AdmitOptions | VerifyOptions] = {AdmitOptions: AdmitOptions(), VerifyOptions: VerifyOptions()}
 
 
-__all__ = ["AdmitOptions", "EVIDENCE_NOT_IN_KEY", "VerifyOptions", "split_keywords"]
+__all__ = ["REGISTRY_CHECK", "AdmitOptions", "EVIDENCE_NOT_IN_KEY", "VerifyOptions", "split_keywords"]

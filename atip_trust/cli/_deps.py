@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from atip_trust.cli import sarif
     from atip_trust.policy import signed as signed_mod
     from atip_trust.provenance import slsa
+    from atip_trust.state import audit as audit_mod
 else:
     pathlib = lazy_import("pathlib")  # only for --key files (docs/caching.md)
     traceback = lazy_import("traceback")  # only with -v
@@ -36,10 +37,12 @@ else:
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
     # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
     slsa = lazy_import("atip_trust.provenance.slsa")
+    audit_mod = lazy_import("atip_trust.state.audit")  # only for --audit-log's help (its default path)
 
 __all__ = [
     "ElementTree",
     "admit_mod",
+    "audit_mod",
     "cli_main",
     "gate_vsa",
     "pathlib",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
+from atip_trust.cli._deps import audit_mod
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules, signer_entries
 from atip_trust.cli.main import add_common_options, is_interactive
 from atip_trust.cli.output import (
@@ -35,7 +36,6 @@ from atip_trust.errors import ArtifactAccessError
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.facts.report import TrustLevel
-from atip_trust.state.audit import default_audit_path
 from atip_trust.admission.admit import (
     Admission,
     admit,
@@ -123,7 +123,7 @@ class _AuditLogAction(argparse.Action):
 
     @property
     def help(self) -> str:
-        return (f"audit log (default: {default_audit_path()}; an org policy's audit.log takes "
+        return (f"audit log (default: {audit_mod.default_audit_path()}; an org policy's audit.log takes "
                 "precedence and cannot be changed)")
 
     @help.setter

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Iterable
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     Algorithm = Literal["sha256", "sha512"]
 ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
 _HEX_LEN = {"sha256": 64, "sha512": 128}
-_TEXT_RE = re.compile(r"(sha256|sha512):([0-9a-f]+)")
+_LOWER_HEX = "0123456789abcdef"
 
 
 class Digest(Record):
@@ -69,12 +68,13 @@ class Digest(Record):
         Uppercase hex and short or long values are refused rather than normalised: a shim's
         ``binary.hash`` is a lookup key (RFC §4.1), and two spellings of one key are a confusion risk.
         """
-        m = _TEXT_RE.fullmatch(text) if isinstance(text, str) else None
-        if m is None:
+        # ``(sha256|sha512):([0-9a-f]+)`` in full, by string methods: compiling that pattern was a
+        # measurable part of a cache-hit admission's start-up (docs/adr/0001-start-up.md).
+        alg, colon, hx = text.partition(":") if isinstance(text, str) else ("", "", "")
+        if alg not in _HEX_LEN or not colon or not hx or hx.strip(_LOWER_HEX):
             raise MalformedInputError(
                 f"expected '<sha256|sha512>:<lowercase hex>', got {text!r:.100}"
             )
-        alg, hx = m.group(1), m.group(2)
         if len(hx) != _HEX_LEN[alg]:
             raise MalformedInputError(
                 f"{alg} digest must have {_HEX_LEN[alg]} hex digits, got {len(hx)}"

@@ -53,12 +53,14 @@ from atip_trust.signature.identity import CLAIMS
 if TYPE_CHECKING:
     from atip_trust.policy.model import RuleBehavior, RuleSource
 
-_TOOL_SPEC = re.compile(r"^([A-Za-z0-9_.:+-]+)\((.*)\)$", re.DOTALL)
+# The patterns below are compiled by ``re`` where first matched (its own cache), not at import: a
+# cache-hit admission matches few of them (docs/adr/0001-start-up.md).
+_TOOL_SPEC = r"(?s)^([A-Za-z0-9_.:+-]+)\((.*)\)$"
 #: Rule-tool names meaning "a shell command line" (Claude Code's Bash tool, and a neutral alias).
 SHELL_TOOLS = frozenset({"Bash", "Shell", "Command"})
 
 
-_NEEDS_QUOTES = re.compile(r"[\s'\"\\]")
+_NEEDS_QUOTES = r"[\s'\"\\]"
 
 
 def _word(token: str) -> str:
@@ -67,7 +69,7 @@ def _word(token: str) -> str:
     # digits alone (most words) need no quotes: checked first, without the regexp.
     if token.isalnum():
         return token
-    return shlex.quote(token) if not token or _NEEDS_QUOTES.search(token) else token
+    return shlex.quote(token) if not token or re.search(_NEEDS_QUOTES, token) else token
 
 
 def command_line(tool: str, command: Sequence[str]) -> tuple[tuple[str, ...], str]:
@@ -76,9 +78,9 @@ def command_line(tool: str, command: Sequence[str]) -> tuple[tuple[str, ...], st
 
 
 #: A command line that shlex (POSIX mode, no comments) splits exactly as on its blanks: no quotes,
-#: backslashes or characters outside shlex's word characters, separated by its whitespace.
-_PLAIN_LINE = re.compile(r"[A-Za-z0-9_@%+=:,./-]*(?:[ \t\r\n]+[A-Za-z0-9_@%+=:,./-]*)*")
-_BLANKS = re.compile(r"[ \t\r\n]+")
+#: backslashes or characters outside shlex's word characters, separated by its whitespace. A set of
+#: characters, not a pattern: a cache-hit admission splits its command here.
+_PLAIN_LINE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./- \t\r\n")
 
 
 def split_command(command: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -86,8 +88,8 @@ def split_command(command: str | Sequence[str] | None) -> tuple[str, ...]:
     if command is None:
         return ()
     if isinstance(command, str):
-        if _PLAIN_LINE.fullmatch(command):
-            return tuple(w for w in _BLANKS.split(command) if w)
+        if _PLAIN_LINE.issuperset(command):  # only those blanks: split() splits on them alone
+            return tuple(command.split())
         try:
             return tuple(shlex.split(command))
         except ValueError as err:
@@ -184,7 +186,8 @@ def compile_rule(
         text = raw
     if not isinstance(text, str) or not text.strip():
         raise PolicyError("a command rule must be a non-empty string", path=where)
-    m = _TOOL_SPEC.match(text)
+    # Only a text with "(" can be Tool(specifier): a plain rule compiles no pattern.
+    m = re.match(_TOOL_SPEC, text) if "(" in text else None
     if m is not None:
         rule_tool, spec = m.group(1), m.group(2).strip()
         if not spec:
@@ -213,7 +216,7 @@ def compile_rule(
     if spec.endswith(":*") and spec.count("*") == 1:
         # Legacy "prefix:*": the prefix alone, or followed by a space and anything.
         return CommandRule(kind="prefix", parts=(spec[:-2] + " ", ""), tail_optional=True, **common)
-    if re.search(r"(?<!\\)\*", spec):
+    if "*" in spec.replace("\\*", ""):  # a "*" with no backslash just before it (an unescaped one)
         parts = _wildcard_parts(spec)
         # Claude Code: a trailing " *" that is the only wildcard is optional. Deny and ask rules make
         # every trailing " *" optional (only tightens; module docstring).

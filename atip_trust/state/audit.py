@@ -47,9 +47,12 @@ def audit_record(
     tool: str,
     command: list[str] | None = None,
     when: datetime | None = None,
+    ns: int | None = None,
 ) -> dict[str, Any]:
+    """The line for one decision; its ``time`` is ``when``, else ``ns`` (epoch nanoseconds: when the
+    admission decided, admission/admit.py), else now."""
     return {
-        "time": when.isoformat() if when is not None else utc_text(),
+        "time": when.isoformat() if when is not None else utc_text(ns),
         "tool": tool,
         "command": command or [],
         "path": report.path,

@@ -66,5 +66,20 @@ def agent_tools_config_dir() -> str:
     return plain_dir("config", AGENT_TOOLS) or platformdirs.user_config_dir(AGENT_TOOLS)
 
 
-__all__ = ["AGENT_TOOLS", "APP", "agent_tools_config_dir", "agent_tools_data_dir", "plain_dir", "user_cache_dir",
-           "user_state_dir"]
+def agent_tools_roots() -> tuple[str, str] | None:
+    """RFC §4.2's two roots (data, config) when either exists, else None: two ``stat`` calls, so that
+    an admission without the tree loads nothing for it (admission/agent_tools.py)."""
+    data, config = agent_tools_data_dir(), agent_tools_config_dir()
+    return (data, config) if os.path.isdir(data) or os.path.isdir(config) else None
+
+
+__all__ = [
+    "AGENT_TOOLS",
+    "APP",
+    "agent_tools_config_dir",
+    "agent_tools_data_dir",
+    "agent_tools_roots",
+    "plain_dir",
+    "user_cache_dir",
+    "user_state_dir",
+]

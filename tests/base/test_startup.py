@@ -127,13 +127,13 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     assert {"sigstore", "cryptography", "jsonschema"} <= tops(cold)
     assert any("sigstore was loaded" in line and "atip_trust.evaluation" in line
                for line in off_path(cold, "admit-hit")), off_path(cold, "admit-hit")
-    assert off_path(warm, "admit-hit") == [], "\n".join(off_path(warm, "admit-hit"))
+    assert off_path(warm, "admit-hit-no-audit") == [], "\n".join(off_path(warm, "admit-hit-no-audit"))
     assert cold["rc"] == warm["rc"] == (0 if root == "file" else 1)
     if root == "file":  # (the embedded root is found through the sigstore package: not in a bare run)
         bare = probe(argv, env, bare=True)
         assert json.loads(str(bare["stdout"]))["decision"] == warm_out["decision"], bare
-        assert bare["rc"] == 0 and off_path(bare, "admit-hit", bare=True) == [], \
-            "\n".join(off_path(bare, "admit-hit", bare=True))
+        assert bare["rc"] == 0 and off_path(bare, "admit-hit-no-audit", bare=True) == [], \
+            "\n".join(off_path(bare, "admit-hit-no-audit", bare=True))
         # ... and it does look: a miss in the same bare interpreter loads them (through the verifier,
         # which is not there to load: the run stops with exit 2, having imported pathlib first).
         assert "pathlib" in probe([*argv, "--no-cache"], env, bare=True)["modules"]
