@@ -53,7 +53,7 @@ from atip_trust._base.record import Record, field
 from atip_trust.errors import AtipTrustError, UsageError, error_code
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
-from atip_trust.facts.artifact import Artifact, resolve_text
+from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
 from atip_trust.admission.options import REGISTRY_CHECK, AdmitOptions, split_keywords
@@ -123,7 +123,7 @@ def load_admission_policy(
 def tool_name_of(tool: PathLike | Artifact) -> str:
     """The name rules and the audit log use: a path's last component, a bare name as given."""
     if isinstance(tool, Artifact):
-        return path_name(tool.path_text)
+        return path_name(tool.path)
     text = os.fspath(tool)
     return path_name(text) if "/" in text else text
 
@@ -371,7 +371,7 @@ def admission_policy(policy: object, *, tool: PathLike | Artifact, command: Sequ
         return load_admission_policy(policy)
     except Exception as err:
         if audit:
-            audit_failure(err, tool=tool.path_text if isinstance(tool, Artifact) else tool, command=command,
+            audit_failure(err, tool=tool.path if isinstance(tool, Artifact) else tool, command=command,
                           audit_log=audit_log)
         raise
 
@@ -457,10 +457,10 @@ def _admit(
     # (1) Resolve once, open once, hash from the descriptor (a caller's Artifact: its descriptor).
     if isinstance(tool, Artifact):
         if tool.fd < 0:
-            raise UsageError("the artifact is closed: open it again", path=tool.path_text)
-        path = tool.path_text
+            raise UsageError("the artifact is closed: open it again", path=tool.path)
+        path = tool.path
     else:
-        path = resolve_text(os.fspath(tool))
+        path = resolve(os.fspath(tool))
     known.path = path
     if evidence.metadata_bundle is not None and evidence.metadata is None:
         raise UsageError("metadata_bundle (--metadata-bundle) needs metadata (--metadata): the file it signs",
@@ -565,7 +565,7 @@ def _step_verify(
             read = (None if a.meta_path is None else str(a.meta_path), a.from_shim,
                     None if doc is None else str(doc.sha256), None if doc is None else doc.source_name,
                     tuple(map(tuple, read_bundle)))
-            key = verdict_key("admit", art.path_text, a.digests, evidence, options, policy=policy.digest,
+            key = verdict_key("admit", art.path, a.digests, evidence, options, policy=policy.digest,
                               trusted_root=a.trust_root.digest, constraints=_constraints_text(constraints),
                               key_files=constraints.keys, subject_name=a.tool_name, metadata_read=read)
     hit = cached(a.cache, key)

@@ -50,7 +50,7 @@ from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.errors import UsageError
 from atip_trust._base.files import path_texts
-from atip_trust.facts.artifact import Artifact, resolve_text
+from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.admission.admit import (
     Admission,
     Known,
@@ -169,7 +169,7 @@ class HeldTool:
         # file looks old: that would accept the very identity the window makes unreliable.
         was_settled = all(i is not None and settled(i) for _, i in steady)
         root = _root_digest(self.policy, self._options)
-        path = resolve_text(os.fspath(self._tool))
+        path = resolve(os.fspath(self._tool))
         art = Artifact.open(path, resolved=True)
         was_settled = was_settled and settled(file_ident(art.identity))  # before it is hashed
         try:
@@ -191,7 +191,7 @@ class HeldTool:
         self._effects_verified = first.effects_verified
         self._metadata_source = first.metadata_source
         self._fresh = first.cache
-        self._steady = ((art.path_text, self._ident), *steady) if was_settled else None
+        self._steady = ((art.path, self._ident), *steady) if was_settled else None
 
     def _with_kept_vsas(self, art: Artifact) -> Evidence:
         """The evidence with the VSAs kept by this file's digest in ``bundle_dir`` added."""
@@ -239,7 +239,7 @@ class HeldTool:
             # The bytes at the path now, admitted from this one descriptor, which then becomes the held
             # one: ``artifact`` (what a runtime runs) is always the bytes this call decided on, never
             # those held since ``open`` (another file may answer to the path now).
-            now = Artifact.open(resolve_text(os.fspath(self._tool)), resolved=True)
+            now = Artifact.open(resolve(os.fspath(self._tool)), resolved=True)
             try:
                 # the VSAs kept by the digest of the bytes there now
                 evidence = self._evidence if self._bundle_dir is None else self._with_kept_vsas(now)
@@ -259,14 +259,14 @@ class HeldTool:
         if art is None or report is None:  # pragma: no cover - _hold either sets both or raises
             raise UsageError("the held tool is closed")
         known = Known(tool=self._name or tool_name_of(self._tool), policy=self.policy,
-                      path=art.path_text, digest=report.digests.get("sha256"))
+                      path=art.path, digest=report.digests.get("sha256"))
         words = list(split_command(command))
         known.words = words
         cache, self._fresh = self._fresh or "held", None
         return audited(
             known, self.policy, audit=audit, audit_log=audit_log, defer_audit=defer_audit,
             run=lambda target: decided(
-                self.policy, report.copy(), tool_name=known.tool, words=words, path=art.path_text,
+                self.policy, report.copy(), tool_name=known.tool, words=words, path=art.path,
                 doc=self._doc, effects_verified=self._effects_verified,
                 metadata_source=self._metadata_source, interactive=can_ask(interactive),
                 report_digest=self._report_digest, audit_log=target, cache=cache),

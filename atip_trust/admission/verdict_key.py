@@ -80,7 +80,7 @@ def hash_artifact(art: Artifact, cache: VerdictCache | None) -> dict[Algorithm, 
     and remembered otherwise."""
     if cache is None:
         return art.digests(_ALGORITHMS)
-    path = art.path_text
+    path = art.path
     ident = file_ident(art.identity)
     here = memo_get(_ARTIFACTS, path, ident)
     if here is not None:

@@ -201,7 +201,7 @@ def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constr
         digests = {a: str(d) for a, d in hash_artifact(subject, cache).items()}
     else:
         digests = {"known": str(subject.known)}
-    return verdict_key("verify", subject.path_text, digests, evidence, options,
+    return verdict_key("verify", subject.path, digests, evidence, options,
                        policy=policy.digest if policy is not None else None, trusted_root=root.digest,
                        constraints=repr(c), key_files=c.keys)
 

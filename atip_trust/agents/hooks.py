@@ -3,7 +3,7 @@
 Coding agents match command *strings* against their rules; none checks which binary a name runs or who
 signed it. ``atip-trust hook AGENT`` is that check. The line is parsed with bash's grammar
 (shell_model.py); every program it can execute is resolved through PATH only
-(``facts.artifact.which_text``), opened once and admitted with its words (execution/exec.admit_file, so
+(``facts.artifact.which``), opened once and admitted with its words (execution/exec.admit_file, so
 capability gates see ``repo delete``). A line the model cannot prove is a question, never an allow.
 
 Each program's answer is one of four, and the line's is the strictest (deny > ask > passthrough >
@@ -31,7 +31,7 @@ from atip_trust._base.record import Record, replace
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
-from atip_trust.facts.artifact import which_text
+from atip_trust.facts.artifact import which
 from atip_trust.facts.report import TrustLevel
 from atip_trust.admission.admit import Admission, write_audit
 from atip_trust.admission.options import AdmitOptions
@@ -156,7 +156,7 @@ def _cap(program: Program, path: str, pinned: bool) -> str | None:
 def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
     name = program.argv[0]
     if "/" not in name:
-        return which_text(name, program.search if program.search is not None else path_env)
+        return which(name, program.search if program.search is not None else path_env)
     if os.path.isabs(name):
         return name
     if program.moved:

@@ -144,7 +144,7 @@ def digest_of(name: str, algorithm: Algorithm, *, path_lookup: bool = False,
     if name == "-":
         return _hash_stdin(algorithm), name
     with Artifact.open(name, lookup=path_lookup) as art:
-        shown = art.path_text if path_lookup and "/" not in name else name
+        shown = art.path if path_lookup and "/" not in name else name
         return hash_fd(art.fd, (algorithm,), overlap=overlap)[algorithm], shown
 
 

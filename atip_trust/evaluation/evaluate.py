@@ -497,7 +497,7 @@ class Evaluation:
 
     def report(self, level: TrustLevel) -> TrustReport:
         rep = TrustReport(
-            path=self.artifact.path_text,
+            path=self.artifact.path,
             digests={k: v.hex for k, v in self.digests.items()},
             size=self.artifact.identity.size if self.artifact.identity else None,
             trust_level=level,

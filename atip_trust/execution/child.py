@@ -92,7 +92,7 @@ def run_verified(
         raise UsageError(f"run_verified needs a positive timeout and a byte cap, got {timeout}, {max_output}")
     if not proc_fd_available():
         raise EnvironmentFailure(f"{PROC_FD} is not available: the verified descriptor cannot be "
-                                 "executed, and the path is never run instead", path=artifact.path_text)
+                                 "executed, and the path is never run instead", path=artifact.path)
     fd = artifact.exec_fd()
     # The kernel reads the #! line from the copy and hands its interpreter /proc/self/fd/N: the copy.
     sealed = artifact.sealed_copy(artifact.sha256, executable=True) if os.pread(fd, 2, 0) == b"#!" else -1
@@ -101,14 +101,14 @@ def run_verified(
     deadline = start + timeout
     try:
         proc = subprocess.Popen(
-            [argv0 or artifact.path.name, *args], executable=f"{PROC_FD}/{run_fd}",
+            [argv0 or os.path.basename(artifact.path), *args], executable=f"{PROC_FD}/{run_fd}",
             pass_fds=(run_fd, *keep_fds), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=dict(minimal_env() if env is None else env), start_new_session=True,
             close_fds=True, cwd="/",
         )
     except OSError as err:
         raise EnvironmentFailure(f"cannot start the verified tool: {err.strerror or err}",
-                                 path=artifact.path_text) from err
+                                 path=artifact.path) from err
     finally:
         if sealed >= 0:
             os.close(sealed)  # the child has its own

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 from atip_trust._base.record import Record, field, replace
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
 from atip_trust._base.files import path_name, path_texts
-from atip_trust.facts.artifact import Artifact, FileIdentity, which_text
+from atip_trust.facts.artifact import Artifact, FileIdentity, which
 from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.effects import command_interactive_need
 from atip_trust.facts.report import Reason
@@ -134,7 +134,7 @@ def locate(tool: PathLike, path_env: str | None = None) -> str:
     if not text:
         raise UsageError("empty tool name")
     if isinstance(tool, str) and "/" not in text:
-        return which_text(text, path_env)
+        return which(text, path_env)
     return text
 
 
@@ -279,7 +279,7 @@ def _interpreter_path(interp: str, arg: str | None, env: Mapping[str, str]) -> t
                 "SCRIPT_INTERPRETER_UNKNOWN",
                 f"'#!{interp} {arg or ''}' is not the form '#!/usr/bin/env NAME': refused rather than "
                 "guess what env would run", expected="#!/usr/bin/env NAME", actual=f"{interp} {arg or ''}")])
-        return which_text(arg, env.get("PATH", os.defpath)), [arg]
+        return which(arg, env.get("PATH", os.defpath)), [arg]
     return interp, [interp, *([arg] if arg is not None else [])]
 
 
@@ -365,7 +365,7 @@ def check_unchanged(opened: Opened) -> list[Reason]:
         return [Reason("CHANGED_SINCE_VERIFIED", f"{what} was modified in place after it was verified: "
                        f"{err.message}", expected=art.identity.describe(), actual="modified")]
     if not art.unchanged():
-        return [Reason("REPLACED_SINCE_VERIFIED", f"{what} (resolved to {art.path_text}) now names a different "
+        return [Reason("REPLACED_SINCE_VERIFIED", f"{what} (resolved to {art.path}) now names a different "
                        "file than the one verified", expected=art.identity.describe(), actual="another file")]
     again = hash_fd(art.fd, ("sha256",))["sha256"]
     if admitted is None or str(again) != _sha(admitted):
@@ -530,7 +530,7 @@ def _execute(plan: ExecPlan) -> None:
         if os.execve in os.supports_fd:
             os.execve(fd, plan.argv, plan.env)
         else:  # no fexecve: the path, right after check_unchanged found it naming the verified file
-            os.execve(target.art.path_text, plan.argv, plan.env)
+            os.execve(target.art.path, plan.argv, plan.env)
     except OSError as err:
         raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
 

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     import copy
     import fcntl
     import hmac
-    import pathlib
     import queue
     import tempfile
     import threading
@@ -22,7 +21,6 @@ else:
     copy = lazy_import("copy")  # only when declared effects are merged (_base/lazy.py)
     fcntl = lazy_import("fcntl")  # only when a #! script is copied for its interpreter (sealed_copy)
     hmac = lazy_import("hmac")  # only when two digests are compared (in constant time)
-    pathlib = lazy_import("pathlib")  # on first use only (_base/lazy.py); docs/caching.md
     queue = lazy_import("queue")  # only a large file is hashed with a reader thread (_hash_overlapped)
     tempfile = lazy_import("tempfile")  # only for a sealed copy of a #! script
     threading = lazy_import("threading")  # (with queue)
@@ -31,7 +29,6 @@ __all__ = [
     "copy",
     "fcntl",
     "hmac",
-    "pathlib",
     "queue",
     "tempfile",
     "threading",

@@ -17,15 +17,13 @@ import stat
 from types import TracebackType
 
 from atip_trust._base.files import open_regular, path_name
-from atip_trust.facts._deps import fcntl, pathlib, tempfile
+from atip_trust.facts._deps import fcntl, tempfile
 from atip_trust._base.record import Record, field
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from atip_trust.facts.digest import Algorithm
 
 #: memfd_create(2)'s MFD_NOEXEC_SEAL and MFD_EXEC (Linux 6.3; Python 3.11 has no names for them): a
@@ -70,12 +68,7 @@ def path_entries(path_env: str | None = None) -> list[tuple[str, bool]]:
     return [(entry, bool(entry) and os.path.isabs(entry)) for entry in env.split(os.pathsep)]
 
 
-def which(name: str, path_env: str | None = None) -> Path:
-    """``which_text`` as a ``Path``."""
-    return pathlib.Path(which_text(name, path_env))
-
-
-def which_text(name: str, path_env: str | None = None) -> str:
+def which(name: str, path_env: str | None = None) -> str:
     """Look a bare command name up in PATH as a POSIX shell does, minus the current directory.
 
     Each PATH entry in order; the first regular, executable ``entry/name`` wins. A shell takes an empty
@@ -136,28 +129,9 @@ def _plain_absolute(text: str) -> str | None:
     return text
 
 
-#: Path objects (immutable values) for the plain absolute paths ``resolve`` returned: a runtime resolves
-#: the same tool before every call, and building a Path costs more than the lstat walk that checks it.
-_PATHS: dict[str, Path] = {}
-
-
-def _path_of(text: str) -> Path:
-    path = _PATHS.get(text)
-    if path is None:
-        if len(_PATHS) >= 256:
-            _PATHS.clear()
-        path = _PATHS[text] = pathlib.Path(text)
-    return path
-
-
-def resolve(target: str | os.PathLike[str]) -> Path:
-    """Turn a path or a bare tool name into an absolute, symlink-free path, once (``resolve_text``)."""
-    return _path_of(resolve_text(target))
-
-
-def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
+def resolve(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
     """Turn a path or a bare tool name into an absolute, symlink-free path, once, as text (no pathlib on
-    a warm admission, docs/caching.md; ``resolve`` gives the same as a ``Path``).
+    a warm admission, docs/caching.md).
 
     A bare name (a ``str`` without ``/``) is looked up through PATH only (``which``), as the shell that
     will run it does, and never in the current directory first; anything containing a separator is a
@@ -169,7 +143,7 @@ def resolve_text(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
     if not text:
         raise ArtifactAccessError("empty artifact name")
     if lookup and isinstance(target, str) and _is_bare_name(text):
-        text = which_text(text)
+        text = which(text)
     plain = _plain_absolute(text)
     if plain is not None:
         return plain
@@ -196,8 +170,8 @@ class Artifact(Record, frozen=False):
     request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
     """
 
-    # ``_path`` holds the path as text and ``path`` (a field, _base/record.py) gives it as a Path on first
-    # read: the warm path reads ``path_text`` and never imports pathlib (docs/caching.md).
+    # ``_path`` holds the resolved path as text, read through ``path``: plain text paths are the one
+    # internal path type (a warm path never imports pathlib, docs/caching.md).
     # Made by ``open`` (the constructor to call), which passes the resolved path as text.
     _no_repr = frozenset({"_digests"})
     _path: str
@@ -208,20 +182,16 @@ class Artifact(Record, frozen=False):
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False, lookup: bool = True) -> Artifact:
         """Open ``target`` (``resolve``d first, unless ``resolved``: an absolute path the caller just
-        got from ``resolve_text``, so as not to walk it twice). The last component is never followed.
+        got from ``resolve``, so as not to walk it twice). The last component is never followed.
         ``lookup=False``: a bare name is a file in the current directory, never looked up on PATH."""
         text = os.fspath(target)
-        path = text if resolved and text.startswith("/") else resolve_text(target, lookup=lookup)
+        path = text if resolved and text.startswith("/") else resolve(target, lookup=lookup)
         fd, st = open_regular(path, what="file", follow_links=False)
         return cls(path, fd, FileIdentity.from_stat(st))
 
     @property
-    def path(self) -> Path:
-        return _path_of(self._path)
-
-    @property
-    def path_text(self) -> str:
-        """The resolved path as text."""
+    def path(self) -> str:
+        """The resolved path (text: the one internal path type, as in python-tuf)."""
         return self._path
 
     def digests(self, algorithms: tuple[Algorithm, ...] = ("sha256",)) -> dict[Algorithm, Digest]:
@@ -401,10 +371,6 @@ class DigestSubject(Record, frozen=False):
         return str(self.known)
 
     @property
-    def path_text(self) -> str:
-        return str(self.known)
-
-    @property
     def identity(self) -> None:
         return None
 
@@ -428,5 +394,4 @@ class DigestSubject(Record, frozen=False):
         pass
 
 
-__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "path_name", "resolve", "resolve_text",
-           "which", "which_text"]
+__all__ = ["Artifact", "DigestSubject", "FileIdentity", "path_entries", "path_name", "resolve", "which"]

@@ -184,7 +184,7 @@ class LocalRegistry:
         with Artifact.open(os.path.abspath(os.fspath(path))) as art:
             digest = art.sha256
             ident = art.identity
-            where = art.path_text
+            where = art.path
         racy = time.time_ns() - max(ident.mtime_ns, ident.ctime_ns) < RACY_NS
         record: dict[str, Any] = {"path": where, "hash": str(digest), "source": source,
                                   "lastChecked": _now(), "stat": None if racy else _stat_key(ident)}

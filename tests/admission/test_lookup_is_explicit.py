@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from atip_trust.facts.artifact import Artifact, resolve_text
+from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.execution.exec import locate
 from atip_trust.admission.verify import subject_of
 
@@ -43,7 +43,7 @@ def _sha(art: Artifact) -> str:
 def test_a_file_named_by_the_user_is_that_file_not_a_program_on_path(two_tools: tuple[str, str]) -> None:
     here, onpath = two_tools
     assert _sha(Artifact.open("tool", lookup=False)) == here
-    assert resolve_text("tool", lookup=False) == os.path.realpath("tool")
+    assert resolve("tool", lookup=False) == os.path.realpath("tool")
     # verify ARTIFACT takes a file, as cosign verify-blob does
     subject = subject_of("tool")
     assert isinstance(subject, Artifact) and _sha(subject) == here
