@@ -57,6 +57,23 @@ def check_owner(st: os.stat_result, *, what: str, path: str, error: type[AtipTru
         raise error(f"{what} refused: {problem}", path=path)
 
 
+def exists(path: str | os.PathLike[str], *, what: str, error: type[AtipTrustError]) -> bool:
+    """Whether anything (a link included) is at ``path``: False only when the system says there is
+    nothing (ENOENT, ENOTDIR). ``os.path.lexists`` also answers False when the answer is unknown (no
+    permission to search a folder, an I/O error); where absence lifts a check (an org policy's signers
+    file, a pin in ``registry.json``, a rollback mark), unknown must not read as absent: it raises
+    ``error`` naming the path and the system's answer (fail closed)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:
+        raise error(f"cannot tell whether the {what} exists: {err.strerror or err}", path=os.fspath(path)) from err
+    except ValueError as err:  # an embedded NUL: no such file can exist
+        raise error(f"invalid {what} path: {err}", path=os.fspath(path)) from err
+    return True
+
+
 def open_regular(
     path: str | os.PathLike[str],
     *,
@@ -241,5 +258,5 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
         raise
 
 
-__all__ = ["check_owner", "open_regular", "owner_problem", "path_name", "path_texts", "private_dir", "read_capped",
+__all__ = ["check_owner", "exists", "open_regular", "owner_problem", "path_name", "path_texts", "private_dir", "read_capped",
            "read_fd_capped", "write_atomic"]

@@ -47,10 +47,11 @@ if TYPE_CHECKING:
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.policy.model import Policy
 
+from atip_trust._base.files import exists
 from atip_trust.admission._deps import local_mod, metadata_mod, metadata_trust, pathlib
 from atip_trust.admission.options import REGISTRY_CHECK
 from atip_trust._base.record import Record
-from atip_trust.errors import AtipTrustError
+from atip_trust.errors import AtipTrustError, EnvironmentFailure
 from atip_trust.facts.report import Check, Reason
 from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir
 
@@ -121,7 +122,7 @@ def registry_check(tree: AgentTree, tool_name: str, path: str,
     ``digests`` lacks. A malformed index, or one another user can write, raises (registry/local.py):
     an error, a denial."""
     index = os.path.join(tree.data, "registry.json")
-    if not os.path.lexists(index):
+    if not exists(index, what="agent-tools registry.json", error=EnvironmentFailure):
         return None
     entry = local_mod.LocalRegistry(index).recorded(tool_name)
     if entry is None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base import jsonio
-from atip_trust._base.files import owner_problem, path_name, read_capped
+from atip_trust._base.files import exists, owner_problem, path_name, read_capped
 from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
@@ -485,7 +485,7 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
         # Read through one descriptor, refusing a link, an unsafe owner or mode (module docstring).
         data = read_capped(name, LIMITS.policy_bytes, what="org policy", follow_links=False,
                            owner_check=PolicyError)
-        if os.path.lexists(name + ".signers.json"):  # the machine requires it signed (policy/signed.py)
+        if exists(name + ".signers.json", what="org policy signers file", error=PolicyError):  # the machine requires it signed (policy/signed.py)
             signed.check_signed(name, data)
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")

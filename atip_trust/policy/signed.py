@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from atip_trust.signature.keys import PublicKey
 
-from atip_trust._base.files import read_capped, write_atomic
+from atip_trust._base.files import exists, read_capped, write_atomic
 from atip_trust._base.jsonio import expect_object, parse_json
 from atip_trust.policy._deps import bundles_mod, keyless_mod, keyless_sign_mod
 from atip_trust._base.record import Record
@@ -206,11 +206,11 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
     policy's serial, or None when no signature is required. Any failure is ``PolicyError`` (exit 2: an
     org policy that cannot be trusted denies everything)."""
     path = signers_path(policy_path)
-    if not os.path.lexists(path):
+    if not exists(path, what="org policy signers file", error=PolicyError):
         return None
     signers = _read_signers(path)
     sig, bundle = signature_path(policy_path), bundle_path(policy_path)
-    found = [(f, check) for f, check in ((sig, _key_problem), (bundle, _keyless_problem)) if os.path.lexists(f)]
+    found = [(f, check) for f, check in ((sig, _key_problem), (bundle, _keyless_problem)) if exists(f, what="org policy signature", error=PolicyError)]
     if not found:
         raise PolicyError(f"the org policy must be signed ({path} names its signers) and has no "
                           f"signature: expected {sig} or {bundle}", path=policy_path)
@@ -231,7 +231,7 @@ def _serials_file() -> str:
 def _guard_rollback(key: str, serial: int) -> None:
     store = _serials_file()
     seen: dict[str, int] = {}
-    if os.path.lexists(store):
+    if exists(store, what="policy serials store", error=PolicyError):
         try:
             # Owner- and mode-checked and never through a link: whoever can write the high-water mark
             # can lower it and bring back an older signed release.

@@ -13,6 +13,7 @@ asks platformdirs itself. tests/state/test_state_dirs.py holds the plain answers
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from atip_trust.state._deps import platformdirs
@@ -70,7 +71,18 @@ def agent_tools_roots() -> tuple[str, str] | None:
     """RFC §4.2's two roots (data, config) when either exists, else None: two ``stat`` calls, so that
     an admission without the tree loads nothing for it (admission/agent_tools.py)."""
     data, config = agent_tools_data_dir(), agent_tools_config_dir()
-    return (data, config) if os.path.isdir(data) or os.path.isdir(config) else None
+    return (data, config) if _may_be_dir(data) or _may_be_dir(config) else None
+
+
+def _may_be_dir(path: str) -> bool:
+    """A folder, or a path the system cannot answer for (no search permission, a link loop): unknown is
+    not absent, so the tree is read and its own checks fail closed (``os.path.isdir`` says False)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 __all__ = [

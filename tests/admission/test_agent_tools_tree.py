@@ -354,3 +354,19 @@ def test_attack_update_registry_never_re_pins_a_name_to_bytes_that_did_not_verif
     assert entry is not None and entry.digest.hex == tree.hex, (entry, p.stderr)
     _, out = tree.admit(signed=False)
     assert _codes(out)[0] == "LOCAL_REGISTRY_DIGEST_MISMATCH", out
+
+
+def test_rfc_4_3_a_registry_json_that_cannot_be_looked_up_is_not_read_as_absent(tree: Tree) -> None:
+    """The attack: make the pin unanswerable instead of wrong (a folder on its path that cannot be
+    searched; as root, where permissions do not stop a lookup, a symlink loop). ``os.path.isdir`` and
+    ``lexists`` answer False for "cannot tell", which read as "no tree, no pin" and allowed bytes the
+    pin would have refused. Unknown is an error, a denial (exit 2) naming the path."""
+    _index(tree, {"gh": {"path": str(tree.gh), "hash": "sha256:" + "0" * 64}})
+    ok, _ = tree.admit()
+    assert ok.code == 1  # the pin refuses these bytes
+    real = tree.data.parent.with_name("xdg-data-real")
+    tree.data.parent.rename(real)
+    tree.data.parent.symlink_to(tree.data.parent.name)  # xdg-data -> xdg-data: a loop
+    r, _ = tree.admit()
+    assert r.code == 2, (r.code, r.err)
+    assert "agent-tools" in r.err and "registry.json" in r.err, r.err

@@ -329,3 +329,18 @@ def test_attack_a_serial_store_that_is_a_symlink_is_refused(org, tmp_path: Path)
     write_policy(org, 4, sign_with=org["org_key"])
     r = admit(org)
     assert r.code == 2 and "serials" in reason(r), r.out + r.err
+
+
+def test_attack_a_serial_store_that_cannot_be_looked_up_is_not_a_first_use(org, tmp_path: Path) -> None:
+    """Rollback by making the high-water mark unanswerable rather than lower: a folder on its path
+    that cannot be searched (as root, a symlink loop). "Cannot tell" must not read as "no mark yet",
+    which would accept an older signed release as a first use."""
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    state = _serials(org).parent
+    state.rename(state.with_name("state-real"))
+    state.symlink_to(state.name)  # state -> state: a loop
+    write_policy(org, 4, sign_with=org["org_key"])
+    r = admit(org)
+    assert r.code == 2 and "serials" in reason(r), r.out + r.err
