@@ -475,6 +475,11 @@ def git_subcommand(words: list[Word]) -> int:
     return parse_options(words, 1, _GIT, "git").rest
 
 
+def git_directories(words: list[Word]) -> list[str]:
+    """The directories git's ``-C`` options move to, in order."""
+    return [v for v in parse_options(words, 1, _GIT, "git").values("-C") if v is not None]
+
+
 def git(words: list[Word], open_args: bool = False) -> Outcome:
     """git runs no other program the line shows; what it could run from its arguments is refused."""
     parsed = parse_options(words, 1, _GIT, "git")
@@ -557,4 +562,4 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
 }
 
 __all__ = ["DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
-           "git", "git_subcommand"]
+           "git", "git_directories", "git_subcommand"]
