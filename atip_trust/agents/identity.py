@@ -56,7 +56,7 @@ class _Index:
 
     def __init__(self, names: frozenset[str], path_env: str | None) -> None:
         self.by_inode: dict[tuple[int, int], set[str]] = {}
-        self.by_size: dict[int, list[tuple[str, str]]] = {}
+        self.by_size: dict[int, list[tuple[str, str, tuple[int, int]]]] = {}
         self.digests: dict[str, str | None] = {}
         seen: set[str] = set()
         entries = [e for e, usable in path_entries(path_env) if usable] + DEFAULT_PATH.split(":")
@@ -76,7 +76,7 @@ class _Index:
                     continue
                 seen.add(item.name)
                 self.by_inode.setdefault((st.st_dev, st.st_ino), set()).add(item.name)
-                self.by_size.setdefault(st.st_size, []).append((item.name, item.path))
+                self.by_size.setdefault(st.st_size, []).append((item.name, item.path, (st.st_dev, st.st_ino)))
 
     def digest(self, path: str) -> str | None:
         if path not in self.digests:
@@ -115,28 +115,33 @@ def names_of(found: str, governed: frozenset[str], path_env: str | None) -> froz
         st = os.stat(found)
     except OSError:
         return frozenset()
-    names = set(index.by_inode.get((st.st_dev, st.st_ino), ()))
+    inode = (st.st_dev, st.st_ino)
+    names = set(index.by_inode.get(inode, ()))
     if real in known:
         names.add(real)
-    if not names:
-        same = index.by_size.get(st.st_size, [])
-        mine = index.digest(os.path.realpath(found)) if same else None
-        names.update(n for n, p in same if mine is not None and index.digest(os.path.realpath(p)) == mine)
+    # Another file of the same size (not this one under another name) may hold the same bytes: a copy.
+    same = [(n, p) for n, p, other in index.by_size.get(st.st_size, []) if other != inode]
+    mine = index.digest(os.path.realpath(found)) if same else None
+    names.update(n for n, p in same if mine is not None and index.digest(os.path.realpath(p)) == mine)
     return frozenset(names)
 
 
 def identity(typed: str, names: Iterable[str], governed: frozenset[str]) -> str | None:
-    """The name to read a program typed as ``typed`` by, when its bytes make it another program: a
-    governed name first, then a modelled runner, then any other (sorted, so the choice is stable);
-    None when ``typed`` is one of its names or it has none."""
+    """The name to read a program typed as ``typed`` by, when its bytes make it another program, or None.
+
+    Bytes that are a program the gate gives a meaning (a modelled runner, a program with a table, an
+    interpreter or other runner of facts/programs.py) are that program, even when the policy also names
+    the disguise (an allowed ``wrap`` that is env); otherwise bytes of a governed program are it. A
+    sorted choice among equals, runners first, keeps the answer stable."""
     names = sorted(set(names))
-    if not names or typed in names:
+    meaningful = [n for n in names if n in RUNNERS or n in TABLES or n in UNMODELLED]
+    if meaningful:
+        if typed in meaningful:
+            return None
+        return next((n for n in meaningful if n in RUNNERS), meaningful[0])
+    if typed in names:
         return None
-    for group in (governed, frozenset(RUNNERS), frozenset(TABLES)):
-        for n in names:
-            if n in group:
-                return n
-    return names[0]
+    return next((n for n in names if n in governed), None)
 
 
 __all__ = ["governed_names", "identity", "names_of"]
