@@ -49,6 +49,8 @@ class Table(Record):
     #: Variables, beyond COMMON_ENV, known not to change what it runs (``"*"``: a runner, any variable
     #: is passed on to its command, which is checked with it; ``PREFIX*`` a family).
     env: tuple[str, ...] = ()
+    #: Variables refused even under ``"*"``: the runner reads them itself to choose code.
+    env_refused: tuple[str, ...] = ()
     refused: tuple[Refused, ...] = ()
     #: Sub-commands that run programs; with ``subcommands`` set, any other sub-command is refused too.
     refused_subcommands: tuple[str, ...] = ()
@@ -130,14 +132,22 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           env=("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "no_proxy", "ALL_PROXY"),
           files=".curlrc in HOME (HOME, CURL_HOME, XDG_CONFIG_HOME: not in the table)"),
     *(Table(name, _RUNNER, env=_RUNNER_ENV) for name in (
-        "env", "nice", "nohup", "timeout", "setsid", "stdbuf", "find", "xargs", "sudo", "doas", "flock",
-        "ionice", "taskset", "chrt", "nsenter", "unshare", "sh", "bash", "dash", "time", "prlimit",
-        "setarch", "linux32", "linux64", "setpriv")),
+        "env", "nice", "nohup", "timeout", "setsid", "stdbuf", "find", "xargs", "doas", "flock",
+        "ionice", "taskset", "chrt", "nsenter", "unshare", "time", "prlimit", "setarch", "linux32", "linux64",
+        "setpriv")),
+    Table("sudo", _RUNNER + "; an askpass program or an editor", env=_RUNNER_ENV,
+          env_refused=("SUDO_ASKPASS", "SUDO_EDITOR", "EDITOR", "VISUAL")),
+    *(Table(name, _RUNNER + "; a login shell's start-up files under HOME", env=_RUNNER_ENV,
+            env_refused=("HOME", "ZDOTDIR", "XDG_CONFIG_HOME"),
+            files="~/.profile and ~/.bash_profile for -l (HOME is refused when the line sets it)")
+      for name in ("sh", "bash", "dash")),
 )}
 
 
 def env_allowed(table: Table, name: str) -> bool:
     """``name`` is in ``table``'s allowlist (or the common one)."""
+    if name in table.env_refused:
+        return False
     for pattern in (*COMMON_ENV, *table.env):
         if pattern == "*" or name == pattern or (pattern.endswith("*") and name.startswith(pattern[:-1])):
             return True
