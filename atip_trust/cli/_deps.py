@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from atip_trust.admission import admit as admit_mod
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
+    from atip_trust.cli import hook_install
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
     from atip_trust.policy import signed as signed_mod
@@ -31,6 +32,7 @@ else:
     policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
     # Signing: only with --emit-vsa (a warm verify loads no cryptography).
     gate_vsa = lazy_import("atip_trust.admission.vsa")
+    hook_install = lazy_import("atip_trust.cli.hook_install")  # only `hook install`
     # Imported inside launch.main(), so that its whole import runs with the collector paused.
     cli_main = lazy_import("atip_trust.cli.main")
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
@@ -45,6 +47,7 @@ __all__ = [
     "audit_mod",
     "cli_main",
     "gate_vsa",
+    "hook_install",
     "pathlib",
     "policy_test",
     "sarif",
