@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from atip_trust.cli import hook_install
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
+    from atip_trust.policy import install as policy_install_mod
     from atip_trust.policy import signed as signed_mod
     from atip_trust.provenance import slsa
     from atip_trust.state import audit as audit_mod
@@ -37,6 +38,7 @@ else:
     cli_main = lazy_import("atip_trust.cli.main")
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
+    policy_install_mod = lazy_import("atip_trust.policy.install")  # only `policy install`
     # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
     slsa = lazy_import("atip_trust.provenance.slsa")
     audit_mod = lazy_import("atip_trust.state.audit")  # only for --audit-log's help (its default path)
@@ -49,6 +51,7 @@ __all__ = [
     "gate_vsa",
     "hook_install",
     "pathlib",
+    "policy_install_mod",
     "policy_test",
     "sarif",
     "signed_mod",

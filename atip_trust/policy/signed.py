@@ -205,6 +205,15 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
     its signature (a listed key's, or a listed Sigstore identity's), then the rollback guard; the
     policy's serial, or None when no signature is required. Any failure is ``PolicyError`` (exit 2: an
     org policy that cannot be trusted denies everything)."""
+    serial = verify_signature(policy_path, data)
+    if serial is not None:
+        _guard_rollback(os.path.realpath(policy_path), serial)
+    return serial
+
+
+def verify_signature(policy_path: str, data: bytes) -> int | None:
+    """``check_signed`` without the rollback guard: ``policy install`` checks a release where it was
+    signed, before it is copied to where the CLI reads it (nothing is recorded for the source path)."""
     path = signers_path(policy_path)
     if not exists(path, what="org policy signers file", error=PolicyError):
         return None
@@ -219,9 +228,21 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
         raise PolicyError("; ".join(p for p in problems if p is not None), path=policy_path)
     doc: Any = parse_json(data, what="policy")
     serial = doc.get("serial", 0) if isinstance(doc, dict) else 0
-    serial = serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
-    _guard_rollback(os.path.realpath(policy_path), serial)
-    return serial
+    return serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
+
+
+def signer_files(policy_path: str) -> list[str]:
+    """The files the signers file beside ``policy_path`` names (keys, a trusted root file), as written
+    there (relative to it, or absolute); none without a signers file."""
+    path = signers_path(policy_path)
+    if not exists(path, what="org policy signers file", error=PolicyError):
+        return []
+    doc = parse_json(read_capped(path, LIMITS.key_bytes * 4, what="org policy signers"), what="org policy signers")
+    if not isinstance(doc, dict):
+        return []
+    root = doc.get("trustedRoot")
+    named = [k for k in doc.get("publicKeys", []) if isinstance(k, str)]
+    return named + ([root] if isinstance(root, str) and root not in ("production", "staging") else [])
 
 
 def _serials_file() -> str:
@@ -261,4 +282,5 @@ def _guard_rollback(key: str, serial: int) -> None:
 
 
 __all__ = ["BUNDLE_SUFFIX", "POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "Signers",
-           "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path", "signers_path"]
+           "bundle_path", "check_signed", "sign_policy",
+           "signer_files", "verify_signature", "sign_policy_keyless", "signature_path", "signers_path"]
