@@ -15,7 +15,7 @@ nobody types that path: this copies
 Before anything is written the release is checked where it is: it must load as a policy, and when it
 has a signers file, verify against it (the signature over its exact bytes: ``signed.verify_signature``).
 A machine that already requires a signed org policy (a signers file at the standard path) is not given an
-unsigned one. Files are written 0644 and folders 0755, each file atomically, by the user running it —
+unsigned one, nor a release older than the serial it accepted (the rollback guard would refuse it). Files are written 0644 and folders 0755, each file atomically, by the user running it —
 root under ``sudo``, which the loader's owner check expects; a folder on the way that group or others can
 write is refused. The order (anchors, signers, signatures, policy) means a reader in between is refused
 (exit 2), never given a policy without the check its signers file asks for. A signature the new release
@@ -127,6 +127,10 @@ def install_org(source: str, dest: str | None = None) -> Installed:
         raise PolicyError(f"this machine requires a signed org policy ({signed.signers_path(dest)} names its "
                           f"signers) and {source} has no {os.path.basename(signed.signers_path(source))}: sign "
                           "the release, or remove that signers file first", path=source)
+    if serial is not None and serial < (high := signed.accepted_serial(dest)):
+        raise PolicyError(f"{source} is serial {serial}, older than serial {high} this machine already accepted "
+                          f"from {dest}: every admission would refuse it (give the release a higher "
+                          "\"serial\")", path=source)
     contents = [(role, src, dst, read_capped(src, LIMITS.policy_bytes, what=f"policy {role} file"))
                 for role, src, dst in files]
     written = []

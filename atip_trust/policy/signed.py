@@ -249,24 +249,35 @@ def _serials_file() -> str:
     return os.environ.get(SERIALS_ENV) or os.path.join(user_state_dir(), "org-policy-serials.json")
 
 
+def _accepted_serials(store: str) -> dict[str, int]:
+    """The serial store: the highest serial accepted per org policy path ({} when there is none yet)."""
+    if not exists(store, what="policy serials store", error=PolicyError):
+        return {}
+    try:
+        # Owner- and mode-checked and never through a link: whoever can write the high-water mark
+        # can lower it and bring back an older signed release.
+        raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials", follow_links=False,
+                                     owner_check=PolicyError), what="policy serials")
+    except AtipTrustError as err:  # fail closed: a damaged store cannot vouch for any serial
+        raise PolicyError(f"cannot read the org policy serials {store}: {err.message}") from err
+    bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool)] \
+        if isinstance(raw, dict) else None
+    if bad is None or bad:
+        # An entry read as absent would be serial 0: any older release accepted again.
+        raise PolicyError(f"cannot read the org policy serials {store}: expected an object of integer "
+                          f"serials by policy path, got {type(raw).__name__ if bad is None else bad}")
+    return dict(raw)
+
+
+def accepted_serial(policy_path: str) -> int:
+    """The highest serial this user accepted from ``policy_path`` (0: none): ``policy install`` refuses to
+    put an older release there, which every later admission would refuse."""
+    return _accepted_serials(_serials_file()).get(os.path.realpath(policy_path), 0)
+
+
 def _guard_rollback(key: str, serial: int) -> None:
     store = _serials_file()
-    seen: dict[str, int] = {}
-    if exists(store, what="policy serials store", error=PolicyError):
-        try:
-            # Owner- and mode-checked and never through a link: whoever can write the high-water mark
-            # can lower it and bring back an older signed release.
-            raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials", follow_links=False,
-                                         owner_check=PolicyError), what="policy serials")
-        except AtipTrustError as err:  # fail closed: a damaged store cannot vouch for any serial
-            raise PolicyError(f"cannot read the org policy serials {store}: {err.message}") from err
-        bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool)] \
-            if isinstance(raw, dict) else None
-        if bad is None or bad:
-            # An entry read as absent would be serial 0: any older release accepted again.
-            raise PolicyError(f"cannot read the org policy serials {store}: expected an object of integer "
-                              f"serials by policy path, got {type(raw).__name__ if bad is None else bad}")
-        seen = raw
+    seen = _accepted_serials(store)
     high = seen.get(key, 0)
     if serial < high:
         raise PolicyError(f"org policy serial {serial} is older than serial {high} this machine already "
@@ -282,5 +293,5 @@ def _guard_rollback(key: str, serial: int) -> None:
 
 
 __all__ = ["BUNDLE_SUFFIX", "POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "Signers",
-           "bundle_path", "check_signed", "sign_policy",
+           "accepted_serial", "bundle_path", "check_signed", "sign_policy",
            "signer_files", "verify_signature", "sign_policy_keyless", "signature_path", "signers_path"]
