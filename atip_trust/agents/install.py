@@ -169,7 +169,8 @@ def _hook_program(command: Any, agent: str) -> tuple[list[str], bool] | None:
     wrapped = words[:3] == [SHELL, "-c", wrapper_script(agent)]
     if words[:2] == [SHELL, "-c"] and len(words) > 3:
         words = words[3:]
-    start = 1 if os.path.basename(words[0]) == "atip-trust" else 3 if words[1:3] == ["-m", "atip_trust"] else 0
+    # The wrapper's program may be named anything (``--executable``); a bare command must say atip-trust.
+    start = 3 if words[1:3] == ["-m", "atip_trust"] else 1 if wrapped or os.path.basename(words[0]) == "atip-trust" else 0
     if not start or words[start:start + 2] != ["hook", agent]:
         return None
     return words[:start], wrapped

@@ -172,6 +172,8 @@ def _writable(path: str) -> str | None:
         here = parent
     if here == path and not os.path.isfile(path):
         return f"{path} is not a regular file"
+    if here != path and not os.path.isdir(here):
+        return f"{here} is not a folder"
     if not os.access(here, os.W_OK | (os.X_OK if os.path.isdir(here) else 0)):
         return f"{here} is not writable by this user"
     return None
