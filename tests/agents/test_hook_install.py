@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -279,3 +281,35 @@ def test_the_settings_path_follows_home_scope_and_codex_home(tmp_path: Path, mon
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
     assert settings_path("codex", "user") == str(tmp_path / "cx" / "config.toml")
     assert os.path.isabs(settings_path("cursor", "project"))
+
+
+def readme_rows() -> list[tuple[str, str, str]]:
+    """(agent, install command, settings file) from the README's agent table."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| [^|]+ \| `(atip-trust hook install ([\w-]+)[^`]*)` \| `([^`]+)`", text, re.M)
+    return [(agent, command, path) for command, agent, path in rows]
+
+
+def test_the_readme_table_installs_every_agent() -> None:
+    assert sorted(agent for agent, _, _ in readme_rows()) == sorted(AGENTS)
+
+
+@pytest.mark.parametrize(("agent", "line", "where"), readme_rows())
+def test_the_readme_install_command_as_written_gives_a_hook_that_blocks_without_its_program(
+        agent: str, line: str, where: str, world: World, tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    env = {**world.env(), "HOME": str(home)}
+    env.pop("CODEX_HOME", None)
+    r = cli(*shlex.split(line)[1:], env=env, cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    settings = Path(where.replace("~", str(home), 1)) if where.startswith("~") else project / where
+    assert settings.is_file(), (where, r.stdout)
+    (command,) = commands(agent, settings)
+    words = shlex.split(command)
+    assert words[:2] == ["/bin/sh", "-c"] and os.path.isabs(words[3]) and os.access(words[3], os.X_OK)
+    answer = as_agent(command, agent, "ls -la", world.env(), cwd=str(world.dir))
+    assert not blocked(agent, answer) and answer.returncode == 0, answer.stdout + answer.stderr
+    gone = shlex.join([*words[:3], str(tmp_path / "removed" / "atip-trust"), *words[4:]])
+    assert blocked(agent, as_agent(gone, agent, "ls -la", world.env()))
