@@ -106,6 +106,19 @@ def settings_path(agent: str, scope: str, project_dir: str | None = None) -> str
     return os.path.join(os.path.expanduser("~"), row.user)
 
 
+def settings_paths(agent: str, project_dir: str | None = None) -> list[str]:
+    """Every file the agent reads hooks from, user scope first: its two settings files, and for Copilot
+    CLI every ``*.json`` in its two hooks folders (it loads them all)."""
+    paths = [settings_path(agent, scope, project_dir) for scope in ("user", "project")]
+    if agent == "copilot":
+        for folder in [os.path.dirname(p) for p in paths]:
+            try:
+                paths += sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".json"))
+            except OSError:
+                pass
+    return list(dict.fromkeys(paths))
+
+
 def _dq(text: str) -> str:
     """``text`` inside a double-quoted sh word (the wrapper holds no single quote, so it can sit in one)."""
     return "".join("\\" + c if c in '"$`\\' else c for c in text)
@@ -404,4 +417,4 @@ def _backup(target: str, old: str) -> str:
 
 
 __all__ = ["AgentSettings", "HookEntry", "InstallResult", "NO_ANSWER", "SETTINGS", "find_hooks", "hook_command",
-           "install", "judge", "settings_path", "wrapper_script"]
+           "install", "judge", "settings_path", "settings_paths", "wrapper_script"]

@@ -143,7 +143,7 @@ def trusted_root(policy: Any) -> list[Finding]:
 def agent_hooks(project: str | None) -> list[Finding]:
     found = []
     for agent in AGENTS:
-        paths = dict.fromkeys(hooks_install.settings_path(agent, s, project) for s in ("user", "project"))
+        paths = hooks_install.settings_paths(agent, project)
         entries = []
         for path in paths:
             try:
@@ -158,7 +158,7 @@ def agent_hooks(project: str | None) -> list[Finding]:
                 found.append(Finding("agent hooks", "problem", f"{agent}: {e.path}: " + "; ".join(e.problems) +
                                      f" (fix: atip-trust hook install {agent})", e.path, e.to_json()))
         if not entries:
-            found.append(Finding("agent hooks", "none", f"{agent}: no atip-trust hook in {' or '.join(paths)}"))
+            found.append(Finding("agent hooks", "none", f"{agent}: no atip-trust hook in {' or '.join(paths[:2])}"))
     return found
 
 

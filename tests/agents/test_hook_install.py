@@ -313,3 +313,20 @@ def test_the_readme_install_command_as_written_gives_a_hook_that_blocks_without_
     assert not blocked(agent, answer) and answer.returncode == 0, answer.stdout + answer.stderr
     gone = shlex.join([*words[:3], str(tmp_path / "removed" / "atip-trust"), *words[4:]])
     assert blocked(agent, as_agent(gone, agent, "ls -la", world.env()))
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"])
+def test_paths_with_spaces_quotes_and_dollars_survive_the_shell(agent: str, world: World, tmp_path: Path) -> None:
+    odd = tmp_path / "it's a $HOME `dir`"
+    prog = launcher(odd / "bin")
+    policy = odd / "p o l.json"
+    policy.write_bytes(passthrough(world).read_bytes())
+    env = {**world.env(), "HOME": str(tmp_path / "home")}
+    r = cli("hook", "install", agent, "--policy", str(policy), "--bundle-dir", str(world.bundles), "--no-audit",
+            "--executable", str(prog), env=env)
+    assert r.returncode == 0, r.stderr
+    (command,) = commands(agent, tmp_path / "home" / SETTINGS[agent].user)
+    answer = as_agent(command, agent, "gh pr list", world.env(), cwd=str(world.dir))
+    assert behavior(agent, answer.stdout) == "allow", answer.stdout + answer.stderr
+    prog.unlink()
+    assert blocked(agent, as_agent(command, agent, "gh pr list", world.env()))

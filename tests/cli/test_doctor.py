@@ -147,3 +147,13 @@ def test_text_output_is_one_screen_with_the_verdict_last(home: Path, capsys: pyt
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "org policy:" and lines[-1].startswith("no problems")
+
+
+def test_a_copilot_hook_in_any_file_of_its_hooks_folder_is_judged(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hooks = Path.cwd() / ".github" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "guard.json").write_text(json.dumps({"version": 1, "hooks": {"preToolUse": [
+        {"type": "command", "bash": "atip-trust hook copilot", "timeoutSec": 30}]}}))
+    rc, out = doctor(capsys)
+    (message,) = problems(out, "agent hooks")
+    assert rc == 1 and "guard.json" in message and "lets the call through" in message
