@@ -93,8 +93,14 @@ def plan(source: str, dest: str) -> list[tuple[str, str, str]]:
 
 def _safe_dir(path: str) -> None:
     """Create ``path`` 0755 if needed; refuse a folder on the way others can write (they could swap files)."""
+    missing, here = [], os.path.abspath(path)
+    while not os.path.lexists(here):
+        missing.append(here)
+        here = os.path.dirname(here)
     try:
-        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        for folder in reversed(missing):
+            os.mkdir(folder)
+            os.chmod(folder, DIR_MODE)  # not the umask's choice: every user must read the org policy
     except OSError as err:
         raise EnvironmentFailure(f"cannot create {path}: {err.strerror or err}{_as_root(err)}", path=path) from err
     here = os.path.realpath(path)

@@ -97,6 +97,18 @@ def test_following_signed_policy_md_puts_a_signed_org_policy_in_force(
     assert "serial 1" in doctor
 
 
+def test_folders_it_creates_are_readable_by_every_user_whatever_the_umask(
+        machine: Path, release: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = os.umask(0o077)
+    try:
+        assert sign_and_install(capsys)[0] == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(machine.stat().st_mode) == 0o755
+    assert stat.S_IMODE((machine / "keys").stat().st_mode) == 0o755
+    assert stat.S_IMODE((machine / "org-policy.json").stat().st_mode) == 0o644
+
+
 def test_the_old_docs_policy_json_is_named_as_not_read(machine: Path, release: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     machine.mkdir(mode=0o755)
