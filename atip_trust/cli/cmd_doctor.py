@@ -34,6 +34,7 @@ from atip_trust._base.record import Record, field
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import install as hooks_install
 from atip_trust.agents.formats import AGENTS
+from atip_trust.cli import hook_install
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
@@ -142,6 +143,7 @@ def trusted_root(policy: Any) -> list[Finding]:
 
 def agent_hooks(project: str | None) -> list[Finding]:
     found = []
+    this = " ".join(hook_install.program(None))
     for agent in AGENTS:
         paths = hooks_install.settings_paths(agent, project)
         entries = []
@@ -151,7 +153,11 @@ def agent_hooks(project: str | None) -> list[Finding]:
             except AtipTrustError as err:
                 found.append(Finding("agent hooks", "warning", f"{agent}: cannot read {path}: {err.message}", path))
         for e in entries:
-            if e.fail_closed:
+            if e.fail_closed and e.program != this:
+                found.append(Finding("agent hooks", "warning", f"{agent}: {e.path} runs {e.program}, which is "
+                                     f"there and blocks when it cannot answer, but is not the atip-trust running "
+                                     f"this check ({this}): is it the one you meant?", e.path, e.to_json()))
+            elif e.fail_closed:
                 found.append(Finding("agent hooks", "ok", f"{agent}: {e.path} runs {e.program}, which is there; "
                                      "a hook that cannot answer blocks", e.path, e.to_json()))
             else:

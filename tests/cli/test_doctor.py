@@ -71,11 +71,20 @@ def test_the_installed_hook_is_in_force_until_its_program_goes(home: Path, tmp_p
     capsys.readouterr()
     rc, out = doctor(capsys)
     assert rc == 0, problems(out, "agent hooks")
-    (ok,) = [f for f in out["findings"] if f["area"] == "agent hooks" and f["status"] == "ok"]
-    assert ok["details"]["fail_closed"] and ok["details"]["program"] == str(prog)
+    (other,) = [f for f in out["findings"] if f["area"] == "agent hooks" and f["status"] == "warning"]
+    assert other["details"]["fail_closed"] and other["details"]["program"] == str(prog)
+    assert "is not the atip-trust running this check" in other["message"]  # a planted look-alike program
     prog.unlink()
     rc, out = doctor(capsys)
     assert rc == 1 and "missing or not executable: every call is blocked" in problems(out, "agent hooks")[0]
+
+
+def test_the_hook_install_writes_by_default_is_in_force(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hook", "install", "gemini"]) == 0
+    capsys.readouterr()
+    rc, out = doctor(capsys)
+    (ok,) = [f for f in out["findings"] if f["area"] == "agent hooks" and f["status"] == "ok"]
+    assert rc == 0 and ok["message"].startswith("gemini: ") and "blocks" in ok["message"]
 
 
 def test_cursor_without_fail_closed_is_named(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
