@@ -5,6 +5,9 @@ the formats).
 Everything is answered in the agent's format, errors included: a policy that does not load, input
 that is not what the agent sends, a timeout (``--timeout``, below the agents' own hook timeouts) or
 anything else is a deny, with the exit status the agent treats as blocking.
+
+``atip-trust hook install AGENT [hook flags]`` writes that hook into the agent's settings, so that it
+blocks even when it cannot start (cli/hook_install.py, agents/install.py); loaded only for ``install``.
 """
 
 from __future__ import annotations
