@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from stat import S_ISREG
 from collections.abc import Iterable
 
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
@@ -62,21 +63,20 @@ class _Index:
         entries = [e for e, usable in path_entries(path_env) if usable] + DEFAULT_PATH.split(":")
         for entry in dict.fromkeys(entries):
             try:
-                listing = list(os.scandir(entry))
+                present = names.intersection(os.listdir(entry))
             except OSError:
                 continue
-            for item in listing:
-                if item.name not in names or item.name in seen:
-                    continue
+            for name in sorted(present - seen):
+                path = os.path.join(entry, name)
                 try:
-                    st = os.stat(item.path)
+                    st = os.stat(path)
                 except OSError:
                     continue
-                if not os.path.isfile(item.path) or not os.access(item.path, os.X_OK):
+                if not S_ISREG(st.st_mode) or not st.st_mode & 0o111:
                     continue
-                seen.add(item.name)
-                self.by_inode.setdefault((st.st_dev, st.st_ino), set()).add(item.name)
-                self.by_size.setdefault(st.st_size, []).append((item.name, item.path, (st.st_dev, st.st_ino)))
+                seen.add(name)
+                self.by_inode.setdefault((st.st_dev, st.st_ino), set()).add(name)
+                self.by_size.setdefault(st.st_size, []).append((name, path, (st.st_dev, st.st_ino)))
 
     def digest(self, path: str) -> str | None:
         if path not in self.digests:
