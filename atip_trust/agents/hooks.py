@@ -232,7 +232,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     try:
         if found is None:
             found = _locate(program, request.cwd, options.path_env)
-            again = _reread(program, found, policy, options)
+            again = None if program.script else _reread(program, found, policy, options)
             if again is not None:
                 return _admit_as(again, found, request, policy, options, depth)
         if os.path.basename(program.argv[0]) == "git":
@@ -267,7 +267,8 @@ def _reread(program: Program, found: str, policy: Policy, options: Options) -> l
     if name is None:
         return None
     again = programs_of_argv([name, *program.argv[1:]], env=program.env)
-    first = replace(program, argv=(name, *program.argv[1:]), span=None)
+    first = replace(program, argv=(name, *program.argv[1:]), span=None,
+                    state_dependent=program.state_dependent or name == "git")
     inner = [replace(p, after_writer=p.after_writer or program.after_writer, moved=p.moved or program.moved,
                      via=(*program.via, name, *p.via), literal=p.literal and program.literal)
              for p in again[1:]]

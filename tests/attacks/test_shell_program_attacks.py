@@ -79,6 +79,23 @@ def test_a_link_to_a_governed_program_is_never_passed_through(tmp_path: Path,
         link.unlink()
 
 
+def test_a_copy_of_git_under_another_name_is_read_as_git(oracle: tuple[ShellWorld, Policy]) -> None:
+    """Named ``vcs``, git's bytes still run an alias from ``-c``: modelled as git, the line is refused
+    (as ``vcs`` it would only be a program the policy does not name: no opinion)."""
+    world, policy = oracle
+    git = shutil.which("git", path="/usr/bin:/bin")
+    assert git is not None
+    copy = world.dir / "d" / "vcs"
+    copy.write_bytes(Path(git).read_bytes())
+    copy.chmod(0o755)
+    try:
+        text = "d/vcs -c alias.x='!./evil' x"
+        assert ran(world, text)[0]
+        assert judge(world, policy, text) == "ask"
+    finally:
+        copy.unlink()
+
+
 def test_a_hard_copy_of_a_runner_is_found_by_its_bytes(tmp_path: Path) -> None:
     env = shutil.which("env", path="/usr/bin:/bin")
     assert env is not None
