@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from atip_trust.facts.program_tables import COMMON_ENV, TABLES  # noqa: E402
+from atip_trust.facts.program_tables import COMMON_ENV, TABLES
 
 OUTPUT = ROOT / "docs" / "agents.md"
 BEGIN, END = "<!-- program-tables:begin -->", "<!-- program-tables:end -->"
@@ -32,11 +32,11 @@ def tables() -> str:
     common = ", ".join(f"`{v}`" for v in COMMON_ENV)
     lines = [
         "",
-        "Generated from `atip_trust/facts/program_tables.py` by `docs/make_agents_doc.py`. Every program also "
+        ("Generated from `atip_trust/facts/program_tables.py` by `docs/make_agents_doc.py`. Every program also "
         f"accepts the common variables {common}. A runner's `*` means every variable is passed on to the "
         "command it runs, which is checked with it. An option is refused in any spelling the program reads "
         "(a prefix of the long name, `=value`, its letter anywhere in a cluster); a word that is not literal "
-        "could be any option and is refused too.",
+        "could be any option and is refused too."),
         "",
         "| program | may be told (variables) | refused options | refused sub-commands | what it can run; files |",
         "| --- | --- | --- | --- | --- |",

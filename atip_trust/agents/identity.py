@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from stat import S_ISREG
 from collections.abc import Iterable
+from stat import S_ISREG
 
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
 from atip_trust.facts.artifact import path_entries

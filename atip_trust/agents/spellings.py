@@ -22,7 +22,12 @@ import re
 from collections.abc import Sequence
 
 from atip_trust.policy.model import CommandRule, Policy
-from atip_trust.policy.rules import command_line, command_variants, rule_matches, rules_for_tool
+from atip_trust.policy.rules import (
+    command_line,
+    command_variants,
+    rule_matches,
+    rules_for_tool,
+)
 
 _LONG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
 #: At most this many readings per command (each one word's expansion): a bound on hostile input.

@@ -36,10 +36,10 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
         return
     sub = _subcommand(name, words, table)
     subname = words[sub].text if sub is not None else ""
-    if sub is not None:
-        if subname in table.refused_subcommands or (table.subcommands and subname not in table.subcommands):
-            raise Unprovable(f"{name} {subname} runs an alias, an extension or another program "
-                             "(docs/agents.md)")
+    if sub is not None and (subname in table.refused_subcommands or
+                            (table.subcommands and subname not in table.subcommands)):
+        raise Unprovable(f"{name} {subname} runs an alias, an extension or another program "
+                         "(docs/agents.md)")
     for i in range(1, len(words)):
         w = words[i]
         if not w.literal:

@@ -20,9 +20,9 @@ from test_shell_oracle import judge, ran
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import identity, spellings
+from atip_trust.agents.runners import RUNNERS
 from atip_trust.agents.shell_model import Unprovable, programs
 from atip_trust.facts.program_tables import TABLES
-from atip_trust.agents.runners import RUNNERS
 from atip_trust.policy.model import Policy
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
