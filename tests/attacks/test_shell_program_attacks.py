@@ -164,7 +164,8 @@ def test_inputs_that_make_a_program_run_another_are_not_allowed(oracle: tuple[Sh
                                   "git --work-tree=. status", "git for-each-repo --config=x status",
                                   "split --filter=./evil f", "install -s f d/x", "wget -e use_askpass=./evil x",
                                   "GH_CONFIG_DIR=d gh pr list", "gh my-extension", "gh pr view -w 1",
-                                  "sort $OPTS f", "tar -cf out.tar *", "curl --engine x https://x"])
+                                  "sort $OPTS f", "tar -cf out.tar *", "curl --engine x https://x",
+                                  "zip -TT ./evil a.zip f", "zip --unzip-command=./evil a.zip f"])
 def test_program_naming_options_and_variables_are_unprovable(text: str) -> None:
     """Runs that need a remote, a big input or a program not installed here: the model refuses them all."""
     with pytest.raises(Unprovable, match="docs/agents.md|could be an option|not known"):
