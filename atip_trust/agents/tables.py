@@ -20,6 +20,7 @@ from atip_trust.facts.program_tables import TABLES, Table, env_allowed
 
 #: Characters a word's source text may start with when its expansion cannot start with '-'.
 _NOT_AN_OPTION = re.compile(r"[A-Za-z0-9_./:@%+,=]")
+_LONG_WITH_VALUE = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*=")
 
 
 def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
@@ -43,7 +44,13 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
     for i in range(1, len(words)):
         w = words[i]
         if not w.literal:
-            if not _NOT_AN_OPTION.match(w.text):
+            named = _LONG_WITH_VALUE.match(w.text)  # --name="$x": the name is literal, only the value is not
+            if named is not None:
+                why = _refused(table, named.group(0), subname if sub is not None and i > sub else None)
+                if why is not None:
+                    raise Unprovable(f"{name} {w.text}: {why} (docs/agents.md)")
+                continue
+            if not _NOT_AN_OPTION.match(w.text) and not _is_value(table, words[i - 1]):
                 raise Unprovable(f"{name}: the word {w.text!r} is not known before the shell runs and "
                                  "could be an option that names a program")
             continue
@@ -54,6 +61,17 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
         why = _refused(table, text, after)
         if why is not None:
             raise Unprovable(f"{name} {subname + ' ' if after else ''}{w.text}: {why} (docs/agents.md)")
+
+
+def _is_value(table: Table, prev: Word) -> bool:
+    """The word after ``prev`` is an option's value: ``prev`` is an option the table says takes one, or a
+    short cluster ending in one (``-am``)."""
+    if not prev.literal or not prev.text.startswith("-"):
+        return False
+    text = prev.text
+    if text in table.valued:
+        return True
+    return not text.startswith("--") and len(text) > 2 and f"-{text[-1]}" in table.valued
 
 
 def _subcommand(name: str, words: Sequence[Word], table: Table) -> int | None:

@@ -59,6 +59,9 @@ class Table(Record):
     files: str = ""
     #: GNU tar's first word may be a cluster of options without a dash (``tar cIf``).
     bundled_first: bool = False
+    #: Options known to take the next word as their value (whatever it holds): a word that is not
+    #: literal there is a value, never an option (``git commit -m "$msg"``).
+    valued: tuple[str, ...] = ()
 
 
 def _r(why: str, *options: str, after: tuple[str, ...] = ()) -> tuple[Refused, ...]:
@@ -96,6 +99,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                    *_r("opens an editor program", "-e", "--edit", after=("config",)),
                    *_r("names the repository (and so the configuration) to use", "--git-dir", "--work-tree")),
           refused_subcommands=("for-each-repo", "maintenance", "help"),
+          valued=("-m", "--message", "--author", "--date", "--format", "--pretty", "-b", "-B", "-t", "--grep",
+                  "-e"),
           files=_GIT_FILES),
     Table("gh", "aliases and extensions (any sub-command not built in), a browser, pager or editor, "
           "git for the sub-commands that clone or push", env=("GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "GH_REPO",
@@ -106,6 +111,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           subcommands=("auth", "gist", "issue", "org", "pr", "project", "release", "repo", "cache", "run",
                        "workflow", "secret", "variable", "api", "search", "status", "label", "ruleset",
                        "ssh-key", "gpg-key", "attestation", "completion", "version", "--version", "--help"),
+          valued=("-t", "--title", "-b", "--body", "-R", "--repo", "-q", "--jq", "--json", "-B", "--base", "-H",
+                  "--head", "-m", "--message", "-l", "--label", "-a", "--assignee", "-s", "--state", "-L", "--limit",
+                  "-f", "--raw-field", "-F", "--field"),
           files="its configuration (GH_CONFIG_DIR, XDG_CONFIG_HOME, HOME: refused when the line sets them)"),
     Table("tar", "compression programs and scripts it is told to run",
           refused=(*_r("runs the named compression program", "-I", "--use-compress-program"),

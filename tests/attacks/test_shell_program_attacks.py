@@ -165,7 +165,8 @@ def test_inputs_that_make_a_program_run_another_are_not_allowed(oracle: tuple[Sh
                                   "split --filter=./evil f", "install -s f d/x", "wget -e use_askpass=./evil x",
                                   "GH_CONFIG_DIR=d gh pr list", "gh my-extension", "gh pr view -w 1",
                                   "sort $OPTS f", "tar -cf out.tar *", "curl --engine x https://x",
-                                  "zip -TT ./evil a.zip f", "zip --unzip-command=./evil a.zip f"])
+                                  "zip -TT ./evil a.zip f", "zip --unzip-command=./evil a.zip f",
+                                  "git fetch --upload-pack=\"$X\" origin", "git commit \"$X\"", "gh pr view $N -w"])
 def test_program_naming_options_and_variables_are_unprovable(text: str) -> None:
     """Runs that need a remote, a big input or a program not installed here: the model refuses them all."""
     with pytest.raises(Unprovable, match="docs/agents.md|could be an option|not known"):
@@ -173,7 +174,9 @@ def test_program_naming_options_and_variables_are_unprovable(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["git status", "LANG=C git log --oneline", "git -C d status", "tar -cf out.tar d",
-                                  "sort -u f", "git push origin main", "gh pr list", "NO_COLOR=1 gh repo view"])
+                                  "sort -u f", "git push origin main", "gh pr list", "NO_COLOR=1 gh repo view",
+                                  "git commit -am \"$MSG\"", "git log --grep=\"$X\"",
+                                  "gh pr create --title \"$T\" --body \"$B\""])
 def test_what_the_tables_allow_is_still_read(text: str) -> None:
     assert programs(text)
 
