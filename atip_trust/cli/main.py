@@ -54,7 +54,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 #: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
 #: ``add_common_options``); loaded in this order.
 COMMANDS = ("hash", "metadata", "verify", "verify-vsa", "admit", "exec", "hook", "policy", "cache", "compile",
-            "scan", "lock", "trust-root")
+            "scan", "lock", "trust-root", "serve")
 
 
 #: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an
@@ -478,6 +478,7 @@ def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
             return EXIT_OK
         parser = build_parser(command_of(argv))
         args = parser.parse_args(argv)
+        args.cli_argv = tuple(argv)  # the words as given (``serve`` forwards its policy flags verbatim)
         command = args.command
         if command is None:
             parser.print_help(sys.stderr)
