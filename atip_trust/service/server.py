@@ -201,6 +201,7 @@ class _Settings:
     verbose = False
     max_request_bytes = 1 << 20
     request_deadline = 10.0
+    request_queue_size = 128  # listen backlog: a burst of hooks connects at once
     daemon_threads = False  # server_close waits for every request in flight: each is answered
     block_on_close = True
 
