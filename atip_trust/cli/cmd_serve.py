@@ -66,21 +66,28 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-request-bytes, --max-connections and --request-deadline must be positive")
     service = Service(forwarded_flags(args.cli_argv))
     _check_flags(service.hook_flags, service.admit_flags)
-    servers: list[Any] = [srv.unix_server(args.socket or srv.default_socket(), service)]
-    if args.http:
-        if not args.token_file:
-            raise UsageError("--http needs --token-file: loopback HTTP is open to every local user")
-        servers.append(srv.tcp_server(srv.parse_http_address(args.http), service, srv.read_token(args.token_file)))
+    sock = args.socket or srv.default_socket()
+    servers: list[Any] = [srv.unix_server(sock, service)]
+    try:
+        if args.http:
+            if not args.token_file:
+                raise UsageError("--http needs --token-file: loopback HTTP is open to every local user")
+            token = srv.read_token(args.token_file)
+            servers.append(srv.tcp_server(srv.parse_http_address(args.http), service, token))
+        _serve(args, servers, service)
+    finally:
+        for server in servers:
+            server.server_close()
+        srv.remove_socket(sock)
+    return 0
+
+
+def _serve(args: argparse.Namespace, servers: list[Any], service: Service) -> None:
     for server in servers:
         server.verbose, server.max_request_bytes = bool(args.verbose), args.max_request_bytes
         server.request_deadline = args.request_deadline
         server.setup_limits(args.max_connections)
         threading.Thread(target=server.serve_forever, name="atip-trust-serve", daemon=True).start()
-    for server in servers:
-        where = server.server_address
-        sys.stdout.write(f"atip-trust serve: listening on "
-                         f"{'unix:' + where if isinstance(where, str) else f'http://{where[0]}:{where[1]}'}\n")
-    sys.stdout.flush()
 
     def stop(signum: int, frame: FrameType | None) -> None:
         service.stop()
@@ -88,9 +95,15 @@ def run(args: argparse.Namespace) -> int:
     def reload(signum: int, frame: FrameType | None) -> None:
         forget_all()
 
+    # Handlers first, then the "listening" lines: a supervisor may signal as soon as it reads them.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGHUP, reload)
+    for server in servers:
+        where = server.server_address
+        sys.stdout.write(f"atip-trust serve: listening on "
+                         f"{'unix:' + where if isinstance(where, str) else f'http://{where[0]}:{where[1]}'}\n")
+    sys.stdout.flush()
     service.run_jobs(service.stopping.is_set)
     # Stop accepting, then answer every request already read: server_close waits for their threads,
     # which wait for the answers this thread still gives.
@@ -98,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
     closer.start()
     service.run_jobs(lambda: not closer.is_alive())
     closer.join()
-    return 0
 
 
 __all__ = ["register", "run"]

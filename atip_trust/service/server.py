@@ -292,6 +292,15 @@ def unix_server(path: str, service: Service) -> _Unix:
     return server
 
 
+def remove_socket(path: str) -> None:
+    """Remove the socket file this service made (never another kind of file)."""
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 def parse_http_address(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
@@ -315,4 +324,5 @@ def tcp_server(address: tuple[str, int], service: Service, token: str) -> _Tcp:
     return server
 
 
-__all__ = ["default_socket", "loopback_host", "parse_http_address", "read_token", "tcp_server", "unix_server"]
+__all__ = ["default_socket", "loopback_host", "parse_http_address", "read_token", "remove_socket", "tcp_server",
+           "unix_server"]
