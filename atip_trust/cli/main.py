@@ -246,7 +246,19 @@ def command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: Parsers built, by ``only``: a process that runs several command lines (``atip-trust serve``, tests
+#: calling ``main`` in-process) builds each once; argparse never changes a parser while parsing.
+_PARSERS: dict[str | None, argparse.ArgumentParser] = {}
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = _PARSERS.get(only)
+    if parser is None:
+        parser = _PARSERS[only] = _build_parser(only)
+    return parser
+
+
+def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or with ``only``, just that subcommand's parser: each subcommand
     module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not pay for
     ``verify``'s (docs/caching.md: start-up is most of a warm admission)."""

@@ -78,6 +78,7 @@ def read_token(path: str) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # headers and body leave in one write (no delayed-ACK stall between them)
     server: Any  # _Unix or _Tcp (their shared settings below)
     timeout = 5.0  # each read; the whole request also has server.request_deadline
 
@@ -243,6 +244,11 @@ class _Unix(_Settings, ThreadingMixIn, UnixStreamServer):
 
 class _Tcp(_Settings, ThreadingMixIn, TCPServer):
     allow_reuse_address = True
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # answers are small and final
+        return conn, address
 
 
 def default_socket() -> str:
