@@ -134,14 +134,9 @@ def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
 
 
 def tlog_requirement(policy: Policy | None) -> bool | None:
-    """``trust.requireTransparencyLog`` as the policy states it: None when no layer does; across
-    layers the stricter wins (one layer's ``true`` stands against another's ``false``: a local layer
-    may not admit timestamp-only bundles the org refuses)."""
-    if policy is None:
-        return None
-    stated = [v for layer in policy.layers
-              if isinstance(v := (layer.document.get("trust") or {}).get("requireTransparencyLog"), bool)]
-    return any(stated) if stated else None
+    """``trust.requireTransparencyLog`` as the anchor set composed it (policy/anchors.py): None when no
+    layer states it; a local ``false`` never lifts what the org states or its pinned roots imply."""
+    return None if policy is None else policy.tlog_required
 
 
 def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None) -> TrustRoot:
