@@ -10,6 +10,9 @@ CLI admin policies behave alike. The rules, each chosen so that no layer can wid
   allowed metadata sources intersected, the highest signature threshold;
 * capability gates: per effect class, the higher minimum level and ``deny`` over ``ask`` (for
   ``below`` and for ``always``);
+* ``permissions.localAllow: false`` in an org layer: allow rules (and ``tools.allow`` digest
+  entries, ``defaults.allowVerifiedReadOnly``) of other layers are ignored and noted
+  (``local_allow_stands``);
 * mode: the strictest (enforce > warn > audit), an org layer that states none counting as enforce (so
   that another org or local layer's ``audit`` cannot loosen it); ``defaults.noMatch``: deny over ask;
   ``allowVerifiedReadOnly`` only if every layer that states it allows it;
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 
     N = TypeVar("N", bound=int)  # an int or a TrustLevel (an IntEnum)
 
+from atip_trust._base.record import replace
 from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.anchors import anchor_set
 from atip_trust.policy.load import (
@@ -85,8 +89,14 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
     mode = _composed_mode(layers)
     req = _composed_requirements(layers)
     gates = _composed_gates(layers)
-    defaults = _composed_defaults(layers)
+    local_allow = local_allow_stands(layers)
+    defaults = _composed_defaults(layers, local_allow)
     rules: list[CommandRule] = [r for layer in layers for r in layer.rules]
+    ignored_allow = tuple(f"{r.text} [{r.source}]" for r in rules
+                          if r.behavior == "allow" and r.source != "org" and not local_allow)
+    if ignored_allow:
+        notes.append(f"{len(ignored_allow)} allow rule(s) outside the org policy ignored: the org policy sets "
+                     f"permissions.localAllow false (only its own allow rules count): {', '.join(ignored_allow)}")
     waivers = _composed_waivers(layers, has_org, notes)
 
     effect_restrictions: dict[str, RuleSource] = {}
@@ -122,7 +132,7 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         verifiers=anchors.verifiers,
         tlog_required=anchors.tlog_required,
         requirements=req,
-        tool_allow=[t for layer in layers for t in layer.tool_allow],
+        tool_allow=[t for layer in layers for t in layer.tool_allow if local_allow or t.source == "org"],
         tool_deny=[t for layer in layers for t in layer.tool_deny],
         tool_allowlists=[(layer.source, layer.tool_allow) for layer in layers if layer.tool_allow],
         delegation_allowlists=[
@@ -133,7 +143,8 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         effect_restrictions=effect_restrictions,
         deny_rules=[r for r in rules if r.behavior == "deny"],
         ask_rules=[r for r in rules if r.behavior == "ask"],
-        allow_rules=[r for r in rules if r.behavior == "allow"],
+        allow_rules=[r for r in rules if r.behavior == "allow" and (local_allow or r.source == "org")],
+        ignored_allow_rules=ignored_allow,
         gates=gates,
         defaults=defaults,
         waivers=waivers,
@@ -207,9 +218,19 @@ def _composed_gates(layers: Sequence[PolicyLayer]) -> dict[str, Gate]:
     return gates
 
 
-def _composed_defaults(layers: Sequence[PolicyLayer]) -> Defaults:
+def local_allow_stands(layers: Sequence[PolicyLayer]) -> bool:
+    """False when an org layer sets ``permissions.localAllow: false`` (as Claude Code's managed
+    ``allowManagedPermissionRulesOnly``): then only org layers may allow (their allow rules, their
+    ``tools.allow`` digest entries, their ``defaults.allowVerifiedReadOnly``), and an org's
+    ``noMatch: ask`` cannot be widened by a local allow; what is left out is reported (notes)."""
+    return not any(layer.source == "org" and isinstance(perms := layer.document.get("permissions"), dict)
+                   and perms.get("localAllow") is False for layer in layers)
+
+
+def _composed_defaults(layers: Sequence[PolicyLayer], local_allow: bool = True) -> Defaults:
     """``noMatch`` deny if any layer says so; verified read-only allowed only when stated and no layer
-    refuses it, at the highest minimum level stated."""
+    refuses it, at the highest minimum level stated (under ``localAllow: false`` only the org may
+    allow it)."""
     no_match = "ask"
     read_only = True
     stated_read_only = False
@@ -218,6 +239,8 @@ def _composed_defaults(layers: Sequence[PolicyLayer]) -> Defaults:
         doc_defaults = layer.document.get("defaults", {})
         if doc_defaults.get("noMatch") == "deny":
             no_match = "deny"
+        if not local_allow and layer.source != "org" and doc_defaults.get("allowVerifiedReadOnly") is True:
+            continue
         if "allowVerifiedReadOnly" in doc_defaults:
             stated_read_only = True
             read_only = read_only and bool(doc_defaults["allowVerifiedReadOnly"])
@@ -275,19 +298,27 @@ def cli_layer(
 
 
 
+#: The note (and, on every decision, the reason ``ORG_POLICY_LEFT_OUT``) of a policy loaded without the
+#: machine's org policy (``load_policy(..., managed=False)``).
+ORG_LEFT_OUT = ("the machine's org policy was left out (load_policy managed=False, for tests): this policy "
+                "is not what admit applies on this machine")
+
+
 def load_policy(
     path: str | os.PathLike[str],
     *,
     org: str | os.PathLike[str] | None = None,
     cli: PolicyLayer | None = None,
-    managed: bool = False,
+    managed: bool = True,
 ) -> Policy:
-    """Load a local policy, optionally under an org (managed) policy and CLI flags; compose them.
+    """Load a local policy under the machine's org (managed) policy, as ``admit`` composes it (the
+    standard org-policy path when it exists, and ``ATIP_TRUST_ORG_POLICY``), plus ``org`` (another org
+    file) and ``cli`` (flags); compose them. Every org file is refused when group/other-writable or
+    owned by neither root nor the current user.
 
-    ``managed=True`` also composes the machine's managed policy as ``admit`` does (the standard
-    org-policy path when it exists, and ``ATIP_TRUST_ORG_POLICY``). Every org file is refused when
-    group/other-writable or owned by neither root nor the current user.
-    """
+    ``managed=False`` leaves the machine's org policy out: a named option for tests only, never a
+    default (issue 33). The policy then says so in its notes, and every decision made with it carries
+    the reason ``ORG_POLICY_LEFT_OUT``, which the audit line records."""
     layers = [load_layer(path, source="local")]
     if managed:
         layers.extend(org_layers())
@@ -295,7 +326,10 @@ def load_policy(
         layers.append(load_layer(org, source="org"))
     if cli is not None:
         layers.append(cli)
-    return compose(layers)
+    policy = compose(layers)
+    if not managed:
+        policy = replace(policy, org_left_out=True, notes=[*policy.notes, ORG_LEFT_OUT])
+    return policy
 
 
-__all__ = ["cli_layer", "compose"]
+__all__ = ["ORG_LEFT_OUT", "cli_layer", "compose", "load_policy"]

@@ -377,6 +377,9 @@ class Policy(Record):
     tlog_required: bool | None = None
     #: Allow rules an org's ``permissions.localAllow: false`` left out (their text and layer), reported.
     ignored_allow_rules: tuple[str, ...] = ()
+    #: True when the machine's org policy was left out on purpose (``load_policy(managed=False)``, tests):
+    #: every decision then says so (reason ``ORG_POLICY_LEFT_OUT``).
+    org_left_out: bool = False
 
     @property
     def org_fixes_anchors(self) -> bool:
