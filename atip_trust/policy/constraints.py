@@ -55,10 +55,12 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
 
 def instance_root(instance: str) -> TrustRoot:
     """The public-good (or staging) root: the one the last ``trust-root update`` verified over TUF for
-    that instance's repository, else the one the installed sigstore package embeds."""
+    that instance's repository, verified again from the TUF root shipped with the package (the store is
+    the user's cache, state/tufroot.py); else (no store, or one that does not verify) the one the
+    installed sigstore package embeds. The bytes verified are the bytes returned."""
     verified = tufroot.cached(tufroot.INSTANCE_URLS[instance])
-    if verified is not None:
-        return TrustRoot.from_file(verified.path, deferred=True)
+    if verified is not None and verified.raw is not None:
+        return TrustRoot.from_bytes(verified.raw, name=verified.path, deferred=True)
     return TrustRoot.embedded(instance, deferred=True)
 
 
