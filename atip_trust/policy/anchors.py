@@ -21,9 +21,10 @@ One rule: if any org layer states or implies an anchor kind, local layers and fl
 * A local or CLI layer then narrows (roots, builders: intersection; signers, keys: every layer that
   states a list must name the signer or key, decide.py step 2 and constraints.trusted_keys) or is
   ignored with a note (registries, verifiers: a local list could only add).
-* ``trust.requireTransparencyLog``: an org word on it stands; an org that fixes the roots implies it (a
-  pinned root that lists logs requires an entry), so a local ``false`` is then ignored with a note and
-  a local ``true`` still narrows. Without an org word, ``true`` in any layer wins.
+* ``trust.requireTransparencyLog``: an org word on it stands; an org layer that fixes the roots and is
+  silent on it implies it (a pinned root that lists logs requires an entry), so another layer's
+  ``false`` (local, or a second org file) is then ignored with a note, and a ``true`` anywhere
+  narrows. Without an org word, ``true`` in any layer wins.
 * Without an org layer that fixes the set, the local lists stand (their union), as before.
 """
 
@@ -191,27 +192,37 @@ def _note_ignored(layers: Sequence[PolicyLayer], kind: str, org_states: bool, no
                          + ", and a local list could only widen it")
 
 
-def tlog_required(layers: Sequence[PolicyLayer], org_fixed: bool, notes: list[str]) -> bool | None:
-    """``trust.requireTransparencyLog`` composed (module docstring): the org's word (``true`` wins among
-    org layers) or, when the org fixes the roots, the root's implied requirement; locally only ``true``
-    counts then. None: nobody states it and the chosen root decides."""
-    def stated(layer: PolicyLayer) -> bool | None:
-        v = trust_of(layer).get("requireTransparencyLog")
-        return v if isinstance(v, bool) else None
+def _tlog_stated(layer: PolicyLayer) -> bool | None:
+    v = trust_of(layer).get("requireTransparencyLog")
+    return v if isinstance(v, bool) else None
 
-    org = [v for layer in layers if layer.source == "org" and (v := stated(layer)) is not None]
-    org_word = bool(org) or org_fixed
-    out: bool | None = any(org) if org else None
+
+def tlog_required(layers: Sequence[PolicyLayer], fixing: Sequence[PolicyLayer], notes: list[str]) -> bool | None:
+    """``trust.requireTransparencyLog`` composed (module docstring). Among org layers ``true`` wins, and
+    ``false`` stands only when no org layer that fixes the roots is silent (its roots imply the
+    requirement); a local ``false`` never lifts an org's word or implication, a local ``true`` narrows.
+    None: nobody states it (or an org's roots imply it) and the chosen root decides."""
+    org = [(layer, v) for layer in layers if layer.source == "org" and (v := _tlog_stated(layer)) is not None]
+    implied = any(_tlog_stated(layer) is None for layer in fixing)
+    out: bool | None = None
+    if any(v for _, v in org):
+        out = True
+    elif org and not implied:
+        out = False
+    elif org:
+        notes.append("an org policy's trust.requireTransparencyLog false ignored: another org policy fixes the "
+                     "trusted roots, and a root that lists logs requires an entry (org policies intersect)")
+    org_word = bool(org) or bool(fixing)
     for layer in layers:
-        v = stated(layer)
+        v = _tlog_stated(layer)
         if layer.source == "org" or v is None:
             continue
         if v:
             out = True
         elif org_word:
             notes.append(f"{layer.source} policy's trust.requireTransparencyLog false ignored: the org policy "
-                         + ("requires a log entry" if out else "fixes the trusted roots, and a root that "
-                            "lists logs requires an entry") + "; a local layer may only narrow it")
+                         + ("requires a log entry" if out else "states it or fixes the trusted roots (a root "
+                            "that lists logs requires an entry)") + "; a local layer may only narrow it")
         elif out is None:
             out = False
     return out
@@ -236,7 +247,7 @@ def anchor_set(layers: Sequence[PolicyLayer], notes: list[str]) -> AnchorSet:
     return AnchorSet(
         signers=values["signers"], public_keys=values["publicKeys"], trusted_roots=values["trustedRoots"],
         trusted_builders=values["trustedBuilders"], registries=values["registries"],
-        verifiers=tuple(values["verifiers"]), tlog_required=tlog_required(layers, bool(fixing), notes),
+        verifiers=tuple(values["verifiers"]), tlog_required=tlog_required(layers, fixing, notes),
         org_fixed=bool(fixing), org_kinds=org_kinds)
 
 
