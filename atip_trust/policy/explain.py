@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.facts.report import TrustLevel
+from atip_trust.policy.compose import local_allow_stands
 from atip_trust.policy.model import CommandRule, Policy
 
 
@@ -90,6 +91,9 @@ def explain_policy(policy: Policy) -> list[str]:
         lines.append(f"Delegation ({source}): only {', '.join(tools) or 'no tools'}.")
     for cls in policy.effect_restrictions:
         lines.append(f"Delegation forbids the {cls} effect (unknown or unverified counts as present).")
+    if not local_allow_stands(policy.layers):
+        lines.append("Only the org policy's allow rules count (permissions.localAllow false): allow rules, "
+                     "tools.allow digests and allowVerifiedReadOnly of other layers are ignored.")
     if policy.ignored_allow_rules:
         lines.append("Allow rules ignored (the org policy sets permissions.localAllow false: only its own "
                      "allow rules count):")

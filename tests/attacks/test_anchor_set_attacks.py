@@ -227,3 +227,5 @@ def test_policy_explain_shows_the_ignored_allow_rules(world, tmp_path: Path) -> 
     text = "\n".join(explain_policy(compose([org, local])))
     assert "Allow rules ignored (the org policy sets permissions.localAllow false" in text
     assert "  - Bash [local]" in text and "gh pr view * [org]" in text
+    alone = "\n".join(explain_policy(compose([org])))  # `policy explain --org FILE`
+    assert "Only the org policy's allow rules count (permissions.localAllow false)" in alone
