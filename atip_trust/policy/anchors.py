@@ -123,7 +123,10 @@ def _org_value(fixing: Sequence[PolicyLayer], kind: str, notes: list[str]) -> li
 
 
 def _common_builders(lists: Sequence[Sequence[BuilderRule]]) -> list[BuilderRule]:
-    """Builders every list names (by id pattern), each at the lowest level any of them grants."""
+    """Builders every list names (by id pattern), each at the lowest level any of them grants; one list
+    as it is."""
+    if len(lists) == 1:
+        return list(lists[0])
     out: list[BuilderRule] = []
     for b in lists[0]:
         levels = [min((x.level for x in lst if x.id == b.id), default=-1) for lst in lists]
