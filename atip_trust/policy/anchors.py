@@ -111,6 +111,9 @@ def _org_value(fixing: Sequence[PolicyLayer], kind: str, notes: list[str]) -> li
     elif kind == "trustedRoots":
         lists = [list(x.trusted_roots) if x.trusted_roots is not None else ["production"] for x in fixing]
         same = lambda a, b: a == b  # noqa: E731
+    elif kind == "publicKeys":  # the same key file or digest (a name is a label)
+        lists = [list(x.public_keys or ()) for x in fixing]
+        same = lambda a, b: (a.path, a.digest) == (b.path, b.digest)  # noqa: E731
     else:
         lists = [list(getattr(x, _ATTR[kind]) or ()) for x in fixing]
         same = lambda a, b: a == b  # noqa: E731

@@ -46,6 +46,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     stripped = w.file("tool.tsa.sigstore.json", w.ts.sign_artifact_v2(TOOL, identity=ORG_ID, issuer=ISSUER,
                                                                       tlog=False))
     d = {"dir": w.dir, "ci": ci, "rogue": rogue, "sha256": hashlib.sha256(TOOL).hexdigest()}
+    d["key_bundle"] = w.file("tool.key.sigstore.json", w.ts.sign_with_key(TOOL, rogue))
     return {**d, "root": w.root, "root_v2": root_v2, "tool": tool, "signed": signed, "stripped": stripped,
             "rogue_vsa": write_vsa(d, "rogue", key=rogue), "ci_vsa": write_vsa(d, "ci")}
 
@@ -144,6 +145,22 @@ def test_attack_a_second_org_policy_cannot_add_a_signer_or_root(world, org) -> N
         "signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}]}})
     r = _admit(world, _local(world, "plain-4", {}), "--org-policy", str(second))
     assert r.code in (1, 2) and r.json.get("trust_level") != "VERIFIED", r.out
+
+
+def test_attack_a_second_org_policy_cannot_add_a_public_key(world, org) -> None:
+    """The machine's org fixes the anchors (its root, no key); a second org file lists the attacker's
+    key, and `--key` offers it."""
+    org("root-only", {"trust": {"trustedRoots": [{"path": str(world["root"])}]}})
+    second = _dump(world["dir"] / "second-org-key.json", {"version": 1, "trust": {
+        "trustedRoots": [{"path": str(world["root"])}], "publicKeys": [{"path": str(world["dir"] / "keys/rogue.pub")}]}})
+    p = _local(world, "plain-5", {})
+    r = _admit(world, p, "--org-policy", str(second), "--key", str(world["dir"] / "keys/rogue.pub"), bundle="key_bundle")
+    assert r.code in (1, 2) and r.json.get("trust_level") != "VERIFIED", r.out
+    # Control: both org files list the key: it counts.
+    org("root-key", {"trust": {"trustedRoots": [{"path": str(world["root"])}],
+                               "publicKeys": [{"path": str(world["dir"] / "keys/rogue.pub")}]}})
+    r = _admit(world, p, "--org-policy", str(second), "--key", str(world["dir"] / "keys/rogue.pub"), bundle="key_bundle")
+    assert r.code == 0 and r.json["trust_level"] == "VERIFIED", r.out
 
 
 # -- road: an org whose only anchor is a verifier ----------------------------------------------------
