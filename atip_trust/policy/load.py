@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base import jsonio
 from atip_trust._base.files import exists, owner_problem, path_name, read_capped
-from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
+from atip_trust.policy._deps import datetime_mod, schema, serials, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.shipped import shipped_file, shipped_path
@@ -487,6 +487,8 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
                            owner_check=PolicyError)
         if exists(name + ".signers.json", what="org policy signers file", error=PolicyError):  # the machine requires it signed (policy/signed.py)
             signed.check_signed(name, data)
+        else:  # signed before on this path: the signers file going missing is no way back to unsigned
+            serials.require_unsigned_allowed(name, name + ".signers.json")
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     try:
