@@ -631,7 +631,7 @@ def _step_additions(
     if vsas:
         report = gate_vsa.apply_vsas(report, gate_vsa.vsa_checks(
             {alg: d.hex for alg, d in a.digests.items()}, vsas, gate_vsa.verifier_rules(policy),
-            trust_root=a.trust_root))
+            trust_root=a.trust_root, unanswered=gate_vsa.unanswered_requirements(policy)))
         a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
