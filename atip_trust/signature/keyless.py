@@ -45,7 +45,8 @@ from atip_trust.signature._deps import (
     sigstore_models,
     sigstore_verify,
 )
-from atip_trust.errors import TrustRootError
+from atip_trust._base.jsonio import parse_json
+from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check
 from atip_trust.signature.algorithms import Scheme, key_fits, verify_signature
@@ -182,12 +183,12 @@ def signed_times(doc: Any, integrated_time: datetime | None) -> list[datetime]:
 
 
 def subjects_of(payload: bytes) -> list[dict[str, Any]]:
-    """The subjects an (unverified) in-toto statement names; [] when it is not one."""
-    import json
-
+    """The subjects an (unverified) in-toto statement names; [] when it is not one (strict JSON, as the
+    statement is parsed later: a duplicate ``subject`` key must not name one artifact here and another
+    there)."""
     try:
-        stmt = json.loads(payload)
-    except (ValueError, RecursionError):
+        stmt = parse_json(payload, what="in-toto statement")
+    except AtipTrustError:
         return []
     subj = stmt.get("subject") if isinstance(stmt, dict) else None
     return [s for s in subj if isinstance(s, dict)] if isinstance(subj, list) else []
