@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import platformdirs
     import tuf.api.exceptions as tuf_exceptions
     import tuf.ngclient.config as tuf_config
+    import tuf.api.metadata as tuf_metadata
     import tuf.ngclient.fetcher as tuf_fetcher
     import tuf.ngclient.updater as tuf_updater
 
@@ -31,6 +32,7 @@ else:
     tuf_exceptions = lazy_import("tuf.api.exceptions")
     tuf_config = lazy_import("tuf.ngclient.config")  # (python-tuf)
     tuf_fetcher = lazy_import("tuf.ngclient.fetcher")  # (python-tuf)
+    tuf_metadata = lazy_import("tuf.api.metadata")  # (python-tuf) a store's own root.json, read back
     tuf_updater = lazy_import("tuf.ngclient.updater")  # (python-tuf)
     fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
 
@@ -42,5 +44,6 @@ __all__ = [
     "tuf_config",
     "tuf_exceptions",
     "tuf_fetcher",
+    "tuf_metadata",
     "tuf_updater",
 ]
