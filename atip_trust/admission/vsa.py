@@ -523,16 +523,12 @@ def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
     to route a ``scan --vsa`` file to the tools it names, each of which then checks it in full
     (``vsa_checks``); a claim grants nothing. A file that is no VSA is an error (as for ``admit``)."""
     label = os.fspath(path)
-    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-    try:
-        docs = [parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)]
-    except AtipTrustError:
-        # A ``.jsonl``: every line is a VSA, and each routes the file (a tool's FAILED on a later line
-        # must reach that tool: ``_review`` reads every line).
-        docs = [parse_json(ln, what="VSA", max_depth=LIMITS.json_depth) for ln in raw.splitlines() if ln.strip()]
+    raw = read_capped(path, LIMITS.bundle_lines_bytes, what="VSA")
+    # Every document routes the file (a tool's FAILED on a later line must reach that tool: ``_review``
+    # reads every document), read as ``_review`` reads them.
     claims: set[tuple[str, str]] = set()
-    for doc in docs:
-        claims |= _claims(doc, label)
+    for _, data in vsa_documents(raw, label):
+        claims |= _claims(parse_json(data.strip(), what="VSA", max_depth=LIMITS.json_depth), label)
     return claims
 
 
