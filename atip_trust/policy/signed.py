@@ -215,6 +215,14 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
     its signature (a listed key's, or a listed Sigstore identity's), then the rollback guard; the
     policy's serial, or None when no signature is required. Any failure is ``PolicyError`` (exit 2: an
     org policy that cannot be trusted denies everything)."""
+    serial = verify_signature(policy_path, data)
+    if serial is not None:
+        serials.guard_rollback(policy_path, serial)
+    return serial
+
+
+def verify_signature(policy_path: str, data: bytes) -> int | None:
+    """``check_signed`` without the rollback guard (nothing is recorded for ``policy_path``)."""
     path = signers_path(policy_path)
     if not exists(path, what="org policy signers file", error=PolicyError):
         return None
@@ -229,10 +237,14 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
         raise PolicyError("; ".join(p for p in problems if p is not None), path=policy_path)
     doc: Any = parse_json(data, what="policy")
     serial = doc.get("serial", 0) if isinstance(doc, dict) else 0
-    serial = serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
-    serials.guard_rollback(policy_path, serial)
-    return serial
+    return serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
+
+
+def accepted_serial(policy_path: str) -> int:
+    """The highest serial this user accepted from ``policy_path`` (0: none; policy/serials.py)."""
+    return serials.accepted(policy_path) or 0
 
 
 __all__ = ["BUNDLE_SUFFIX", "POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "Signers",
-           "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path", "signers_path"]
+           "accepted_serial", "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path",
+           "signers_path", "verify_signature"]
