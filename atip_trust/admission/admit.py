@@ -687,6 +687,14 @@ def decided(
         decision.behavior = "deny"
         decision.reasons = [agent_tools_mod.mismatch_reason(pinned),
                             *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
+    failed = next((c for c in report.checks if c.name == "vsa" and c.status == "fail"), None)
+    if failed is not None:
+        # A verifier the policy trusts FAILED these exact bytes (admission/vsa.py, docs/vsa.md): denied in
+        # every mode and whatever other evidence says, as a registry pin is; the reason first.
+        decision.behavior = "deny"
+        decision.reasons = [Reason("VSA_FAILED", failed.message, rule="trust.verifiers", expected="PASSED",
+                                   actual=failed.actual),
+                            *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
     return Admission(
         tool=tool_name,
         command=tuple(words),

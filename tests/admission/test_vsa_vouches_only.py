@@ -229,3 +229,16 @@ def test_verify_vsa_keyless_under_a_timestamp_only_root(world) -> None:
             "--verifier-id", VERIFIER, "--resource-uri", RESOURCE, "--certificate-identity", CI_ID,
             "--certificate-oidc-issuer", ISSUER, "--trusted-root", str(world["roots"]["tsa-only"]))
     assert r.code == 0, r.out + r.err
+
+
+def test_attack_a_trusted_failed_vsa_denies_even_where_the_policy_would_allow_unverified(world, tmp_path: Path) -> None:
+    """One trusted FAILED for the digest denies: under a policy that allows unsigned tools, capping the
+    trust level below VERIFIED changed nothing, so the verifier's FAILED was an allow."""
+    lax = tmp_path / "lax.json"
+    lax.write_text(json.dumps({"version": 1, "trust": {"verifiers": [
+        {"id": VERIFIER, "publicKey": str(world["dir"] / "ci.pub"), "maxAge": "30d"}]},
+        "requirements": {"minTrustLevel": "UNSIGNED"}, "permissions": {"allow": ["tool *"]}}))
+    assert admit(world, policy=lax).code == 0  # no VSA: allowed as unsigned
+    f = lines(world, "lax-failed.vsa.jsonl", envelope(world["key"], statement("FAILED")))
+    r = admit(world, f, policy=lax)
+    assert r.code == 1 and r.json["decision"]["reasons"][0]["code"] == "VSA_FAILED", r.out + r.err
