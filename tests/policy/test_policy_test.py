@@ -254,3 +254,38 @@ def test_the_machines_agent_tools_tree_does_not_change_a_case(tmp_path: Path, mo
     assert r.code == 0, r.out + r.err
     import os
     assert os.environ["XDG_DATA_HOME"] == str(data)  # the environment is given back
+
+
+def test_the_machines_cached_trusted_root_does_not_change_a_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's cache holds a TUF-refreshed public-good root (here: planted, naming a test Sigstore
+    instance): a suite whose case verifies only under that root would pass on their machine and fail on a
+    clean runner. Cases use the root the installed package embeds (or one they name)."""
+    import hashlib as _h
+    from datetime import UTC, datetime
+
+    import testsigstore
+
+    from atip_trust.state import tufroot
+
+    ts = testsigstore.TestSigstore(seed=3307, name="atip-test-hermetic")
+    ident, issuer = "https://github.com/o/r/.github/workflows/rel.yml@refs/tags/v1", "https://token.actions.githubusercontent.com"
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "gh").write_text(TOOL)
+    (suite / "gh").chmod(0o755)
+    (suite / "gh.sigstore.json").write_text(json.dumps(ts.sign_artifact(TOOL.encode(), identity=ident, issuer=issuer)))
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATIP_CACHE_DIR", str(cache))
+    store = Path(tufroot.store_dir(tufroot.PRODUCTION_URL))
+    store.mkdir(parents=True)
+    raw = json.dumps(ts.trusted_root()).encode()
+    (store / "trusted_root.json").write_bytes(raw)
+    (store / "verified.json").write_text(json.dumps({"url": tufroot.PRODUCTION_URL, "path": str(store / "trusted_root.json"),
+                                                     "digest": "sha256:" + _h.sha256(raw).hexdigest(),
+                                                     "verified_at": datetime.now(UTC).isoformat()}))
+    pol = {"version": 1, "trust": {"signers": [{"identity": ident, "issuer": issuer}]},
+           "requirements": {"minTrustLevel": "VERIFIED"}, "permissions": {"allow": ["gh *"]}}
+    cases = _suite(suite, {"tool": "gh", "evidence": {"bundles": ["gh.sigstore.json"]},
+                           "expect": {"behavior": "deny", "reasons": ["TRUST_BELOW_MINIMUM"]}}, pol)
+    r = cli("policy", "test", str(cases), "--format", "json")
+    assert r.code == 0, r.out + r.err
