@@ -222,7 +222,8 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
 
 
 def verify_signature(policy_path: str, data: bytes) -> int | None:
-    """``check_signed`` without the rollback guard (nothing is recorded for ``policy_path``)."""
+    """``check_signed`` without the rollback guard: ``policy install`` checks a release where it was
+    signed, before it is copied to where the CLI reads it (nothing is recorded for the source path)."""
     path = signers_path(policy_path)
     if not exists(path, what="org policy signers file", error=PolicyError):
         return None
@@ -240,11 +241,26 @@ def verify_signature(policy_path: str, data: bytes) -> int | None:
     return serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
 
 
+def signer_files(policy_path: str) -> list[str]:
+    """The files the signers file beside ``policy_path`` names (keys, a trusted root file), as written
+    there (relative to it, or absolute); none without a signers file."""
+    path = signers_path(policy_path)
+    if not exists(path, what="org policy signers file", error=PolicyError):
+        return []
+    doc = parse_json(read_capped(path, LIMITS.key_bytes * 4, what="org policy signers"), what="org policy signers")
+    if not isinstance(doc, dict):
+        return []
+    root = doc.get("trustedRoot")
+    named = [k for k in doc.get("publicKeys", []) if isinstance(k, str)]
+    return named + ([root] if isinstance(root, str) and root not in ("production", "staging") else [])
+
+
 def accepted_serial(policy_path: str) -> int:
-    """The highest serial this user accepted from ``policy_path`` (0: none; policy/serials.py)."""
+    """The highest serial this user accepted from ``policy_path`` (0: none; policy/serials.py):
+    ``policy install`` refuses to put an older release there, which every later admission would refuse."""
     return serials.accepted(policy_path) or 0
 
 
 __all__ = ["BUNDLE_SUFFIX", "POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "Signers",
            "accepted_serial", "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path",
-           "signers_path", "verify_signature"]
+           "signer_files", "signers_path", "verify_signature"]
