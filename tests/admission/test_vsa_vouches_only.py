@@ -242,3 +242,16 @@ def test_attack_a_trusted_failed_vsa_denies_even_where_the_policy_would_allow_un
     f = lines(world, "lax-failed.vsa.jsonl", envelope(world["key"], statement("FAILED")))
     r = admit(world, f, policy=lax)
     assert r.code == 1 and r.json["decision"]["reasons"][0]["code"] == "VSA_FAILED", r.out + r.err
+
+
+def test_a_source_requirement_is_not_dropped_for_a_vsa(world, tmp_path: Path) -> None:
+    """``trust.sources`` (repository and ref) needs the provenance itself, which a VSA does not carry:
+    the VSA may make the tool VERIFIED, but the source requirement still denies (never silently dropped)."""
+    pol = tmp_path / "sources.json"
+    pol.write_text(json.dumps({"version": 1, "trust": {
+        "verifiers": [{"id": VERIFIER, "publicKey": str(world["dir"] / "ci.pub"), "maxAge": "30d"}],
+        "sources": [{"repository": "https://github.com/example-org/tool", "refs": ["refs/tags/v1.2.0"]}]},
+        "permissions": {"allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]}, "defaults": {"noMatch": "deny"}}))
+    r = admit(world, lines(world, "src.vsa.jsonl", envelope(world["key"], statement())), policy=pol)
+    assert r.code == 1, r.out + r.err
+    assert "SOURCE_NOT_ALLOWED" in [x["code"] for x in r.json["decision"]["reasons"]], r.out
