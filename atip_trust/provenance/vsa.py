@@ -98,6 +98,7 @@ _PREDICATE_FIELDS: dict[str, type] = {"verifier": dict, "timeVerified": str, "re
                      "inputAttestations": list, "verificationResult": str, "verifiedLevels": list,
                      "dependencyLevels": dict, "slsaVersion": str}
 _MATERIAL_FIELDS: dict[str, type] = {"uri": str, "digest": dict}
+_SUBJECT_FIELDS: dict[str, type] = {"name": str, "digest": dict}
 _VERIFIER_FIELDS: dict[str, type] = {"id": str, "version": dict}
 
 
@@ -171,7 +172,9 @@ def parse_vsa(payload_type: str, payload: bytes) -> Vsa:
     if stmt.predicate_type != VSA_PREDICATE_TYPE:
         raise BundleError(f"predicateType is {stmt.predicate_type!r}, expected {VSA_PREDICATE_TYPE!r}",
                           path="$.predicateType")
-    _fields(parse_json(payload, what="VSA statement"), _STATEMENT_FIELDS, "$")
+    top = _fields(parse_json(payload, what="VSA statement"), _STATEMENT_FIELDS, "$")
+    for i, subject in enumerate(top.get("subject") or ()):
+        _string_map(_fields(subject, _SUBJECT_FIELDS, f"$.subject[{i}]").get("digest"), f"$.subject[{i}].digest")
     p = _fields(stmt.predicate, _PREDICATE_FIELDS, "$.predicate")
     verifier = _fields(p.get("verifier"), _VERIFIER_FIELDS, "$.predicate.verifier")
     _string_map(verifier.get("version"), "$.predicate.verifier.version")

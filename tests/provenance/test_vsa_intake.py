@@ -147,3 +147,22 @@ def test_attack_a_level_in_other_digits_is_no_level(world, level: str) -> None:
     a = cli("admit", str(world["tool"]), "--command", "status", "--policy", str(pol), "--vsa", str(f),
             "--non-interactive", "--no-audit", "--no-cache", "--format", "json")
     assert a.code == 1 and a.json["trust_level"] != "VERIFIED", a.out + a.err
+
+
+def test_attack_a_subject_digest_doubled_in_another_case_is_refused(world) -> None:
+    """``"digest"`` and ``"Digest"`` in one subject: Go reads the second, an exact reader the first; the
+    summary would vouch for other bytes in each reader."""
+    body = json.dumps(predicate())
+    payload_subject = '[{"name":"tool","digest":{"sha256":"%s"},"Digest":{"sha256":"%s"}}]' % (SHA, "0" * 64)
+    f = signed(world, "subject-games", body)
+    env = json.loads(f.read_text())
+    stmt = base64.b64decode(env["payload"]).decode()
+    stmt = stmt.replace('[{"name":"tool","digest":{"sha256":"%s"}}]' % SHA, payload_subject)
+    payload = stmt.encode()
+    ptype = b"application/vnd.in-toto+json"
+    pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype, len(payload), payload)
+    env["payload"] = base64.b64encode(payload).decode()
+    env["signatures"][0]["sig"] = base64.b64encode(world["key"].sign(pae, ec.ECDSA(hashes.SHA256()))).decode()
+    f.write_text(json.dumps(env) + "\n")
+    for r in (verify_vsa(world, f), admit(world, f)):
+        assert r.code == 2 and "Digest" in r.out + r.err and "internal error" not in r.out + r.err, r.out + r.err
