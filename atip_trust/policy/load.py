@@ -117,6 +117,10 @@ def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     std = standard_org_policy_path()
     if std is not None and _present(std):
         out.append(os.fspath(std))
+    elif std is not None:
+        # Once signed, always signed (policy/serials.py): a standard path whose signed policy this
+        # machine accepted does not turn into "no org policy" by the file going away.
+        serials.require_unsigned_allowed(os.fspath(std), os.fspath(std))
     env = os.environ.get(ORG_POLICY_ENV, "")
     if env:
         out.append(env)

@@ -68,8 +68,8 @@ def accepted(policy_path: str, seen: dict[str, int] | None = None) -> int | None
 
 
 def require_unsigned_allowed(policy_path: str, missing: str) -> None:
-    """An org policy read without its signers file: refused where a signed policy was accepted before
-    (``missing`` names the file that is gone)."""
+    """An org policy read without its signers file, or a standard org policy path with no file at all:
+    refused where a signed policy was accepted before (``missing`` names the file that is gone)."""
     high = accepted(policy_path)
     if high is not None:
         raise PolicyError(f"a signed org policy (serial {high}) was accepted from {policy_path} before, and "

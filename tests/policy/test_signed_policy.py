@@ -455,3 +455,23 @@ def test_policy_sign_where_the_signature_cannot_be_placed_is_a_clear_error(org) 
     assert r.code == 2 and "cannot write the policy signature" in r.err, r.err
     assert "internal error" not in r.err
     assert not [p for p in org["etc"].iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_attack_deleting_the_signed_standard_org_policy_does_not_leave_no_org_policy(
+        org, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard path (/etc/atip-trust/org-policy.json) held a signed policy this machine accepted;
+    deleting it with its signature files would leave only the local policy in force: refused instead,
+    naming the missing file (to retire it on purpose, remove its mark from the serial store)."""
+    from atip_trust.policy import load
+
+    monkeypatch.delenv("ATIP_TRUST_ORG_POLICY")
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: str(org["policy"]))
+    require_signature(org)
+    write_policy(org, 3, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    for name in ("policy.json", "policy.json.signers.json", "policy.json.sig.json"):
+        (org["etc"] / name).unlink()
+    r = admit(org)
+    assert r.code == 2 and "must stay signed" in r.out + r.err and str(org["policy"]) in r.out + r.err, r.out + r.err
+    _serials(org).write_text("{}")  # retired on purpose: no org policy, as on any machine without one
+    assert admit(org).code in (0, 1)
