@@ -63,6 +63,8 @@ def accepted(policy_path: str, seen: dict[str, int] | None = None) -> int | None
     """The highest serial accepted from ``policy_path`` (its logical path, or the real path an older
     store used), or None when no signed policy was ever accepted there."""
     seen = read_serials() if seen is None else seen
+    if not seen:
+        return None  # no mark at all (most machines): no path to resolve
     marks = [seen[k] for k in (policy_key(policy_path), os.path.realpath(policy_path)) if k in seen]
     return max(marks) if marks else None
 
