@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import platformdirs
     import tuf.api.exceptions as tuf_exceptions
     import tuf.ngclient.config as tuf_config
+    import tuf.api.metadata as tuf_metadata
     import tuf.ngclient.fetcher as tuf_fetcher
     import tuf.ngclient.updater as tuf_updater
     import tuf.api.metadata as tuf_metadata
@@ -32,6 +33,7 @@ else:
     tuf_exceptions = lazy_import("tuf.api.exceptions")
     tuf_config = lazy_import("tuf.ngclient.config")  # (python-tuf)
     tuf_fetcher = lazy_import("tuf.ngclient.fetcher")  # (python-tuf)
+    tuf_metadata = lazy_import("tuf.api.metadata")  # (python-tuf) a store's own root.json, read back
     tuf_updater = lazy_import("tuf.ngclient.updater")  # (python-tuf)
     # Only when a stored public-good root is verified again (its expiry), state/tufroot.py.
     tuf_metadata = lazy_import("tuf.api.metadata")
