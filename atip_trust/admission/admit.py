@@ -546,6 +546,20 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument 
         # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
         a.doc = metadata_mod.load_metadata(a.meta_path,
                                            lookup_digest=digests["sha256"] if a.from_shim else None)
+    if metadata is None:
+        _unless_named(a)
+
+
+def _unless_named(a: _Admitting) -> None:
+    """Metadata found by lookup (a shim, the agent-tools tree) that names another program does not
+    count for this one (RFC §3.2: name matches the executable): dropped, with the reason reported."""
+    doc = a.doc
+    problem = doc.name_problem(a.tool_name) if doc is not None else None
+    if doc is None or problem is None:
+        return
+    a.notes.append(Check("metadata.name", "fail", problem, expected=a.tool_name,
+                         actual=[doc.name, *doc.aliases()], evidence=doc.source_name))
+    a.doc, a.meta_path, a.meta_bundle, a.from_shim, a.shim_signers = None, None, None, False, None
 
 
 def _step_verify(

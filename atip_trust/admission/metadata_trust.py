@@ -107,7 +107,7 @@ def _binding_check(
         if digests.get(want.algorithm) != want:
             return Check("metadata.binding", "fail", f"the {doc.kind} describes another binary",
                          expected=have, actual=str(want), evidence=doc.source_name)
-    if doc.name != tool_name:
+    if doc.name_problem(tool_name) is not None:
         return Check("metadata.binding", "fail", f"the {doc.kind} describes another tool",
                      expected=tool_name, actual=doc.name, evidence=doc.source_name)
     return Check("metadata.binding", "pass", f"the {doc.kind} names this binary and tool",

@@ -70,7 +70,9 @@ class ProbePermission(Record):
 class ProbeOutcome(Record):
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
-    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
+    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted),
+    #: ``name_mismatch`` (ran, but its answer is about another program, RFC §3.2); or the
+    #: ``ProbePermission`` reason when the tool was not run.
     reason: str
     message: str
     metadata: MetadataDocument | None = None
@@ -171,7 +173,7 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
         if found is not None:
             if planned is not None:
                 planned[0].art.close()
-            return found
+            return _named(found, admission.tool)
     if planned is None:
         outcome = _run(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env)
     else:
@@ -191,7 +193,18 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
         cache.put(key, {**outcome.to_json(),
                         "metadata": None if outcome.metadata is None
                         else outcome.metadata.raw.decode("utf-8")})
-    return outcome
+    return _named(outcome, admission.tool)
+
+
+def _named(outcome: ProbeOutcome, executable: str) -> ProbeOutcome:
+    """RFC §3.2: the answer's ``name`` must be the executable's (or an alias it declares); another
+    program's metadata is no metadata for this one (``name_mismatch``), so nothing is compiled or
+    indexed under a name the binary is not."""
+    doc = outcome.metadata
+    problem = doc.name_problem(executable) if doc is not None else None
+    if problem is None:
+        return outcome
+    return replace(outcome, reason="name_mismatch", message=problem, metadata=None)
 
 
 def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None, *,

@@ -165,6 +165,25 @@ class MetadataDocument(Record):
         """Digest of the exact bytes read (what a shim's signature covers, RFC §4.9)."""
         return hash_bytes(self.raw, "sha256")
 
+    def aliases(self) -> tuple[str, ...]:
+        """Other executable names the document declares itself for (``x-aliases``, an RFC §12.2
+        extension: the RFC has no alias field). They are in the bytes whoever vouches for the
+        document signed (a signed shim or metadata; a probed tool's own signed binary), so they bind
+        as the name does."""
+        raw = self.doc.get("x-aliases")
+        return tuple(a for a in raw if isinstance(a, str) and a) if isinstance(raw, list) else ()
+
+    def name_problem(self, executable: str) -> str | None:
+        """None when this document is about ``executable`` (RFC §3.2: ``name`` "matches executable",
+        or one of its ``aliases``); otherwise why it is not: metadata that names another program
+        does not count for this one (a verified ``liar`` whose ``--agent`` says ``kubectl`` would
+        otherwise compile to ``kubectl_*`` names and rules written for kubectl would speak of it)."""
+        if self.name == executable or executable in self.aliases():
+            return None
+        also = f" or its x-aliases {list(self.aliases())}" if self.aliases() else ""
+        return (f"the {self.kind} is about {self.name!r}{also}, not the executable {executable!r} "
+                "(RFC §3.2: name matches the executable): it does not count for this tool")
+
     def commands(self) -> list[tuple[str, ...]]:
         """Every declared command path, depth first, in document order. The root command ``""``
         (RFC §4.5, §13.2) is the empty path ``()``."""
