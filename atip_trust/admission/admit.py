@@ -170,8 +170,13 @@ class Admission(Record):
         """The audit-log line for this decision, built when asked for (to be written, or extended by
         exec and the bridge): an admission without auditing (``--no-audit``) never loads the audit
         module (docs/adr/0001-start-up.md)."""
-        return audit_mod.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
-                                      ns=self.decided_ns)
+        record = audit_mod.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
+                                        ns=self.decided_ns)
+        if self.contract is not None:
+            # AIP-14 "Stable identity": audit logs key on id@major, and record the declared mutates.
+            record["contract"] = {"id": self.contract.identity, "version": self.contract.version,
+                                  "sha256": self.contract.sha256, "mutates": list(self.contract.mutates)}
+        return record
 
     @property
     def exit_code(self) -> int:

@@ -175,6 +175,12 @@ def verify_contract(
                     "the TOOL.md names this tool" if bound else "the TOOL.md describes another tool",
                     expected=tool_name, actual=[contract.name, contract.id], evidence=str(path))
     checks = [sig, binding]
+    checks += [Check("contract.migration", "skip", w, expected="no execute field (AIP-30 DRIVER)",
+                     actual="execute", evidence=str(path)) for w in contract.warnings]
+    if contract.implements is not None:
+        checks.append(Check("contract.implements", "pass", f"the TOOL.md implements action "
+                            f"{contract.implements!r} without widening it; the action's floor is inherited",
+                            expected=contract.implements, actual=contract.identity, evidence=str(path)))
     requires = contract.frontmatter.get("requires")
     secrets = requires.get("secrets") if isinstance(requires, dict) else None
     if secrets:

@@ -171,9 +171,37 @@ def _settled(ctx: _Ctx, call: ToolCall) -> CallOutcome:
                         [], status="error")
 
 
+#: Each refusal or failure class -> the AIP-14 standard error code ("Errors": the envelope hosts wrap
+#: driver errors in). ``unauthorised`` for what policy or a person refused; ``no_route`` when the
+#: compiled route no longer leads to the admitted bytes; ``upstream_error`` for the tool's own failure.
+AIP14_CODES: Mapping[str, str] = {
+    "parse_error": "input_invalid", "invalid_arguments": "input_invalid",
+    "interactive_required": "input_unsupported", "unknown_tool": "not_found",
+    "permission_denied": "unauthorised", "confirmation_required": "unauthorised",
+    "user_declined": "unauthorised", "tool_changed": "no_route", "not_runnable": "no_route",
+    "timeout": "timeout", "output_too_large": "upstream_error", "failed": "upstream_error",
+    "execution_failed": "upstream_error", "evaluation_failed": "internal", "internal_error": "internal",
+}
+
+
+def _enveloped(status: Status, result: dict[str, Any]) -> dict[str, Any]:
+    """The AIP-14 result envelope around today's fields: ``ok: true``, or ``ok: false`` with ``error``
+    ``{code, message, retryable, class}`` (``class``: the loop's own finer error, which ``error`` held as
+    a string before). ``retryable`` is always false: a call that ran may have had its effects, and one
+    that was refused is refused again until something changes; the model is not told to repeat it."""
+    if status == "ok":
+        return {"ok": True, **result}
+    cls = result.get("error") if isinstance(result.get("error"), str) else status
+    message = result.get("message") or f"the tool exited with {result.get('exit_code')}"
+    return {"ok": False, **result, "error": {"code": AIP14_CODES.get(str(cls), "internal"), "message": message,
+                                             "retryable": False, "class": cls}}
+
+
 def _outcome(ctx: _Ctx, id: str, name: str | None, status: Status, result: dict[str, Any], **more: Any
              ) -> CallOutcome:
-    return CallOutcome(id, name, status, result, handle_tool_result(ctx.provider, id, result), **more)
+    shown = _enveloped(status, result)
+    return CallOutcome(id, name, status, shown,
+                       handle_tool_result(ctx.provider, id, shown, is_error=status != "ok"), **more)
 
 
 def _refusal(ctx: _Ctx, call: ToolCall, error: str, message: str, reasons: Sequence[Reason | Mapping[str, Any]],
