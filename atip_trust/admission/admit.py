@@ -522,13 +522,17 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument 
     if metadata is None and shim_dir is not None:
         a.meta_path, a.meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
         a.from_shim = a.meta_path is not None
+    by_name = False
     if metadata is None and a.meta_path is None and a.tree is not None:
-        # RFC §4.2-4.3: the local tree, by digest: native metadata first, then a shim.
+        # RFC §4.2-4.3: the local tree, by digest then by name (RFC v0.3 §4), the user's then the
+        # system-wide ones: native metadata first, then a shim.
         hexd = digests["sha256"].hex
-        a.meta_path, a.meta_bundle = agent_tools_mod.find_native(a.tree, hexd, a.tool_name)
-        if a.meta_path is None:
-            a.meta_path, a.meta_bundle = agent_tools_mod.find_shim(a.tree, hexd)
-            a.from_shim = a.meta_path is not None
+        in_tree = agent_tools_mod.find_native(a.tree, hexd, a.tool_name, a.notes)
+        if in_tree is None:
+            in_tree = agent_tools_mod.find_shim(a.tree, hexd, a.tool_name, a.notes)
+            a.from_shim = in_tree is not None
+        if in_tree is not None:
+            a.meta_path, a.meta_bundle, by_name = in_tree.path, in_tree.bundle, in_tree.by_name
     if metadata is None and a.meta_path is None and policy.registries:
         found = shims.registry_client(policy, trust_root=a.trust_root,
                                       offline=None if fetch else True).lookup(digests["sha256"])
@@ -550,9 +554,14 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument 
     elif a.doc is None and a.meta_path is not None:
         # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
         a.doc = metadata_mod.load_metadata(a.meta_path,
-                                           lookup_digest=digests["sha256"] if a.from_shim else None)
+                                           lookup_digest=digests["sha256"] if a.from_shim and not by_name else None)
     if metadata is None:
         _unless_named(a)
+    if by_name and a.doc is not None:
+        stale = agent_tools_mod.stale_check(a.doc, digests)
+        if stale is not None:  # another build's file: not this binary's metadata (nor tampering)
+            a.notes.append(stale)
+            a.doc, a.meta_path, a.meta_bundle, a.from_shim = None, None, None, False
 
 
 def _unless_named(a: _Admitting) -> None:

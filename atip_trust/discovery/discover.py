@@ -222,7 +222,7 @@ def _trust_of(adm: Admission) -> Trust:
 def _in_tree(doc: MetadataDocument) -> bool:
     """The metadata came from RFC §4.2's agent-tools tree (``tools/``, ``shims/``, ``overrides/``)."""
     tree = AgentTree.default()
-    return any(doc.source_name.startswith(os.path.join(root, "")) for root in (tree.data, tree.config))
+    return any(doc.source_name.startswith(os.path.join(root, "")) for root in (tree.data, tree.config, *tree.system))
 
 
 def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
