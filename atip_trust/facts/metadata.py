@@ -66,6 +66,7 @@ SCHEMA_FILE = "atip-metadata.schema.json"
 _MESSAGE_CAP = 300
 
 #: Fields and the protocol version that introduced them (RFC §3.2.1 feature registry).
+_PROTOCOL_RE = re.compile(r"0\.[1-6]")
 _SINCE: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
     (("trust",), (0, 4)),
     (("trust", "integrity"), (0, 5)),
@@ -508,6 +509,16 @@ def parse_metadata(
         _check_lookup(claims, is_shim, lookup_digest)
 
     found += _version_warnings(doc, version)
+    described = doc.get("description")
+    if isinstance(described, str) and len(described) > 200:
+        found.append(("$.description", f"the tool-level description is {len(described)} characters; RFC "
+                      "§3.2 recommends one line of at most 200"))
+    atip = doc.get("atip")
+    wanted = atip.get("minAgentVersion") if isinstance(atip, dict) else None
+    if isinstance(wanted, str) and not _PROTOCOL_RE.fullmatch(wanted):
+        # RFC v0.3's examples say "1.0"; v0.6's schema allows protocol versions only. Accepted, said.
+        found.append(("$.atip.minAgentVersion", f"minAgentVersion {wanted!r} is not an ATIP protocol version "
+                      "atip-trust implements (0.1-0.6); accepted, not checked"))
     if strict and found:
         where, message = found[0]
         raise MetadataError(message, path=where)
