@@ -169,6 +169,36 @@ def find_shim(tree: AgentTree, hexdigest: str, tool_name: str, notes: list[Check
     return _lookup(tree, "shims", [(f"sha256/{hexdigest}.json", False), *named], notes)
 
 
+#: The tree's metadata folders and which root holds each (RFC §4.2; RFC v0.3 §4).
+_FOLDERS = (("data", "tools"), ("data", "shims"), ("config", "overrides"))
+
+
+def tree_notes(tree: AgentTree, limit: int = 200) -> list[tuple[str, str, str]]:
+    """What ``doctor`` says of the tree without a binary in hand: (status, message, path) for each
+    metadata file that cannot count as it is — a system-wide file in a place others can write
+    (``warning``: it is skipped), one with no ``.json.bundle`` (``none``: a claim at most; an override
+    without one is never applied). Whether a file binds a binary is said when that binary is admitted
+    (``admit``, ``scan``). At most ``limit`` files are looked at."""
+    out: list[tuple[str, str, str]] = []
+    seen = 0
+    for root, kind, folder in [(tree.data, "data", f) for _, f in _FOLDERS[:2]] + \
+            [(r, "system", f) for r in tree.system for _, f in _FOLDERS[:2]] + [(tree.config, "config", "overrides")]:
+        base = os.path.join(root, folder)
+        for where, _dirs, files in os.walk(base):
+            for name in sorted(f for f in files if f.endswith(".json")):
+                seen += 1
+                if seen > limit:
+                    return out
+                path = os.path.join(where, name)
+                problem = _system_problem(root, path) if kind == "system" else None
+                if problem is not None:
+                    out.append(("warning", f"{path} does not count: {problem}", path))
+                elif not os.path.isfile(f"{path}.bundle"):
+                    what = "never applied" if folder == "overrides" else "a claim at most (it can only tighten)"
+                    out.append(("none", f"{path} has no .json.bundle: {what}", path))
+    return out
+
+
 def stale_check(doc: MetadataDocument, digests: Mapping[Algorithm, Digest]) -> Check | None:
     """A name-keyed file that names another build's digest (``tools/gh.json`` written for the gh before
     an update) does not count for this one: a Check saying so, or None when it names this build or no
@@ -272,4 +302,5 @@ __all__ = [
     "mismatch_reason",
     "registry_check",
     "stale_check",
+    "tree_notes",
 ]

@@ -125,3 +125,14 @@ def test_xdg_data_dirs_scan_reports_why_a_present_file_does_not_count(tree: Tree
                    "--format", "json", env=tree.env())
     row = next(x for x in json.loads(p.stdout) if x["tool"] == "gh")
     assert any(c["name"] == "agent_tools.stale" for c in row["checks"]), row
+
+
+def test_xdg_data_dirs_doctor_says_which_present_files_cannot_count(tree: Tree) -> None:
+    system = tree.d / "sys-share" / "agent-tools"
+    planted = tree.place(system / "shims" / "curl.json", tree.doc(READ_ONLY, shim=True))
+    os.chmod(system / "shims", 0o777)
+    unsigned = tree.place(tree.data / "tools" / "gh.json", tree.doc(READ_ONLY), signer=None)
+    p = tree.w.run("doctor", "--format", "json", env=_with_system(tree, system.parent))
+    found = {f["path"]: f for f in json.loads(p.stdout)["findings"] if f["area"] == "agent-tools"}
+    assert found[str(planted)]["status"] == "warning" and "writable by group or others" in found[str(planted)]["message"]
+    assert found[str(unsigned)]["status"] == "none" and "claim" in found[str(unsigned)]["message"]
