@@ -37,6 +37,7 @@ from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import install as hooks_install
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli import hook_install
+from atip_trust.cli._deps import agent_tools_mod
 from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
@@ -222,10 +223,9 @@ def findings(project: str | None = None) -> list[Finding]:
 def agent_tools() -> list[Finding]:
     """RFC §4.2's tree and RFC v0.3 §4's system-wide ones: files present that cannot count as they are
     (admission/agent_tools.py ``tree_notes``)."""
-    from atip_trust.admission.agent_tools import AgentTree, tree_notes  # only here: not on the warm path
-
-    tree = AgentTree.default()
-    notes = [Finding("agent-tools", status, message, path) for status, message, path in tree_notes(tree)]
+    tree = agent_tools_mod.AgentTree.default()
+    notes = [Finding("agent-tools", status, message, path)
+             for status, message, path in agent_tools_mod.tree_notes(tree)]
     roots = ", ".join(r for r in (tree.data, tree.config, *tree.system) if os.path.isdir(r)) or "none present"
     return notes or [Finding("agent-tools", "ok", f"every metadata file in the agent-tools trees ({roots}) has "
                              "its bundle and sits where only root or you can write")]
