@@ -8,6 +8,7 @@ and examples (description) and patterns (safety prompt) are offered within limit
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -147,3 +148,49 @@ def test_rfc_8_2_a_numeric_enum_value_sent_as_the_string_rule_4_compiles_it_to_r
     assert tool_call_to_argv(tool, "t_run", {"p_enum": "2"}) == ["t", "run", "--enum", "2"]
     with pytest.raises(Exception, match="not one of"):
         tool_call_to_argv(tool, "t_run", {"p_enum": "3"})
+
+
+# -- against the reference's own answers (fixtures/bridge/seed-oracle.json) ------------------------------
+
+ORACLE = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "bridge" / "seed-oracle.json")
+                    .read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("variant", ["openai", "openai.strict", "gemini", "anthropic"])
+def test_rfc_8_2_the_reference_schema_cannot_be_called_and_ours_can(variant: str) -> None:
+    """The reference compiles the variadic ``url`` to one string and ``tags`` to an array without items:
+    the value a model builds from its schema is refused by the argv builder (which needs lists). Ours
+    differs exactly there, and the model's value from ours runs."""
+    tool = ORACLE["input"]
+    provider, strict = variant.split(".")[0], variant.endswith(".strict")
+    [ref] = ORACLE[variant]["tools"]
+    [ours] = compile_tools([tool], provider, strict)["tools"]
+    ref_schema, our_schema = _schema_of(ref), _schema_of(ours)
+    assert ref_schema["properties"]["url"]["type"] in ("string", ["string", "null"])
+    assert "items" not in ref_schema["properties"]["tags"]
+    with pytest.raises(Exception, match="expected an array"):
+        tool_call_to_argv(tool, "curl_get", {"url": _value(ref_schema["properties"]["url"])})
+    call = {name: _value(prop) for name, prop in our_schema["properties"].items()}
+    jsonschema.validate(call, our_schema)
+    assert tool_call_to_argv(tool, "curl_get", call)[:2] == ["curl", "get"]
+    # Everything else is the reference's: the same property names, required list and descriptions.
+    assert list(our_schema["properties"]) == list(ref_schema["properties"])
+    assert our_schema["required"] == ref_schema["required"]
+    for name in ("url", "header", "tags", "mode"):
+        assert our_schema["properties"][name]["description"] == ref_schema["properties"][name]["description"]
+
+
+def test_rfc_3_6_the_reference_calls_a_deleting_command_read_only_and_drops_examples() -> None:
+    [ref] = ORACLE["anthropic"]["tools"]
+    [ours] = compile_tools([ORACLE["input"]], "anthropic")["tools"]
+    assert ref["description"] == "Fetch URLs [\U0001f512 READ-ONLY]"
+    assert ours["description"] == f"Fetch URLs Examples: `curl get https://example.com` [{SAFETY_FLAGS['DELETES_FILES']}]"
+
+
+def test_rfc_7_2_the_reference_drops_a_snake_case_part_and_gives_no_is_error() -> None:
+    from atip_trust.bridge.lifecycle import handle_tool_result, parse_tool_call
+    snake = {"candidates": [{"content": {"parts": [{"function_call": {"name": "curl_get", "args": {"url": ["a"]}}}]}}]}
+    assert ORACLE["gemini_parse"]["snake_case"] == []
+    assert [c.to_json() for c in parse_tool_call("gemini", snake)] == ORACLE["gemini_parse"]["camel_case"]
+    assert "is_error" not in ORACLE["anthropic_result"]["content"][0]
+    assert handle_tool_result("anthropic", "toolu_1", {"status": "denied"}, is_error=True)["content"][0]["is_error"]
