@@ -24,6 +24,15 @@ provider's tool-result message out, and in between only the verified bytes run.
     truncated) and wrap the result with ``handle_tool_result``. Output the byte cap or the deadline cut
     loses its incomplete last line first: a secret cut there may be too short for any pattern.
 
+Several calls of one response (RFC §7.3): steps (1)-(5), the question to a person and the allow line
+are done for each call in call order; then the allowed calls run, at most ``MAX_PARALLEL_CALLS`` at a
+time, in groups where no two write the same declared resource (``_writes``: a command's
+``creates``/``modifies``/``deletes``; one that may write without naming what conflicts with every
+writer; reads conflict with nothing). Results, and any audit line written after a run, keep call order.
+
+Every result is the AIP-14 error envelope around the fields below (``_enveloped``): ``ok``, and on a
+refusal or failure ``error: {code, message, retryable, class}`` with AIP-14's standard code.
+
 A refusal is a normal tool result the model reads (``status: denied``, an ``error`` class such as
 ``permission_denied``, ``confirmation_required``, ``unknown_tool``, ``tool_changed``, the ``reasons``
 and ``violations``), never an exception: only programming errors (a wrong argument type, an unknown
@@ -367,9 +376,8 @@ class _Ready(Record, frozen=False):
     """A call admitted and allowed, its allow line written, waiting to run: the open descriptors it
     runs from (closed once it ran, or if it never does) and what it declares it writes."""
 
-    _no_repr = frozenset({"ctx", "opened"})
+    _no_repr = frozenset({"opened"})
 
-    ctx: _Ctx
     call: ToolCall
     entry: SurfaceCommand
     decision: CallDecision
@@ -484,7 +492,7 @@ def _admit(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecis
         if adm.contract is not None and adm.contract.timeout_ms is not None:
             timeout_ms = min(timeout_ms, adm.contract.timeout_ms)  # AIP-14 timeout_ms: a hard ceiling
         handed = True
-        return _Ready(ctx, call, entry, decision, argv, opened, target, run_argv0, run_args, dict(env), record,
+        return _Ready(call, entry, decision, argv, opened, target, run_argv0, run_args, dict(env), record,
                       timeout_ms, cap, sealed, _writes(entry))
     except ExecRefused as refused:
         if opened:
