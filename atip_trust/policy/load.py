@@ -484,7 +484,7 @@ def _waivers(waivers: Any, source: RuleSource) -> tuple[Waiver, ...]:
 #: (``atip-trust serve``, a runtime calling ``load_admission_policy`` per decision) reads and checks the
 #: file each time — its bytes, owner, mode and signature are never remembered — and only skips
 #: compiling bytes it has compiled before. ``layer_from_document`` reads nothing else.
-_LAYERS: dict[tuple[bytes, str, str, str], PolicyLayer] = {}
+_LAYERS: dict[tuple[bytes, str, str, str, tuple[BuilderRule, ...]], PolicyLayer] = {}
 _MAX_LAYERS = 16
 
 
@@ -504,7 +504,8 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     base_dir = os.path.dirname(os.path.realpath(name))
-    key = (data, source, name, base_dir)
+    # The shipped builder map enters a layer that includes it (its digest too): part of the key.
+    key = (data, source, name, base_dir, builtin_builders())
     layer = _LAYERS.get(key) if cache else None  # the same bytes at the same place: the same layer
     if layer is None:
         layer = _compile_layer(data, source, name, base_dir, cache)
