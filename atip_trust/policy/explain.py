@@ -5,6 +5,7 @@ from __future__ import annotations
 from atip_trust.facts.program_tables import has_table
 from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.facts.report import TrustLevel
+from atip_trust.policy.compose import local_allow_stands
 from atip_trust.policy.model import CommandRule, Policy
 
 
@@ -36,6 +37,15 @@ def explain_policy(policy: Policy) -> list[str]:
             "  - " + " ".join(x for x in ((k.name or ""), (k.path or ""), (k.digest or "")) if x)
             for k in policy.public_keys
         )
+    if policy.verifiers:
+        lines.append("VSA verifiers whose summaries count: " + ", ".join(
+            f"{v.entry.get('id')} [{v.source}]" for v in policy.verifiers))
+    if policy.org_fixes_anchors:
+        lines.append("The org policy fixes the trust anchors: local layers and flags can only narrow them "
+                     "(docs/trust-roots.md, \"The anchor set\").")
+    lines.append("Transparency log entry: " + {True: "required", False: "not required (timestamps may stand)",
+                                               None: "as the trusted root implies (required when it lists a log)"}
+                 [policy.tlog_required] + ".")
     roots = policy.trusted_roots or ["production"]
     lines.append("Sigstore trusted root: " + ", ".join(
         {"production": "public-good (embedded)", "staging": "staging (embedded)"}.get(r, r) for r in roots))
@@ -82,6 +92,13 @@ def explain_policy(policy: Policy) -> list[str]:
         lines.append(f"Delegation ({source}): only {', '.join(tools) or 'no tools'}.")
     for cls in policy.effect_restrictions:
         lines.append(f"Delegation forbids the {cls} effect (unknown or unverified counts as present).")
+    if not local_allow_stands(policy.layers):
+        lines.append("Only the org policy's allow rules count (permissions.localAllow false): allow rules, "
+                     "tools.allow digests and allowVerifiedReadOnly of other layers are ignored.")
+    if policy.ignored_allow_rules:
+        lines.append("Allow rules ignored (the org policy sets permissions.localAllow false: only its own "
+                     "allow rules count):")
+        lines.extend(f"  - {r}" for r in policy.ignored_allow_rules)
     for title, rules in (("Denied", policy.deny_rules), ("Asked", policy.ask_rules),
                          ("Allowed", policy.allow_rules)):
         if rules:
