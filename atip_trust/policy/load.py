@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -484,7 +484,7 @@ def _waivers(waivers: Any, source: RuleSource) -> tuple[Waiver, ...]:
 #: (``atip-trust serve``, a runtime calling ``load_admission_policy`` per decision) reads and checks the
 #: file each time — its bytes, owner, mode and signature are never remembered — and only skips
 #: compiling bytes it has compiled before. ``layer_from_document`` reads nothing else.
-_LAYERS: dict[tuple[bytes, str, str, str, tuple[BuilderRule, ...]], PolicyLayer] = {}
+_LAYERS: dict[tuple[bytes, str, str, str, Callable[[], tuple[BuilderRule, ...]]], PolicyLayer] = {}
 _MAX_LAYERS = 16
 
 
@@ -504,8 +504,9 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     base_dir = os.path.dirname(os.path.realpath(name))
-    # The shipped builder map enters a layer that includes it (its digest too): part of the key.
-    key = (data, source, name, base_dir, builtin_builders())
+    # The shipped builder map enters a layer that includes it (its digest too): the function that reads
+    # it is part of the key (calling it here would load the provenance model on every warm admission).
+    key = (data, source, name, base_dir, builtin_builders)
     layer = _LAYERS.get(key) if cache else None  # the same bytes at the same place: the same layer
     if layer is None:
         layer = _compile_layer(data, source, name, base_dir, cache)
