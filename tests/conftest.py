@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pytest_httpserver import HTTPServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,20 @@ from interop_cases import find_interop  # noqa: E402
 from verify_helpers import forget_process_state  # noqa: E402
 
 INTEROP = find_interop()
+
+#: Hypothesis profiles: ``ci`` (CI set to anything but false/0/no, as .ci/run sets it) runs every property
+#: test at the example count its author wrote; ``dev`` (a developer's default run) a quarter of it.
+#: HYPOTHESIS_PROFILE names one explicitly. Tests give their count through ``examples(n)``.
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _CI else "dev")
+settings.load_profile(PROFILE)
+
+
+def examples(n: int) -> int:
+    """``n`` examples under the ``ci`` profile, a quarter of them (at least 10) under ``dev``."""
+    return max(10, n // 4) if PROFILE == "dev" else n
 
 
 @pytest.fixture(scope="session")

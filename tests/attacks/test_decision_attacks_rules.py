@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 from verify_helpers import cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
@@ -405,7 +406,7 @@ def _reference(parts: tuple[str, ...], text: str) -> bool:
     return re.fullmatch(".*".join(re.escape(p) for p in parts), text, re.DOTALL) is not None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.text("ab *", max_size=4), min_size=1, max_size=5), st.text("ab *", max_size=12))
 def test_glob_match_agrees_with_a_reference_matcher(parts: list[str], text: str) -> None:
     assert glob_match(tuple(parts), text) is _reference(tuple(parts), text)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 from gate_world import World, make_world
 
 from atip_trust.errors import UsageError
@@ -340,7 +341,7 @@ _OPTION_LIKE = st.sampled_from(["--", "-", "-h", "--help", "--policy", "--expect
                                 "--bundle-dir=x", "-v", "--interactive", "@file", "%s", "--=", ""])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.one_of(_WORD, _OPTION_LIKE), max_size=8))
 def test_exec_hands_every_word_after_the_tool_over_unchanged(words: list[str]) -> None:
     """The exec command line's parser (the same one `atip-trust exec` uses): whatever the words after
