@@ -38,9 +38,9 @@ class Run:
         return json.loads(self.out)
 
 
-#: What the product remembers per process, keyed by file identity, policy object or environment: a
-#: fresh child starts without any of it, so an in-process run (and every test, conftest.py) starts
-#: without it too. Content-keyed caches (parsed trusted roots by digest, compiled schemas, sigstore
+#: What the product remembers per process, keyed by file identity, policy object or environment (a dict
+#: or list is emptied, a functools cache cleared): a fresh child starts without any of it, so an
+#: in-process run (and every test, conftest.py) starts without it too. Content-keyed caches (parsed trusted roots by digest, compiled schemas, sigstore
 #: Verifiers by root digest) hold the same answer for every caller and are kept: they are what makes the
 #: in-process suite fast. A memo that moves or is renamed fails here by name (AttributeError): update
 #: this list rather than let a test inherit another test's state.
@@ -50,6 +50,8 @@ PROCESS_MEMOS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("atip_trust.policy.decide", ("_PLANS",)),
     ("atip_trust.admission.admit", ("_AUDIT_SETTINGS", "_MADE")),
     ("atip_trust.admission.agent_tools", ("_LAST",)),
+    # Keyed by ATIP_CACHE_DIR alone, but without it the answer follows XDG_CACHE_HOME and HOME.
+    ("atip_trust.state.verdict_cache", ("_cache_dir",)),
 )
 
 
@@ -59,7 +61,8 @@ def forget_process_state() -> None:
         module = sys.modules.get(name)
         if module is not None:
             for memo in memos:
-                getattr(module, memo).clear()
+                found = getattr(module, memo)
+                found.cache_clear() if hasattr(found, "cache_clear") else found.clear()
 
 
 #: ``sys.argv[0]`` of a ``python -m atip_trust`` child.
@@ -121,23 +124,23 @@ def _text(data: bytes) -> str:
         .replace("\r", "\n")
 
 
-def run_cli(argv: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
+def run_cli(argv: Sequence[str | bytes | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
             cwd: str | os.PathLike[str] | None = None, input: str | bytes | None = None,
             text: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run([python, -m, atip_trust, *argv], capture_output=True, stdin=DEVNULL or input)``,
     in this process; ``exec`` (SUBPROCESS_ONLY) runs as a child. A call that hangs past ``timeout`` ends
     this process with every thread's traceback (faulthandler), as a child's timeout would fail the test."""
-    words = [os.fspath(a) for a in argv]
+    words = [os.fsdecode(a) for a in argv]  # bytes as a child's sys.argv holds them
     if command_of(words) in SUBPROCESS_ONLY:
         return subprocess.run([sys.executable, "-m", "atip_trust", *words], capture_output=True, text=text,
-                              timeout=timeout, cwd=cwd, env=private_env(None if env is None else dict(env)),
+                              timeout=timeout, cwd=cwd, env=None if env is None else dict(env),
                               input=input, stdin=subprocess.DEVNULL if input is None else None)
     data = input.encode() if isinstance(input, str) else input
     out, err = _stream(), _stream()
     forget_process_state()
     faulthandler.dump_traceback_later(timeout, exit=True)
     try:
-        with _process(private_env(None if env is None else dict(env)), cwd), _stdin(data):
+        with _process(env, cwd), _stdin(data):
             saved = sys.stdout, sys.stderr, sys.argv
             # As ``python -m atip_trust`` sets them (``hook --pin`` names its own program from sys.argv).
             sys.stdout, sys.stderr, sys.argv = out, err, [MAIN_FILE, *words]
@@ -155,8 +158,9 @@ def run_cli(argv: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | 
 
 def cli(*argv: str, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
         input: str | bytes | None = None) -> Run:
-    """In-process (``run_cli``): same parser, same catch point, same output as the console script."""
-    p = run_cli(argv, env=env, cwd=cwd, input=input)
+    """In-process (``run_cli``): same parser, same catch point, same output as the console script; an
+    ``env`` gets the run's private verdict cache unless it names one (``private_env``)."""
+    p = run_cli(argv, env=private_env(None if env is None else dict(env)), cwd=cwd, input=input)
     return Run(p.returncode, p.stdout, p.stderr)
 
 

@@ -148,6 +148,7 @@ def test_a_held_tool_whose_pinned_trusted_root_was_replaced_is_verified_against_
         same(after, fresh(world, "status"))
 
 
+@pytest.mark.slow
 def test_an_expired_waiver_takes_effect_on_a_held_tool(world, tmp_path: Path) -> None:
     """The report is held, the decision is not: a waiver stops lifting the minimum at its expiry."""
     ts = testsigstore.TestSigstore(seed=31)

@@ -60,6 +60,7 @@ def test_a_worker_that_dies_fails_only_its_own_item() -> None:
     assert isinstance(out[2].error, WorkerLost) and "died" in str(out[2].error)
 
 
+@pytest.mark.slow
 def test_a_hanging_item_times_out_alone_and_the_batch_does_not_hang() -> None:
     started = time.monotonic()
     out = map_processes(_hang_on_one, list(range(4)), workers=2, timeout=3)

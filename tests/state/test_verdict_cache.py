@@ -312,6 +312,7 @@ def test_same_size_rewrite_that_restores_the_old_mtime_misses(world, cache_dir: 
     assert again.json["cache"] == "miss" and again.json["trust_level"] != "VERIFIED" and again.code == 1
 
 
+@pytest.mark.slow
 def test_an_expired_waiver_takes_effect_on_a_cache_hit(world, cache_dir: Path, tmp_path: Path) -> None:
     """The report is cached, the decision is not: a waiver that lifted the policy's minimum trust
     level stops doing so the moment it expires, although the next call reuses the report."""
