@@ -39,11 +39,9 @@ from atip_trust.errors import (
     AtipTrustError,
     error_code,
     BundleError,
-    EnvironmentFailure,
     MetadataError,
     PolicyError,
     TrustRootError,
-    UntrustedInputError,
     UsageError,
 )
 from atip_trust.admission.interactive import can_ask
