@@ -214,7 +214,7 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
     """`TOOL --agent` of a #! tool (discovery/probe.py): the interpreter reads the sealed copy too. The tool
     answers metadata only when its script comes from the memfd; from its own file it leaves a sentinel."""
     from discovery_world import ORG_ID, World as DiscoveryWorld, agent_json
-    from verify_helpers import cli_subprocess
+    from verify_helpers import cli
 
     w = DiscoveryWorld(tmp_path)
     b = tmp_path / "bin"
@@ -223,8 +223,8 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
     body = (f"#!/bin/sh\ncase \"$(readlink \"$0\")\" in /{MEMFD}*) printf '%s' '{quoted}'; exit 0;; esac\n"
             f"touch '{sentinel}'\n").encode()
     w.tool(b, "memtool", body, identity=ORG_ID)
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()), "--format",
-                       "json", "--surface", "--no-cache", env=_scan_env(tmp_path))
+    r = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()), "--format",
+            "json", "--surface", "--no-cache", env=_scan_env(tmp_path))
     assert not sentinel.exists(), r.out + r.err
     assert "memtool" in r.out and '"metadata"' in r.out, r.out
 
