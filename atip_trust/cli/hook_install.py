@@ -16,7 +16,7 @@ import sys
 from atip_trust.agents import install as install_mod
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli.identity_flags import GH_FLAGS
-from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.common import EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 
