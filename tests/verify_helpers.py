@@ -50,6 +50,8 @@ PROCESS_MEMOS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("atip_trust.policy.decide", ("_PLANS",)),
     ("atip_trust.admission.admit", ("_AUDIT_SETTINGS", "_MADE")),
     ("atip_trust.admission.agent_tools", ("_LAST",)),
+    # The programs found on a PATH, keyed by the PATH text: a file added under it is not seen again.
+    ("atip_trust.agents.identity", ("_INDEXES",)),
     # Keyed by ATIP_CACHE_DIR alone, but without it the answer follows XDG_CACHE_HOME and HOME.
     ("atip_trust.state.verdict_cache", ("_cache_dir",)),
 )
@@ -172,8 +174,15 @@ def private_env(env: dict[str, str] | None) -> dict[str, str] | None:
     return {**env, "ATIP_CACHE_DIR": os.environ["ATIP_CACHE_DIR"]}
 
 
-def cli_subprocess(*argv: str, env: dict[str, str] | None = None) -> Run:
-    """A child ``python -m atip_trust``: for a test whose subject is the process itself."""
+def cli_subprocess(*argv: str, env: dict[str, str] | None = None, max_file_bytes: int | None = None) -> Run:
+    """A child ``python -m atip_trust``, for a test whose subject is the process itself. ``max_file_bytes``:
+    a file-size limit (RLIMIT_FSIZE) on the child, so that any write past it fails with EFBIG as on a full
+    disk (works as root, where a read-only mode bit does not stop a write)."""
+    def cap() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
     p = subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                       timeout=120, stdin=subprocess.DEVNULL, env=private_env(env))
+                       timeout=120, stdin=subprocess.DEVNULL, env=private_env(env),
+                       preexec_fn=cap if max_file_bytes is not None else None)
     return Run(p.returncode, p.stdout, p.stderr)
