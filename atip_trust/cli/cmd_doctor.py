@@ -38,7 +38,7 @@ from atip_trust.agents import install as hooks_install
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli import hook_install
 from atip_trust.cli._deps import agent_tools_mod
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
 from atip_trust.errors import AtipTrustError

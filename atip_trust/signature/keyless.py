@@ -154,7 +154,7 @@ def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
         if not isinstance(raw, str):
             continue
         try:
-            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time
+            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time  # noqa: B018 - decoding is the check
         except binascii.Error:
             continue  # not base64: the bundle parser names it
         except Exception as err:  # noqa: BLE001 - the Rust parser raises several types
