@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from atip_trust.facts.program_tables import has_table
 from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.compose import local_allow_stands
@@ -120,6 +121,7 @@ def explain_policy(policy: Policy) -> list[str]:
                   "ask": "Agent shell hooks: a program this policy does not name is asked.",
                   "deny": "Agent shell hooks: a program this policy does not name is denied."}[policy.hooks_unlisted])
     lines.extend(f"Warning: {w}" for w in runner_warnings(policy))
+    lines.extend(f"Warning: {w}" for w in table_warnings(policy))
     for w in policy.waivers:
         lines.append(f"Waiver for {w.digest or w.tool} until {w.expires.isoformat()}: {w.reason}")
     lines.extend(f"Note: {n}" for n in policy.notes)
@@ -140,4 +142,21 @@ def runner_warnings(policy: Policy) -> list[str]:
     return out
 
 
-__all__ = ["explain_policy", "runner_warnings"]
+def table_warnings(policy: Policy) -> list[str]:
+    """Allow rules over a program that has no table of what it may be told (facts/program_tables.py,
+    issue 32): the shell gate cannot tell whether a variable or an option given to it makes it run another
+    program. Programs that run whatever they are given are warned about by :func:`runner_warnings`."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for rule in policy.allow_rules:
+        first = rule.first_word
+        if first is None or "*" in first or first in seen or has_table(first) or is_unmodelled_runner(first):
+            continue
+        seen.add(first)
+        out.append(f"allow rule {rule.text!r} [{rule.source}] covers {first}, whose table of the variables and "
+                   "options known not to make it run another program is not written (docs/agents.md): the "
+                   "shell gate admits it with its words but cannot tell what they make it run")
+    return out
+
+
+__all__ = ["explain_policy", "runner_warnings", "table_warnings"]

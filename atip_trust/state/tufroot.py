@@ -63,7 +63,7 @@ from atip_trust.state._deps import (
 from atip_trust.state.verdict_cache import cache_key
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
-from atip_trust.errors import AtipTrustError, TrustRootError, UsageError
+from atip_trust.errors import AtipTrustError, EnvironmentFailure, TrustRootError, UsageError
 from atip_trust.signature.trustroot import TrustRoot, embedded_tuf_root
 from atip_trust.state.dirs import user_cache_dir
 
@@ -248,7 +248,7 @@ def _offline_workflow(folder: str, url: str, shipped: bytes, files: dict[str, by
             if info is None:
                 raise TrustRootError(f"the TUF store {folder}: the targets metadata names no {TARGET}")
             info.verify_length_and_hashes(target)
-    
+
     except TrustRootError:
         raise
     except Exception as err:  # noqa: BLE001 - python-tuf's refusals (RepositoryError, LengthOrHashMismatch...)
@@ -326,15 +326,44 @@ def _fetcher_class() -> type:
     return AtipFetcher
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+def _store_pair(files: dict[str, bytes]) -> None:
+    """Write every file of ``files`` to a temporary file first, then rename each into place: a store that
+    cannot take them (full, read-only, a file where a folder goes) fails before anything is replaced, so
+    the previously verified root and its record stay together and usable. ``EnvironmentFailure``."""
+    temps: list[tuple[str, str]] = []
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        for path, data in files.items():
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except OSError as err:
+        for tmp, _ in temps:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        where = os.path.dirname(next(iter(files)))
+        raise EnvironmentFailure(f"cannot write the TUF store {where}: {err.strerror or err} (the previously "
+                                 "verified root is unchanged; free space or set ATIP_CACHE_DIR to a writable "
+                                 "folder)", path=where) from err
+
+
+def _damaged_root(metadata_dir: str) -> str | None:
+    """Why the store's own ``metadata/root.json`` cannot be read as TUF metadata (a kill mid-write, a
+    full disk, an edit), or None: python-tuf would otherwise stop every later update with a bare
+    ``DeserializationError`` naming neither the file nor the way out."""
+    path = os.path.join(metadata_dir, "root.json")
+    try:
+        with open(path, "rb") as f:
+            tuf_metadata.Metadata.from_bytes(f.read(_FETCH_CAP + 1))
+    except FileNotFoundError:
+        return None
+    except Exception as err:  # noqa: BLE001 - python-tuf's DeserializationError, OSError...
+        return f"{path} is damaged ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+    return None
 
 
 def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror: str | None = None,
@@ -352,11 +381,21 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
                          "only (--url)")
     folder = store_dir(url)
     metadata_dir, targets_dir = os.path.join(folder, "metadata"), os.path.join(folder, "targets")
-    for d in (folder, metadata_dir, targets_dir):
-        os.makedirs(d, mode=0o700, exist_ok=True)
+    try:
+        for d in (folder, metadata_dir, targets_dir):
+            os.makedirs(d, mode=0o700, exist_ok=True)
+    except OSError as err:
+        raise EnvironmentFailure(f"cannot create the TUF store {folder}: {err.strerror or err} (set "
+                                 "ATIP_CACHE_DIR to a writable folder)", path=folder) from err
     # A shipped root is where every update starts (never the store's own root.json, which the user's
     # cache holds); a custom repository starts from its stored root once it has one.
     first = shipped is not None or not os.path.exists(os.path.join(metadata_dir, "root.json"))
+    damaged = None if first else _damaged_root(metadata_dir)
+    if damaged is not None and bootstrap is None:
+        raise TrustRootError(f"the TUF store of {url}: {damaged}; start over from the repository's first "
+                             f"root: `atip-trust trust-root update --url {url} --tuf-root FILE`", path=metadata_dir)
+    if damaged is not None:
+        first = True  # start over from the --tuf-root given
     if first and bootstrap is None:
         bootstrap = shipped
         if bootstrap is None:
@@ -375,6 +414,10 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
         target = updater.find_cached_target(info) or updater.download_target(info)
     except TrustRootError:
         raise
+    except OSError as err:  # python-tuf persisting metadata into a store that cannot take it
+        raise EnvironmentFailure(f"cannot write the TUF store {folder}: {err.strerror or err} (the previously "
+                                 "verified root is unchanged; free space or set ATIP_CACHE_DIR to a writable "
+                                 "folder)", path=folder) from err
     except Exception as err:  # noqa: BLE001 - python-tuf's refusals (RepositoryError, DownloadError...)
         raise TrustRootError(f"TUF update from {url} refused: {type(err).__name__}: {err}") from err
     with open(target, "rb") as f:
@@ -383,9 +426,8 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
     when = now or datetime_mod.datetime.now(datetime_mod.UTC)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     path = os.path.join(folder, TARGET)
-    _write_atomic(path, raw)
     record = VerifiedRoot(url, path, digest, when, raw)
-    _write_atomic(os.path.join(folder, "verified.json"), json.dumps(record.to_json()).encode())
+    _store_pair({path: raw, os.path.join(folder, "verified.json"): json.dumps(record.to_json()).encode()})
     return record
 
 

@@ -16,7 +16,6 @@ Errors count as "not allow" (a flag naming a root the org does not pin is refuse
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 import pytest
