@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.admission._deps import evaluate_mod, net_fetch, pathlib
+from atip_trust.admission._deps import bundles_mod, evaluate_mod, net_fetch, pathlib
 from atip_trust._base.record import Record, replace
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
@@ -192,6 +192,29 @@ def verify(
                         cache="off" if key is None else "hit" if hit is not None else "miss")
 
 
+def provenance_statement(report: TrustReport, bundles: PathLike | list[PathLike]) -> dict[str, Any] | None:
+    """The in-toto statement of the provenance ``report`` passed (slsa-verifier's
+    ``--print-provenance``), read again from the bundle that carried it (its label in ``bundles``);
+    None when no provenance passed. Two bundles under that label with different statements (two
+    files of one name) are refused rather than one printed at a guess."""
+    prov = report.provenance
+    if prov is None or prov.status != "valid" or prov.evidence is None:
+        return None
+    found: set[bytes] = set()
+    for path in path_texts(bundles, "bundles"):
+        for b in bundles_mod.load_bundles(path):
+            info = b.dsse_payload() if b.label == prov.evidence else None
+            if info is not None:
+                found.add(info[1])
+    if len(found) != 1:
+        raise UsageError(f"--print-provenance: {len(found)} different statements are labelled "
+                         f"{prov.evidence}; give the bundle files under distinct names")
+    import json
+
+    doc: dict[str, Any] = json.loads(found.pop())
+    return doc
+
+
 def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints, evidence: Evidence,
                options: VerifyOptions, policy: Policy | None, root: TrustRoot) -> ReportKey | None:
     """The verdict cache's key (admission/verdict_key.py ``verdict_key``); None when a piece of evidence
@@ -206,4 +229,4 @@ def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constr
                        constraints=repr(c), key_files=c.keys)
 
 
-__all__ = ["Verification", "VerifyOptions", "decide_verify", "load_verify_policy", "subject_of", "verdict", "verify"]
+__all__ = ["Verification", "VerifyOptions", "decide_verify", "provenance_statement", "load_verify_policy", "subject_of", "verdict", "verify"]

@@ -70,8 +70,8 @@ FOREIGN_FLAGS = {
     "--offline": "atip-trust is always offline unless --fetch is given",
     "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
     "--builder-id-regexp": "use --builder-id with a glob on the ref (…@refs/tags/v*)",
-    "--digest-alg": "not needed: sha256 and sha512 are both computed",
-    "-d": "gh's --digest-alg is not needed: sha256 and sha512 are both computed",
+    "--digest-alg": "only verify takes it: sha256 and sha512 are both computed",
+    "-d": "gh's --digest-alg: only verify takes it (sha256 and sha512 are both computed)",
     "--bundle-path": "use --bundle",
     "--cert-identity-regexp": "use --certificate-identity-regexp (or gh's --cert-identity-regex)",
     "--no-public-good": "use --trusted-root FILE",
@@ -81,7 +81,7 @@ FOREIGN_FLAGS = {
     "-R": "gh's -R is --repo: verify, admit, exec and hook take it",
     "-t": "gh's --template: no Go templates; use --format json (or --json-output FILE) and a JSON tool",
     "--template": "no Go templates; use --format json (or --json-output FILE) and a JSON tool",
-    "--jq": "no built-in jq; use --format json (or --json-output FILE) and pipe it to jq",
+    "--jq": "only verify takes gh's --jq; use --format json (or --json-output FILE) and pipe it to jq",
     "--bundle-from-oci": "not supported: download the bundle (gh attestation download) and give --bundle",
     "--hostname": "not needed: nothing is fetched from GitHub; give the bundle with --bundle",
     "--limit": "not needed: nothing is fetched from GitHub; give the bundles with --bundle",
@@ -100,8 +100,8 @@ FOREIGN_FLAGS = {
     # slsa-verifier verify-artifact
     "--source-versioned-tag": "use --source-tag with the exact tag, or the policy's trust.sources with a "
                               "ref glob (refs/tags/v1.*)",
-    "--print-provenance": "use --format json (or --json-output FILE): the provenance facts are under "
-                          "\"provenance\" and each attestation",
+    "--print-provenance": "only verify takes it; use --format json (or --json-output FILE): the provenance "
+                          "facts are under \"provenance\" and each attestation",
 }
 
 

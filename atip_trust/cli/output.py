@@ -180,13 +180,23 @@ def attestation_verified(att: Mapping[str, Any]) -> bool:
     return bool(att.get("applies", True) and att.get("valid") and att.get("signer_trusted"))
 
 
+def about_another_artifact(att: Mapping[str, Any]) -> bool:
+    """Evidence set aside as about another artifact (evaluation/evaluate.py ``_set_aside_others``): it
+    does not apply and none of its checks failed (its reason is a ``skip``)."""
+    return not att.get("applies", True) and not any(
+        isinstance(c, Mapping) and c.get("status") in ("fail", "error") for c in att.get("checks") or [])
+
+
 def bundles_line(out: Mapping[str, Any]) -> str | None:
-    """``N bundles: k verified, m failed`` when more than one piece of evidence was examined."""
+    """``N bundles: k verified, m failed[, o about other artifacts]`` when more than one piece of
+    evidence was examined."""
     atts = [a for a in out.get("attestations") or [] if isinstance(a, Mapping)]
     if len(atts) < 2:
         return None
     ok = sum(1 for a in atts if attestation_verified(a))
-    return f"{len(atts)} bundles: {ok} verified, {len(atts) - ok} failed"
+    other = sum(1 for a in atts if about_another_artifact(a))
+    line = f"{len(atts)} bundles: {ok} verified, {len(atts) - ok - other} failed"
+    return line + (f", {other} about other artifacts" if other else "")
 
 
 def summary_line(out: Mapping[str, Any]) -> str:

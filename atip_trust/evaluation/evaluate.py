@@ -96,6 +96,8 @@ class EvidenceResult(Record, frozen=False):
     checks: list[Check] = field(default_factory=list)
     provenance: ProvenanceResult | None = None
     provenance_passed: bool = False
+    #: Set aside: about another artifact while another bundle verifies this one (``_set_aside_others``).
+    set_aside: bool = False
 
     def summary(self) -> EvidenceSummary:
         return EvidenceSummary(
@@ -233,6 +235,27 @@ class Evaluation:
                 r.checks.extend(checks)
             elif r.key_digest is not None:
                 r.trusted = True  # verified against a key the caller named as trusted
+        self._set_aside_others()
+
+    def _set_aside_others(self) -> None:
+        """A shared attestations file (docs/ci.md: one ``attestations.jsonl`` for every artifact of a
+        release) holds, for each artifact, the bundles of all the others. Once a bundle verifies this
+        artifact (valid, trusted, naming it), a bundle that names or signs another digest is not about
+        this artifact: it is set aside (not applying, not tampering, its failures kept in its own
+        entry only), so it neither prints a FAIL line nor adds a SARIF result. With nothing verifying
+        this artifact a signed digest that is not this file's stays tampering (COMPROMISED,
+        docs/decisions.md): that is how a changed file looks, and a file holding only another
+        artifact's bundles can never make this one VERIFIED."""
+        if not any(r.valid and r.trusted and r.applies for r in self.results):
+            return
+        for r in self.results:
+            other = _other_artifact_check(r)
+            if other is None:
+                continue
+            r.applies, r.compromised, r.valid, r.trusted, r.set_aside = False, False, False, False, True
+            r.checks = [Check(other.name, "skip", "not about this artifact: it names or signs another "
+                              "digest, and another bundle verifies this one", other.expected, other.actual,
+                              r.label)]
 
     def _trusted_keys(self) -> list[keys.PublicKey]:
         """The trusted keys, read and parsed once per evaluation, not once per bundle."""
@@ -505,7 +528,8 @@ class Evaluation:
         rep.claims = self.claims
         rep.checks = list(self.checks)
         for r in self.results:
-            rep.checks.extend(r.checks)
+            if not r.set_aside:  # its own entry (attestations) keeps it; the artifact's checks do not
+                rep.checks.extend(r.checks)
         rep.attestations = [r.summary() for r in self.results]
         best = _best(self.results)
         if best is not None:
@@ -553,6 +577,18 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
         for r in results:
             if pred(r):
                 return r
+    return None
+
+
+def _other_artifact_check(r: EvidenceResult) -> Check | None:
+    """The failed check that shows ``r`` is about another artifact, or None: a DSSE attestation whose
+    subjects do not name this artifact, or a message signature whose only failure is a signed digest
+    that is not this file's (keyless, key and legacy routes all name that check ``digest``)."""
+    failed = [c for c in r.checks if c.failed]
+    if r.content == "dsse" and not r.applies:
+        return next((c for c in failed if c.name == "subject"), None)
+    if r.content == "message_signature" and failed and all(c.name == "digest" for c in failed):
+        return failed[0]
     return None
 
 
