@@ -407,8 +407,11 @@ class Evaluation:
                 check = Check(check.name, check.status, check.message, check.expected, check.actual,
                               check.evidence, impact="unverified")
             r.compromised = check.impact == "compromised"
-            r.checks.append(Check(check.name, check.status,
-                                  f"{check.message} (trusted root {root.name})"
+            mismatch = None if r.compromised else bundles_mod.root_mismatch(b, check.message, root.name)
+            # A timestamp by a TSA the root does not list keeps its step's name; the rest is the chain.
+            named = "certificate.chain" if mismatch and check.name != "timestamp" else check.name
+            r.checks.append(Check(named, check.status,
+                                  mismatch or f"{check.message} (trusted root {root.name})"
                                   f"{b.instance_hint(check.message)}", check.expected, check.actual,
                                   check.evidence, check.impact))
             return
