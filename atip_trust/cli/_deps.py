@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from atip_trust.admission import admit as admit_mod
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
+    from atip_trust.cli import hook_install
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
+    from atip_trust.policy import install as policy_install_mod
     from atip_trust.policy import signed as signed_mod
     from atip_trust.provenance import slsa
     from atip_trust.state import audit as audit_mod
@@ -31,10 +33,12 @@ else:
     policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
     # Signing: only with --emit-vsa (a warm verify loads no cryptography).
     gate_vsa = lazy_import("atip_trust.admission.vsa")
+    hook_install = lazy_import("atip_trust.cli.hook_install")  # only `hook install`
     # Imported inside launch.main(), so that its whole import runs with the collector paused.
     cli_main = lazy_import("atip_trust.cli.main")
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
+    policy_install_mod = lazy_import("atip_trust.policy.install")  # only `policy install`
     # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
     slsa = lazy_import("atip_trust.provenance.slsa")
     audit_mod = lazy_import("atip_trust.state.audit")  # only for --audit-log's help (its default path)
@@ -45,7 +49,9 @@ __all__ = [
     "audit_mod",
     "cli_main",
     "gate_vsa",
+    "hook_install",
     "pathlib",
+    "policy_install_mod",
     "policy_test",
     "sarif",
     "signed_mod",

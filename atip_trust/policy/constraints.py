@@ -21,6 +21,7 @@ from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
 
@@ -112,16 +113,22 @@ def root_max_age(policy: Policy | None) -> tuple[int, str] | None:
     return min(limits) if limits else None
 
 
+def root_since(root: TrustRoot) -> tuple[datetime | None, str]:
+    """Since when ``root`` is known to be current, and how that is known: when a TUF update verified it,
+    else (embedded, a file) the newest ``validFor.start`` in it; (None, …) when neither tells."""
+    when = None if root.embedded_root else tufroot.verified_at(root.label)
+    if when is not None:
+        return when, "verified by a TUF update at"
+    return root.newest_start, "its newest key or CA starts at"
+
+
 def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
     """Refuse (``TrustRootError``, exit 2) a root older than ``limit``: its age is the time since a TUF
     update verified it, or for any other root (embedded, a file) since the newest ``validFor.start`` in
     it (``TrustRoot.newest_start``: it cannot be younger than that). A root whose age cannot be told is
     refused too."""
     seconds, text = limit
-    when = None if root.embedded_root else tufroot.verified_at(root.label)
-    how = "verified by a TUF update at"
-    if when is None:
-        when, how = root.newest_start, "its newest key or CA starts at"
+    when, how = root_since(root)
     if when is None:
         raise TrustRootError(f"trusted root {root.name}: its age cannot be told (no TUF update, no validFor "
                              f"start) and policy trust.rootMaxAge is {text}")
@@ -275,4 +282,4 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     )
 
 
-__all__ = ["constraints_from_policy"]
+__all__ = ["constraints_from_policy", "root_since"]

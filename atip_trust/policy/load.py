@@ -476,6 +476,14 @@ def _waivers(waivers: Any, source: RuleSource) -> tuple[Waiver, ...]:
     )
 
 
+#: Compiled layers by (the file's bytes, source, path, folder): a process that loads the same policy again
+#: (``atip-trust serve``, a runtime calling ``load_admission_policy`` per decision) reads and checks the
+#: file each time — its bytes, owner, mode and signature are never remembered — and only skips
+#: compiling bytes it has compiled before. ``layer_from_document`` reads nothing else.
+_LAYERS: dict[tuple[bytes, str, str, str], PolicyLayer] = {}
+_MAX_LAYERS = 16
+
+
 def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
                cache: bool = True) -> PolicyLayer:
     """Read, parse, schema-check and compile one policy file. ``cache=False``: validate even a
@@ -489,19 +497,31 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
             signed.check_signed(name, data)
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
+    base_dir = os.path.dirname(os.path.realpath(name))
+    key = (data, source, name, base_dir)
+    layer = _LAYERS.get(key) if cache else None  # the same bytes at the same place: the same layer
+    if layer is None:
+        layer = _compile_layer(data, source, name, base_dir, cache)
+        if cache:
+            if len(_LAYERS) >= _MAX_LAYERS:
+                _LAYERS.clear()
+            _LAYERS[key] = layer
+    if source == "org":
+        _check_anchor_files(layer, name)
+    return layer
+
+
+def _compile_layer(data: bytes, source: RuleSource, name: str, base_dir: str, cache: bool) -> PolicyLayer:
     try:
         doc = parse_json(data, what="policy", max_depth=LIMITS.json_depth)
     except MalformedInputError as err:
         raise PolicyError(f"{path_name(name)}: {err.message}", path=err.path) from err
     try:
-        layer = layer_from_document(doc, source=source, path=name, base_dir=os.path.dirname(os.path.realpath(name)),
-                                    cache=VerdictCache() if cache else None)
+        return layer_from_document(doc, source=source, path=name, base_dir=base_dir,
+                                   cache=VerdictCache() if cache else None)
     except PolicyError as err:
         err.message = f"{path_name(name)}: {err.message}"
         raise
-    if source == "org":
-        _check_anchor_files(layer, name)
-    return layer
 
 
 def _check_anchor_files(layer: PolicyLayer, name: str) -> None:

@@ -205,6 +205,15 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
     its signature (a listed key's, or a listed Sigstore identity's), then the rollback guard; the
     policy's serial, or None when no signature is required. Any failure is ``PolicyError`` (exit 2: an
     org policy that cannot be trusted denies everything)."""
+    serial = verify_signature(policy_path, data)
+    if serial is not None:
+        _guard_rollback(os.path.realpath(policy_path), serial)
+    return serial
+
+
+def verify_signature(policy_path: str, data: bytes) -> int | None:
+    """``check_signed`` without the rollback guard: ``policy install`` checks a release where it was
+    signed, before it is copied to where the CLI reads it (nothing is recorded for the source path)."""
     path = signers_path(policy_path)
     if not exists(path, what="org policy signers file", error=PolicyError):
         return None
@@ -219,33 +228,56 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
         raise PolicyError("; ".join(p for p in problems if p is not None), path=policy_path)
     doc: Any = parse_json(data, what="policy")
     serial = doc.get("serial", 0) if isinstance(doc, dict) else 0
-    serial = serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
-    _guard_rollback(os.path.realpath(policy_path), serial)
-    return serial
+    return serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
+
+
+def signer_files(policy_path: str) -> list[str]:
+    """The files the signers file beside ``policy_path`` names (keys, a trusted root file), as written
+    there (relative to it, or absolute); none without a signers file."""
+    path = signers_path(policy_path)
+    if not exists(path, what="org policy signers file", error=PolicyError):
+        return []
+    doc = parse_json(read_capped(path, LIMITS.key_bytes * 4, what="org policy signers"), what="org policy signers")
+    if not isinstance(doc, dict):
+        return []
+    root = doc.get("trustedRoot")
+    named = [k for k in doc.get("publicKeys", []) if isinstance(k, str)]
+    return named + ([root] if isinstance(root, str) and root not in ("production", "staging") else [])
 
 
 def _serials_file() -> str:
     return os.environ.get(SERIALS_ENV) or os.path.join(user_state_dir(), "org-policy-serials.json")
 
 
+def _accepted_serials(store: str) -> dict[str, int]:
+    """The serial store: the highest serial accepted per org policy path ({} when there is none yet)."""
+    if not exists(store, what="policy serials store", error=PolicyError):
+        return {}
+    try:
+        # Owner- and mode-checked and never through a link: whoever can write the high-water mark
+        # can lower it and bring back an older signed release.
+        raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials", follow_links=False,
+                                     owner_check=PolicyError), what="policy serials")
+    except AtipTrustError as err:  # fail closed: a damaged store cannot vouch for any serial
+        raise PolicyError(f"cannot read the org policy serials {store}: {err.message}") from err
+    bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool)] \
+        if isinstance(raw, dict) else None
+    if bad is None or bad:
+        # An entry read as absent would be serial 0: any older release accepted again.
+        raise PolicyError(f"cannot read the org policy serials {store}: expected an object of integer "
+                          f"serials by policy path, got {type(raw).__name__ if bad is None else bad}")
+    return dict(raw)
+
+
+def accepted_serial(policy_path: str) -> int:
+    """The highest serial this user accepted from ``policy_path`` (0: none): ``policy install`` refuses to
+    put an older release there, which every later admission would refuse."""
+    return _accepted_serials(_serials_file()).get(os.path.realpath(policy_path), 0)
+
+
 def _guard_rollback(key: str, serial: int) -> None:
     store = _serials_file()
-    seen: dict[str, int] = {}
-    if exists(store, what="policy serials store", error=PolicyError):
-        try:
-            # Owner- and mode-checked and never through a link: whoever can write the high-water mark
-            # can lower it and bring back an older signed release.
-            raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials", follow_links=False,
-                                         owner_check=PolicyError), what="policy serials")
-        except AtipTrustError as err:  # fail closed: a damaged store cannot vouch for any serial
-            raise PolicyError(f"cannot read the org policy serials {store}: {err.message}") from err
-        bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool)] \
-            if isinstance(raw, dict) else None
-        if bad is None or bad:
-            # An entry read as absent would be serial 0: any older release accepted again.
-            raise PolicyError(f"cannot read the org policy serials {store}: expected an object of integer "
-                              f"serials by policy path, got {type(raw).__name__ if bad is None else bad}")
-        seen = raw
+    seen = _accepted_serials(store)
     high = seen.get(key, 0)
     if serial < high:
         raise PolicyError(f"org policy serial {serial} is older than serial {high} this machine already "
@@ -261,4 +293,5 @@ def _guard_rollback(key: str, serial: int) -> None:
 
 
 __all__ = ["BUNDLE_SUFFIX", "POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "Signers",
-           "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path", "signers_path"]
+           "accepted_serial", "bundle_path", "check_signed", "sign_policy",
+           "signer_files", "verify_signature", "sign_policy_keyless", "signature_path", "signers_path"]

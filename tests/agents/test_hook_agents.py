@@ -30,12 +30,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 def readme_hook_command() -> list[str]:
-    """The Claude Code hook command exactly as the README's table gives it, run from this checkout."""
+    """The Claude Code hook with the flags the README's table installs it with, run from this checkout."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r'"command": "(atip-trust hook claude-code[^"]*)"', text)
-    assert found, "the README names no Claude Code hook command"
-    words = shlex.split(found.group(1))
-    return [sys.executable, "-m", "atip_trust", *words[1:]]
+    found = re.search(r"`atip-trust hook install claude-code([^`]*)`", text)
+    assert found, "the README installs no Claude Code hook"
+    return [sys.executable, "-m", "atip_trust", "hook", "claude-code", *shlex.split(found.group(1))]
 
 
 def run_hook(argv: list[str], stdin: str, env: dict[str, str], *, cwd: Path | None = None
