@@ -26,11 +26,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 def readme_copilot_words() -> list[str]:
-    """The Copilot hook command as the README's agent table gives it."""
+    """The hook the README's agent table installs for Copilot (``hook install copilot …``): ``hook
+    copilot`` with the install line's hook flags (the install-only ones dropped)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r'"(?:bash|command)": "(atip-trust hook copilot[^"]*)"', text)
-    assert found, "the README names no Copilot hook command"
-    return shlex.split(found.group(1))[1:]
+    found = re.search(r"`atip-trust hook install copilot([^`]*)`", text)
+    assert found, "the README installs no Copilot hook"
+    words = shlex.split(found.group(1))
+    for flag in ("--scope", "--settings"):
+        while flag in words:
+            at = words.index(flag)
+            del words[at:at + 2]
+    return ["hook", "copilot", *words]
 
 
 def vscode_input(world: World, tool: str, line: str) -> str:

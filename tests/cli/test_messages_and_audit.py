@@ -90,18 +90,20 @@ def test_nothing_given_gets_a_hint_to_pass_the_bundle(tmp_path: Path, argv: list
     assert signed is None or "hint:" not in signed.stdout
 
 
-def readme_hook() -> list[str]:
+def readme_hook(home: Path) -> list[str]:
+    """The Claude Code hook with the flags the README's table installs it with (``~`` is ``home``)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r'"command": "(atip-trust hook claude-code[^"]*)"', text)
-    assert found, "the README names no Claude Code hook command"
-    return shlex.split(found.group(1))[1:]
+    found = re.search(r"`atip-trust hook install claude-code([^`]*)`", text)
+    assert found, "the README installs no Claude Code hook"
+    words = [w.replace("~", str(home), 1) if w.startswith("~") else w for w in shlex.split(found.group(1))]
+    return ["hook", "claude-code", *words]
 
 
 def test_the_audit_line_of_a_passed_through_program_says_passthrough_and_why(tmp_path: Path) -> None:
     log = tmp_path / "audit.jsonl"
     line = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
                        "tool_input": {"command": "ls -la | head -2"}, "cwd": str(tmp_path)})
-    r = run(*readme_hook(), "--audit-log", str(log), cwd=tmp_path, stdin=line, env={"HOME": str(tmp_path)})
+    r = run(*readme_hook(tmp_path), "--audit-log", str(log), cwd=tmp_path, stdin=line, env={"HOME": str(tmp_path)})
     assert r.returncode == 0 and '"deny"' not in r.stdout, r.stdout + r.stderr
     got = lines(log)
     assert [x["tool"] for x in got] == ["ls", "head"]
