@@ -44,11 +44,11 @@ def w(tmp_path: Path) -> World:
     return w
 
 
-def run(w: World, argv: list[str]) -> subprocess.CompletedProcess[str]:
+def run(w: World, argv: list[str], **more_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in w.env().items() if not k.startswith("ATIP_TRUST_")}
     return subprocess.run([sys.executable, "-m", "atip_trust", *argv[:1], "--trusted-root", str(w.root),
                            "--no-audit", *argv[1:]], capture_output=True, text=True, timeout=120, cwd=w.dir,
-                          env={**env, "CI": "true"}, stdin=subprocess.DEVNULL)
+                          env={**env, "CI": "true", **more_env}, stdin=subprocess.DEVNULL)
 
 
 def with_policy(w: World, **changes: Any) -> None:
@@ -104,3 +104,21 @@ def test_a_tools_allow_digest_pin_filters_and_does_not_admit_the_interpreter(w: 
     with_policy(w, tools={"allow": [{"name": "deploy.sh"}, {"name": "sh", "digest": f"sha256:{digest}"}]})
     r = run(w, doc_command())
     assert r.returncode == 1 and "SCRIPT_INTERPRETER_NOT_ADMITTED" in r.stderr
+
+
+@pytest.mark.parametrize("waiver_in", ["local", "org"])
+def test_under_an_org_policy_only_the_orgs_waiver_counts(w: World, waiver_in: str) -> None:
+    """A local waiver cannot lift what an org layer requires (compose.py): the run is refused, naming the
+    interpreter; the same waiver in the org policy lets it run."""
+    waiver = [{"digest": f"sha256:{hashlib.sha256(SH.read_bytes()).hexdigest()}", "reason": "OS shell",
+               "expires": "2099-01-31"}]
+    doc = json.loads(POLICY.read_text())
+    with_policy(w, permissions={"allow": [r for r in doc["permissions"]["allow"] if r["rule"] != "sh"] + ["sh"]},
+                **({"waivers": waiver} if waiver_in == "local" else {}))
+    org = w.file("org-policy.json", {"version": 1, "name": "org", **({"waivers": waiver} if waiver_in == "org" else {}),
+                                     "capabilities": {"subprocess": {"minTrustLevel": "VERIFIED", "below": "deny"}}})
+    r = run(w, doc_command(), ATIP_TRUST_ORG_POLICY=str(org))
+    if waiver_in == "org":
+        assert r.returncode == 0 and r.stdout == "deployed production\n", r.stderr
+    else:
+        assert r.returncode == 1 and "SCRIPT_INTERPRETER_NOT_ADMITTED" in r.stderr and r.stdout == ""
