@@ -303,7 +303,8 @@ def _rich_verify(out: Mapping[str, Any], head: list[str], checks: list[Mapping[s
             "" if c.get("expected") is None else rich_text(show(c.get("expected"))),
             "" if c.get("actual") is None else rich_text(show(c.get("actual"))),
         )
-    console.print(table)
+    if checks:  # every failure was said above, and nothing else ran: no empty table
+        console.print(table)
     for line in tail:
         console.print(rich_text(line), highlight=False)
 
