@@ -176,7 +176,7 @@ def verify(
             with net_fetch.fetched_provenance(metadata) as material:
                 fetched = [m.to_json() for m in material]
                 given = replace(evidence, bundles=bundles + tuple(os.fspath(m.path) for m in material))
-                report = evaluate_mod.evaluate(subject, given, c, root)
+                report = evaluate_mod.evaluate(subject, given, c, root, shared_with=options.shared_with)
         else:
             if store_in is not None:
                 key = _cache_key(subject, store_in, c, evidence, options, applied, root)
@@ -184,7 +184,8 @@ def verify(
             if hit is not None:
                 report = hit[0]
             else:
-                report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root)
+                report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root,
+                                                shared_with=options.shared_with)
                 store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
     decision = decide_verify(applied, report, name) if applied is not None else verdict(report)

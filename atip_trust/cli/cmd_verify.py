@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
             if len(args.artifact) == 1:
                 raise  # one artifact: the one catch point reports it (cli/main.py)
             results.append(err)  # about this artifact: the others still get their result
+    _shared_pass(args, constraints, results)
     if args.emit_vsa and isinstance(results[0], Verification):
         emit(args, results[0], constraints)  # whatever the verdict (docs/vsa.md)
     write_report_files(report_files(args), lambda fmt: _render(args, results, fmt))
@@ -193,15 +194,34 @@ def _print_provenance(args: argparse.Namespace, results: list[Verification | Bas
                 sys.stdout.write(json.dumps(statement, separators=(",", ":")) + "\n")
 
 
-def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints) -> Verification:
+def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints,
+                shared_with: tuple[str, ...] = ()) -> Verification:
     return verify(
         artifact,
         policy=args.policy,
         evidence=Evidence(bundles=args.bundle, signature=args.signature, certificate=args.cert,
                           metadata=args.metadata),
         options=VerifyOptions(constraints=constraints, trusted_root=args.trusted_root, staging=args.staging,
-                              fetch=args.fetch, cache=not args.no_cache),
+                              fetch=args.fetch, cache=not args.no_cache, shared_with=shared_with),
     )
+
+
+def _shared_pass(args: argparse.Namespace, constraints: Constraints,
+                 results: list[Verification | BaseException]) -> None:
+    """Several artifacts, one set of evidence (docs/ci.md): an artifact found COMPROMISED only by a
+    bundle that signs or names another artifact of this run is verified again knowing those digests,
+    so that bundle is about that artifact (UNSIGNED here, not COMPROMISED). Only failed ones are
+    verified twice; a real mismatch (a digest no artifact of the run has) stays COMPROMISED."""
+    if args.fetch:
+        return  # fetched material is new each time: what was fetched is not fetched again
+    digests = {i: f"sha256:{r.report.digests['sha256']}" for i, r in enumerate(results)
+               if isinstance(r, Verification) and r.report.digests.get("sha256")}
+    for i, r in enumerate(results):
+        if not isinstance(r, Verification) or r.report.trust_level.name != "COMPROMISED":
+            continue
+        others = tuple(sorted({d for j, d in digests.items() if j != i} - {digests.get(i)}))
+        if others:
+            results[i] = _verify_one(args, args.artifact[i], constraints, others)
 
 
 def _exit_code(res: Verification | BaseException) -> int:

@@ -133,8 +133,11 @@ class Evaluation:
         trust_root: TrustRoot,
         *,
         keyless: KeylessVerifier | None = None,
+        shared_with: Sequence[str] = (),
     ) -> None:
         self.artifact = artifact
+        #: Digests of the other artifacts this evidence was given for (``VerifyOptions.shared_with``).
+        self.shared_with = frozenset(shared_with)
         self.constraints = constraints
         self.trust_root = trust_root.check()
         self._keyless = keyless
@@ -246,16 +249,23 @@ class Evaluation:
         this artifact a signed digest that is not this file's stays tampering (COMPROMISED,
         docs/decisions.md): that is how a changed file looks, and a file holding only another
         artifact's bundles can never make this one VERIFIED."""
-        if not any(r.valid and r.trusted and r.applies for r in self.results):
-            return
+        verified = any(r.valid and r.trusted and r.applies for r in self.results)
         for r in self.results:
             other = _other_artifact_check(r)
             if other is None:
                 continue
+            if verified:
+                why = "it names or signs another digest, and another bundle verifies this one"
+            elif _digests_in(other.actual) & self.shared_with:
+                # Evidence given for several artifacts at once (verify A B --bundle shared.jsonl): a
+                # bundle about another of them says nothing about this one, which is then UNSIGNED,
+                # not COMPROMISED ("COMPROMISED only for evidence given for this artifact alone").
+                why = "it names or signs another artifact the same evidence was given for"
+            else:
+                continue
             r.applies, r.compromised, r.valid, r.trusted, r.set_aside = False, False, False, False, True
-            r.checks = [Check(other.name, "skip", "not about this artifact: it names or signs another "
-                              "digest, and another bundle verifies this one", other.expected, other.actual,
-                              r.label)]
+            r.checks = [Check(other.name, "skip", f"not about this artifact: {why}", other.expected,
+                              other.actual, r.label)]
 
     def _trusted_keys(self) -> list[keys.PublicKey]:
         """The trusted keys, read and parsed once per evaluation, not once per bundle."""
@@ -595,6 +605,12 @@ def _other_artifact_check(r: EvidenceResult) -> Check | None:
     return None
 
 
+def _digests_in(actual: object) -> set[str]:
+    """The ``sha256:<hex>`` digests a failed check's ``actual`` names (one, or a list of them)."""
+    values = actual if isinstance(actual, list) else [actual]
+    return {v for v in values if isinstance(v, str) and v.startswith("sha256:")}
+
+
 def _subject_digests(b: BundleInput) -> list[str]:
     info = b.dsse_payload()
     if info is None:
@@ -677,6 +693,7 @@ def evaluate(
     *,
     keyless: KeylessVerifier | None = None,
     require_anchor: bool = True,
+    shared_with: Sequence[str] = (),
 ) -> TrustReport:
     """Evaluate one opened artifact. Raises ``UsageError`` when evidence exists but no trust anchor
     (identity or key) was given: as cosign does, ``verify`` refuses to guess whom to trust.
@@ -710,7 +727,7 @@ def evaluate(
             "that lists signers (library: Constraints(signers=...) or Constraints(keys=...), or a "
             "policy= that lists signers)"
         )
-    ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
+    ev = Evaluation(artifact, constraints, trust_root, keyless=keyless, shared_with=shared_with)
     ev.digest(sha512=metadata is not None or any(b.content == "dsse" for b in bundles))
     ev.claims_from(metadata)
     ev.evidence(bundles, signature, unreadable, certificate)

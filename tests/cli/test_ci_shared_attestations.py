@@ -116,9 +116,15 @@ def test_a_file_with_only_another_artifacts_bundles_never_verifies_this_one(w: W
             "--repo", "acme/tool", "--trusted-root", str(w.root), "--no-cache", "--format", "json", cwd=w.dir)
     assert r.returncode == 1
     linux, darwin = json.loads(r.stdout)["results"]
-    # Given only another file's signature, this file is not the one that was signed (docs/decisions.md).
-    assert linux["trust_level"] == "COMPROMISED" and linux["decision"]["behavior"] == "deny"
+    # The shared file's bundles are darwin's, an artifact of this run: about it, so linux is UNSIGNED
+    # (nothing about it was given), never VERIFIED; darwin is VERIFIED.
+    assert linux["trust_level"] == "UNSIGNED" and linux["decision"]["behavior"] == "deny"
     assert darwin["trust_level"] == "VERIFIED"
+    # Given for this artifact alone, another file's signature means this file is not the one that was
+    # signed (docs/decisions.md): COMPROMISED.
+    alone = run("verify", "dist/tool-linux", "--bundle", "dist/attestations.jsonl", "--repo", "acme/tool",
+                "--trusted-root", str(w.root), "--no-cache", "-q", cwd=w.dir)
+    assert alone.returncode == 1 and "tool-linux: COMPROMISED -> deny" in alone.stdout
     dsse_only = release(w, ("tool-linux", "tool-darwin"), only=("tool-darwin",), kinds=("dsse",))
     r = run("verify", "dist/tool-linux", "--bundle", str(dsse_only), "--repo", "acme/tool", "--trusted-root",
             str(w.root), "--no-cache", "-q", cwd=w.dir)
@@ -132,6 +138,22 @@ def test_a_changed_artifact_in_a_shared_file_is_still_compromised(w: World) -> N
             "acme/tool", "--trusted-root", str(w.root), "--no-cache", "--format", "json", cwd=w.dir)
     assert r.returncode == 1
     assert levels(json.loads(r.stdout)) == ["COMPROMISED", "VERIFIED", "VERIFIED"]
+
+
+def test_another_artifact_replaced_by_this_ones_signed_bytes_never_verifies_the_changed_one(w: World) -> None:
+    """The attack on the shared-evidence rule: tool-linux is changed and tool-darwin is given
+    tool-linux's original (signed) bytes, so linux's bundles now sign an artifact of the run. The
+    changed file is set aside as UNSIGNED at best, never VERIFIED; the run fails."""
+    release(w, ("tool-linux", "tool-darwin"), only=("tool-linux",))
+    original = (w.dir / "dist" / "tool-linux").read_bytes()
+    (w.dir / "dist" / "tool-darwin").write_bytes(original)
+    (w.dir / "dist" / "tool-linux").write_bytes(b"#!/bin/sh\necho backdoor\n")
+    r = run("verify", "dist/tool-linux", "dist/tool-darwin", "--bundle", "dist/attestations.jsonl", "--repo",
+            "acme/tool", "--trusted-root", str(w.root), "--no-cache", "--format", "json", cwd=w.dir)
+    assert r.returncode == 1
+    linux, darwin = json.loads(r.stdout)["results"]
+    assert linux["trust_level"] in ("UNSIGNED", "COMPROMISED") and linux["decision"]["behavior"] == "deny"
+    assert darwin["trust_level"] == "VERIFIED"  # its bytes are the ones that were signed
 
 
 def test_another_signers_bundle_for_this_artifact_does_not_set_the_others_aside(w: World) -> None:
