@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from atip_trust.admission.interactive import Interactive
 
-    O = TypeVar("O", "AdmitOptions", "VerifyOptions")
+    O = TypeVar("O", "AdmitOptions", "VerifyOptions")  # noqa: E741 - the options type
 
 PathLike = str | os.PathLike[str]
 

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.admission._deps import bundles_mod, evaluate_mod, net_fetch, pathlib
+from atip_trust.admission._deps import bundles_mod, evaluate_mod, net_fetch
 from atip_trust._base.record import Record, replace
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
@@ -38,11 +38,6 @@ from atip_trust.policy.load import load_layer, org_layers
 from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.verdict_cache import VerdictCache
-
-# Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (docs/caching.md:
-# a warm verify loads none of them).
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 PathLike = str | os.PathLike[str]

@@ -12,7 +12,9 @@ It reads what the CLI reads, the way it reads it, and changes nothing but what a
 * **agent hooks**: each agent's user and project settings (agents/install.py): an atip-trust hook entry,
   its program's absolute path, whether that program is there, and whether a failure blocks;
 * **audit log**: whether the file admissions write to can be written;
-* **PATH**: the entries ``scan`` and hook resolution skip, and why.
+* **PATH**: the entries ``scan`` and hook resolution skip, and why;
+* **agent-tools**: metadata files in the XDG trees that cannot count as they are (no bundle, or a
+  system-wide file others can write).
 
 Exit 1 when a protection the configuration asks for is not in force (a hook that fails open or points
 at a missing program, an org policy that is refused, one under a name the CLI does not read, a required
@@ -35,7 +37,8 @@ from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import install as hooks_install
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli import hook_install
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli._deps import agent_tools_mod
+from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
 from atip_trust.errors import AtipTrustError
@@ -213,8 +216,19 @@ def findings(project: str | None = None) -> list[Finding]:
     except AtipTrustError as err:
         policy = None
         out.append(Finding("policy", "problem", f"the policy an admission uses does not load: {err.message}"))
-    out += trusted_root(policy) + agent_hooks(project) + audit_log(policy) + path_entries()
+    out += trusted_root(policy) + agent_hooks(project) + audit_log(policy) + path_entries() + agent_tools()
     return out
+
+
+def agent_tools() -> list[Finding]:
+    """RFC §4.2's tree and RFC v0.3 §4's system-wide ones: files present that cannot count as they are
+    (admission/agent_tools.py ``tree_notes``)."""
+    tree = agent_tools_mod.AgentTree.default()
+    notes = [Finding("agent-tools", status, message, path)
+             for status, message, path in agent_tools_mod.tree_notes(tree)]
+    roots = ", ".join(r for r in (tree.data, tree.config, *tree.system) if os.path.isdir(r)) or "none present"
+    return notes or [Finding("agent-tools", "ok", f"every metadata file in the agent-tools trees ({roots}) has "
+                             "its bundle and sits where only root or you can write")]
 
 
 _MARK = {"ok": "ok     ", "problem": "PROBLEM", "warning": "warning", "none": "-      "}

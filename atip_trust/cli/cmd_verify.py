@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.main import (
+from atip_trust.cli.common import (
     add_common_options,
     EXIT_ERROR,
     EXIT_FAIL,

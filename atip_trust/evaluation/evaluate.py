@@ -62,7 +62,6 @@ from atip_trust.facts.report import (
 )
 from atip_trust.signature.identity import (
     CertificateFacts,
-    IdentityRule,
     match_identities,
 )
 from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
@@ -72,7 +71,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.provenance.slsa import AllowedSource, BuilderMap, BuildSigner
+    from atip_trust.provenance.slsa import BuilderMap, BuildSigner
     from atip_trust.signature.bundle import BundleInput
     from atip_trust.signature.keyless import KeylessVerifier
 

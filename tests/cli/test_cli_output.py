@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 
 import jsonschema
 import pytest
+from verify_helpers import run_cli
 from world import World
 
 CLI = [sys.executable, "-m", "atip_trust"]
@@ -44,8 +45,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def run(world: dict[str, Any], *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "CI": "true", **(env or {})}
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120, cwd=world["dir"],
-                          stdin=subprocess.DEVNULL, env=environ)
+    return run_cli(argv, timeout=120, cwd=world["dir"], env=environ)
 
 
 def verify(world: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from serve_helpers import Served, start, token_file
 from shell_lines import ShellWorld, line, make_world
-from verify_helpers import cli
+from verify_helpers import cli, run_cli
 
 from atip_trust.cli.main import main
 
@@ -112,10 +112,9 @@ def _thin(world: ShellWorld, sock: str, command: str, *extra: str) -> subprocess
 
 
 def _direct(world: ShellWorld, command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "atip_trust", "hook", "claude-code", "--policy",
-                           str(world.policy), "--bundle-dir", _bundle_dir(world), "--no-audit"],
-                          input=hook_json(command, str(world.dir)), capture_output=True, text=True,
-                          env=env_of(world), timeout=120, cwd=world.dir)
+    return run_cli(["hook", "claude-code", "--policy", str(world.policy), "--bundle-dir", _bundle_dir(world),
+                    "--no-audit"], input=hook_json(command, str(world.dir)), env=env_of(world), timeout=120,
+                   cwd=world.dir)  # in-process, as a fresh child would run it
 
 
 THIN_LINES = ("tool x", "evil", "ls && tool y", "./tool x", "./gh pr", "tool $(evil)")
