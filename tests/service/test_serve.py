@@ -421,3 +421,19 @@ def test_load_loses_no_answer_and_no_audit_line(shell_world: ShellWorld, short_d
         assert svc.stop() == 0
     assert len(statuses) == clients * each and set(statuses) == {200}
     assert len(_audit_lines(log)) == clients * each
+
+
+def test_the_thin_clients_agent_list_is_the_hook_formats() -> None:
+    from atip_trust.agents.formats import AGENTS
+    from atip_trust.cli.hook_client import AGENTS as CLIENT_AGENTS
+    assert CLIENT_AGENTS == AGENTS
+
+
+def test_hook_install_keeps_via_service_in_the_installed_command(tmp_path: Path) -> None:
+    """``hook install AGENT --via-service`` is an install, not a thin-client call: the flag must reach the
+    installed command (an earlier launcher took it for a client call and dropped it)."""
+    code = "from atip_trust.cli.launch import main; raise SystemExit(main())"
+    run = subprocess.run([sys.executable, "-c", code, "hook", "install", "claude-code", "--via-service", "--print"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    assert "hook claude-code --via-service" in run.stdout
