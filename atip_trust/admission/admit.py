@@ -659,7 +659,7 @@ def _step_additions(
     if vsas:
         report = gate_vsa.apply_vsas(report, gate_vsa.vsa_checks(
             {alg: d.hex for alg, d in a.digests.items()}, vsas, gate_vsa.verifier_rules(policy),
-            trust_root=a.trust_root))
+            trust_root=a.trust_root, unanswered=gate_vsa.unanswered_requirements(policy)))
         a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
@@ -714,6 +714,14 @@ def decided(
         # user's own index says are not this tool), the reason first (admission/agent_tools.py).
         decision.behavior = "deny"
         decision.reasons = [agent_tools_mod.mismatch_reason(pinned),
+                            *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
+    failed = next((c for c in report.checks if c.name == "vsa" and c.status == "fail"), None)
+    if failed is not None:
+        # A verifier the policy trusts FAILED these exact bytes (admission/vsa.py, docs/vsa.md): denied in
+        # every mode and whatever other evidence says, as a registry pin is; the reason first.
+        decision.behavior = "deny"
+        decision.reasons = [Reason("VSA_FAILED", failed.message, rule="trust.verifiers", expected="PASSED",
+                                   actual=failed.actual),
                             *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
     return Admission(
         tool=tool_name,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base import jsonio
 from atip_trust._base.files import exists, owner_problem, path_name, read_capped
-from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
+from atip_trust.policy._deps import datetime_mod, schema, serials, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.shipped import shipped_file, shipped_path
@@ -117,6 +117,10 @@ def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     std = standard_org_policy_path()
     if std is not None and _present(std):
         out.append(os.fspath(std))
+    elif std is not None:
+        # Once signed, always signed (policy/serials.py): a standard path whose signed policy this
+        # machine accepted does not turn into "no org policy" by the file going away.
+        serials.require_unsigned_allowed(os.fspath(std), os.fspath(std))
     env = os.environ.get(ORG_POLICY_ENV, "")
     if env:
         out.append(env)
@@ -480,7 +484,7 @@ def _waivers(waivers: Any, source: RuleSource) -> tuple[Waiver, ...]:
 #: (``atip-trust serve``, a runtime calling ``load_admission_policy`` per decision) reads and checks the
 #: file each time — its bytes, owner, mode and signature are never remembered — and only skips
 #: compiling bytes it has compiled before. ``layer_from_document`` reads nothing else.
-_LAYERS: dict[tuple[bytes, str, str, str], PolicyLayer] = {}
+_LAYERS: dict[tuple[bytes, str, str, str, tuple[BuilderRule, ...]], PolicyLayer] = {}
 _MAX_LAYERS = 16
 
 
@@ -495,10 +499,13 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
                            owner_check=PolicyError)
         if exists(name + ".signers.json", what="org policy signers file", error=PolicyError):  # the machine requires it signed (policy/signed.py)
             signed.check_signed(name, data)
+        else:  # signed before on this path: the signers file going missing is no way back to unsigned
+            serials.require_unsigned_allowed(name, name + ".signers.json")
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
     base_dir = os.path.dirname(os.path.realpath(name))
-    key = (data, source, name, base_dir)
+    # The shipped builder map enters a layer that includes it (its digest too): part of the key.
+    key = (data, source, name, base_dir, builtin_builders())
     layer = _LAYERS.get(key) if cache else None  # the same bytes at the same place: the same layer
     if layer is None:
         layer = _compile_layer(data, source, name, base_dir, cache)

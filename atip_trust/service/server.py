@@ -310,7 +310,7 @@ def remove_socket(path: str) -> None:
 def parse_http_address(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+    if not sep or not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
         raise UsageError(f"--http expects HOST:PORT on loopback (127.0.0.1:8787), actual {text!r}")
     if host == "localhost":
         host = "127.0.0.1"

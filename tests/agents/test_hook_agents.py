@@ -202,6 +202,21 @@ def test_policy_check_warns_when_an_allow_rule_lets_an_unmodelled_runner_run_any
         assert ("Warning: allow rule" in r.stdout and "whatever it is given" in r.stdout) is warned, r.stdout
 
 
+@pytest.mark.parametrize(("rule", "warned"), [("jq *", True), ("Bash(helm list *)", True), ("gh pr *", False),
+                                              ("git status", False), ("tar -cf *", False), ("python3 *", False)])
+def test_policy_check_warns_about_an_allow_rule_over_a_program_without_a_table(
+        tmp_path: Path, rule: str, warned: bool) -> None:
+    """Issue 32: a program the gate has no table for may be told (a variable, an option) to run another
+    one; allowing it is flagged (an unmodelled runner gets its own, stronger warning instead)."""
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"version": 1, "permissions": {"allow": [rule]}}))
+    for action in ("check", "explain"):
+        r = subprocess.run([sys.executable, "-m", "atip_trust", "policy", action, str(policy)],
+                           capture_output=True, text=True, timeout=120, check=False)
+        assert r.returncode == 0, r.stderr
+        assert ("is not written (docs/agents.md)" in r.stdout) is warned, r.stdout
+
+
 def test_a_local_policy_cannot_loosen_the_orgs_hooks_unlisted(tmp_path: Path) -> None:
     """A hostile local layer saying passthrough does not undo an org layer's deny (strictest wins)."""
     from atip_trust.policy.compose import compose
