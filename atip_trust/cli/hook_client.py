@@ -8,8 +8,8 @@ itself computes for those flags (service/app.py). The request and the answer are
 words hex-encoded in headers, written and read here by hand only because the standard library's client
 costs more start-up than the whole decision (docs/serve.md, "Command hooks").
 
-When the service cannot be reached, or answers anything but a well-formed 200, this process decides
-in-process, exactly as ``atip-trust hook`` without the flag would: never "no opinion".
+When the service cannot be reached, runs as another user, or answers anything but a well-formed 200,
+this process decides in-process, exactly as ``atip-trust hook`` without the flag would: never "no opinion".
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def _ask(path: str, agent: str, flags: list[str], data: bytes) -> tuple[bytes, s
     try:
         s.settimeout(60.0)
         s.connect(path)
+        if not _ours(s, path):
+            return None
         s.sendall(head.encode("ascii") + data)
         chunks = []
         while True:
@@ -78,6 +80,22 @@ def _ask(path: str, agent: str, flags: list[str], data: bytes) -> tuple[bytes, s
     finally:
         s.close()
     return _parse(b"".join(chunks))
+
+
+def _ours(s: _socket.socket, path: str) -> bool:
+    """The process listening on ``path`` runs as this user. Another local user may create the default
+    socket's folder (/tmp/atip-trust-UID) first, or a ``--socket`` may be a symlink to their socket:
+    their answer is not believed (and the hook input is not sent to them). Linux names the listener
+    (``SO_PEERCRED``: pid, uid, gid); elsewhere the socket file must be this user's, in a folder of theirs
+    that others cannot write."""
+    uid = os.getuid()
+    peercred = getattr(_socket, "SO_PEERCRED", None)
+    if peercred is not None:
+        creds = s.getsockopt(_socket.SOL_SOCKET, peercred, 12)
+        return int.from_bytes(creds[4:8], sys.byteorder) == uid
+    st, parent = os.lstat(path), os.lstat(os.path.dirname(os.path.abspath(path)))
+    return st.st_uid == uid and parent.st_uid == uid and not parent.st_mode & 0o022 \
+        and st.st_mode & 0o170000 == 0o140000
 
 
 def _parse(raw: bytes) -> tuple[bytes, str, int] | None:
