@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import socket
 import stat
@@ -30,6 +31,7 @@ from socketserver import TCPServer, ThreadingMixIn, UnixStreamServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from atip_trust.agents.formats import render_error
 from atip_trust.errors import UsageError
 from atip_trust.service.app import Response, Service
 
@@ -175,7 +177,25 @@ class _Handler(BaseHTTPRequestHandler):
             return Response(400, {"error": "the body ended before its Content-Length"})
         return data
 
+    def _hook_answer(self, response: Response) -> Response:
+        """An http hook (Claude Code) reads any answer but a 2xx as a non-blocking error and runs the
+        line unless its settings say ``onFailure: block``: so on a hook path (not the thin client's
+        ``?form=command``, which decides in-process on any error) every refusal — size, Host, Origin,
+        token, an unknown agent — is answered as the agent's deny object (docs/serve.md)."""
+        parts = urlsplit(self.path)
+        if response.status == 200 or not parts.path.startswith("/v1/hooks/") \
+                or dict(parse_qsl(parts.query)).get("form") == "command":
+            return response
+        try:
+            reason = json.loads(response.body).get("error") or ""
+        except (ValueError, AttributeError):
+            reason = ""
+        agent = parts.path[len("/v1/hooks/"):]
+        denial = render_error(agent, f"the service refused the request ({response.status}): {reason}")
+        return Response(200, denial.stdout, "application/json")
+
     def _send(self, response: Response, started: float) -> None:
+        response = self._hook_answer(response)
         try:
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)

@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from serve_helpers import Served, start, token_file
 from shell_lines import ShellWorld
-from test_serve import _direct, _thin, hook_json, shell_world, short_dir  # noqa: F401 - fixtures
+from test_serve import _direct, _thin, env_of, hook_json, served, shell_world, short_dir  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Unix sockets with SO_PEERCRED")
 
@@ -58,3 +60,61 @@ def test_a_socket_planted_by_another_user_is_not_believed(shell_world: ShellWorl
     finally:
         liar.kill()
         liar.wait(timeout=30)
+
+
+def _raw(sock: str, request: bytes) -> bytes:
+    """Send ``request`` as is and read the whole answer (the service closes after a refusal)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(60)
+        s.connect(sock)
+        s.sendall(request)
+        answer = b""
+        for _ in range(1000):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    return answer
+
+
+def _is_claude_deny(answer: bytes) -> bool:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200 "):
+        return False
+    spec = json.loads(body).get("hookSpecificOutput", {})
+    return bool(spec.get("permissionDecision") == "deny")
+
+
+@pytest.mark.parametrize("request_bytes", [
+    # a shell line larger than the body cap (a heredoc of a megabyte)
+    b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1048577\r\n\r\n",
+    b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n",
+    b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 2\r\n\r\n{}",
+    b"POST /v1/hooks/claude-code?token=x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}",
+    b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: localhost\r\nOrigin: null\r\nContent-Length: 2\r\n\r\n{}",
+    # a typo in the hook's URL
+    b"POST /v1/hooks/claude_code HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}",
+], ids=["oversized", "chunked", "bad-length", "foreign-host", "url-token", "origin", "unknown-agent"])
+def test_an_http_hooks_refused_request_is_a_deny_object_not_an_http_error(served: Served,
+                                                                          request_bytes: bytes) -> None:
+    """Claude Code reads any non-2xx answer of an http hook as a non-blocking error and runs the line
+    (unless its settings say ``onFailure: block``): every refusal on a hook path is a deny object."""
+    assert _is_claude_deny(_raw(served.sock, request_bytes))
+
+
+def test_an_http_hook_without_the_token_gets_a_deny_object(shell_world: ShellWorld, short_dir: Path) -> None:
+    """A Claude Code setting whose token variable is not exported (or is stale) must not turn every
+    hook into a non-blocking 401 error: the line is denied."""
+    token = token_file(short_dir)
+    svc = start(short_dir / "t.sock", "--http", "127.0.0.1:0", "--token-file", str(token), "--no-audit",
+                env=env_of(shell_world))
+    try:
+        body = hook_json("tool x", str(shell_world.dir))
+        for auth in ({}, {"Authorization": "Bearer "}, {"Authorization": "Bearer wrong-token-0123456789"}):
+            status, _, answer = svc.request("POST", "/v1/hooks/claude-code", body, headers=auth, tcp=True)
+            assert status == 200, answer
+            assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert svc.request("GET", "/healthz", tcp=True)[0] == 401  # elsewhere the status stays
+    finally:
+        assert svc.stop() == 0
