@@ -143,7 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _refusal(self) -> Response | None:
         if not self.server.peer_ok(self.connection):
             return Response(403, {"error": "only the user who started the service may use it"})
-        host = self.headers.get("Host")
+        hosts = self.headers.get_all("Host") or []
+        host = hosts[0] if len(hosts) == 1 else None  # two Host fields: 400 in RFC 9112 section 3.2
         if host is None or not loopback_host(host):
             return Response(421, {"error": f"the Host header must name a loopback host, actual {host!r}"})
         if self.headers.get("Origin") is not None:
@@ -162,13 +163,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> bytes | Response:
         if self.headers.get("Transfer-Encoding") is not None:
             return Response(411, {"error": "send a Content-Length, not a chunked body"})
-        length_text = self.headers.get("Content-Length", "0" if self.command == "GET" else None)
-        if length_text is None:
+        given = self.headers.get_all("Content-Length") or []
+        if not given and self.command != "GET":
             return Response(411, {"error": "a Content-Length is required"})
-        try:
-            length = int(length_text)
-        except ValueError:
-            return Response(400, {"error": f"Content-Length is not a number: {length_text!r}"})
+        length_text = given[0].strip() if given else "0"
+        # One field of ASCII digits (RFC 9112 section 6.3): two fields, or "+2" and "0_2" that int()
+        # accepts, are where a proxy and this service could disagree on where the request ends.
+        if len(given) > 1 or not (length_text.isascii() and length_text.isdigit()):
+            return Response(400, {"error": f"expected one Content-Length of digits, actual {given!r}"})
+        length = int(length_text)
         if length < 0 or length > self.server.max_request_bytes:
             return Response(413, {"error": f"the body may be at most {self.server.max_request_bytes} bytes, "
                                            f"actual {length}"})

@@ -118,3 +118,24 @@ def test_an_http_hook_without_the_token_gets_a_deny_object(shell_world: ShellWor
         assert svc.request("GET", "/healthz", tcp=True)[0] == 401  # elsewhere the status stays
     finally:
         assert svc.stop() == 0
+
+
+@pytest.mark.parametrize("lengths", [[b"2", b"40"], [b"2", b"2"], [b"+2"], [b"0_2"], [b"\xd9\xa2"]],
+                         ids=["differing", "repeated", "plus-sign", "underscore", "arabic-digit"])
+def test_a_smuggled_content_length_is_refused(served: Served, lengths: list[bytes]) -> None:
+    """Request smuggling (RFC 9112 section 6.3): two Content-Length fields, or one that only Python's
+    ``int`` reads as a number, would let the service and a proxy in front of it cut the stream in
+    different places. Only one field of ASCII digits is taken."""
+    fields = b"".join(b"Content-Length: " + n + b"\r\n" for n in lengths)
+    answer = _raw(served.sock, b"POST /v1/admit HTTP/1.1\r\nHost: localhost\r\n" + fields + b"\r\n{}"
+                  + b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert answer.count(b"HTTP/1.1 ") == 1  # nothing after the refused request is read as a request
+
+
+def test_a_second_host_field_is_refused(served: Served) -> None:
+    """Two Host fields (the first loopback, the second a rebinding page's name) are refused, not read
+    by whichever one a check happens to take (RFC 9112 section 3.2)."""
+    answer = _raw(served.sock, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n"
+                  b"Connection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 421 "), answer[:200]
