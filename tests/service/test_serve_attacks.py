@@ -139,3 +139,36 @@ def test_a_second_host_field_is_refused(served: Served) -> None:
     answer = _raw(served.sock, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n"
                   b"Connection: close\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 421 "), answer[:200]
+
+
+@pytest.mark.parametrize("req", [
+    {"tool": "--help", "command": "rm -rf /"},
+    {"tool": "-h"},
+    {"tool": "--version"},
+    {"tool": "--policy=/nonexistent/evil.json", "command": "x"},
+], ids=["help", "short-help", "version", "policy"])
+def test_an_admit_tool_that_looks_like_a_flag_is_a_tool_not_a_flag(served: Served, req: dict[str, str]) -> None:
+    """A model names the tool; a runtime forwards it. ``--help`` read as admit's flag printed the usage
+    and exited 0, which /v1/admit reported as ``"behavior": "allow"`` for ``rm -rf /``. The tool is
+    always the positional TOOL (after ``--``): a program named ``--help`` is not found and not allowed."""
+    status, doc = served.json("/v1/admit", req)
+    assert status == 200 and doc["behavior"] != "allow" and doc["exitCode"] != 0, doc
+    assert "usage:" not in doc["stderr"] and doc["admission"] is not None, doc
+
+
+@pytest.mark.parametrize("field,value", [("command", "--no-audit"), ("command", "--help"), ("bundles", "--staging"),
+                                         ("metadata", "--trusted-root=/tmp/x.json")])
+def test_an_admit_value_that_looks_like_a_flag_is_that_fields_value(served: Served, shell_world: ShellWorld,
+                                                                   field: str, value: str) -> None:
+    """A field's value is that field's value, as ``--command=--no-audit`` is for the CLI: never a flag of
+    its own, and never a usage error the CLI would not give."""
+    tool = str(shell_world.bin / "tool")
+    status, doc = served.json("/v1/admit", {"tool": tool, field: value})
+    assert status == 200 and doc["admission"] is not None, doc
+    assert "expected one argument" not in doc["stderr"], doc
+
+
+def test_compile_metadata_that_looks_like_a_flag_is_a_path(served: Served) -> None:
+    """``"metadata": ["--help"]`` printed compile's usage and exited 0 (no tools, exit code 0)."""
+    status, doc = served.json("/v1/compile", {"provider": "openai", "metadata": ["--help"]})
+    assert status == 200 and doc["exitCode"] != 0 and "usage:" not in doc["stderr"], doc
