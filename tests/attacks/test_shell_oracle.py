@@ -16,7 +16,6 @@ import random
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -92,6 +91,7 @@ def test_the_worlds_signed_tools_are_allowed(oracle: tuple[ShellWorld, Policy]) 
         assert not run_in_bash(world, text), text
 
 
+@pytest.mark.slow
 def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWorld, Policy]) -> None:
     world, policy = oracle
     seen = {"lines": 0, "allowed": 0}
