@@ -189,22 +189,53 @@ def _hook_program(command: Any, agent: str) -> tuple[list[str], bool] | None:
     return words[:start], wrapped
 
 
-def _entries(doc: Any, row: AgentSettings) -> list[dict[str, Any]]:
-    """Every hook entry (a dict with the command key) under the agent's event, groups unpacked."""
+def _grouped(doc: Any, row: AgentSettings) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Every hook entry (a dict with the command key) under the agent's event, with the matcher group
+    it sits in (None: it sits in the event's list itself)."""
     hooks = doc.get("hooks") if isinstance(doc, dict) else None
     items = hooks.get(row.event) if isinstance(hooks, dict) else None
-    found: list[dict[str, Any]] = []
+    found: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for item in items if isinstance(items, list) else ():
         if isinstance(item, dict) and row.command_key in item:
-            found.append(item)
+            found.append((item, None))
         for inner in item.get("hooks", ()) if isinstance(item, dict) and isinstance(item.get("hooks"), list) else ():
             if isinstance(inner, dict) and row.command_key in inner:
-                found.append(inner)
+                found.append((inner, item))
     return found
 
 
-def judge(agent: str, path: str, entry: dict[str, Any]) -> HookEntry | None:
-    """``entry`` as a guard: None when it does not run atip-trust's hook for ``agent``."""
+def _entries(doc: Any, row: AgentSettings) -> list[dict[str, Any]]:
+    """Every hook entry (a dict with the command key) under the agent's event, groups unpacked."""
+    return [entry for entry, _ in _grouped(doc, row)]
+
+
+def _runs_for_shell(row: AgentSettings, group: dict[str, Any] | None) -> str | None:
+    """Why the agent never runs an entry of ``group`` for its shell tool (None: it does). The agent
+    matches a group's ``matcher`` against the tool's name: absent, empty and ``*`` match every tool,
+    anything else must match the whole name (a regular expression: ``Bash|Edit``); an entry outside a
+    group is not run by the agents that group their hooks."""
+    if row.matcher is None:
+        return None
+    if group is None:
+        return f"the entry is not inside a {{\"matcher\": \"{row.matcher}\", \"hooks\": [...]}} group: never run"
+    matcher = group.get("matcher")
+    if matcher is None or matcher in ("", "*"):
+        return None
+    import re  # only doctor judges matchers: not on the hook's warm path
+
+    try:
+        if isinstance(matcher, str) and re.fullmatch(matcher, row.matcher):
+            return None
+    except re.error:
+        pass
+    return f"its group's matcher {json.dumps(matcher)} does not match the {row.matcher} tool: shell lines run unhooked"
+
+
+def judge(agent: str, path: str, entry: dict[str, Any], group: dict[str, Any] | None | bool = False,
+          disabled: bool = False) -> HookEntry | None:
+    """``entry`` as a guard: None when it does not run atip-trust's hook for ``agent``. ``group``: the
+    matcher group it sits in (None: none; False: not known, not judged); ``disabled``: the settings
+    file turns every hook off."""
     row = SETTINGS[agent]
     command = entry.get(row.command_key)
     found = _hook_program(command, agent)
@@ -220,6 +251,11 @@ def judge(agent: str, path: str, entry: dict[str, Any]) -> HookEntry | None:
     elif not os.access(program[0], os.X_OK) or not os.path.isfile(program[0]):
         problems.append(f"{program[0]} is missing or not executable: every call is "
                         f"{'blocked' if wrapped else 'let through'}")
+    unmatched = _runs_for_shell(row, group) if group is not False else None
+    if unmatched is not None:
+        problems.append(unmatched)
+    if disabled:
+        problems.append("the same settings file says disableAllHooks: true, so no hook runs")
     if row.fail_closed is not None and entry.get(row.fail_closed[0]) != row.fail_closed[1]:
         problems.append(f"no {row.fail_closed[0]}: {json.dumps(row.fail_closed[1])} (the agent's own timeout "
                         "lets the call through)")
@@ -341,7 +377,9 @@ def find_hooks(agent: str, path: str) -> list[HookEntry]:
     if text is None:
         return []
     doc = _parse(text, SETTINGS[agent], path)
-    return [e for entry in _entries(doc, SETTINGS[agent]) if (e := judge(agent, path, entry)) is not None]
+    disabled = agent == "claude-code" and doc.get("disableAllHooks") is True
+    return [e for entry, group in _grouped(doc, SETTINGS[agent])
+            if (e := judge(agent, path, entry, group, disabled)) is not None]
 
 
 def _render(doc: dict[str, Any]) -> str:
