@@ -251,7 +251,7 @@ def judge(agent: str, path: str, entry: dict[str, Any], group: dict[str, Any] | 
     elif not os.access(program[0], os.X_OK) or not os.path.isfile(program[0]):
         problems.append(f"{program[0]} is missing or not executable: every call is "
                         f"{'blocked' if wrapped else 'let through'}")
-    unmatched = _runs_for_shell(row, group) if group is not False else None
+    unmatched = None if isinstance(group, bool) else _runs_for_shell(row, group)
     if unmatched is not None:
         problems.append(unmatched)
     if disabled:
