@@ -59,6 +59,20 @@ def default_socket() -> str:
     return os.path.join(f"/tmp/atip-trust-{os.getuid()}", "serve.sock")
 
 
+#: Environment variables a decision reads besides PATH (which is sent): an org policy or policy named
+#: by the environment, CI (an ask is a deny there), the state, cache and agent-tools folders. The
+#: service answers only a client whose values equal its own; any other is decided here, as the CLI
+#: in that environment would decide it.
+_DECISION_ENV = ("CI", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+                 "XDG_CONFIG_DIRS", "XDG_DATA_DIRS", "CODEX_HOME")
+
+
+def decision_env(environ: dict[str, str] | os._Environ[str]) -> str:
+    """The decision's environment (``_DECISION_ENV`` and every ``ATIP_*`` name), as one comparable text."""
+    names = sorted(n for n in environ if n in _DECISION_ENV or n.startswith("ATIP_"))
+    return "\0".join(f"{n}={environ[n]}" for n in names)
+
+
 def _hex(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").hex()
 
@@ -68,7 +82,7 @@ def _ask(path: str, agent: str, flags: list[str], data: bytes) -> tuple[bytes, s
     head = (f"POST /v1/hooks/{agent}?form=command HTTP/1.1\r\nHost: localhost\r\n"
             f"Content-Length: {len(data)}\r\nConnection: close\r\n"
             f"X-Atip-Argv: {_hex(chr(0).join(flags))}\r\nX-Atip-Cwd: {_hex(os.getcwd())}\r\n"
-            f"X-Atip-Path: {_hex(os.environ.get('PATH', ''))}\r\n\r\n")
+            f"X-Atip-Path: {_hex(os.environ.get('PATH', ''))}\r\nX-Atip-Env: {_hex(decision_env(os.environ))}\r\n\r\n")
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.settimeout(60.0)

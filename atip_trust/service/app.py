@@ -30,6 +30,7 @@ from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.admission.verdict_key import HITS
+from atip_trust.cli.hook_client import decision_env
 from atip_trust.cli.main import main
 from atip_trust.service.calls import check_call_request
 from atip_trust.agents.formats import AGENTS, STDIN_CAP, render_error
@@ -221,6 +222,10 @@ class Service:
         flags = self.hook_flags
         cwd = path_env = None
         if command_form and "x-atip-argv" in headers:  # a thin client's own flags (cli/hook_client.py)
+            if headers.get("x-atip-env") != decision_env(os.environ).encode("utf-8", "surrogateescape").hex():
+                # Its environment names another policy, org policy, CI or state than this process reads:
+                # the CLI there could decide otherwise, so the client decides itself (any non-200).
+                return Response(409, {"error": "the client's decision environment differs from the service's"})
             words = bytes.fromhex(headers["x-atip-argv"]).decode("utf-8", "surrogateescape")
             flags = [w for w in words.split("\0") if w] if words else []
             cwd = bytes.fromhex(headers.get("x-atip-cwd", "")).decode("utf-8", "surrogateescape") or None

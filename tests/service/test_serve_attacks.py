@@ -172,3 +172,32 @@ def test_compile_metadata_that_looks_like_a_flag_is_a_path(served: Served) -> No
     """``"metadata": ["--help"]`` printed compile's usage and exited 0 (no tools, exit code 0)."""
     status, doc = served.json("/v1/compile", {"provider": "openai", "metadata": ["--help"]})
     assert status == 200 and doc["exitCode"] != 0 and "usage:" not in doc["stderr"], doc
+
+
+@pytest.mark.parametrize("name,value", [("ATIP_TRUST_ORG_POLICY", "/nonexistent/org-policy.json"),
+                                        ("ATIP_TRUST_POLICY", "/nonexistent/policy.json")])
+def test_a_thin_client_whose_environment_names_another_policy_is_not_answered_by_the_service(
+        shell_world: ShellWorld, served: Served, name: str, value: str) -> None:
+    """The agent's environment names an org policy (or a policy) the service never read: the CLI in
+    that environment refuses the line, so the thin client must not replay the service's allow."""
+    env = {**env_of(shell_world), name: value}
+    code = "from atip_trust.cli.launch import main; raise SystemExit(main())"
+    common = ["hook", "claude-code", "--bundle-dir", str(shell_world.bundles), "--no-audit"]
+    if name != "ATIP_TRUST_POLICY":
+        common += ["--policy", str(shell_world.policy)]
+    body = hook_json("tool x", str(shell_world.dir))
+    thin = subprocess.run([sys.executable, "-I", "-c", code, *common, "--via-service", "--socket", served.sock],
+                          input=body, capture_output=True, text=True, env=env, timeout=120, cwd=shell_world.dir)
+    direct = subprocess.run([sys.executable, "-m", "atip_trust", *common], input=body, capture_output=True,
+                            text=True, env=env, timeout=120, cwd=shell_world.dir)
+    assert '"allow"' not in direct.stdout, direct.stdout  # the oracle: the CLI in that environment
+    assert (thin.stdout, thin.returncode) == (direct.stdout, direct.returncode)
+
+
+def test_a_thin_client_in_the_services_own_environment_is_answered_by_the_service(
+        shell_world: ShellWorld, served: Served) -> None:
+    """The check above must not send every client home: the same environment is served."""
+    thin = _thin(shell_world, served.sock, "tool x")
+    assert '"allow"' in thin.stdout
+    metrics = served.request("GET", "/metrics")[2].decode()
+    assert 'atip_trust_decisions_total{endpoint="hooks/claude-code",outcome="allow"} 1' in metrics, metrics
