@@ -143,6 +143,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _refusal(self) -> Response | None:
         if not self.server.peer_ok(self.connection):
             return Response(403, {"error": "only the user who started the service may use it"})
+        if not self.path.startswith("/"):
+            # The absolute form (http://host/...) names a host of its own, which overrides Host (RFC 9112
+            # section 3.2.2): a loopback Host would not vouch for it. Only origin-form paths are served.
+            return Response(400, {"error": f"expected a request target of the form /path, actual {self.path[:100]!r}"})
         hosts = self.headers.get_all("Host") or []
         host = hosts[0] if len(hosts) == 1 else None  # two Host fields: 400 in RFC 9112 section 3.2
         if host is None or not loopback_host(host):

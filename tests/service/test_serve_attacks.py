@@ -201,3 +201,11 @@ def test_a_thin_client_in_the_services_own_environment_is_answered_by_the_servic
     assert '"allow"' in thin.stdout
     metrics = served.request("GET", "/metrics")[2].decode()
     assert 'atip_trust_decisions_total{endpoint="hooks/claude-code",outcome="allow"} 1' in metrics, metrics
+
+
+@pytest.mark.parametrize("target", [b"http://evil.example/healthz", b"https://localhost/healthz", b"*"])
+def test_a_request_target_that_is_not_a_plain_path_is_refused(served: Served, target: bytes) -> None:
+    """The absolute form names a host of its own (RFC 9112 section 3.2.2: it overrides Host), so a
+    loopback Host header would not vouch for it; a service of local paths takes only ``/path``."""
+    answer = _raw(served.sock, b"GET " + target + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
