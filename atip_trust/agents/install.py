@@ -414,6 +414,10 @@ def install(agent: str, path: str, command: str | None, *, write: bool = True) -
     if agent not in AGENTS:
         raise UsageError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
     target = os.path.realpath(path)  # a settings file kept as a link (dotfiles) stays one
+    if target != os.path.abspath(path) and not os.path.lexists(target):
+        # A link to nothing would have the file (and its folders) created wherever it points.
+        raise UsageError(f"{path} leads through a link to {target}, which does not exist: a settings file "
+                         "is not created through a link (create the target, or remove the link)", path=path)
     old, new = _planned(agent, target, command)
     warnings = []
     if SETTINGS[agent].form == "toml" and command is not None:
