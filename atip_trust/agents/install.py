@@ -110,6 +110,8 @@ def settings_paths(agent: str, project_dir: str | None = None) -> list[str]:
     """Every file the agent reads hooks from, user scope first: its two settings files, and for Copilot
     CLI every ``*.json`` in its two hooks folders (it loads them all)."""
     paths = [settings_path(agent, scope, project_dir) for scope in ("user", "project")]
+    if agent == "claude-code":  # the project's own, not checked in, read after the others
+        paths.append(os.path.join(os.path.dirname(paths[1]), "settings.local.json"))
     if agent == "copilot":
         for folder in [os.path.dirname(p) for p in paths]:
             try:
@@ -231,11 +233,10 @@ def _runs_for_shell(row: AgentSettings, group: dict[str, Any] | None) -> str | N
     return f"its group's matcher {json.dumps(matcher)} does not match the {row.matcher} tool: shell lines run unhooked"
 
 
-def judge(agent: str, path: str, entry: dict[str, Any], group: dict[str, Any] | None | bool = False,
-          disabled: bool = False) -> HookEntry | None:
+def judge(agent: str, path: str, entry: dict[str, Any],
+          group: dict[str, Any] | None | bool = False) -> HookEntry | None:
     """``entry`` as a guard: None when it does not run atip-trust's hook for ``agent``. ``group``: the
-    matcher group it sits in (None: none; False: not known, not judged); ``disabled``: the settings
-    file turns every hook off."""
+    matcher group it sits in (None: none; False: not known, not judged)."""
     row = SETTINGS[agent]
     command = entry.get(row.command_key)
     found = _hook_program(command, agent)
@@ -254,8 +255,6 @@ def judge(agent: str, path: str, entry: dict[str, Any], group: dict[str, Any] | 
     unmatched = None if isinstance(group, bool) else _runs_for_shell(row, group)
     if unmatched is not None:
         problems.append(unmatched)
-    if disabled:
-        problems.append("the same settings file says disableAllHooks: true, so no hook runs")
     if row.fail_closed is not None and entry.get(row.fail_closed[0]) != row.fail_closed[1]:
         problems.append(f"no {row.fail_closed[0]}: {json.dumps(row.fail_closed[1])} (the agent's own timeout "
                         "lets the call through)")
@@ -370,6 +369,19 @@ def read_settings(path: str) -> str | None:
     return read_capped(path, _SETTINGS_CAP, what="agent settings file").decode("utf-8", "surrogateescape")
 
 
+def hooks_disabled(agent: str, path: str) -> bool:
+    """``path`` turns every hook of the agent off (Claude Code's ``disableAllHooks: true``, in any of its
+    settings files); a file that cannot be read is reported by ``find_hooks``."""
+    if agent != "claude-code":
+        return False
+    try:
+        text = read_settings(path)
+        doc = _parse(text, SETTINGS[agent], path) if text is not None else {}
+    except (UsageError, EnvironmentFailure):
+        return False
+    return doc.get("disableAllHooks") is True
+
+
 def find_hooks(agent: str, path: str) -> list[HookEntry]:
     """The atip-trust hooks ``path`` holds for ``agent``, judged; a file that does not parse holds none
     (``doctor`` says so)."""
@@ -377,9 +389,8 @@ def find_hooks(agent: str, path: str) -> list[HookEntry]:
     if text is None:
         return []
     doc = _parse(text, SETTINGS[agent], path)
-    disabled = agent == "claude-code" and doc.get("disableAllHooks") is True
     return [e for entry, group in _grouped(doc, SETTINGS[agent])
-            if (e := judge(agent, path, entry, group, disabled)) is not None]
+            if (e := judge(agent, path, entry, group)) is not None]
 
 
 def _render(doc: dict[str, Any]) -> str:
@@ -459,4 +470,4 @@ def _backup(target: str, old: str) -> str:
 
 
 __all__ = ["AgentSettings", "HookEntry", "InstallResult", "NO_ANSWER", "SETTINGS", "find_hooks", "hook_command",
-           "install", "judge", "settings_path", "settings_paths", "wrapper_script"]
+           "hooks_disabled", "install", "judge", "settings_path", "settings_paths", "wrapper_script"]

@@ -52,3 +52,16 @@ def test_hooks_disabled_by_the_settings_are_a_problem(home: Path, capsys: pytest
     settings.write_text(json.dumps({**doc, "disableAllHooks": True}))
     rc, out = doctor(capsys)
     assert rc == 1 and any("disableAllHooks" in m for m in problems(out, "agent hooks")), out
+
+
+def test_hooks_disabled_by_the_projects_local_settings_are_a_problem(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    """The hook is installed in the user's settings; the project's ``.claude/settings.local.json`` (not
+    checked in, read by Claude Code after the others) turns every hook off."""
+    _installed(home, capsys)
+    local = Path.cwd() / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps({"disableAllHooks": True}))
+    rc, out = doctor(capsys)
+    assert rc == 1 and any("disableAllHooks" in m and "settings.local.json" in m
+                           for m in problems(out, "agent hooks")), out
