@@ -17,12 +17,14 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 
 import _socket
 
 from atip_trust.cli._deps import cli_main
 
 _CAP = 1024 * 1024 + 1  # the hook input cap (agents/formats.py STDIN_CAP) plus one: larger is refused
+DEFAULT_TIMEOUT = 25  # seconds: cmd_hook.py's (not imported: the thin path loads almost nothing)
 #: The agents' hook formats (agents/formats.py AGENTS, not imported: it would load the record machinery;
 #: tests/service/test_serve.py checks the two lists agree).
 AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
@@ -77,25 +79,48 @@ def _hex(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").hex()
 
 
+class _Late(Exception):
+    """The service took the whole ``--timeout``."""
+
+
+def _timeout(flags: list[str]) -> float:
+    """The hook's ``--timeout`` (cmd_hook.py ``DEFAULT_TIMEOUT`` when not given; 0: none)."""
+    value = next((flags[i + 1] for i, w in enumerate(flags[:-1]) if w == "--timeout"), None)
+    value = next((w.partition("=")[2] for w in flags if w.startswith("--timeout=")), value)
+    try:
+        return float(value) if value is not None else float(DEFAULT_TIMEOUT)
+    except ValueError:
+        return float(DEFAULT_TIMEOUT)
+
+
 def _ask(path: str, agent: str, flags: list[str], data: bytes) -> tuple[bytes, str, int] | None:
-    """The service's (stdout, stderr, exit status), or None when it gave no well-formed answer."""
+    """The service's (stdout, stderr, exit status), or None when it gave no well-formed answer.
+    ``_Late`` when it gave none within the hook's ``--timeout``: the CLI would have denied by then,
+    and an agent's own timeout (Copilot CLI's 30 s) lets a call without an answer through."""
+    wait = _timeout(flags)
+    deadline = time.monotonic() + (wait if wait > 0 else 60.0)
     head = (f"POST /v1/hooks/{agent}?form=command HTTP/1.1\r\nHost: localhost\r\n"
             f"Content-Length: {len(data)}\r\nConnection: close\r\n"
             f"X-Atip-Argv: {_hex(chr(0).join(flags))}\r\nX-Atip-Cwd: {_hex(os.getcwd())}\r\n"
             f"X-Atip-Path: {_hex(os.environ.get('PATH', ''))}\r\nX-Atip-Env: {_hex(decision_env(os.environ))}\r\n\r\n")
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        s.settimeout(60.0)
+        s.settimeout(max(deadline - time.monotonic(), 0.001))
         s.connect(path)
         if not _ours(s, path):
             return None
         s.sendall(head.encode("ascii") + data)
         chunks = []
         while True:
+            s.settimeout(max(deadline - time.monotonic(), 0.001))
             chunk = s.recv(65536)
             if not chunk:
                 break
             chunks.append(chunk)
+    except TimeoutError as err:
+        if wait > 0:
+            raise _Late() from err
+        return None
     except OSError:
         return None
     finally:
@@ -144,7 +169,13 @@ def main(argv: list[str]) -> int:
     agent, flags, sock = _split(argv)
     stdin = sys.stdin.buffer if sys.stdin is not None else None
     data = stdin.read(_CAP) if stdin is not None else b""
-    answer = _ask(sock or default_socket(), agent, flags, data) if len(data) < _CAP else None
+    try:
+        answer = _ask(sock or default_socket(), agent, flags, data) if len(data) < _CAP else None
+    except _Late:
+        from atip_trust.agents.formats import render_error  # only now: the thin path loads nothing
+
+        late = render_error(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
+        answer = (late.stdout.encode(), late.stderr, late.exit_code)
     if answer is None:
         return _in_process(argv, data)
     out, err, code = answer

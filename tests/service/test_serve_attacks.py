@@ -209,3 +209,25 @@ def test_a_request_target_that_is_not_a_plain_path_is_refused(served: Served, ta
     loopback Host header would not vouch for it; a service of local paths takes only ``/path``."""
     answer = _raw(served.sock, b"GET " + target + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+
+
+def test_a_service_that_never_answers_gets_the_hooks_own_timeout_denial(shell_world: ShellWorld,
+                                                                       short_dir: Path) -> None:
+    """A service that accepts and then says nothing (stuck, or a queue of slow decisions): the CLI
+    would deny at its ``--timeout``; the thin client must too, not wait past the agent's own timeout
+    (Copilot CLI's 30 s, after which a missing answer lets the call through)."""
+    path = str(short_dir / "mute.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+    try:
+        thin = _thin(shell_world, path, "tool x", "--timeout", "8")  # "tool x" is allowed when decided
+        assert thin.returncode == 2 and '"deny"' in thin.stdout and "within 8 s" in thin.stderr, thin
+    finally:
+        listener.close()
+
+
+def test_the_thin_clients_default_timeout_is_the_hooks() -> None:
+    from atip_trust.cli import cmd_hook, hook_client
+
+    assert hook_client.DEFAULT_TIMEOUT == cmd_hook.DEFAULT_TIMEOUT
