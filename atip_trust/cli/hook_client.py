@@ -21,7 +21,7 @@ import time
 
 import _socket
 
-from atip_trust.cli._deps import cli_main
+from atip_trust.cli._deps import agent_formats, cli_main
 
 _CAP = 1024 * 1024 + 1  # the hook input cap (agents/formats.py STDIN_CAP) plus one: larger is refused
 DEFAULT_TIMEOUT = 25  # seconds: cmd_hook.py's (not imported: the thin path loads almost nothing)
@@ -172,9 +172,7 @@ def main(argv: list[str]) -> int:
     try:
         answer = _ask(sock or default_socket(), agent, flags, data) if len(data) < _CAP else None
     except _Late:
-        from atip_trust.agents.formats import render_error  # only now: the thin path loads nothing
-
-        late = render_error(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
+        late = agent_formats.render_error(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
         answer = (late.stdout.encode(), late.stderr, late.exit_code)
     if answer is None:
         return _in_process(argv, data)
