@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 from atip_trust._base.times import utc_text
 from atip_trust.policy._deps import datetime_mod, slsa
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, replace
+from atip_trust.errors import expect_type
 from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
     EvidenceSummary,
@@ -150,19 +151,17 @@ class _Plan:
 
 
 _Compiled = tuple[tuple[CommandRule, Matcher], ...]
-#: Plans by ``id(policy)``. Each holds its policy, so an id is never reused while its plan is kept.
-_PLANS: dict[int, _Plan] = {}
-_PLAN_POLICIES = 64
 _PLAN_TOOLS = 256
 
 
 def _plan_of(policy: Policy) -> _Plan:
-    plan = _PLANS.get(id(policy))
-    if plan is None or plan.policy is not policy:
+    """The policy's plan, made on its first decision and kept in the policy's own ``_decide_plan``
+    slot (policy/model.py): a policy is a value that nothing changes, so its plan never goes stale,
+    and it goes when the policy goes."""
+    plan: _Plan | None = getattr(policy, "_decide_plan", None)
+    if plan is None:
         plan = _Plan(policy)
-        if len(_PLANS) >= _PLAN_POLICIES:
-            _PLANS.clear()  # a process deciding on many policies recompiles now and then
-        _PLANS[id(policy)] = plan
+        object.__setattr__(policy, "_decide_plan", plan)  # a slot, not a field: the value is unchanged
     return plan
 
 
@@ -247,24 +246,10 @@ def _waiver_for(
     return live
 
 
-def decide(
-    policy: Policy,
-    report: TrustReport,
-    *,
-    tool_name: str,
-    command: Sequence[str] | str | None = None,
-    effects: Mapping[str, Any] | None = None,
-    effects_verified: bool = False,
-    interactive: bool = False,
-    metadata_source: str | None = None,
-    now: datetime | None = None,
-    purpose: Literal["run", "verify"] = "run",
-    effects_unknown: str | None = None,
-    report_digest: str | None = None,
-    effects_omitted: str | None = None,
-    declared: Sequence[tuple[RuleBehavior, Reason]] = (),
-) -> Decision:
-    """``effects_unknown``: why the command's effects could not be found in its metadata
+class DecisionInput(Record):
+    """What one decision is about, apart from the policy and the report: :func:`decide`'s input.
+
+    ``effects_unknown``: why the command's effects could not be found in its metadata
     (``effects.command_states``); reported with the risky classes it leads to. ``report_digest``:
     ``report.digest()`` when the caller already has it (the verdict cache keeps it with the report),
     so it is not computed again; None leaves it to the decision's first read of ``report_digest``.
@@ -272,6 +257,46 @@ def decide(
     partial document (``effects.command_lookup``): anything but ``known-safe``/``same-as-included`` in
     verified metadata asks. ``declared``: verdicts the tool's own declarations add, which can only
     tighten (an AIP-14 contract's approval class, a required tool that is not admitted)."""
+
+    tool_name: str
+    command: Sequence[str] | str | None = None
+    effects: Mapping[str, Any] | None = None
+    effects_verified: bool = False
+    interactive: bool = False
+    metadata_source: str | None = None
+    now: datetime | None = None
+    purpose: Literal["run", "verify"] = "run"
+    effects_unknown: str | None = None
+    report_digest: str | None = None
+    effects_omitted: str | None = None
+    declared: Sequence[tuple[RuleBehavior, Reason]] = ()
+
+
+def decide(policy: Policy, report: TrustReport, given: DecisionInput | None = None, **keywords: Any) -> Decision:
+    """allow / ask / deny for ``report`` under ``policy``, about what ``given`` says (a
+    ``DecisionInput``). Its fields may also be given as keywords, as before it existed
+    (``decide(policy, report, tool_name="gh", command="pr view 1")``); with ``given`` too, they replace
+    its fields. A value of another type where the policy, report or input belongs is an
+    ``ArgumentTypeError`` (a ``TypeError``) naming both."""
+    expect_type("decide() policy", policy, Policy)
+    expect_type("decide() report", report, TrustReport)
+    expect_type("decide() given", given, DecisionInput, optional=True)
+    if keywords:
+        unknown = [k for k in keywords if k not in DecisionInput._index]
+        if unknown:
+            raise TypeError(f"decide() got an unexpected keyword argument {unknown[0]!r}")
+        given = DecisionInput(**keywords) if given is None else replace(given, **keywords)
+    elif given is None:
+        raise TypeError("decide() needs a DecisionInput, or its fields as keywords (tool_name=...)")
+    return _decided(policy, report, given)
+
+
+def _decided(policy: Policy, report: TrustReport, given: DecisionInput) -> Decision:
+    """``decide``'s steps, in the order of the module docstring."""
+    command, interactive, report_digest = given.command, given.interactive, given.report_digest
+    tool_name, effects, effects_verified = given.tool_name, given.effects, given.effects_verified
+    metadata_source, now, purpose = given.metadata_source, given.now, given.purpose
+    effects_unknown, effects_omitted, declared = given.effects_unknown, given.effects_omitted, given.declared
     words = split_command(command)
     args = (report, tool_name, words, effects, effects_verified, metadata_source, now, purpose,
             effects_unknown, effects_omitted, declared)
@@ -935,4 +960,4 @@ def to_agent_tool(
     return out
 
 
-__all__ = ["effect_classes_of", "to_agent_tool"]
+__all__ = ["DecisionInput", "decide", "effect_classes_of", "to_agent_tool"]
