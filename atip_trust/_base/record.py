@@ -17,8 +17,15 @@ arguments and keywords against the annotations (a swapped pair of differently ty
 
 ``class X(Record, frozen=False)`` is the mutable flavour (for values filled in step by step, such as a
 ``TrustReport``): assignment allowed, unhashable, as a non-frozen dataclass. A ``__post_init__`` runs
-after the fields are set (validation; :func:`replace` runs it again). A class that really computes its
-fields from other arguments may still write its own ``__init__`` (the few that do are mutable and assign).
+after the fields are set (validation; :func:`replace` runs it again). No record writes its own
+``__init__`` (tests/base/test_record.py): one that did could not be rebuilt by :func:`replace`.
+``field(alias="x")`` gives a field to the constructor and :func:`replace` under another name (PEP 681's
+``alias``, which the type checker reads too): an internal ``_x`` whose public name is a property ``x``
+(``Decision``'s ``report_digest``, worked out on first read).
+
+A record is a value: what owns a resource (a file descriptor, a lock) is a plain class with explicit
+``close`` and context-manager methods (``facts/artifact.py`` ``Artifact``), since a value can be
+copied, pickled and compared, and a copy of a descriptor owner would close another's file.
 
 A field named ``_x`` is internal state: left out of equality and ``repr`` — unless the class has a
 property ``x``, which is then what equality and ``repr`` read (a value worked out on first read).
