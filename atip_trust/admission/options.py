@@ -89,6 +89,10 @@ class VerifyOptions(Record):
     #: Fetch the metadata's provenance URL (the only network use, docs/network.md).
     fetch: bool = False
     cache: bool = True
+    #: ``sha256:<hex>`` digests of the other artifacts the same evidence was given for (``verify A B
+    #: --bundle attestations.jsonl``): a bundle that signs or names one of them is about that artifact,
+    #: not tampering with this one (evaluation/evaluate.py ``_set_aside_others``).
+    shared_with: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A dict of flags where the Constraints value belongs would fail later, inside verification.

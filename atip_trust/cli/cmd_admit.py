@@ -24,6 +24,7 @@ from atip_trust.cli.common import add_common_options, is_interactive
 from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
 from atip_trust.cli.output import (
     add_report_file_flags,
+    evidence_hint,
     json_text,
     one_line,
     reason_line,
@@ -133,6 +134,9 @@ def _render(fmt: str, admission: Admission) -> str:
     lines = [one_line(f"{decision.behavior}: {line} ({report.trust_level.name}, "
                       f"sha256:{report.digests.get('sha256')})")]
     lines.extend(reason_line(r) for r in decision.reasons)
+    hint = evidence_hint(report.trust_level.name, len(report.attestations)) if decision.behavior != "allow" else None
+    if hint:
+        lines.append(f"  {hint}")
     return "".join(x + "\n" for x in lines)
 
 

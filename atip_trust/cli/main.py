@@ -65,8 +65,8 @@ FOREIGN_FLAGS = {
     "--offline": "atip-trust is always offline unless --fetch is given",
     "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
     "--builder-id-regexp": "use --builder-id with a glob on the ref (…@refs/tags/v*)",
-    "--digest-alg": "not needed: sha256 and sha512 are both computed",
-    "-d": "gh's --digest-alg is not needed: sha256 and sha512 are both computed",
+    "--digest-alg": "only verify takes it: sha256 and sha512 are both computed",
+    "-d": "gh's --digest-alg: only verify takes it (sha256 and sha512 are both computed)",
     "--bundle-path": "use --bundle",
     "--cert-identity-regexp": "use --certificate-identity-regexp (or gh's --cert-identity-regex)",
     "--no-public-good": "use --trusted-root FILE",
@@ -76,7 +76,7 @@ FOREIGN_FLAGS = {
     "-R": "gh's -R is --repo: verify, admit, exec and hook take it",
     "-t": "gh's --template: no Go templates; use --format json (or --json-output FILE) and a JSON tool",
     "--template": "no Go templates; use --format json (or --json-output FILE) and a JSON tool",
-    "--jq": "no built-in jq; use --format json (or --json-output FILE) and pipe it to jq",
+    "--jq": "only verify takes gh's --jq; use --format json (or --json-output FILE) and pipe it to jq",
     "--bundle-from-oci": "not supported: download the bundle (gh attestation download) and give --bundle",
     "--hostname": "not needed: nothing is fetched from GitHub; give the bundle with --bundle",
     "--limit": "not needed: nothing is fetched from GitHub; give the bundles with --bundle",
@@ -95,8 +95,8 @@ FOREIGN_FLAGS = {
     # slsa-verifier verify-artifact
     "--source-versioned-tag": "use --source-tag with the exact tag, or the policy's trust.sources with a "
                               "ref glob (refs/tags/v1.*)",
-    "--print-provenance": "use --format json (or --json-output FILE): the provenance facts are under "
-                          "\"provenance\" and each attestation",
+    "--print-provenance": "only verify takes it; use --format json (or --json-output FILE): the provenance "
+                          "facts are under \"provenance\" and each attestation",
 }
 
 
@@ -264,9 +264,11 @@ def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 class _PipeGuard(io.FileIO):
-    """Standard output's file descriptor, for which a reader that went away ends the output, not the
-    command: on EPIPE the descriptor is pointed at the null device (so later writes, and the
-    interpreter's final flush, succeed) and the write reports success."""
+    """Standard output's (or error's) file descriptor, for which a reader that went away ends the
+    output, not the command: on EPIPE the descriptor is pointed at the null device (so later writes,
+    and the interpreter's final flush, succeed) and the write reports success. The exit code stays
+    the verdict's whenever the reader leaves (docs/cli-guide.md: ``exec … 2>&1 | head -1`` is 1 for a
+    refusal every time, not 2 when ``head`` happens to exit before the last reason line)."""
 
     reader_gone = False
 
@@ -290,35 +292,41 @@ def _stdout_to_devnull(fd: int) -> None:
         pass
 
 
-class _GuardedStdout:
-    """Route the process's real standard output through ``_PipeGuard`` while a command runs.
+class _GuardedStream:
+    """Route the process's real standard output (``name="stdout"``) or error through ``_PipeGuard``
+    while a command runs.
 
-    Only the interpreter's own stdout is wrapped (tests that capture output into a buffer are left
-    alone); encoding, error handler and line buffering stay as they were. (A class rather than
-    ``contextlib.contextmanager``: contextlib is not imported on a warm admission, docs/caching.md.)
+    Only the interpreter's own stream is wrapped (tests that capture output into a buffer are left
+    alone); encoding, error handler and line buffering stay as they were (standard error is line
+    buffered, as Python's own). (A class rather than ``contextlib.contextmanager``: contextlib is not
+    imported on a warm admission, docs/caching.md.)
     """
 
+    def __init__(self, name: str = "stdout") -> None:
+        self.name = name
+
     def __enter__(self) -> None:
-        self.original = original = sys.stdout
+        self.original = original = getattr(sys, self.name)
         self.wrapped: io.TextIOWrapper | None = None
         try:
-            self.fd = original.fileno() if original is sys.__stdout__ and original is not None else -1
+            own = getattr(sys, f"__{self.name}__")
+            self.fd = original.fileno() if original is own and original is not None else -1
         except (AttributeError, ValueError, io.UnsupportedOperation):
             self.fd = -1
         if self.fd < 0:
             return
         original.flush()
         raw = _PipeGuard(self.fd, "w", closefd=False)
-        self.wrapped = sys.stdout = io.TextIOWrapper(
-            io.BufferedWriter(raw), encoding=original.encoding, errors=original.errors,
-            line_buffering=bool(getattr(original, "line_buffering", False)),
-        )
+        line_buffered = self.name == "stderr" or bool(getattr(original, "line_buffering", False))
+        self.wrapped = io.TextIOWrapper(io.BufferedWriter(raw), encoding=original.encoding,
+                                        errors=original.errors, line_buffering=line_buffered)
+        setattr(sys, self.name, self.wrapped)
 
     def __exit__(self, *exc: object) -> None:
         wrapped = self.wrapped
         if wrapped is None:
             return
-        sys.stdout = self.original
+        setattr(sys, self.name, self.original)
         try:
             wrapped.flush()
         except (OSError, ValueError):
@@ -333,7 +341,7 @@ class _GuardedStdout:
 
 def main(argv: Sequence[str] | None = None, *, started: Callable[[], None] | None = None) -> int:
     """Run one command line; ``started`` is called once its command is about to run (cli/launch.py)."""
-    with _GuardedStdout():
+    with _GuardedStream("stdout"), _GuardedStream("stderr"):
         rc = _main(list(sys.argv[1:] if argv is None else argv), started)
         try:
             sys.stdout.flush()

@@ -194,7 +194,6 @@ def test_abbreviated_flags_are_refused_not_guessed() -> None:
 @pytest.mark.parametrize(("flag", "hint"), [
     ("--insecure-ignore-tlog", "transparency-log proof"),
     ("--certificate-chain", "--trusted-root"),
-    ("--print-provenance", "--format json"),
     ("--new-bundle-format", "v0.1-v0.3"),
 ])
 def test_another_tools_flag_gets_a_hint_naming_ours(flag: str, hint: str) -> None:

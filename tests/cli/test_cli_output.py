@@ -331,9 +331,14 @@ def test_successful_verify_says_what_was_verified(world) -> None:
 
 
 def test_many_bundles_get_a_count_line(world) -> None:
-    r = verify(world, "--bundle", "good.json", "--bundle", "other.json", *IDENTITY)
+    r = verify(world, "--bundle", "good.json", "--bundle", "malformed.json", *IDENTITY)
     assert "2 bundles: 1 verified, 1 failed" in r.stdout.splitlines()
-    assert not any(line.startswith("verified:") for line in r.stdout.splitlines())  # it was denied
+    # Another file's signature beside one that verifies this file is about that file (issue 34, item 4).
+    r = verify(world, "--bundle", "good.json", "--bundle", "other.json", *IDENTITY)
+    assert "2 bundles: 1 verified, 0 failed, 1 about other artifacts" in r.stdout.splitlines()
+    assert r.returncode == 0 and "FAIL" not in r.stdout
+    alone = verify(world, "--bundle", "other.json", *IDENTITY)  # given alone: this file is not the one signed
+    assert alone.returncode == 1 and "COMPROMISED" in alone.stdout.splitlines()[0]
 
 
 @pytest.mark.parametrize("argv", [
