@@ -172,9 +172,6 @@ class _RecordMeta(type):
         request, so that nothing imports ``inspect`` at start-up)."""
         import inspect
 
-        if cls.__init__ is not Record.__init__:  # type: ignore[misc]  # a hand-written one
-            sig = inspect.signature(cls.__init__)  # type: ignore[misc]
-            return sig.replace(parameters=list(sig.parameters.values())[1:])
         notes: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             notes.update(klass.__dict__.get("__annotations__", {}))
