@@ -354,8 +354,10 @@ def _decided(
                               "(load_policy managed=False, for tests)", rule="builtin:org-policy",
                               expected="the machine's org policy composed", actual="left out"))
     # By position (behavior, reasons, policy_digest, report_digest, rule_source, mode, report): all seven
-    # fields bound at once, without the keyword binding's Python loop.
-    return Decision(final, reasons, policy.digest, report_digest, source, mode, report)
+    # fields bound at once, without the keyword binding's Python loop. The report is kept only while its
+    # digest is unknown (the decision works it out on first read, facts/report.py).
+    return Decision(final, reasons, policy.digest, report_digest, source, mode,
+                    report if report_digest is None else None)
 
 
 class _Case(Record, frozen=False):
