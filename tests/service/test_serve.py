@@ -425,7 +425,7 @@ def test_load_loses_no_answer_and_no_audit_line(shell_world: ShellWorld, short_d
 
 def test_the_thin_clients_agent_list_is_the_hook_formats() -> None:
     from atip_trust.agents.formats import AGENTS
-    from atip_trust.cli.hook_client import AGENTS as CLIENT_AGENTS
+    from atip_trust.cli.launch import AGENTS as CLIENT_AGENTS
     assert CLIENT_AGENTS == AGENTS
 
 
