@@ -21,10 +21,7 @@ kernel enforces every rule.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 
 from atip_trust._base.record import Record
@@ -32,6 +29,7 @@ from atip_trust.errors import AtipTrustError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import ctypes
     from typing import Any, Literal
 
     from atip_trust.admission.admit import Admission
@@ -178,11 +176,22 @@ def resolve_declared_path(path: object, cwd: str) -> str:
 _libc: ctypes.CDLL | None = None
 
 
-def _syscall() -> Any:
+def _c() -> Any:
+    """ctypes, imported when a boundary is first built (never on the warm admit/hook paths)."""
+    import ctypes
+
+    return ctypes
+
+
+def _lib() -> ctypes.CDLL:
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc.syscall
+        _libc = _c().CDLL(None, use_errno=True)
+    return _libc
+
+
+def _syscall() -> Any:
+    return _lib().syscall
 
 
 def landlock_abi() -> int:
@@ -190,7 +199,7 @@ def landlock_abi() -> int:
     if os.environ.get(DISABLE_ENV):
         return 0
     try:
-        version = int(_syscall()(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION))
+        version = int(_syscall()(_SYS_CREATE_RULESET, None, _c().c_size_t(0), _CREATE_RULESET_VERSION))
     except (OSError, AttributeError):
         return 0
     return max(version, 0)
@@ -225,13 +234,18 @@ def missing_feature(boundary: Boundary) -> str | None:
     return None
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+def _ruleset_attr(handled: int) -> Any:
+    """``struct landlock_ruleset_attr`` with only ``handled_access_fs`` (the ABI 1 size: network rights
+    and scopes are left to the kernel's defaults, unhandled)."""
+    c = _c()
+    return (c.c_uint64 * 1)(handled)
 
 
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+def _path_beneath(rights: int, fd: int) -> Any:
+    """``struct landlock_path_beneath_attr`` (packed: a u64 then an s32, 12 bytes)."""
+    import struct
+
+    return _c().create_string_buffer(struct.pack("=Qi", rights, fd), 12)
 
 
 class Prepared:
@@ -255,13 +269,15 @@ class Prepared:
             os.close(self.ruleset_fd)
             self.ruleset_fd = None
         if self.tmpdir is not None and not keep_tmp:
+            import shutil
+
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
 
 
 def _check(result: int, what: str) -> int:
     if result < 0:
-        err = ctypes.get_errno()
+        err = _c().get_errno()
         raise SandboxUnavailable("Landlock", f"{what}: {os.strerror(err)}")
     return result
 
@@ -276,10 +292,11 @@ def prepare(boundary: Boundary) -> Prepared:
         return Prepared(boundary, None, not boundary.network, None)
     handled = WRITE_FILE | TRUNCATE | REMOVE_DIR | REMOVE_FILE | MAKE_ALL | REFER
     grant = handled & ~(0 if boundary.delete else REMOVE_DIR | REMOVE_FILE)
+    import tempfile
+
     tmpdir = tempfile.mkdtemp(prefix="atip-sandbox-")
-    attr = _RulesetAttr(handled)
-    syscall = _syscall()
-    fd = _check(syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0),
+    c, attr = _c(), _ruleset_attr(handled)
+    fd = _check(_syscall()(_SYS_CREATE_RULESET, c.byref(attr), c.c_size_t(c.sizeof(attr)), 0),
                 "landlock_create_ruleset")
     prepared = Prepared(boundary, fd, not boundary.network, tmpdir)
     try:
@@ -306,8 +323,8 @@ def _add_rule(ruleset: int, path: str, rights: int, *, required: bool) -> None:
     try:
         if not os.path.isdir(path):
             rights &= _FILE_RIGHTS
-        rule = _PathBeneath(rights, pfd)
-        _check(_syscall()(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0),
+        rule = _path_beneath(rights, pfd)
+        _check(_syscall()(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0),
                f"landlock_add_rule {path}")
     finally:
         os.close(pfd)
@@ -320,24 +337,48 @@ def enter(prepared: Prepared) -> None:
     if prepared.netns:
         _unshare_network()
     if prepared.ruleset_fd is not None:
-        libc = ctypes.CDLL(None, use_errno=True)
+        libc, c = _lib(), _c()
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+            raise OSError(c.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(_SYS_RESTRICT_SELF, prepared.ruleset_fd, 0) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+            raise OSError(c.get_errno(), "landlock_restrict_self")
 
 
 def _unshare_network() -> None:
     uid, gid = os.geteuid(), os.getegid()
-    libc = ctypes.CDLL(None, use_errno=True)  # os.unshare is Python 3.12+
+    libc = _lib()  # os.unshare is Python 3.12+
     if libc.unshare(_CLONE_NEWNET if uid == 0 else _CLONE_NEWUSER | _CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
+        raise OSError(_c().get_errno(), "unshare(CLONE_NEWNET)")
     if uid == 0:
         return
     # The new user namespace maps the caller to itself, so files keep their owner (user_namespaces(7)).
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
+
+
+def arrange(boundary: Boundary | None, mode: str) -> tuple[Prepared | None, dict[str, Any] | None]:
+    """The boundary a run gets under ``mode`` (policy ``exec.sandbox``, tightened by a flag), and the
+    record the audit line and the result carry (None when nothing was asked: mode ``off``).
+
+    ``preferred`` runs unconfined when the kernel lacks a feature and says so (``enforced: false``,
+    ``missing``); ``required`` raises ``SandboxUnavailable``. A declaration that cannot become a
+    boundary (``BoundaryError``) is refused under both: it is the declaration that is wrong."""
+    if mode == "off":
+        return None, None
+    if boundary is None:
+        return None, {"mode": mode, "enforced": False, "boundary": None,
+                      "why": "no verified declaration of effects: nothing to enforce"}
+    record: dict[str, Any] = {"mode": mode, "boundary": boundary.to_json(), "enforced": False}
+    if not boundary.confines:
+        return None, {**record, "why": "the declaration allows writes, deletes and network"}
+    try:
+        prepared = prepare(boundary)
+    except SandboxUnavailable as err:
+        if mode == "required":
+            raise
+        return None, {**record, "missing": err.feature, "why": f"not enforced: the kernel lacks {err.feature}"}
+    return prepared, {**record, "enforced": True}
 
 
 def attempt_seen(boundary: Boundary, exit_code: int | None, signal: int | None, stderr: bytes) -> str | None:
@@ -365,7 +406,7 @@ def _line_with(text: str, needles: Sequence[str]) -> str:
     return ""
 
 
-__all__ = ["Boundary", "BoundaryError", "DISABLE_ENV", "MODES", "PROBE_BOUNDARY", "Prepared",
+__all__ = ["arrange", "Boundary", "BoundaryError", "DISABLE_ENV", "MODES", "PROBE_BOUNDARY", "Prepared",
            "SandboxUnavailable", "attempt_seen", "boundary_for", "boundary_from_effects", "declared_effects",
            "enter", "landlock_abi", "missing_feature", "netns_available", "prepare", "resolve_declared_path",
            "stricter_mode"]
