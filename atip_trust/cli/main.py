@@ -50,6 +50,9 @@ from atip_trust.admission.interactive import can_ask
 
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
+#: ``exec``: the tool tried to leave the boundary its verified effects give it (EFFECT_VIOLATION,
+#: execution/exec.py ``EXIT_VIOLATION``, docs/sandbox.md).
+EXIT_VIOLATION = 4
 
 #: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
 #: ``add_common_options``); loaded in this order.
@@ -485,7 +488,7 @@ def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
         if started is not None:  # the command's modules are loaded and its arguments parsed (launch.py)
             started()
         rc = int(args.func(args))
-        if rc not in (EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK):
+        if rc not in (EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK, EXIT_VIOLATION):
             return EXIT_ERROR
         return rc
     except SystemExit as exc:  # --help / --version exit 0 through argparse; keep theirs

@@ -47,6 +47,7 @@ from atip_trust.execution.exec import (
     sealed_script,
 )
 from atip_trust.execution.child import minimal_env, run_verified
+from atip_trust.execution.sandbox import PROBE_BOUNDARY, SandboxUnavailable
 from atip_trust.policy.model import Policy
 from atip_trust.state.verdict_cache import VerdictCache
 
@@ -70,7 +71,8 @@ class ProbePermission(Record):
 class ProbeOutcome(Record):
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
-    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
+    #: ``run_error``, ``effect_violation`` (it tried to write or connect: RFC §3.1), ``sandbox_unavailable``,
+    #: ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
     reason: str
     message: str
     metadata: MetadataDocument | None = None
@@ -172,8 +174,11 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
             if planned is not None:
                 planned[0].art.close()
             return found
+    # RFC §3.1: "--agent MUST NOT perform any side effects": read-only and no network, whatever the
+    # tool declares, under the policy's exec.sandbox (execution/sandbox.py PROBE_BOUNDARY).
+    bounds = (settings.probe_timeout_ms, settings.max_output_bytes, policy.exec_settings.sandbox)
     if planned is None:
-        outcome = _run(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env)
+        outcome = _run(artifact, admission.tool, *bounds, env)
     else:
         interp, words = planned
         with interp.art:
@@ -182,25 +187,34 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
             except ExecRefused as refused:  # the file no longer holds the verified bytes
                 return ProbeOutcome("failed", "run_error", str(refused))
             try:
-                outcome = _run(interp.art, admission.tool, settings.probe_timeout_ms,
-                               settings.max_output_bytes, env, argv0=words[0], keep_fds=(sealed,),
+                outcome = _run(interp.art, admission.tool, *bounds, env, argv0=words[0], keep_fds=(sealed,),
                                args=[*words[1:], f"/dev/fd/{sealed}", *PROBE_ARGS])
             finally:
                 os.close(sealed)
-    if cache is not None and outcome.reason != "run_error":
+    if outcome.reason == "effect_violation":
+        from atip_trust.state.broken import mark_broken
+
+        mark_broken(digest, tool=admission.tool, attempt=outcome.message, declared=PROBE_BOUNDARY.to_json())
+    if cache is not None and outcome.reason not in ("run_error", "effect_violation", "sandbox_unavailable"):
         cache.put(key, {**outcome.to_json(),
                         "metadata": None if outcome.metadata is None
                         else outcome.metadata.raw.decode("utf-8")})
     return outcome
 
 
-def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None, *,
-         args: Sequence[str] = PROBE_ARGS, argv0: str | None = None, keep_fds: Sequence[int] = ()) -> ProbeOutcome:
+def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, mode: str, env: Mapping[str, str] | None,
+         *, args: Sequence[str] = PROBE_ARGS, argv0: str | None = None, keep_fds: Sequence[int] = ()) -> ProbeOutcome:
     try:
         res = run_verified(artifact, args, env=env, timeout=timeout_ms / 1000, max_output=cap,
-                           argv0=argv0 or name, keep_fds=keep_fds)
+                           argv0=argv0 or name, keep_fds=keep_fds, boundary=PROBE_BOUNDARY, sandbox_mode=mode)
+    except SandboxUnavailable as err:
+        return ProbeOutcome("not_probed", "sandbox_unavailable", f"exec.sandbox is required and the kernel "
+                            f"lacks {err.feature}: --agent is not run")
     except AtipTrustError as err:
         return ProbeOutcome("failed", "run_error", err.diagnostics())
+    if res.violation is not None:
+        return ProbeOutcome("failed", "effect_violation", f"EFFECT_VIOLATION: --agent tried {res.violation}; "
+                            "RFC §3.1 says --agent has no side effects")
     if res.timed_out:
         return ProbeOutcome("failed", "timeout", f"--agent did not finish within {timeout_ms} ms; its "
                             "process group was killed")
