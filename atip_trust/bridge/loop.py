@@ -68,6 +68,7 @@ from atip_trust.execution.exec import (
     Opened,
     admit_file,
     interpreter_refusal,
+    planned_boundary,
     script_interpreter,
     sealed_script,
 )
@@ -330,6 +331,7 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
                 _write(ctx, record, "deny", [declined])
                 return _refusal(ctx, call, "user_declined", f"{call.name} was not run: the user declined",
                                 [declined], decision=decision, argv=argv)
+        boundary, sandbox_mode = planned_boundary(adm, ctx.policy, None)  # refused: ExecRefused below
         _write(ctx, record, "allow")
         timeout_ms, cap = ctx.policy.bridge_call_bounds
         if adm.contract is not None and adm.contract.timeout_ms is not None:
@@ -337,7 +339,8 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
         try:
             res = run_verified(target.art, run_args, env=env,
                                timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,
-                               keep_fds=(sealed,) if sealed >= 0 else ())
+                               keep_fds=(sealed,) if sealed >= 0 else (), boundary=boundary,
+                               sandbox_mode=sandbox_mode)
         except AtipTrustError as err:
             # The allow line is written; say in the log that the call did not run after all.
             _write(ctx, record, "deny", [Reason("NOT_STARTED", f"the allowed call did not start: "
@@ -359,7 +362,26 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
             o.art.close()
         if sealed >= 0:
             os.close(sealed)
+    if res.violation is not None:
+        return _violation(ctx, call, record, decision, argv, res)
     return _ran(ctx, call, entry, decision, argv, res)
+
+
+def _violation(ctx: _Ctx, call: ToolCall, record: dict[str, Any], decision: CallDecision, argv: list[str],
+               res: RunResult) -> CallOutcome:
+    """The tool tried to leave its boundary (execution/sandbox.py ``attempt_seen``): the call fails with
+    ``effect_violation``, a deny line is written and the digest is marked (state/broken.py)."""
+    from atip_trust.state.broken import mark_broken
+
+    declared = (res.sandbox or {}).get("boundary")
+    digest = str(record.get("digest") or "")
+    mark_broken(digest, tool=call.name, attempt=str(res.violation), declared=declared)
+    reason = Reason("EFFECT_VIOLATION", f"{call.name} tried {res.violation}, outside its declared effects; its "
+                    "bytes are denied until 'atip-trust cache clear-broken' clears the mark", rule="exec.sandbox",
+                    expected=str(declared), actual=str(res.violation))
+    _write(ctx, dict(record, sandbox=res.sandbox), "deny", [reason])
+    return _refusal(ctx, call, "effect_violation", f"{call.name} was stopped: {reason.message}", [reason],
+                    status="failed", decision=decision, argv=argv)
 
 
 def _unencodable(argv: Sequence[str], env: Mapping[str, str]) -> Reason | None:

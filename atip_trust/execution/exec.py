@@ -493,23 +493,46 @@ def exec_verified(
             plan.sandbox.close(keep_tmp=False)
 
 
-def exec_boundary(admission: Admission, policy: Policy, flag: str | None) -> tuple[Any, dict[str, Any] | None]:
-    """The boundary ``exec`` enters for ``admission`` (execution/sandbox.py ``arrange``) under policy
-    ``exec.sandbox`` tightened by ``flag``; a boundary that cannot be built is a denial naming why."""
+def planned_boundary(admission: Admission, policy: Policy, flag: str | None) -> tuple[Any, str]:
+    """The boundary a run of ``admission`` gets and the mode (policy ``exec.sandbox`` tightened by
+    ``flag``): ``(None, mode)`` under ``off`` or without a verified declaration. Refused (``ExecRefused``
+    deny) when the declaration cannot become a boundary (``SANDBOX_PROFILE_INVALID``), or ``required``
+    meets a kernel without what it needs (``SANDBOX_UNAVAILABLE``, naming the feature). ``exec``, the
+    bridge's call loop and ``admit -v`` all ask here (execution/sandbox.py owns the rules)."""
     from atip_trust.execution import sandbox as sb
 
     mode = sb.stricter_mode(policy.exec_settings.sandbox, flag)
+    if mode == "off":
+        return None, mode
     try:
-        return sb.arrange(sb.boundary_for(admission) if mode != "off" else None, mode)
-    except sb.SandboxUnavailable as err:
-        raise ExecRefused("deny", [Reason(
-            "SANDBOX_UNAVAILABLE", f"exec.sandbox is required and the kernel lacks {err.feature}",
-            rule="exec.sandbox", expected=err.feature, actual="missing")], admission) from None
+        boundary = sb.boundary_for(admission)
     except sb.BoundaryError as err:
         raise ExecRefused("deny", [Reason(
             "SANDBOX_PROFILE_INVALID", f"the declared effects cannot become a boundary: {err.message}",
-            rule="exec.sandbox", expected="declared paths inside the working tree", actual=err.path or "?")],
-            admission) from None
+            rule="exec.sandbox", expected="declared paths that exist inside the working tree",
+            actual=err.path or "?")], admission) from None
+    missing = sb.missing_feature(boundary) if boundary is not None and mode == "required" else None
+    if missing is not None:
+        raise _unavailable(admission, missing)
+    return boundary, mode
+
+
+def _unavailable(admission: Admission, feature: str) -> ExecRefused:
+    return ExecRefused("deny", [Reason(
+        "SANDBOX_UNAVAILABLE", f"exec.sandbox is required and the kernel lacks {feature}",
+        rule="exec.sandbox", expected=feature, actual="missing")], admission)
+
+
+def exec_boundary(admission: Admission, policy: Policy, flag: str | None) -> tuple[Any, dict[str, Any] | None]:
+    """``planned_boundary``, built (execution/sandbox.py ``arrange``): the ``Prepared`` boundary ``exec``
+    enters (or None) and the record its audit line carries."""
+    from atip_trust.execution import sandbox as sb
+
+    boundary, mode = planned_boundary(admission, policy, flag)
+    try:
+        return sb.arrange(boundary, mode)
+    except sb.SandboxUnavailable as err:
+        raise _unavailable(admission, err.feature) from None
 
 
 EXIT_VIOLATION = 4
@@ -598,7 +621,7 @@ def _execute(plan: ExecPlan) -> None:
         raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
 
 
-__all__ = ["EXIT_VIOLATION", "EffectViolation", "ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_options",
+__all__ = ["EXIT_VIOLATION", "EffectViolation", "ExecPlan", "ExecRefused", "exec_boundary", "planned_boundary", "Opened", "admit_file", "admit_interpreter", "interpreter_options",
            "interpreter_refusal",
            "script_denied", "check_unchanged", "exec_verified", "expected_digest", "find_bundles",
            "locate", "pinned_argv", "read_shebang", "sealed_script"]
