@@ -40,6 +40,17 @@ class SandboxWorld(gate_world.World):
 
     def declare(self, name: str, body: bytes, effects: dict[str, Any], *, folder: Path | None = None) -> Path:
         path = self.tool(name, body, folder=folder)
+        self.describe(name, body, effects)
+        return path
+
+    def declare_existing(self, path: Path, effects: dict[str, Any]) -> str:
+        """Sign an installed program as it is (``/usr/bin/cat``) and declare its effects; its name."""
+        body = path.read_bytes()
+        self.sign(body)
+        self.describe(path.name, body, effects)
+        return str(self.meta[path.name][0])
+
+    def describe(self, name: str, body: bytes, effects: dict[str, Any]) -> None:
         doc = {"atip": {"version": "0.6"}, "name": name, "version": "1.0.0", "description": name,
                "binary": {"hash": f"sha256:{hashlib.sha256(body).hexdigest()}", "name": name},
                "commands": {"": {"description": f"{name} itself", "effects": effects}}}
@@ -47,7 +58,6 @@ class SandboxWorld(gate_world.World):
         meta = self.file(f"{name}.meta.json", raw)
         self.meta[name] = (meta, self.bundle(f"{name}.meta.json.bundle", raw, identity=ORG_ID))
         self.names.append(name)
-        return path
 
     def compile(self, name: str, source: str) -> bytes:
         """A C program built here (gcc), returned as bytes for ``declare``."""
