@@ -174,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     # failure to print after it is recorded as a second (error) line.
     try:
         text = _render(args.format, admission)
+        if args.verbose and args.format == "text":
+            text += boundary_line(admission, policy)
         if not args.no_audit:
             write_audit(admission)
     except Exception as err:
@@ -211,6 +213,24 @@ def _render(fmt: str, admission: Admission) -> str:
                       f"sha256:{report.digests.get('sha256')})")]
     lines.extend(reason_line(r) for r in decision.reasons)
     return "".join(x + "\n" for x in lines)
+
+
+def boundary_line(admission: Admission, policy: Policy) -> str:
+    """``admit -v``: the run-time boundary ``exec`` would give this command (docs/sandbox.md)."""
+    from atip_trust.execution.exec import ExecRefused, planned_boundary
+    from atip_trust.execution.sandbox import missing_feature
+
+    try:
+        boundary, mode = planned_boundary(admission, policy, None)
+    except ExecRefused as refused:
+        return "".join(reason_line(r) + "\n" for r in refused.reasons)
+    if mode == "off":
+        return "boundary: none (exec.sandbox off)\n"
+    if boundary is None:
+        return f"boundary: none (exec.sandbox {mode}; no verified declaration of effects to enforce)\n"
+    missing = missing_feature(boundary)
+    tail = f"; NOT enforced here: the kernel lacks {missing}" if missing is not None else ""
+    return one_line(f"boundary (exec.sandbox {mode}): {boundary.describe()}{tail}") + "\n"
 
 
 def _emit(text: str) -> None:

@@ -8,6 +8,7 @@ digest marked so later admissions deny); each honest counterpart prints the same
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -235,3 +236,21 @@ def test_delete_is_taken_away_even_beneath_a_declared_write_path(world: SandboxW
                   {**READ_ONLY, "filesystem": {"write": True, "delete": False, "paths": ["out"]}})
     _violation(world, world.exec("pruner"), "pruner")
     assert (world.work / "out" / "keep.txt").exists()
+
+
+def test_scan_shows_a_marked_digest_and_admit_v_names_the_boundary(world: SandboxWorld) -> None:
+    world.declare("writer", _script("set -e\necho pwned >> existing.txt\n"), READ_ONLY)
+    meta, bundle = world.meta["writer"]
+    policy = str(world.policy_for())
+    hexd = hashlib.sha256((world.signed_bin / "writer").read_bytes()).hexdigest()
+    verbose = world.run("admit", str(world.signed_bin / "writer"), "--policy", policy, "--bundle",
+                        str(world.bundles / "sha256" / f"{hexd}.sigstore.json"), "--metadata", str(meta), "--metadata-bundle", str(bundle),
+                        "--no-audit", "-v", env=world.sandbox_env())
+    assert verbose.returncode == 0, verbose.stdout + verbose.stderr
+    assert "boundary (exec.sandbox preferred): no writes outside a private temporary folder; no deletes; " \
+           "no network" in verbose.stdout, verbose.stdout
+    assert world.exec("writer").returncode == 4
+    scan = world.run("scan", str(world.signed_bin), "--policy", policy, "--bundle-dir", str(world.bundles),
+                     "--format", "json", "--no-cache", env=world.sandbox_env())
+    rows = {r["tool"] if "tool" in r else r.get("name"): r for r in json.loads(scan.stdout)}
+    assert "DECLARATION_BROKEN" in json.dumps(rows["writer"]), rows["writer"]
