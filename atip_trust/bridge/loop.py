@@ -73,6 +73,7 @@ from atip_trust.execution.exec import (
     sealed_script,
 )
 from atip_trust.execution.child import RunResult, run_verified
+from atip_trust.state.broken import mark_broken
 from atip_trust.agents.calls import CallDecision, check_call
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit, audit_record
@@ -371,8 +372,6 @@ def _violation(ctx: _Ctx, call: ToolCall, record: dict[str, Any], decision: Call
                res: RunResult) -> CallOutcome:
     """The tool tried to leave its boundary (execution/sandbox.py ``attempt_seen``): the call fails with
     ``effect_violation``, a deny line is written and the digest is marked (state/broken.py)."""
-    from atip_trust.state.broken import mark_broken
-
     declared = (res.sandbox or {}).get("boundary")
     digest = str(record.get("digest") or "")
     mark_broken(digest, tool=call.name, attempt=str(res.violation), declared=declared)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli._deps import audit_mod
+from atip_trust.cli._deps import audit_mod, exec_mod, sandbox_mod
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules, signer_entries
 from atip_trust.cli.main import add_common_options, is_interactive
 from atip_trust.cli.output import (
@@ -217,18 +217,15 @@ def _render(fmt: str, admission: Admission) -> str:
 
 def boundary_line(admission: Admission, policy: Policy) -> str:
     """``admit -v``: the run-time boundary ``exec`` would give this command (docs/sandbox.md)."""
-    from atip_trust.execution.exec import ExecRefused, planned_boundary
-    from atip_trust.execution.sandbox import missing_feature
-
     try:
-        boundary, mode = planned_boundary(admission, policy, None)
-    except ExecRefused as refused:
+        boundary, mode = exec_mod.planned_boundary(admission, policy, None)
+    except exec_mod.ExecRefused as refused:
         return "".join(reason_line(r) + "\n" for r in refused.reasons)
     if mode == "off":
         return "boundary: none (exec.sandbox off)\n"
     if boundary is None:
         return f"boundary: none (exec.sandbox {mode}; no verified declaration of effects to enforce)\n"
-    missing = missing_feature(boundary)
+    missing = sandbox_mod.missing_feature(boundary)
     tail = f"; NOT enforced here: the kernel lacks {missing}" if missing is not None else ""
     return one_line(f"boundary (exec.sandbox {mode}): {boundary.describe()}{tail}") + "\n"
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 from atip_trust.cli.main import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
+from atip_trust.state.broken import all_marks, clear_broken
 from atip_trust.state.verdict_cache import VerdictCache
 
 
@@ -37,8 +38,6 @@ def register(sub: Any) -> None:
 
 def run_broken(args: argparse.Namespace) -> int:
     """Exit 0 when listed or cleared, 1 when there was no mark for the digest to clear."""
-    from atip_trust.state.broken import all_marks, clear_broken
-
     if args.cache_command == "clear-broken":
         cleared = clear_broken(args.digest)
         if args.format == "json":

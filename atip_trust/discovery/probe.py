@@ -48,6 +48,7 @@ from atip_trust.execution.exec import (
 )
 from atip_trust.execution.child import minimal_env, run_verified
 from atip_trust.execution.sandbox import PROBE_BOUNDARY, SandboxUnavailable
+from atip_trust.state.broken import mark_broken
 from atip_trust.policy.model import Policy
 from atip_trust.state.verdict_cache import VerdictCache
 
@@ -192,8 +193,6 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
             finally:
                 os.close(sealed)
     if outcome.reason == "effect_violation":
-        from atip_trust.state.broken import mark_broken
-
         mark_broken(digest, tool=admission.tool, attempt=outcome.message, declared=PROBE_BOUNDARY.to_json())
     if cache is not None and outcome.reason not in ("run_error", "effect_violation", "sandbox_unavailable"):
         cache.put(key, {**outcome.to_json(),

@@ -56,10 +56,13 @@ from atip_trust.admission.admit import Admission, admit, audit_failure, audit_ta
 from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.evaluation.inputs import Evidence
+from atip_trust.execution import sandbox as sb
+from atip_trust.execution.confined import run_confined
 from atip_trust.execution.env import exec_environment
 from atip_trust.admission.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
+from atip_trust.state.broken import mark_broken
 
 PathLike = str | os.PathLike[str]
 
@@ -499,8 +502,6 @@ def planned_boundary(admission: Admission, policy: Policy, flag: str | None) -> 
     deny) when the declaration cannot become a boundary (``SANDBOX_PROFILE_INVALID``), or ``required``
     meets a kernel without what it needs (``SANDBOX_UNAVAILABLE``, naming the feature). ``exec``, the
     bridge's call loop and ``admit -v`` all ask here (execution/sandbox.py owns the rules)."""
-    from atip_trust.execution import sandbox as sb
-
     mode = sb.stricter_mode(policy.exec_settings.sandbox, flag)
     if mode == "off":
         return None, mode
@@ -526,8 +527,6 @@ def _unavailable(admission: Admission, feature: str) -> ExecRefused:
 def exec_boundary(admission: Admission, policy: Policy, flag: str | None) -> tuple[Any, dict[str, Any] | None]:
     """``planned_boundary``, built (execution/sandbox.py ``arrange``): the ``Prepared`` boundary ``exec``
     enters (or None) and the record its audit line carries."""
-    from atip_trust.execution import sandbox as sb
-
     boundary, mode = planned_boundary(admission, policy, flag)
     try:
         return sb.arrange(boundary, mode)
@@ -550,13 +549,9 @@ class EffectViolation(ExecRefused):
 def _execute_confined(plan: ExecPlan, fd: int, timeout_ms: int | None) -> None:
     """Run the tool inside ``plan.sandbox`` as a child (execution/confined.py) and end with its status,
     or raise ``EffectViolation`` when it tried to leave its boundary."""
-    from atip_trust.execution.confined import run_confined
-    from atip_trust.execution.sandbox import attempt_seen
-    from atip_trust.state.broken import mark_broken
-
     prepared = plan.sandbox
     code, tail = run_confined(prepared, fd, plan.argv, prepared.env(plan.env), timeout_ms)
-    seen = attempt_seen(prepared.boundary, code if code >= 0 else None, -code if code < 0 else None, tail)
+    seen = sb.attempt_seen(prepared.boundary, code if code >= 0 else None, -code if code < 0 else None, tail)
     if seen is None:
         # As after execve, nothing of this process is left to run: its private folder is removed and
         # its output flushed, then it ends with the tool's status (a shell's 128+N for signal N),

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError
+from atip_trust.facts.effects import command_effects, merge_declared
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,8 +119,6 @@ def stricter_mode(*modes: str | None) -> str:
 def declared_effects(admission: Admission) -> dict[str, Any] | None:
     """The RFC §3.6 effects the admission verified for its command (metadata levels along the command
     path, and a verified AIP-14 contract's), merged risk-wins; None when nothing verified speaks."""
-    from atip_trust.facts.effects import command_effects, merge_declared
-
     if not admission.effects_verified:
         return None
     levels: list[Mapping[str, Any]] = []

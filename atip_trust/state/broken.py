@@ -17,6 +17,8 @@ import json
 import os
 import time
 
+from atip_trust.state.dirs import user_state_dir
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -27,8 +29,6 @@ _HEX = frozenset("0123456789abcdef")
 def marks_dir() -> str:
     base = os.environ.get("ATIP_STATE_DIR")
     if not base:
-        from atip_trust.state.dirs import user_state_dir
-
         base = user_state_dir()
     return os.path.join(base, "broken-declarations")
 
