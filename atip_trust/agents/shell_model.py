@@ -20,7 +20,9 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.record import Record
-from atip_trust.agents import bash_syntax
+import re
+
+from atip_trust.agents import bash_syntax, tables
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
 from atip_trust._base.limits import LIMITS
@@ -49,6 +51,8 @@ class Program(Record):
     state_dependent: bool = False
     #: Byte range of the command word in the line when it is a plain top-level command (for --pin).
     span: tuple[int, int] | None = None
+    #: Variables the line sets for it, before it or through the runners that run it (agents/tables.py).
+    env: tuple[str, ...] = ()
 
 
 #: Builtins and keywords after which the line's later words or lookups are not what the text says
@@ -79,12 +83,14 @@ MAX_NESTING = 200
 class _Walk:
     """The walk's running state: what has happened earlier in the line."""
 
-    __slots__ = ("programs", "writer", "moved")
+    __slots__ = ("programs", "writer", "moved", "env")
 
-    def __init__(self) -> None:
+    def __init__(self, env: tuple[str, ...] = ()) -> None:
         self.programs: list[Program] = []
         self.writer = False
         self.moved = False
+        #: Variables assigned for the command being read (inherited by everything it runs).
+        self.env = env
 
     def add(self, program: Program) -> None:
         if len(self.programs) >= LIMITS.command_words:
@@ -99,14 +105,15 @@ def programs(line: str) -> list[Program]:
     return state.programs
 
 
-def programs_of_argv(argv: list[str]) -> list[Program]:
+def programs_of_argv(argv: list[str], env: tuple[str, ...] = ()) -> list[Program]:
     """The programs an argv runs when it is executed directly (an agent's argv shell tool, such as
-    Codex's ``["bash", "-lc", "..."]``): its words are literal, its runners unwrapped as in a line."""
+    Codex's ``["bash", "-lc", "..."]``): its words are literal, its runners unwrapped as in a line.
+    ``env``: the variables set for it (the hook re-reads a program by its identity, agents/identity.py)."""
     if not argv or len(argv) > LIMITS.command_words or sum(map(len, argv)) > LIMITS.command_chars:
         raise Unprovable("the argv is empty or larger than the gate reads")
     if any("\x00" in w for w in argv):
         raise Unprovable("the argv holds a NUL character")
-    state = _Walk()
+    state = _Walk(env)
     _dispatch([Word(w) for w in argv], state, 0, (), external=True, inner=Inner())
     return state.programs
 
@@ -243,6 +250,8 @@ def _glued(prev: Node | None, child: Node) -> bool:
         return False
     if child.type not in _REDIRECTS:
         return True  # a word glued to a word or to a redirection's target is one word to bash
+    if prev.type not in _REDIRECTS and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}|[0-9]+", _text(prev)):
+        return True  # bash: {x}<<<y and 0<f are the redirection's descriptor, not a word (issue 32)
     return prev.type not in _REDIRECTS and child.child_by_field_name("descriptor") is not None
 
 
@@ -252,6 +261,7 @@ _REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirec
 def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None:
     name_node: Node | None = None
     words: list[Word] = []
+    assigned: list[str] = []
     prev: Node | None = None
     for child in node.children:
         if _glued(prev, child):
@@ -259,7 +269,7 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None
         prev = child
         kind = child.type
         if kind == "variable_assignment":
-            _assignment(child)
+            assigned.append(_assignment(child))
         elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
             _redirect(child, state)
         elif kind == "command_name":
@@ -278,10 +288,15 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None
         raise Unprovable(f"{_text(node)[:40]!r} sets variables without running a command")
     keyword = _text(name_node) == words[0].text  # a quoted 'time' is a program, not the keyword
     span = (name_node.start_byte, name_node.end_byte) if depth == 0 and not via else None
-    _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span)
+    outer = state.env
+    state.env = (*outer, *assigned)
+    try:
+        _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span)
+    finally:
+        state.env = outer
 
 
-def _assignment(node: Node) -> None:
+def _assignment(node: Node) -> str:
     name = node.child_by_field_name("name")
     text = _text(name) if name is not None else ""
     if name is None or name.type != "variable_name":
@@ -291,6 +306,7 @@ def _assignment(node: Node) -> None:
     value = node.child_by_field_name("value")
     if value is not None:
         word(value)  # a substitution in the value runs code
+    return text
 
 
 def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], *, external: bool,
@@ -310,16 +326,24 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
         argv=tuple(w.text for w in words), literal=all(w.literal for w in words) and not open_args,
         search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
-        state_dependent=base == "git", span=span))
+        state_dependent=base == "git", span=span, env=state.env))
+    script = inner is not None and inner.script
+    if not script:
+        tables.check(base, words, state.env)
     model = RUNNERS.get(base)
-    if model is not None and not (inner is not None and inner.script):
+    if model is not None and not script:
         outcome = model(words)
         if open_args and not outcome.inner:
             raise Unprovable(f"{via[-1] if via else 'a runner'} feeds its input to {base}: the program "
                              "it runs comes from that input")
         if outcome.writes:
             state.writer = True
-        _inner(outcome.inner, state, depth, (*via, base), open_args)
+        outer = state.env
+        state.env = (*outer, *outcome.env)
+        try:
+            _inner(outcome.inner, state, depth, (*via, base), open_args)
+        finally:
+            state.env = outer
     state.writer = True  # any program may write files before the next one runs
 
 
@@ -333,6 +357,8 @@ def _builtin(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], 
         return True
     if name == "printf" and len(words) > 1 and (not words[1].literal or words[1].text.startswith("-v")):
         raise Unprovable("printf -v assigns a variable")
+    if name in ("test", "["):
+        tables.check_test(words)
     if name in INERT_BUILTINS:
         return True
     if name == "builtin":

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from xml.etree import ElementTree
 
     from atip_trust.admission import admit as admit_mod
+    from atip_trust.admission import agent_tools as agent_tools_mod
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
     from atip_trust.cli import hook_install
@@ -32,6 +33,7 @@ else:
     traceback = lazy_import("traceback")  # only with -v
     ElementTree = lazy_import("xml.etree.ElementTree")  # only for --junit
     admit_mod = lazy_import("atip_trust.admission.admit")  # an unparsed command line's audit line only
+    agent_tools_mod = lazy_import("atip_trust.admission.agent_tools")  # only `doctor` reads the whole tree
     policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
     # Signing: only with --emit-vsa (a warm verify loads no cryptography).
     gate_vsa = lazy_import("atip_trust.admission.vsa")
@@ -51,6 +53,7 @@ else:
 __all__ = [
     "ElementTree",
     "admit_mod",
+    "agent_tools_mod",
     "audit_mod",
     "cli_main",
     "exec_mod",

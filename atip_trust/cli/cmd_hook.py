@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.hooks import Options, answer
-from atip_trust.cli.main import add_common_options
-from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
+from atip_trust.cli.common import add_common_options
+from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags, policy_from_args
 from atip_trust.cli._deps import hook_install
 from atip_trust.errors import AtipTrustError, UsageError
 
@@ -59,6 +59,11 @@ def register(sub: Any) -> None:
     p.add_argument("--pin", action="store_true",
                    help="rewrite each program of an allowed line to run through 'atip-trust exec "
                    "--expect-digest', so the bytes admitted are the bytes that run (Claude Code, Codex)")
+    p.add_argument("--via-service", action="store_true",
+                   help="ask a running 'atip-trust serve' (its Unix socket) and replay its answer; decide "
+                   "here when it cannot be reached (docs/serve.md)")
+    p.add_argument("--socket", metavar="PATH", help="the service's socket for --via-service "
+                   "(default: $XDG_RUNTIME_DIR/atip-trust/serve.sock)")
     add_audit_flags(p)
     # The hook's own flags, for `hook install` to write into the installed command (cli/hook_install.py).
     p.set_defaults(func=run, hook_actions=list(p._actions))
@@ -113,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
 def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """For ``--pin``: the words that run atip-trust with this interpreter (and the global options before
-    ``hook``), and ``exec``'s options: this hook's own flags minus the agent, ``--pin`` and ``--timeout``,
+    ``hook``), and ``exec``'s options: this hook's own flags minus the agent, ``--pin``, ``--timeout`` and
+    the service client's ``--via-service`` and ``--socket``,
     so ``exec`` admits with the same policy and evidence."""
     at = argv.index("hook") if "hook" in argv else len(argv)
     flags: list[str] = []
@@ -121,9 +127,9 @@ def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for word in argv[at + 2:]:
         if skip:
             skip = False
-        elif word == "--timeout":
+        elif word in ("--timeout", "--socket"):
             skip = True
-        elif word != "--pin" and not word.startswith("--timeout="):
+        elif word not in ("--pin", "--via-service") and not word.startswith(("--timeout=", "--socket=")):
             flags.append(word)
     return (sys.executable, "-m", "atip_trust", *argv[1:at]), tuple(flags)
 

@@ -42,24 +42,14 @@ def builder_map(policy: Policy) -> BuilderMap | None:
     )
 
 
-def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
-    """(staging?, path or None) from ``trust.trustedRoots`` (first entry; default public-good)."""
-    if not policy.trusted_roots:
-        return False, None
-    first = policy.trusted_roots[0]
-    if first == "production":
-        return False, None
-    if first == "staging":
-        return True, None
-    return False, first
-
-
 def instance_root(instance: str) -> TrustRoot:
     """The public-good (or staging) root: the one the last ``trust-root update`` verified over TUF for
-    that instance's repository, else the one the installed sigstore package embeds."""
+    that instance's repository, verified again from the TUF root shipped with the package (the store is
+    the user's cache, state/tufroot.py); else (no store, or one that does not verify) the one the
+    installed sigstore package embeds. The bytes verified are the bytes returned."""
     verified = tufroot.cached(tufroot.INSTANCE_URLS[instance])
-    if verified is not None:
-        return TrustRoot.from_file(verified.path, deferred=True)
+    if verified is not None and verified.raw is not None:
+        return TrustRoot.from_bytes(verified.raw, name=verified.path, deferred=True)
     return TrustRoot.embedded(instance, deferred=True)
 
 
@@ -141,14 +131,9 @@ def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
 
 
 def tlog_requirement(policy: Policy | None) -> bool | None:
-    """``trust.requireTransparencyLog`` as the policy states it: None when no layer does; across
-    layers the stricter wins (one layer's ``true`` stands against another's ``false``: a local layer
-    may not admit timestamp-only bundles the org refuses)."""
-    if policy is None:
-        return None
-    stated = [v for layer in policy.layers
-              if isinstance(v := (layer.document.get("trust") or {}).get("requireTransparencyLog"), bool)]
-    return any(stated) if stated else None
+    """``trust.requireTransparencyLog`` as the anchor set composed it (policy/anchors.py): None when no
+    layer states it; a local ``false`` never lifts what the org states or its pinned roots imply."""
+    return None if policy is None else policy.tlog_required
 
 
 def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None) -> TrustRoot:

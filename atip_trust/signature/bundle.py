@@ -187,9 +187,11 @@ def _classify(b: BundleInput) -> BundleInput:
     if b.material == "public_key":
         b.route = "key"
     elif not kinds:
-        if version == "0.1":  # protobuf-specs: a v0.1 bundle's time is its entry's inclusion promise
-            raise bad(".verificationMaterial.tlogEntries", "a v0.1 bundle needs a log entry with an "
-                      "inclusion promise; timestamp-only bundles are v0.2 or later")
+        # No log entry, any version: the timestamp-only verifier (legacy_bundle.py), which requires a
+        # root without logs (or a policy's requireTransparencyLog: false) and a verified signed
+        # timestamp. protobuf-specs says a v0.1 bundle's time is its entry's promise, but sigstore-go
+        # verifies a v0.1 bundle without entries under such a root (GitHub's staging instance), and
+        # under a root with logs the verifier still refuses it, naming the missing entry.
         b.route = "timestamp"
     elif any(k == "intoto/0.0.2" for k in kinds) or (kinds and not b.has_inclusion_proof
                                                       and b.version in ("0.1", "0.2")):
@@ -452,6 +454,19 @@ def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
 
 
 #: How sigstore-python and cryptography word a chain that does not reach the trusted root.
+def root_mismatch(b: BundleInput, message: str, root_name: str) -> str | None:
+    """The failure named as what it is when ``message`` (sigstore's or ours) says the certificate or
+    timestamp does not chain to the trusted root: a root mismatch (the bundle belongs to another
+    Sigstore instance, or the root given is the wrong one), with the flag that selects the right
+    root; None for any other failure."""
+    if not _CHAIN_FAILURE.search(message):
+        return None
+    hint = b.instance_hint() or ("; it may come from another Sigstore instance (staging: --staging; "
+                                 "GitHub's or a private one: --trusted-root FILE)")
+    return (f"root mismatch: the signing certificate or its timestamp does not chain to trusted root "
+            f"{root_name} ({message}){hint}")
+
+
 _CHAIN_FAILURE = re.compile(
     r"certificate chain|candidates exhausted|unable to get local issuer|chain to a trusted root|"
     r"not signed by a trusted|invalid signing cert|no valid certificate path|"

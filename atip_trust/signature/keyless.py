@@ -45,11 +45,12 @@ from atip_trust.signature._deps import (
     sigstore_models,
     sigstore_verify,
 )
-from atip_trust.errors import TrustRootError
+from atip_trust._base.jsonio import parse_json
+from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check
 from atip_trust.signature.algorithms import Scheme, key_fits, verify_signature
-from atip_trust.signature.bundle import BundleInput, digest_text
+from atip_trust.signature.bundle import BundleInput, digest_text, root_mismatch
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.identity import CertificateFacts
 from atip_trust.signature.tlog import (
@@ -153,7 +154,7 @@ def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
         if not isinstance(raw, str):
             continue
         try:
-            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time
+            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time  # noqa: B018 - decoding is the check
         except binascii.Error:
             continue  # not base64: the bundle parser names it
         except Exception as err:  # noqa: BLE001 - the Rust parser raises several types
@@ -163,13 +164,31 @@ def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
     return None
 
 
-def subjects_of(payload: bytes) -> list[dict[str, Any]]:
-    """The subjects an (unverified) in-toto statement names; [] when it is not one."""
-    import json
+def signed_times(doc: Any, integrated_time: datetime | None) -> list[datetime]:
+    """When a bundle sigstore-python verified shows its signature existed: the log's integrated time
+    (Rekor v1; Rekor v2 entries carry none, 0) and each RFC 3161 timestamp's genTime (sigstore verified
+    every one, step 0, against a TSA of the trusted root). Read only after verification succeeded."""
+    times = [integrated_time] if integrated_time is not None and integrated_time.timestamp() > 0 else []
+    tvd = ((doc.get("verificationMaterial") or {}) if isinstance(doc, dict) else {}).get(
+        "timestampVerificationData")
+    tokens = (tvd.get("rfc3161Timestamps") if isinstance(tvd, dict) else None) or []
+    for t in tokens if isinstance(tokens, list) else []:
+        raw = t.get("signedTimestamp") if isinstance(t, dict) else None
+        try:
+            gen = rfc3161_client.decode_timestamp_response(base64.b64decode(str(raw), validate=True)).tst_info.gen_time
+        except Exception:  # noqa: BLE001 - verified already; an unreadable one adds no time
+            continue
+        times.append(gen if gen.tzinfo is not None else gen.replace(tzinfo=timezone.utc))
+    return times
 
+
+def subjects_of(payload: bytes) -> list[dict[str, Any]]:
+    """The subjects an (unverified) in-toto statement names; [] when it is not one (strict JSON, as the
+    statement is parsed later: a duplicate ``subject`` key must not name one artifact here and another
+    there)."""
     try:
-        stmt = json.loads(payload)
-    except (ValueError, RecursionError):
+        stmt = parse_json(payload, what="in-toto statement")
+    except AtipTrustError:
         return []
     subj = stmt.get("subject") if isinstance(stmt, dict) else None
     return [s for s in subj if isinstance(s, dict)] if isinstance(subj, list) else []
@@ -387,6 +406,10 @@ class KeylessVerifier:
             inconsistent = any(m in msg for m in _INCONSISTENT_ENTRY)
             tampered = inconsistent and out.applies
             out.compromised = tampered
+            mismatch = None if inconsistent else root_mismatch(b, msg, self.trust_root.name)
+            if mismatch is not None:  # named as what it is, not by the step that noticed (issue 34)
+                out.checks.append(Check("certificate.chain", "fail", mismatch, evidence=ev, impact="unverified"))
+                return
             out.checks.append(Check(
                 "tlog.body" if inconsistent else _stage(msg), "fail",
                 f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint(msg)}",
@@ -413,4 +436,4 @@ class KeylessVerifier:
         _time_check(out, ev)
 
 
-__all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "subjects_of"]
+__all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "signed_times", "subjects_of"]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import platformdirs
     import tuf.api.exceptions as tuf_exceptions
     import tuf.ngclient.config as tuf_config
+    import tuf.api.metadata as tuf_metadata
     import tuf.ngclient.fetcher as tuf_fetcher
     import tuf.ngclient.updater as tuf_updater
 
@@ -27,10 +28,12 @@ else:
     tempfile = lazy_import("tempfile")  # (with shutil and random) only when a root is stored
     # Only where the folders are not found from the environment (state/dirs.py).
     platformdirs = lazy_import("platformdirs")
-    # Python-tuf only when a root is refreshed: never on an admission.
+    # Python-tuf only when a root is refreshed or a stored one verified again (state/tufroot.py).
     tuf_exceptions = lazy_import("tuf.api.exceptions")
     tuf_config = lazy_import("tuf.ngclient.config")  # (python-tuf)
     tuf_fetcher = lazy_import("tuf.ngclient.fetcher")  # (python-tuf)
+    # (python-tuf) a store's own root.json, read back; a stored public-good root verified again (its expiry).
+    tuf_metadata = lazy_import("tuf.api.metadata")
     tuf_updater = lazy_import("tuf.ngclient.updater")  # (python-tuf)
     fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
 
@@ -42,5 +45,6 @@ __all__ = [
     "tuf_config",
     "tuf_exceptions",
     "tuf_fetcher",
+    "tuf_metadata",
     "tuf_updater",
 ]

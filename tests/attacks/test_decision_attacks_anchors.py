@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from verify_helpers import cli, cli_subprocess
+from verify_helpers import cli
 from world import ISSUER, ORG_ID, World
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,6 +249,22 @@ def test_org_stating_the_registry_itself_verifies_the_shim(world, org) -> None:
     assert r.json["effects_verified"] is True
 
 
+def test_attack_a_second_org_policy_cannot_add_a_registry(world, org) -> None:
+    """Issue 33: org layers compose by intersection. The machine's org names no registry; a second org
+    file (--org-policy) names the attacker's registry signer: its shim must not count."""
+    org("no-registries-2", {"signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}]})
+    second = _dump(world["dir"] / "second-org-registry.json", {"version": 1, "trust": {
+        "signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}],
+        "registries": [{"url": "file:///srv/shims", "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]}})
+    p = local(world, "plain-registry", {}, defaults={"noMatch": "deny", "allowVerifiedReadOnly": True},
+              permissions={})
+    r = cli("admit", str(world["tool"]), "--command", "status", "--policy", str(p), "--org-policy", str(second),
+            "--bundle", str(world["signed"]), "--shim-dir", str(world["shims"]), "--non-interactive",
+            "--no-audit", "--format", "json")
+    assert r.code == 1, r.out + r.err
+    assert r.json["trust_level"] == "VERIFIED" and r.json["effects_verified"] is False
+
+
 def test_org_silent_on_every_anchor_lets_local_anchors_stand(world, org) -> None:
     org("no-anchors", {}, tools={"deny": [{"name": "curl"}]})
     p = local(world, "own-anchors", {"trustedRoots": [TEST_ROOT], "signers": [SIGNER]})
@@ -279,7 +295,7 @@ def test_cli_trusted_root_cannot_replace_the_orgs_implied_public_good_root(world
     org("signers-only-cli", {"signers": [SIGNER]})
     p = local(world, "nothing", {})
     env = {**os.environ}
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(world["signed"]), "--policy", str(p),
+    r = cli("verify", str(world["tool"]), "--bundle", str(world["signed"]), "--policy", str(p),
                        "--trusted-root", str(world["root"]), "--format", "json", env=env)
     assert r.code == 2, r.out + r.err
     assert "production" in r.err and str(world["root"]) in r.err

@@ -1,5 +1,5 @@
 """Command rules that cannot be sidestepped: each test is an attack on the rule layer, through the CLI
-(``atip-trust admit`` in a real subprocess, as a user meets it) where the attack reaches the CLI, and the
+(``atip-trust admit`` as a user meets it: verify_helpers.cli) where the attack reaches the CLI, and the
 library where only the library exposes it (``to_agent_tool``, ``compile_rule``).
 
 The attacks: an option before the sub-command (``git -C . push --force``, ``gh --yes=true repo delete``)
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verify_helpers import cli, cli_subprocess
+from conftest import examples
+from verify_helpers import cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 from atip_trust.errors import PolicyError
@@ -75,7 +76,7 @@ def _codes(out: dict[str, Any]) -> list[str]:
 
 
 def _admit(*args: str) -> Any:
-    return cli_subprocess("admit", *args, "--non-interactive", "--no-audit", "--format", "json")
+    return cli("admit", *args, "--non-interactive", "--no-audit", "--format", "json")
 
 
 # -- 10. an option before the sub-command --------------------------------------------------------------
@@ -237,6 +238,14 @@ GROUPS: list[tuple[frozenset[str], list[str]]] = [
                "git push origin main -f", "git push -f"]),
     (frozenset({"Bash(git push *+*)"}), ["git -C . push origin +main", "git push origin +main:main x",
                                          "git push origin +main"]),
+    (frozenset({"Bash(git push *--force-with-lease*)"}), [
+        "git -C . push --force-with-lease origin main", "git push origin --force-with-lease=main main",
+        "git push origin main --force-with-lease"]),
+    (frozenset({"Bash(git push *--force-if-includes*)"}), [
+        "git -C . push --force-if-includes origin main", "git push origin --force-if-includes main",
+        "git push origin main --force-if-includes"]),
+    (frozenset({"Bash(git push *--mirror*)"}), ["git -C . push --mirror origin", "git push origin --mirror x",
+                                               "git push origin --mirror"]),
     (frozenset({"Bash(terraform destroy *)"}), ["terraform -chdir=infra destroy", "terraform destroy",
                                                 "terraform destroy -target x -auto-approve",
                                                 "terraform destroy -auto-approve"]),
@@ -300,16 +309,16 @@ def test_trailing_force_is_denied_through_admit(tmp_path: Path, name: str) -> No
     assert denied[0]["actual"] == "git push origin main --force"
 
 
-def test_force_with_lease_is_not_a_force_push_denial() -> None:
-    """Decided: ``--force-with-lease`` refuses to overwrite a remote that moved since it was fetched,
-    so it is not the ``--force`` the shipped rules deny; it stays subject to every other rule (the
-    shipped policies deny anything no rule allows)."""
+def test_force_with_lease_is_a_force_push_denial() -> None:
+    """Issue 32 reversed the earlier reading: ``--force-with-lease`` still overwrites the remote's
+    history (whenever the lease holds, and always with a stale fetch), so the shipped policies deny it by
+    its own rule, as every force push git has."""
     for name in ("ci.json", "enterprise-strict.json"):
         p = load_policy(POLICIES / name)
         d = decide(p, _report(), tool_name="git", command="push --force-with-lease origin main",
-                     interactive=False, now=NOW)
-        assert "COMMAND_DENIED" not in [r.code for r in d.reasons]
-        assert d.behavior == "deny" and "NO_MATCHING_RULE" in [r.code for r in d.reasons]
+                   interactive=False, now=NOW)
+        hits = {r.rule for r in d.reasons if r.code == "COMMAND_DENIED"}
+        assert d.behavior == "deny" and "Bash(git push *--force-with-lease*)" in hits, name
 
 
 @pytest.mark.parametrize(("rule", "line", "deny_ask", "allow"), [
@@ -344,7 +353,7 @@ def test_ask_rule_qualifier_cannot_let_less_trusted_binary_skip_question(tmp_pat
     assert r.code == 2, r.out + r.err
     assert "$.permissions.ask[0].minTrustLevel" in r.err
     assert "less trusted tool skip the question" in r.err
-    r = cli_subprocess("policy", "check", str(policy))
+    r = cli("policy", "check", str(policy))
     assert r.code == 2 and "$.permissions.ask[0].minTrustLevel" in r.err, r.err
     signer = _dump(tmp_path / "signer-ask.json", {"version": 1, "permissions": {"ask": [
         {"prefix": ["gh", "pr", "merge"], "signer": {"identity": ORG_ID, "issuer": ISSUER}}]}})
@@ -377,7 +386,7 @@ def test_64k_command_with_wildcard_rules_decides_linearly(tmp_path: Path) -> Non
     git = _tool(tmp_path / "bin", "git", b"#!/bin/sh\nexit 0\n")
     command = "push " + " ".join(["a"] * (64 * 1024 // 2))
     assert len(command) >= 64 * 1024
-    # A backtracking matcher does not finish this within the subprocess bound (cli_subprocess:
+    # A backtracking matcher does not finish this within the run's bound (verify_helpers.run_cli:
     # timeout=120 s); the linear one decides as for any command: allowed by "Bash(git push *)".
     r = _admit(str(git), f"--command={command}", "--policy", str(policy))
     assert r.code == 0, r.err
@@ -405,7 +414,7 @@ def _reference(parts: tuple[str, ...], text: str) -> bool:
     return re.fullmatch(".*".join(re.escape(p) for p in parts), text, re.DOTALL) is not None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.text("ab *", max_size=4), min_size=1, max_size=5), st.text("ab *", max_size=12))
 def test_glob_match_agrees_with_a_reference_matcher(parts: list[str], text: str) -> None:
     assert glob_match(tuple(parts), text) is _reference(tuple(parts), text)

@@ -3,7 +3,10 @@
 Hypothesis draws hostile lines from fixtures/shell_lines.py's grammar (runners fed by xargs, expansions
 in a wrapper's operand, builtins that change lookup, files written then run, env's grammar, programs
 that run programs); the gate judges each in-process, exactly as ``atip-trust hook`` does; every line it
-allows is then run by real bash in a world whose unsigned programs append to a sentinel file.
+allows is then run by real bash in a world whose unsigned programs append to a sentinel file, and whose
+denied commands (``gh repo delete``, a force push) append to another: neither may ever be written.
+``test_the_oracle_at_100000_lines`` (marked ``slow``, left out of the default run: ``pytest -m slow``)
+draws 100,000 lines from a seeded ``random.Random``, as issue 32 asks; run it as root too.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import random
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +30,7 @@ from atip_trust.policy.model import Policy
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 LINES = 2000
+SLOW_LINES = 100_000
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +47,13 @@ def judge(world: ShellWorld, policy: Policy, text: str) -> str | None:
 
 
 def run_in_bash(world: ShellWorld, text: str) -> bool:
+    """True when bash ran an unsigned program for ``text`` (:func:`ran`)."""
+    return ran(world, text)[0]
+
+
+def ran(world: ShellWorld, text: str) -> tuple[bool, bool]:
     """Run ``text`` as an agent's shell would (its background jobs waited for, the whole process group
-    killed if it outlives 20 s); True when an unsigned program ran."""
+    killed if it outlives 20 s); whether an unsigned program ran, and whether a denied command did."""
     proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=world.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -60,7 +68,7 @@ def run_in_bash(world: ShellWorld, text: str) -> bool:
             pass
         proc.wait()
     try:
-        return world.sentinel.exists()
+        return world.sentinel.exists(), world.denied is not None and world.denied.exists()
     finally:
         world.sentinel.unlink(missing_ok=True)
         world.reset()
@@ -83,6 +91,7 @@ def test_the_worlds_signed_tools_are_allowed(oracle: tuple[ShellWorld, Policy]) 
         assert not run_in_bash(world, text), text
 
 
+@pytest.mark.slow
 def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWorld, Policy]) -> None:
     world, policy = oracle
     seen = {"lines": 0, "allowed": 0}
@@ -97,10 +106,34 @@ def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWor
         if judge(world, policy, text) != "allow":
             return
         seen["allowed"] += 1
-        if run_in_bash(world, text):
+        if any(ran(world, text)):
             escaped.append(text)
-        assert not escaped, f"allowed, and bash ran an unsigned program: {text!r}"
+        assert not escaped, f"allowed, and bash ran an unsigned program or a denied command: {text!r}"
 
     check()
     assert seen["lines"] >= LINES
     assert seen["allowed"] >= LINES // 40, seen  # enough allowed lines that the oracle is exercised (92 today)
+
+
+@pytest.mark.slow
+def test_the_oracle_at_100000_lines(oracle: tuple[ShellWorld, Policy], request: pytest.FixtureRequest) -> None:
+    """Issue 32's measure: 100,000 seeded lines, 0 allowed lines run unverified bytes or a denied command.
+    Hours of work on two cores: it runs only when asked for by name of its marker (``-m slow``)."""
+    if "slow" not in str(request.config.getoption("markexpr") or ""):
+        pytest.skip("the 100,000-line oracle runs with -m slow")
+    world, policy = oracle
+    rng = random.Random(32)
+    counts = {"allowed": 0, "unsigned": 0, "denied": 0}
+    escaped: list[str] = []
+    for _ in range(SLOW_LINES):
+        text = line(rng)
+        if judge(world, policy, text) != "allow":
+            continue
+        counts["allowed"] += 1
+        unsigned, denied = ran(world, text)
+        counts["unsigned"] += unsigned
+        counts["denied"] += denied
+        if unsigned or denied:
+            escaped.append(text)
+    assert not escaped, (counts, escaped[:20])
+    assert counts["allowed"] >= SLOW_LINES // 40, counts

@@ -266,15 +266,14 @@ def test_unloadable_policy_is_audited_to_the_explicit_or_the_default_log(world, 
     # must not make admissions leave no trace.
     state = tmp_path / "state"
     env = {**os.environ, "XDG_STATE_HOME": str(state), "HOME": str(tmp_path)}
-    r = cli_subprocess("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive", env=env)
+    r = cli("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive", env=env)
     assert r.code == 2
     (default_log,) = list(state.rglob("audit.jsonl"))
     (rec,) = _lines(default_log)
     assert rec["decision"] == "deny" and rec["policy_digest"] is None and "surprise" in rec["error"]["message"]
     # After the policy loaded, a failure goes to the default log too.
     good = key_policy(world["dir"], "audit-policy", None)
-    r = cli_subprocess("admit", str(tmp_path / "no-such-tool"), "--policy", str(good), "--non-interactive",
-                       env=env)
+    r = cli("admit", str(tmp_path / "no-such-tool"), "--policy", str(good), "--non-interactive", env=env)
     assert r.code == 2
     rec = _lines(default_log)[-1]
     assert rec["decision"] == "deny" and rec["tool"] == "no-such-tool"
@@ -514,7 +513,7 @@ def test_verify_policy_composes_the_standard_org_policy(world, signed, tmp_path:
     monkeypatch.setattr(load, "standard_org_policy_path", lambda: tmp_path / "none.json")
     env = {**os.environ, "ATIP_TRUST_ORG_POLICY": str(org)}
     p = world["dir"] / "v-under-org.json"
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(signed), "--policy", str(p), env=env)
+    r = cli("verify", str(world["tool"]), "--bundle", str(signed), "--policy", str(p), env=env)
     assert r.code == 1, r.out + r.err
 
 
@@ -640,13 +639,22 @@ def test_a_missing_shipped_file_is_an_environment_error_naming_it() -> None:
     assert "policies/no-such-policy.json" in str(info.value.diagnostics())
 
 
-def test_library_load_policy_composes_the_managed_policy_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+def test_library_load_policy_cannot_skip_the_org_policy_by_default(tmp_path: Path, monkeypatch) -> None:
+    """Issue 33 item 7: the public loader composes the machine's org policy unless told, by name, to
+    leave it out (tests only); a policy that left it out says so on every decision."""
+    from atip_trust.facts.report import TrustReport
     from atip_trust.policy import load
-    from atip_trust.policy.compose import load_policy
+    from atip_trust.policy.compose import ORG_LEFT_OUT, load_policy
+    from atip_trust.policy.decide import decide
 
     monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
     org = deny_tool_org(tmp_path)
     monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
     local = _dump(tmp_path / "local.json", {"version": 1, **ALLOW_ALL})
-    assert [x.source for x in load_policy(local).layers] == ["local"]
-    assert [x.source for x in load_policy(local, managed=True).layers] == ["org", "local"]
+    assert [x.source for x in load_policy(local).layers] == ["org", "local"]
+    assert not load_policy(local).org_left_out
+    skipped = load_policy(local, managed=False)
+    assert [x.source for x in skipped.layers] == ["local"] and skipped.org_left_out
+    assert ORG_LEFT_OUT in skipped.notes
+    d = decide(skipped, TrustReport(path=str(local), digests={"sha256": "0" * 64}), tool_name="tool", interactive=False)
+    assert "ORG_POLICY_LEFT_OUT" in [r.code for r in d.reasons]
