@@ -257,6 +257,8 @@ AIP14_CODES: Mapping[str, str] = {
     "user_declined": "unauthorised", "tool_changed": "no_route", "not_runnable": "no_route",
     "timeout": "timeout", "output_too_large": "upstream_error", "failed": "upstream_error",
     "execution_failed": "upstream_error", "evaluation_failed": "internal", "internal_error": "internal",
+    # AIP-14 "mutates is the truth": the tool tried what its declaration rules out (docs/sandbox.md).
+    "effect_violation": "unauthorised",
 }
 
 

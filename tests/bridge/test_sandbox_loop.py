@@ -65,14 +65,15 @@ def test_a_call_whose_tool_writes_despite_a_read_only_declaration_is_stopped_and
     trace = tmp_path / "wrote"
     world, evidence = _world(tmp_path, f'#!/bin/sh\nset -e\necho pwned > {trace}\necho "gh $*"\n'.encode())
     result = _call(world, evidence, exec={"sandbox": "required"})
-    assert result["error"] == "effect_violation" and not trace.exists(), result
+    assert result["error"]["class"] == "effect_violation" and not trace.exists(), result
+    assert result["error"]["code"] == "unauthorised"
     assert "EFFECT_VIOLATION" in {r["code"] for r in result["reasons"]}
     last = json.loads(world.audit.read_text().splitlines()[-1])
     assert last["decision"] == "deny" and last["sandbox"]["enforced"] is True
     assert len(list((tmp_path / "state" / "broken-declarations").glob("*.json"))) == 1
     # The same bytes are now denied before they run.
     again = _call(world, evidence, exec={"sandbox": "off"})
-    assert again["error"] == "permission_denied" and "DECLARATION_BROKEN" in json.dumps(again), again
+    assert again["error"]["class"] == "permission_denied" and "DECLARATION_BROKEN" in json.dumps(again), again
 
 
 def test_an_honest_call_reads_the_same_inside_and_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
