@@ -151,3 +151,19 @@ def test_the_boundary_holds_for_a_user_who_is_not_root(tmp_path: Path) -> None:
     assert r.stdout == "65534\nrc=2\ndenied\n", r.stdout + r.stderr
     assert not (work / "written").exists()
     assert sys.platform == "linux"
+
+
+def test_doctor_names_a_missing_engine_under_required_as_a_problem_and_lists_marks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from atip_trust.cli.cmd_doctor import sandbox as doctor_sandbox
+    from atip_trust.state.broken import mark_broken
+
+    monkeypatch.setenv("ATIP_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("ATIP_TRUST_SANDBOX_DISABLE", "1")
+    required = compose([load_layer(POLICIES / "ci.json")])
+    [finding] = doctor_sandbox(required)
+    assert finding.status == "problem" and "Landlock" in finding.message
+    mark_broken("sha256:" + "ab" * 32, tool="liar", attempt="a write", declared=None)
+    monkeypatch.delenv("ATIP_TRUST_SANDBOX_DISABLE")
+    found = doctor_sandbox(compose([load_layer(POLICIES / "default.json")]))
+    assert [f.status for f in found][-1] == "warning" and "1 digest" in found[-1].message
