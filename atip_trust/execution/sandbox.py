@@ -50,6 +50,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 MAKE_ALL = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 #: Rights a Landlock rule on a single file (not a directory) may carry.
 _FILE_RIGHTS = WRITE_FILE | TRUNCATE
 _CLONE_NEWNET, _CLONE_NEWUSER = 0x40000000, 0x10000000
@@ -233,10 +234,13 @@ def missing_feature(boundary: Boundary) -> str | None:
     return None
 
 
-def _ruleset_attr(handled: int) -> Any:
-    """``struct landlock_ruleset_attr`` with only ``handled_access_fs`` (the ABI 1 size: network rights
-    and scopes are left to the kernel's defaults, unhandled)."""
+def _ruleset_attr(handled: int, abi: int) -> Any:
+    """``struct landlock_ruleset_attr``: ``handled_access_fs``; from ABI 6 also ``handled_access_net``
+    (none: the network namespace does that) and ``scoped``, which keeps the tool from signalling
+    processes outside its boundary and from reaching abstract Unix sockets bound outside it."""
     c = _c()
+    if abi >= 6:
+        return (c.c_uint64 * 3)(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
     return (c.c_uint64 * 1)(handled)
 
 
@@ -294,7 +298,7 @@ def prepare(boundary: Boundary) -> Prepared:
     import tempfile
 
     tmpdir = tempfile.mkdtemp(prefix="atip-sandbox-")
-    c, attr = _c(), _ruleset_attr(handled)
+    c, attr = _c(), _ruleset_attr(handled, landlock_abi())
     fd = _check(_syscall()(_SYS_CREATE_RULESET, c.byref(attr), c.c_size_t(c.sizeof(attr)), 0),
                 "landlock_create_ruleset")
     prepared = Prepared(boundary, fd, not boundary.network, tmpdir)

@@ -254,3 +254,31 @@ def test_scan_shows_a_marked_digest_and_admit_v_names_the_boundary(world: Sandbo
                      "--format", "json", "--no-cache", env=world.sandbox_env())
     rows = {r["tool"] if "tool" in r else r.get("name"): r for r in json.loads(scan.stdout)}
     assert "DECLARATION_BROKEN" in json.dumps(rows["writer"]), rows["writer"]
+
+
+def test_a_read_only_tool_cannot_signal_a_process_outside_its_boundary(world: SandboxWorld) -> None:
+    import subprocess
+
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        world.declare("killer", _script(f"set -e\nkill -TERM {victim.pid}\n"), READ_ONLY)
+        r = world.exec("killer")
+        assert r.returncode == 4 and "EFFECT_VIOLATION" in r.stderr, r.stderr
+        assert victim.poll() is None, "the signal reached a process outside the boundary"
+    finally:
+        victim.kill()
+        victim.wait(timeout=10)
+
+
+def test_a_pinned_hook_line_runs_inside_the_boundary(world: SandboxWorld) -> None:
+    # An agent hook rewrites an allowed command into 'atip-trust exec --expect-digest sha256:... -- tool'.
+    body = _script("set -e\necho pwned >> existing.txt\n")
+    world.declare("writer", body, READ_ONLY)
+    argv = world.exec_argv("writer", sandbox=None)
+    argv[argv.index("--"):argv.index("--")] = ["--expect-digest", f"sha256:{hashlib.sha256(body).hexdigest()}"]
+    import subprocess
+
+    r = subprocess.run(argv, capture_output=True, text=True, env=world.sandbox_env(), cwd=world.work, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 4 and "EFFECT_VIOLATION" in r.stderr, r.stderr
+    assert (world.work / "existing.txt").read_text() == "kept\n"
