@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
     q.set_defaults(func=run_broken)
     q = add_common_options(csub.add_parser("clear-broken", help="clear one digest's EFFECT_VIOLATION mark, so "
                                            "its admissions are decided again"))
-    q.add_argument("digest", metavar="sha256:HEX")
+    q.add_argument("digest", metavar="sha256:HEX", help="the marked digest (as 'cache list-broken' shows it)")
     q.set_defaults(func=run_broken)
 
 
