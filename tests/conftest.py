@@ -60,6 +60,8 @@ def _private_verdict_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Every test run gets its own verdict cache (state/verdict_cache.py), never the user's; subprocesses
     inherit it through the environment."""
     os.environ["ATIP_CACHE_DIR"] = str(tmp_path_factory.mktemp("verdict-cache"))
+    # and its own marks of digests that broke their declared effects (state/broken.py, issue 37)
+    os.environ["ATIP_STATE_DIR"] = str(tmp_path_factory.mktemp("atip-state"))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -104,5 +104,9 @@ class World(world.World):
                                    "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]},
             defaults={"noMatch": "ask", "allowVerifiedReadOnly": True},
             permissions={"allow": [{"rule": "sh", "minTrustLevel": "VERIFIED"}]},
-            discovery={"probeTimeoutMs": 1500, "maxOutputBytes": 1024 * 1024})
+            discovery={"probeTimeoutMs": 1500, "maxOutputBytes": 1024 * 1024},
+            # The sentinels prove a probe ran by writing a file, which a probe's read-only boundary
+            # (issue 37) refuses: these tests run probes unconfined; tests/execution/test_sandbox_exec.py
+            # tests the boundary.
+            exec={"sandbox": "off"})
         return self.file(f"{name}.json", {**doc, **extra}, indent=2)

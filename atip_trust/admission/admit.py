@@ -75,6 +75,7 @@ from atip_trust.policy.decide import to_agent_tool
 from atip_trust.policy.load import default_policy_path, load_layer, org_layers
 from atip_trust.policy.model import Policy, PolicyLayer, SignerRule
 from atip_trust.policy.rules import split_command
+from atip_trust.state.broken import broken_mark
 from atip_trust.state.dirs import agent_tools_roots
 from atip_trust.state.verdict_cache import VerdictCache
 
@@ -727,6 +728,16 @@ def decided(
         decision.reasons = [Reason("VSA_FAILED", failed.message, rule="trust.verifiers", expected="PASSED",
                                    actual=failed.actual),
                             *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
+    broken = broken_mark(report.digests.get("sha256"))
+    if broken is not None:
+        # These bytes broke their own signed declaration at run time (state/broken.py): denied in every
+        # mode until a person clears the mark (AIP-14: "the host MUST surface a spec violation").
+        decision.behavior = "deny"
+        decision.reasons = [Reason(
+            "DECLARATION_BROKEN", f"these bytes tried {broken.get('attempt', '?')} outside their declared "
+            "effects; cleared only by 'atip-trust cache clear-broken'", rule="exec.sandbox",
+            expected="a tool that keeps its declaration", actual=str(broken.get("attempt", "?"))),
+            *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
     return Admission(
         tool=tool_name,
         command=tuple(words),

@@ -79,10 +79,12 @@ from atip_trust.execution.exec import (
     Opened,
     admit_file,
     interpreter_refusal,
+    planned_boundary,
     script_interpreter,
     sealed_script,
 )
 from atip_trust.execution.child import RunResult, run_verified
+from atip_trust.state.broken import mark_broken
 from atip_trust.agents.calls import CallDecision, check_call
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit, audit_record
@@ -256,6 +258,8 @@ AIP14_CODES: Mapping[str, str] = {
     "user_declined": "unauthorised", "tool_changed": "no_route", "not_runnable": "no_route",
     "timeout": "timeout", "output_too_large": "upstream_error", "failed": "upstream_error",
     "execution_failed": "upstream_error", "evaluation_failed": "internal", "internal_error": "internal",
+    # AIP-14 "mutates is the truth": the tool tried what its declaration rules out (docs/sandbox.md).
+    "effect_violation": "unauthorised",
 }
 
 
@@ -393,6 +397,10 @@ class _Ready(Record, frozen=False):
     cap: int
     sealed: int = -1
     writes: frozenset[str] | None = None
+    #: The boundary its verified effects give it, and policy exec.sandbox (execution/exec.py
+    #: ``planned_boundary``; docs/sandbox.md).
+    boundary: Any = None
+    sandbox_mode: str = "off"
     #: Audit lines this call leaves after its run, written in call order by ``_run_all``.
     late_lines: list[tuple[dict[str, Any], str, list[Reason]]] = field(default_factory=list)
 
@@ -409,7 +417,8 @@ class _Ready(Record, frozen=False):
         try:
             res = run_verified(self.target.art, self.run_args, env=self.env, timeout=self.timeout_ms / 1000,
                                max_output=self.cap, argv0=self.run_argv0,
-                               keep_fds=(self.sealed,) if self.sealed >= 0 else ())
+                               keep_fds=(self.sealed,) if self.sealed >= 0 else (), boundary=self.boundary,
+                               sandbox_mode=self.sandbox_mode)
         except AtipTrustError as err:
             # The allow line is written; say in the log that the call did not run after all.
             self.late_lines.append((self.record, "deny", [Reason(
@@ -422,7 +431,22 @@ class _Ready(Record, frozen=False):
                             f"{err.diagnostics()}", [], status="error", decision=self.decision, argv=self.argv)
         finally:
             self.close()
+        if res.violation is not None:
+            return self.violation(ctx, call, res)
         return _ran(ctx, call, self.entry, self.decision, self.argv, res)
+
+    def violation(self, ctx: _Ctx, call: ToolCall, res: RunResult) -> CallOutcome:
+        """The tool tried to leave its boundary (execution/sandbox.py ``attempt_seen``): the call fails with
+        ``effect_violation``, a deny line follows the allow line and the digest is marked (state/broken.py)."""
+        declared = (res.sandbox or {}).get("boundary")
+        mark_broken(str(self.record.get("digest") or ""), tool=call.name, attempt=str(res.violation),
+                    declared=declared)
+        reason = Reason("EFFECT_VIOLATION", f"{call.name} tried {res.violation}, outside its declared effects; "
+                        "its bytes are denied until 'atip-trust cache clear-broken' clears the mark",
+                        rule="exec.sandbox", expected=str(declared), actual=str(res.violation))
+        self.late_lines.append((dict(self.record, sandbox=res.sandbox), "deny", [reason]))
+        return _refusal(ctx, call, "effect_violation", f"{call.name} was stopped: {reason.message}", [reason],
+                        status="failed", decision=self.decision, argv=self.argv)
 
 
 def _admit(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecision,
@@ -488,13 +512,14 @@ def _admit(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecis
                 _write(ctx, record, "deny", [declined])
                 return _refusal(ctx, call, "user_declined", f"{call.name} was not run: the user declined",
                                 [declined], decision=decision, argv=argv)
+        boundary, sandbox_mode = planned_boundary(adm, ctx.policy, None)  # refused: ExecRefused below
         _write(ctx, record, "allow")
         timeout_ms, cap = ctx.policy.bridge_call_bounds
         if adm.contract is not None and adm.contract.timeout_ms is not None:
             timeout_ms = min(timeout_ms, adm.contract.timeout_ms)  # AIP-14 timeout_ms: a hard ceiling
         handed = True
         return _Ready(call, entry, decision, argv, opened, target, run_argv0, run_args, dict(env), record,
-                      timeout_ms, cap, sealed, _writes(entry))
+                      timeout_ms, cap, sealed, _writes(entry), boundary=boundary, sandbox_mode=sandbox_mode)
     except ExecRefused as refused:
         if opened:
             _write(ctx, dict(opened[0].admission.audit_record, argv=argv, call=call.name), refused.behavior,

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from atip_trust.cli import hook_client
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
+    from atip_trust.execution import exec as exec_mod
+    from atip_trust.execution import sandbox as sandbox_mod
     from atip_trust.policy import install as policy_install_mod
     from atip_trust.policy import signed as signed_mod
     from atip_trust.provenance import slsa
@@ -43,6 +45,9 @@ else:
     cli_main = lazy_import("atip_trust.cli.main")
     hook_client = lazy_import("atip_trust.cli.hook_client")  # only for hook --via-service (docs/serve.md)
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
+    # Only `admit -v`, which says which run-time boundary `exec` would give (docs/sandbox.md).
+    exec_mod = lazy_import("atip_trust.execution.exec")
+    sandbox_mod = lazy_import("atip_trust.execution.sandbox")
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
     policy_install_mod = lazy_import("atip_trust.policy.install")  # only `policy install`
     # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
@@ -56,6 +61,8 @@ __all__ = [
     "agent_tools_mod",
     "audit_mod",
     "cli_main",
+    "exec_mod",
+    "sandbox_mod",
     "gate_vsa",
     "hook_client",
     "hook_install",

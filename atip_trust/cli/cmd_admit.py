@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
+from atip_trust.cli._deps import exec_mod, sandbox_mod
 from atip_trust.cli.common import add_common_options, is_interactive
 from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
 from atip_trust.cli.output import (
@@ -99,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     # failure to print after it is recorded as a second (error) line.
     try:
         text = _render(args.format, admission, verbose=getattr(args, "verbose", False))
+        if getattr(args, "verbose", False) and args.format == "text":
+            text += boundary_line(admission, policy)
         if not args.no_audit:
             write_audit(admission)
     except Exception as err:
@@ -143,6 +146,21 @@ def _render(fmt: str, admission: Admission, *, verbose: bool = False) -> str:
     if verbose:
         lines.extend(f"  {check_line(c)}" for c in report.checks if c.status != "pass")
     return "".join(x + "\n" for x in lines)
+
+
+def boundary_line(admission: Admission, policy: Policy) -> str:
+    """``admit -v``: the run-time boundary ``exec`` would give this command (docs/sandbox.md)."""
+    try:
+        boundary, mode = exec_mod.planned_boundary(admission, policy, None)
+    except exec_mod.ExecRefused as refused:
+        return "".join(reason_line(r) + "\n" for r in refused.reasons)
+    if mode == "off":
+        return "boundary: none (exec.sandbox off)\n"
+    if boundary is None:
+        return f"boundary: none (exec.sandbox {mode}; no verified declaration of effects to enforce)\n"
+    missing = sandbox_mod.missing_feature(boundary)
+    tail = f"; NOT enforced here: the kernel lacks {missing}" if missing is not None else ""
+    return one_line(f"boundary (exec.sandbox {mode}): {boundary.describe()}{tail}") + "\n"
 
 
 def _emit(text: str) -> None:

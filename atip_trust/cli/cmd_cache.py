@@ -1,5 +1,7 @@
 """``atip-trust cache stats`` and ``cache clear``: the verdict cache (state/verdict_cache.py,
-docs/caching.md): how many trust reports it holds and where, or empty it."""
+docs/caching.md): how many trust reports it holds and where, or empty it. ``cache list-broken`` and
+``cache clear-broken sha256:HEX``: the digests marked for breaking their declared effects at run time
+(state/broken.py, docs/sandbox.md); ``clear`` never removes those, only a person naming the digest does."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ if TYPE_CHECKING:
 
 from atip_trust.cli.common import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
+from atip_trust.state.broken import all_marks, clear_broken
 from atip_trust.state.verdict_cache import VerdictCache
 
 
@@ -24,6 +27,30 @@ def register(sub: Any) -> None:
                             ("clear", "remove every entry")):
         q = add_common_options(csub.add_parser(name, help=help_text))
         q.set_defaults(func=run)
+    q = add_common_options(csub.add_parser("list-broken", help="digests marked for breaking their "
+                                           "declared effects at run time (EFFECT_VIOLATION)"))
+    q.set_defaults(func=run_broken)
+    q = add_common_options(csub.add_parser("clear-broken", help="clear one digest's EFFECT_VIOLATION mark, so "
+                                           "its admissions are decided again"))
+    q.add_argument("digest", metavar="sha256:HEX", help="the marked digest (as 'cache list-broken' shows it)")
+    q.set_defaults(func=run_broken)
+
+
+def run_broken(args: argparse.Namespace) -> int:
+    """Exit 0 when listed or cleared, 1 when there was no mark for the digest to clear."""
+    if args.cache_command == "clear-broken":
+        cleared = clear_broken(args.digest)
+        if args.format == "json":
+            dump_json({"digest": args.digest, "cleared": cleared})
+        else:
+            sys.stdout.write(one_line(f"{'cleared' if cleared else 'no mark for'} {args.digest}") + "\n")
+        return EXIT_OK if cleared else 1
+    marks = all_marks()
+    if args.format == "json":
+        dump_json({"broken": marks})
+    for m in marks if args.format != "json" else []:
+        sys.stdout.write(one_line(f"{m.get('digest')} {m.get('tool')}: tried {m.get('attempt')}") + "\n")
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:

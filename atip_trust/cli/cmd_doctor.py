@@ -41,13 +41,14 @@ from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import install as hooks_install
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli import hook_install
-from atip_trust.cli._deps import agent_tools_mod
+from atip_trust.cli._deps import agent_tools_mod, sandbox_mod
 from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
 from atip_trust.errors import AtipTrustError
 from atip_trust.policy import constraints, load, signed
 from atip_trust.state import audit as audit_mod
+from atip_trust.state import broken as broken_mod
 from atip_trust.state import tufroot
 
 #: ``ok``: in force; ``problem``: configured but not in force (exit 1); ``warning``: worth a look;
@@ -242,6 +243,32 @@ def findings(project: str | None = None) -> list[Finding]:
         policy = None
         out.append(Finding("policy", "problem", f"the policy an admission uses does not load: {err.message}"))
     out += trusted_root(policy) + agent_hooks(project) + audit_log(policy) + path_entries() + agent_tools()
+    return out + sandbox(policy)
+
+
+def sandbox(policy: Any) -> list[Finding]:
+    """The run-time boundary (docs/sandbox.md): can this kernel build one, does policy need it, and which
+    digests are marked for having broken their declaration."""
+    mode = policy.exec_settings.sandbox if policy is not None else "preferred"
+    abi, netns = sandbox_mod.landlock_abi(), sandbox_mod.netns_available()
+    missing = [f for f, ok in (("Landlock ABI >= 3", abi >= 3), ("a private network namespace", netns)) if not ok]
+    details = {"mode": mode, "landlock_abi": abi, "network_namespace": netns}
+    if mode == "off":
+        out = [Finding("sandbox", "none", "exec.sandbox is off: tools run without the boundary their "
+                       "verified effects would give", details=details)]
+    elif not missing:
+        out = [Finding("sandbox", "ok", f"exec.sandbox {mode}: Landlock ABI {abi} and private network "
+                       "namespaces are available", details=details)]
+    else:
+        out = [Finding("sandbox", "problem" if mode == "required" else "warning",
+                       f"exec.sandbox {mode}, and this system lacks {' and '.join(missing)}: "
+                       + ("confined tools are refused" if mode == "required" else "tools run unconfined"),
+                       details=details)]
+    marks = broken_mod.all_marks()
+    if marks:
+        out.append(Finding("sandbox", "warning", f"{len(marks)} digest(s) broke their declared effects and are "
+                           "denied until cleared ('atip-trust cache list-broken')", broken_mod.marks_dir(),
+                           {"digests": [m.get("digest") for m in marks]}))
     return out
 
 

@@ -24,7 +24,7 @@ from atip_trust.errors import UsageError
 from atip_trust.admission.admit import audit_failure
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.evaluation.inputs import Evidence
-from atip_trust.execution.exec import ExecRefused, exec_verified
+from atip_trust.execution.exec import EXIT_VIOLATION, ExecRefused, exec_verified
 
 
 def register(sub: Any) -> None:
@@ -47,6 +47,10 @@ def register(sub: Any) -> None:
     p.add_argument("--expect-digest", metavar="sha256:HEX",
                    help="run TOOL only if its bytes have this sha256 (what an agent hook pins when it "
                    "rewrites an allowed command); the policy's admission still applies")
+    p.add_argument("--sandbox", choices=("off", "preferred", "required"),
+                   help="the run-time boundary from the tool's verified effects (docs/sandbox.md): only "
+                   "tightens policy exec.sandbox (the strictest of the two applies); a tool that tries "
+                   "to leave its boundary exits 4 (EFFECT_VIOLATION)")
     add_audit_flags(p)
     p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the tool's arguments")
@@ -73,10 +77,11 @@ def run(args: argparse.Namespace) -> int:
                                staging=args.staging, interactive=is_interactive(args), audit=not args.no_audit,
                                audit_log=args.audit_log, cache=not args.no_cache)
         exec_verified(args.tool, tool_args, policy=policy, evidence=evidence, options=options,
-                      bundle_dir=args.bundle_dir, expect_digest=args.expect_digest)
+                      bundle_dir=args.bundle_dir, expect_digest=args.expect_digest, sandbox=args.sandbox)
     except ExecRefused as refused:
         line = " ".join([args.tool, *tool_args])
-        sys.stderr.write(one_line(f"atip-trust: exec refused ({refused.behavior}): {line}") + "\n")
+        what = "stopped (EFFECT_VIOLATION)" if refused.exit_code == EXIT_VIOLATION else f"refused ({refused.behavior})"
+        sys.stderr.write(one_line(f"atip-trust: exec {what}: {line}") + "\n")
         for r in refused.reasons:
             sys.stderr.write(reason_line(r) + "\n")
         report = refused.admission.report if refused.admission is not None else None

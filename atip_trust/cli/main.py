@@ -44,6 +44,10 @@ from atip_trust.cli.common import (
 )
 
 
+#: ``exec``: the tool tried to leave the boundary its verified effects give it (EFFECT_VIOLATION,
+#: execution/exec.py ``EXIT_VIOLATION``, docs/sandbox.md).
+EXIT_VIOLATION = 4
+
 #: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
 #: ``add_common_options``); loaded in this order.
 COMMANDS = ("hash", "metadata", "verify", "verify-vsa", "admit", "exec", "hook", "policy", "cache", "compile",
@@ -381,7 +385,7 @@ def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
         if started is not None:  # the command's modules are loaded and its arguments parsed (launch.py)
             started()
         rc = int(args.func(args))
-        if rc not in (EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK):
+        if rc not in (EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK, EXIT_VIOLATION):
             return EXIT_ERROR
         return rc
     except SystemExit as exc:  # --help / --version exit 0 through argparse; keep theirs

@@ -47,6 +47,8 @@ from atip_trust.execution.exec import (
     sealed_script,
 )
 from atip_trust.execution.child import minimal_env, run_verified
+from atip_trust.execution.sandbox import PROBE_BOUNDARY, SandboxUnavailable
+from atip_trust.state.broken import mark_broken
 from atip_trust.policy.model import Policy
 from atip_trust.state.verdict_cache import VerdictCache
 
@@ -73,7 +75,8 @@ class ProbePermission(Record):
 class ProbeOutcome(Record):
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
-    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted),
+    #: ``run_error``, ``effect_violation`` (it tried to write or connect: RFC §3.1), ``sandbox_unavailable``,
+    #: ``script_refused`` (a ``#!`` tool whose interpreter is not admitted),
     #: ``name_mismatch`` (ran, but its answer is about another program, RFC §3.2); or the
     #: ``ProbePermission`` reason when the tool was not run.
     reason: str
@@ -181,7 +184,7 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
             return ProbeOutcome("not_probed", "script_refused", str(refusal))
     try:
         ask = _Asker(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env,
-                     cache, digest, script, planned)
+                     cache, digest, script, planned, policy.exec_settings.sandbox)
         return _named(ask.strategy(commands, full), admission.tool)
     finally:
         if planned is not None:
@@ -192,9 +195,12 @@ class _Asker:
     """One tool's ``--agent`` questions (RFC §3.1.1, §5.1), each answer cached by its own words."""
 
     def __init__(self, artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None,
-                 cache: VerdictCache | None, digest: str, script: Opened, planned: Any) -> None:
+                 cache: VerdictCache | None, digest: str, script: Opened, planned: Any, mode: str) -> None:
         self.artifact, self.name, self.timeout_ms, self.cap, self.env = artifact, name, timeout_ms, cap, env
         self.cache, self.digest, self.script, self.planned = cache, digest, script, planned
+        #: policy exec.sandbox: RFC §3.1 "--agent MUST NOT perform any side effects", so every probe runs
+        #: read-only and offline whatever the tool declares (execution/sandbox.py PROBE_BOUNDARY).
+        self.mode = mode
 
     def strategy(self, commands: Sequence[str] | None, full: bool) -> ProbeOutcome:
         """``--agent --depth=1`` first (the overview); a partial answer is completed with
@@ -221,7 +227,9 @@ class _Asker:
             if found is not None:
                 return found
         outcome = self._run(words)
-        if self.cache is not None and outcome.reason != "run_error":
+        if outcome.reason == "effect_violation":
+            mark_broken(self.digest, tool=self.name, attempt=outcome.message, declared=PROBE_BOUNDARY.to_json())
+        if self.cache is not None and outcome.reason not in ("run_error", "effect_violation", "sandbox_unavailable"):
             self.cache.put(key, {**outcome.to_json(),
                                  "metadata": None if outcome.metadata is None
                                  else outcome.metadata.raw.decode("utf-8")})
@@ -229,14 +237,14 @@ class _Asker:
 
     def _run(self, words: Sequence[str]) -> ProbeOutcome:
         if self.planned is None:
-            return _run(self.artifact, self.name, self.timeout_ms, self.cap, self.env, args=words)
+            return _run(self.artifact, self.name, self.timeout_ms, self.cap, self.mode, self.env, args=words)
         interp, script_words = self.planned
         try:
             sealed = sealed_script(self.script)
         except ExecRefused as refused:  # the file no longer holds the verified bytes
             return ProbeOutcome("failed", "run_error", str(refused))
         try:
-            return _run(interp.art, self.name, self.timeout_ms, self.cap, self.env, argv0=script_words[0],
+            return _run(interp.art, self.name, self.timeout_ms, self.cap, self.mode, self.env, argv0=script_words[0],
                         keep_fds=(sealed,), args=[*script_words[1:], f"/dev/fd/{sealed}", *words])
         finally:
             os.close(sealed)
@@ -253,13 +261,19 @@ def _named(outcome: ProbeOutcome, executable: str) -> ProbeOutcome:
     return replace(outcome, reason="name_mismatch", message=problem, metadata=None)
 
 
-def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None, *,
-         args: Sequence[str] = PROBE_ARGS, argv0: str | None = None, keep_fds: Sequence[int] = ()) -> ProbeOutcome:
+def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, mode: str, env: Mapping[str, str] | None,
+         *, args: Sequence[str] = PROBE_ARGS, argv0: str | None = None, keep_fds: Sequence[int] = ()) -> ProbeOutcome:
     try:
         res = run_verified(artifact, args, env=env, timeout=timeout_ms / 1000, max_output=cap,
-                           argv0=argv0 or name, keep_fds=keep_fds)
+                           argv0=argv0 or name, keep_fds=keep_fds, boundary=PROBE_BOUNDARY, sandbox_mode=mode)
+    except SandboxUnavailable as err:
+        return ProbeOutcome("not_probed", "sandbox_unavailable", f"exec.sandbox is required and the kernel "
+                            f"lacks {err.feature}: --agent is not run")
     except AtipTrustError as err:
         return ProbeOutcome("failed", "run_error", err.diagnostics())
+    if res.violation is not None:
+        return ProbeOutcome("failed", "effect_violation", f"EFFECT_VIOLATION: --agent tried {res.violation}; "
+                            "RFC §3.1 says --agent has no side effects")
     if res.timed_out:
         return ProbeOutcome("failed", "timeout", f"--agent did not finish within {timeout_ms} ms; its "
                             "process group was killed")

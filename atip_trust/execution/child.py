@@ -26,9 +26,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from atip_trust._base.record import Record
+from functools import partial
+
+from atip_trust._base.record import Record, replace
 from atip_trust.errors import EnvironmentFailure, UsageError
+from atip_trust.execution.sandbox import Boundary, Prepared, arrange, attempt_seen, enter
 from atip_trust.facts.artifact import Artifact
 
 #: Where a process finds its own descriptors by path (Linux; also mounted on most container runtimes).
@@ -58,6 +62,10 @@ class RunResult(Record):
     #: The deadline passed and the group was killed.
     timed_out: bool
     seconds: float
+    #: The boundary it ran in (execution/sandbox.py ``arrange``'s record), None when none was asked for.
+    sandbox: dict[str, Any] | None = None
+    #: What the tool tried outside its boundary (``sandbox.attempt_seen``), None when nothing was seen.
+    violation: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -77,12 +85,15 @@ def run_verified(
     max_output: int,
     argv0: str | None = None,
     keep_fds: Sequence[int] = (),
+    boundary: Boundary | None = None,
+    sandbox_mode: str = "off",
 ) -> RunResult:
     """Run ``artifact`` (open, verified) with ``args``; see the module docstring for the bounds.
 
     ``keep_fds``: more descriptors the child inherits (a verified ``#!`` script's sealed copy,
     execution/exec.py ``sealed_script``, which its verified interpreter reads at ``/dev/fd/N``); nothing
-    else is passed.
+    else is passed. ``boundary``: the walls it runs inside under ``sandbox_mode`` (execution/sandbox.py
+    ``arrange``: raises ``SandboxUnavailable`` under ``required`` when they cannot be built).
 
     Raises ``EnvironmentFailure`` when the descriptor cannot be executed by path (no ``/proc/self/fd``)
     or the child cannot be started, and ``ArtifactAccessError`` (from ``exec_fd``) when the file changed
@@ -93,6 +104,21 @@ def run_verified(
     if not proc_fd_available():
         raise EnvironmentFailure(f"{PROC_FD} is not available: the verified descriptor cannot be "
                                  "executed, and the path is never run instead", path=artifact.path)
+    prepared, record = arrange(boundary, sandbox_mode)
+    try:
+        res = _start(artifact, args, env, timeout, max_output, argv0, keep_fds, prepared)
+    finally:
+        if prepared is not None:
+            prepared.close()
+    if record is None:
+        return res
+    seen = attempt_seen(boundary, res.exit_code, res.signal, res.stderr) \
+        if prepared is not None and boundary is not None else None
+    return replace(res, sandbox=record, violation=seen)
+
+
+def _start(artifact: Artifact, args: Sequence[str], env: Mapping[str, str] | None, timeout: float,
+           max_output: int, argv0: str | None, keep_fds: Sequence[int], prepared: Prepared | None) -> RunResult:
     fd = artifact.exec_fd()
     # The kernel reads the #! line from the copy and hands its interpreter /proc/self/fd/N: the copy.
     sealed = artifact.sealed_copy(artifact.sha256, executable=True) if os.pread(fd, 2, 0) == b"#!" else -1
@@ -103,11 +129,11 @@ def run_verified(
         proc = subprocess.Popen(
             [argv0 or os.path.basename(artifact.path), *args], executable=f"{PROC_FD}/{run_fd}",
             pass_fds=(run_fd, *keep_fds), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=dict(minimal_env() if env is None else env), start_new_session=True,
-            close_fds=True, cwd="/",
+            stderr=subprocess.PIPE, env=_child_env(env, prepared), start_new_session=True,
+            close_fds=True, cwd="/", preexec_fn=None if prepared is None else partial(enter, prepared),
         )
-    except OSError as err:
-        raise EnvironmentFailure(f"cannot start the verified tool: {err.strerror or err}",
+    except (OSError, subprocess.SubprocessError) as err:  # SubprocessError: entering the boundary failed
+        raise EnvironmentFailure(f"cannot start the verified tool: {getattr(err, 'strerror', None) or err}",
                                  path=artifact.path) from err
     finally:
         if sealed >= 0:
@@ -123,6 +149,11 @@ def run_verified(
             proc.wait(timeout=_DRAIN)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL was sent; the kernel reaps
             pass
+
+
+def _child_env(env: Mapping[str, str] | None, prepared: Prepared | None) -> dict[str, str]:
+    base = minimal_env() if env is None else env
+    return prepared.env(base) if prepared is not None else dict(base)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -56,10 +56,13 @@ from atip_trust.admission.admit import Admission, admit, audit_failure, audit_ta
 from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
 from atip_trust.evaluation.inputs import Evidence
+from atip_trust.execution import sandbox as sb
+from atip_trust.execution.confined import run_confined
 from atip_trust.execution.env import exec_environment
 from atip_trust.admission.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
+from atip_trust.state.broken import mark_broken
 
 PathLike = str | os.PathLike[str]
 
@@ -103,6 +106,8 @@ class ExecPlan(Record, frozen=False):
     audit_record: dict[str, Any] = field(default_factory=dict)
     #: A ``#!`` script's sealed copy (``sealed_script``), read by the interpreter at ``/dev/fd/N``; -1.
     script_fd: int = -1
+    #: The boundary entered right before ``execve`` (execution/sandbox.py ``Prepared``), or None.
+    sandbox: Any = None
 
     @property
     def exec_target(self) -> Opened:
@@ -397,6 +402,7 @@ def exec_verified(
     bundle_dir: PathLike | None = None,
     before_exec: Callable[[ExecPlan], None] | None = None,
     expect_digest: str | Digest | None = None,
+    sandbox: str | None = None,
     **keywords: Any,
 ) -> None:
     """Admit ``tool`` for ``args`` (its arguments, ``argv[1:]``) and replace this process with exactly
@@ -452,6 +458,9 @@ def exec_verified(
             opened.append(planned[0])
             _plan_script(plan, *planned, record)
         record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
+        plan.sandbox, sandbox_record = exec_boundary(main.admission, policy, sandbox)
+        if sandbox_record is not None:
+            record["sandbox"] = sandbox_record
         plan.audit_record = record
         if audit:
             append_audit(record, log)
@@ -483,6 +492,85 @@ def exec_verified(
             o.art.close()
         if plan is not None and plan.script_fd >= 0:
             os.close(plan.script_fd)
+        if plan is not None and plan.sandbox is not None:
+            plan.sandbox.close(keep_tmp=False)
+
+
+def planned_boundary(admission: Admission, policy: Policy, flag: str | None) -> tuple[Any, str]:
+    """The boundary a run of ``admission`` gets and the mode (policy ``exec.sandbox`` tightened by
+    ``flag``): ``(None, mode)`` under ``off`` or without a verified declaration. Refused (``ExecRefused``
+    deny) when the declaration cannot become a boundary (``SANDBOX_PROFILE_INVALID``), or ``required``
+    meets a kernel without what it needs (``SANDBOX_UNAVAILABLE``, naming the feature). ``exec``, the
+    bridge's call loop and ``admit -v`` all ask here (execution/sandbox.py owns the rules)."""
+    mode = sb.stricter_mode(policy.exec_settings.sandbox, flag)
+    if mode == "off":
+        return None, mode
+    try:
+        boundary = sb.boundary_for(admission)
+    except sb.BoundaryError as err:
+        raise ExecRefused("deny", [Reason(
+            "SANDBOX_PROFILE_INVALID", f"the declared effects cannot become a boundary: {err.message}",
+            rule="exec.sandbox", expected="declared paths that exist inside the working tree",
+            actual=err.path or "?")], admission) from None
+    missing = sb.missing_feature(boundary) if boundary is not None and mode == "required" else None
+    if missing is not None:
+        raise _unavailable(admission, missing)
+    return boundary, mode
+
+
+def _unavailable(admission: Admission, feature: str) -> ExecRefused:
+    return ExecRefused("deny", [Reason(
+        "SANDBOX_UNAVAILABLE", f"exec.sandbox is required and the kernel lacks {feature}",
+        rule="exec.sandbox", expected=feature, actual="missing")], admission)
+
+
+def exec_boundary(admission: Admission, policy: Policy, flag: str | None) -> tuple[Any, dict[str, Any] | None]:
+    """``planned_boundary``, built (execution/sandbox.py ``arrange``): the ``Prepared`` boundary ``exec``
+    enters (or None) and the record its audit line carries."""
+    boundary, mode = planned_boundary(admission, policy, flag)
+    try:
+        return sb.arrange(boundary, mode)
+    except sb.SandboxUnavailable as err:
+        raise _unavailable(admission, err.feature) from None
+
+
+EXIT_VIOLATION = 4
+
+
+class EffectViolation(ExecRefused):
+    """The tool ran and tried something its verified declaration rules out (``EFFECT_VIOLATION``):
+    exit 4, an audit line, and its digest marked (state/broken.py)."""
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_VIOLATION
+
+
+def _execute_confined(plan: ExecPlan, fd: int, timeout_ms: int | None) -> None:
+    """Run the tool inside ``plan.sandbox`` as a child (execution/confined.py) and end with its status,
+    or raise ``EffectViolation`` when it tried to leave its boundary."""
+    prepared = plan.sandbox
+    code, tail = run_confined(prepared, fd, plan.argv, prepared.env(plan.env), timeout_ms)
+    seen = sb.attempt_seen(prepared.boundary, code if code >= 0 else None, -code if code < 0 else None, tail)
+    if seen is None:
+        # As after execve, nothing of this process is left to run: its private folder is removed and
+        # its output flushed, then it ends with the tool's status (a shell's 128+N for signal N),
+        # without the interpreter's shutdown (~0.1 s of the wall clock, docs/adr/0002-sandbox.md).
+        prepared.close()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(code if code >= 0 else 128 - code)
+    admission = plan.tool.admission
+    digest = _sha(admission.report.digests.get("sha256", "?"))
+    mark_broken(digest, tool=admission.tool, attempt=seen, declared=prepared.boundary.to_json())
+    raise EffectViolation("deny", [Reason(
+        "EFFECT_VIOLATION", f"{admission.tool} {' '.join(admission.command)} tried {seen}, outside its "
+        f"declared boundary ({prepared.boundary.describe()}); {digest} is marked and denied until "
+        "'atip-trust cache clear-broken' clears it", rule="exec.sandbox",
+        expected=prepared.boundary.describe(), actual=seen)], admission)
 
 
 def _plan_script(plan: ExecPlan, interp: Opened, words: list[str], record: dict[str, Any]) -> None:
@@ -521,6 +609,8 @@ def _execute(plan: ExecPlan) -> None:
         except (OSError, ValueError, AttributeError):
             pass
     contract = plan.tool.admission.contract
+    if plan.sandbox is not None:  # a child (its timer is set there: fork(2) does not inherit timers)
+        _execute_confined(plan, fd, contract.timeout_ms if contract is not None else None)
     if contract is not None and contract.timeout_ms is not None and hasattr(signal, "setitimer"):
         # AIP-14 timeout_ms is a hard ceiling: an interval timer survives execve(2) and SIGALRM's
         # default action ends the tool when it runs out.
@@ -535,7 +625,7 @@ def _execute(plan: ExecPlan) -> None:
         raise ArtifactAccessError(f"cannot execute: {err.strerror}", path=str(target.found)) from err
 
 
-__all__ = ["ExecPlan", "ExecRefused", "Opened", "admit_file", "admit_interpreter", "interpreter_options",
+__all__ = ["EXIT_VIOLATION", "EffectViolation", "ExecPlan", "ExecRefused", "exec_boundary", "planned_boundary", "Opened", "admit_file", "admit_interpreter", "interpreter_options",
            "interpreter_refusal",
            "script_denied", "check_unchanged", "exec_verified", "expected_digest", "find_bundles",
            "locate", "pinned_argv", "read_shebang", "sealed_script"]

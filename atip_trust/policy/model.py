@@ -314,7 +314,13 @@ class ExecSettings(Record):
 
     scripts: Literal["deny", "verify-interpreter"] = 'verify-interpreter'
     env: tuple[EnvRule, ...] = ()
+    #: The run-time boundary from verified effects (execution/sandbox.py, docs/sandbox.md): the strictest
+    #: stated of ``off`` < ``preferred`` < ``required``; ``preferred`` when no layer states it.
+    sandbox: Literal["off", "preferred", "required"] = 'preferred'
 
+
+#: ``exec.sandbox`` values, least to most strict (execution/sandbox.py ``MODES``).
+_SANDBOX_MODES: tuple[str, ...] = ("off", "preferred", "required")
 
 #: The call loop's bounds for one call when no layer states ``bridge.callTimeoutMs`` / ``maxOutputBytes``.
 BRIDGE_CALL_TIMEOUT_MS = 60_000
@@ -471,12 +477,15 @@ class Policy(Record):
         schema has checked."""
         scripts: Literal["deny", "verify-interpreter"] = "verify-interpreter"
         env: list[EnvRule] = []
+        sandbox: list[str] = []
         for layer in self.layers:
             section = layer.document.get("exec")
             if not isinstance(section, dict):
                 continue
             if section.get("scripts") == "deny":
                 scripts = "deny"
+            if section.get("sandbox") in _SANDBOX_MODES:
+                sandbox.append(section["sandbox"])
             rule = section.get("env")
             if isinstance(rule, dict):
                 mode = rule.get("mode", "pass")
@@ -484,7 +493,9 @@ class Policy(Record):
                 env.append(EnvRule(mode=mode if mode in ("pass", "scrub", "allowlist") else "allowlist",
                                    allow=tuple(a for a in allow if isinstance(a, str)),
                                    source=layer.source))
-        return ExecSettings(scripts=scripts, env=tuple(env))
+        mode = max(sandbox, key=_SANDBOX_MODES.index) if sandbox else "preferred"
+        return ExecSettings(scripts=scripts, env=tuple(env),
+                            sandbox="required" if mode == "required" else "off" if mode == "off" else "preferred")
 
     @property
     def hooks_unlisted(self) -> Literal["passthrough", "ask", "deny"]:

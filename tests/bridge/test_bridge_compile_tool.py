@@ -23,7 +23,10 @@ def agent_tool(sentinel: Path) -> bytes:
 def compile_tool(world: World, *, signed: bool, policy: Path | None = None) -> tuple[int, dict[str, object], str]:
     env = world.env(signed=signed, ATIP_CACHE_DIR=str(world.dir / "cache"),
                     XDG_STATE_HOME=str(world.dir / "state"))
-    run = world.run("compile", "--provider", "anthropic", "--tool", "gh", "--policy", str(policy or world.policy),
+    # The probed tool leaves a sentinel to prove it ran, a side effect a probe's read-only boundary refuses
+    # (issue 37, RFC §3.1): these probes run unconfined; tests/execution/test_sandbox_exec.py tests it.
+    policy = policy or world.write_policy("compile", exec={"sandbox": "off"})
+    run = world.run("compile", "--provider", "anthropic", "--tool", "gh", "--policy", str(policy),
                     "--bundle-dir", str(world.bundles), "--no-audit", env=env)
     try:
         out = json.loads(run.stdout)

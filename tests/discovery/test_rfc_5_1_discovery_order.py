@@ -66,8 +66,10 @@ def strict_tool(log: Path) -> bytes:
 
 
 def policy(world: World) -> Path:
+    # The probed tool logs each question it is asked, a side effect a probe's read-only boundary refuses
+    # (issue 37, RFC §3.1): these probes run unconfined; tests/execution/test_sandbox_exec.py tests it.
     return world.write_policy("order", permissions={"allow": [{"rule": r, "minTrustLevel": "VERIFIED"}
-                                                               for r in ("k *", "sh")]})
+                                                               for r in ("k *", "sh")]}, exec={"sandbox": "off"})
 
 
 def env(world: World, **more: str) -> dict[str, str]:
