@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from types import FrameType
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.hooks import Options, answer
+from atip_trust.cli.hook_child import answer_guarded
 from atip_trust.cli.main import add_common_options
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
 from atip_trust.errors import AtipTrustError, UsageError
@@ -99,10 +101,13 @@ def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
             skip = True
         elif word != "--pin" and not word.startswith("--timeout="):
             flags.append(word)
-    return (sys.executable, "-m", "atip_trust", *argv[1:at]), tuple(flags)
+    # -I: the launcher imports neither the working directory (a project shipping its own atip_trust/
+    # package) nor user site-packages, and reads no PYTHON* variable (issue 32, item 7).
+    return (sys.executable, "-I", "-m", "atip_trust", *argv[1:at]), tuple(flags)
 
 
 def _answer(args: argparse.Namespace) -> HookAnswer:
+    deadline = time.monotonic() + (args.timeout if args.timeout > 0 else 365 * 86400.0)
     if args.pin and args.agent not in CAN_REWRITE:
         raise UsageError(f"--pin rewrites the command, which only {' and '.join(sorted(CAN_REWRITE))} "
                          f"hooks may do; {args.agent}'s cannot")
@@ -115,7 +120,8 @@ def _answer(args: argparse.Namespace) -> HookAnswer:
                          audit=not args.no_audit, audit_log=args.audit_log, cache=not args.no_cache)
     options = Options(admit=admit, bundle_dir=args.bundle_dir, pin=program if args.pin else None,
                       pin_options=flags)
-    return answer(args.agent, data, policy=policy, options=options)
+    return answer_guarded(args.agent, len(data), lambda: answer(args.agent, data, policy=policy, options=options),
+                          deadline)
 
 
 __all__ = ["HookTimeout", "pin_words", "register", "run"]
