@@ -3,7 +3,9 @@
 Hypothesis draws hostile lines from fixtures/shell_lines.py's grammar (runners fed by xargs, expansions
 in a wrapper's operand, builtins that change lookup, files written then run, env's grammar, programs
 that run programs); the gate judges each in-process, exactly as ``atip-trust hook`` does; every line it
-allows is then run by real bash in a world whose unsigned programs append to a sentinel file.
+allows is then run by real bash in a world whose unsigned programs append to a sentinel file. Every
+tenth allowed line is also judged with ``--pin`` and its rewritten line run by bash in the world's folder,
+which ships its own ``atip_trust/`` package (its import would leave the sentinel too).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from shell_lines import ShellWorld, line, make_world
 
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
+from atip_trust.cli.cmd_hook import pin_words
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.policy.model import Policy
@@ -43,10 +46,21 @@ def judge(world: ShellWorld, policy: Policy, text: str) -> str | None:
     return None if verdict is None else verdict.behavior
 
 
-def run_in_bash(world: ShellWorld, text: str) -> bool:
+def judge_pinned(world: ShellWorld, policy: Policy, text: str) -> str | None:
+    """The line ``atip-trust hook claude-code --pin`` would have the agent run, or None when not allowed."""
+    program, flags = pin_words(["atip-trust", "hook", "claude-code", "--pin", "--no-audit", "--policy",
+                                str(world.policy), "--bundle-dir", str(world.bundles)])
+    verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
+                             options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
+                                             path_env=world.env["PATH"], pin=program, pin_options=flags))
+    return verdict.rewritten if verdict is not None and verdict.behavior == "allow" else None
+
+
+def run_in_bash(world: ShellWorld, text: str, *, path: str | None = None) -> bool:
     """Run ``text`` as an agent's shell would (its background jobs waited for, the whole process group
     killed if it outlives 20 s); True when an unsigned program ran."""
-    proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=world.env,
+    env = world.env if path is None else {**world.env, "PATH": path}
+    proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -99,6 +113,11 @@ def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWor
         seen["allowed"] += 1
         if run_in_bash(world, text):
             escaped.append(text)
+        pinned = judge_pinned(world, policy, text) if seen["allowed"] % 10 == 0 else None
+        if pinned is not None:
+            seen["pinned"] = seen.get("pinned", 0) + 1
+            if run_in_bash(world, pinned):
+                escaped.append(f"--pin: {pinned}")
         assert not escaped, f"allowed, and bash ran an unsigned program: {text!r}"
 
     check()
