@@ -11,17 +11,20 @@ from atip_trust._base.lazy import lazy_import
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
+    import resource
     import shlex
 
     import tree_sitter
     import tree_sitter_bash
 else:
+    resource = lazy_import("resource")  # only for a line long enough to parse under a budget
     shlex = lazy_import("shlex")  # only for --pin
     # Bash's grammar: on the hook path only; admission and verification never parse shell.
     tree_sitter = lazy_import("tree_sitter")
     tree_sitter_bash = lazy_import("tree_sitter_bash")  # (with tree_sitter)
 
 __all__ = [
+    "resource",
     "shlex",
     "tree_sitter",
     "tree_sitter_bash",

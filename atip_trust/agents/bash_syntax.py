@@ -17,14 +17,13 @@ so far, and a parse over budget is cancelled (:class:`OverBudget`, a denial nami
 
 from __future__ import annotations
 
-import resource
 import sys
 import time
 from collections.abc import Iterator
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust.agents._deps import tree_sitter, tree_sitter_bash
+from atip_trust.agents._deps import resource, tree_sitter, tree_sitter_bash
 
 if TYPE_CHECKING:
     from tree_sitter import Node as Node  # re-exported for the walker's annotations
@@ -48,6 +47,9 @@ MEMORY_BASE, MEMORY_PER_KB = 96 * 1024 * 1024, 1024 * 1024
 #: end of input allocate memory growing with N squared in one step, between two progress callbacks
 #: (1,000 parts: 33 MB; 4,000: 238 MB); a count before parsing is the only place to stop it.
 MAX_BARS = 1024
+#: Lines up to this many bytes are parsed without the budget: at this size the slowest known shape costs
+#: tens of milliseconds, and an ordinary line pays no callback.
+UNBUDGETED = 2048
 #: Bytes handed to the parser per read (it asks again for the rest).
 _CHUNK = 64 * 1024
 
@@ -108,6 +110,8 @@ def _budgeted(source: bytes) -> Node:
         raise OverBudget(f"the line holds {bars} '|' characters; the shell grammar is given at most {MAX_BARS} "
                          "(its memory grows with the square of a pipeline's length)")
     parser = _PARSER.get()
+    if len(source) <= UNBUDGETED:
+        return parser.parse(source).root_node
     budget = Budget()
     try:
         tree = parser.parse(lambda offset, _point: source[offset:offset + _CHUNK], progress_callback=budget)

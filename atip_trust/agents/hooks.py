@@ -30,9 +30,9 @@ from atip_trust.agents._deps import shlex
 from atip_trust._base.record import Record, replace
 from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
-from atip_trust.agents.lookup import locate
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
+from atip_trust.facts.artifact import which
 from atip_trust.facts.report import TrustLevel
 from atip_trust.admission.admit import Admission, write_audit
 from atip_trust.admission.options import AdmitOptions
@@ -160,6 +160,34 @@ def _cap(program: Program, path: str, pinned: bool) -> str | None:
         return (f"an earlier part of the line can write files and {path} is a file you can change: what "
                 "runs may not be what was checked")
     return None
+
+
+def locate(name: str, path_env: str | None, cwd: str | None, moved: bool) -> str:
+    """The file bash runs for the bare ``name``: ``ArtifactAccessError`` when there is none,
+    :class:`Unprovable` when a relative entry that cannot be placed comes before it.
+
+    A shell takes a relative PATH entry (``node_modules/.bin``, ``.``, an empty entry) relative to its
+    *current* directory (POSIX XCU 2.9.1.1). The hook runs in a directory of its own, so such an entry
+    is read against the ``cwd`` the hook input names, where the line starts (issue 32, item 6). After a
+    ``cd`` (or ``env -C``) the line is elsewhere, and without a ``cwd`` nobody knows where it is: then a
+    relative entry the search reaches before it finds the program makes the name unprovable.
+    ``facts.artifact.which`` searches the entries made absolute."""
+    entries = (os.environ.get("PATH", os.defpath) if path_env is None else path_env).split(os.pathsep)
+    placed: list[str] = []
+    for entry in entries:
+        if os.path.isabs(entry):
+            placed.append(entry)
+            continue
+        if moved or cwd is None or not os.path.isabs(cwd):
+            where = ("an earlier 'cd' (or a runner) changed the directory" if moved
+                     else "the hook input names no absolute cwd")
+            try:
+                return which(name, os.pathsep.join(placed))
+            except ArtifactAccessError:  # not found before it: the relative entry decides
+                raise Unprovable(f"PATH has the relative entry {entry or '(empty)'!r} before any {name!r} and "
+                                 f"{where}: which file runs is not known") from None
+        placed.append(os.path.normpath(os.path.join(cwd, entry or ".")))
+    return which(name, os.pathsep.join(placed))
 
 
 def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
@@ -349,5 +377,5 @@ def answer(agent: str, data: bytes, *, policy: Policy, options: Options | None =
     return render(agent, verdict.behavior, verdict.reason, verdict.rewritten)
 
 
-__all__ = ["GENERIC_REASONS", "Options", "Part", "Verdict", "answer", "changeable", "decide_command",
-           "names_program"]
+__all__ = ["GENERIC_REASONS", "Options", "Part", "Verdict", "answer", "changeable", "decide_command", "locate",
+           "names_none", "names_program"]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from atip_trust.admission import admit as admit_mod
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
+    from atip_trust.cli import hook_child
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
     from atip_trust.policy import signed as signed_mod
@@ -33,6 +34,7 @@ else:
     gate_vsa = lazy_import("atip_trust.admission.vsa")
     # Imported inside launch.main(), so that its whole import runs with the collector paused.
     cli_main = lazy_import("atip_trust.cli.main")
+    hook_child = lazy_import("atip_trust.cli.hook_child")  # only for a hook input over CHILD_BYTES
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
     # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
@@ -45,6 +47,7 @@ __all__ = [
     "audit_mod",
     "cli_main",
     "gate_vsa",
+    "hook_child",
     "pathlib",
     "policy_test",
     "sarif",

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.hooks import Options, answer
-from atip_trust.cli.hook_child import answer_guarded
+from atip_trust.cli._deps import hook_child
 from atip_trust.cli.main import add_common_options
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
 from atip_trust.errors import AtipTrustError, UsageError
 
+#: Hook input bytes above which the decision runs in a forked child that may die without taking the
+#: answer with it (cli/hook_child.py); an ordinary line is decided here, its parse bounded in place.
+CHILD_BYTES = 4096
 DEFAULT_TIMEOUT = 25  # seconds: under Copilot CLI's 30 s default, Claude Code's and Gemini's 60 s
 
 
@@ -120,8 +123,10 @@ def _answer(args: argparse.Namespace) -> HookAnswer:
                          audit=not args.no_audit, audit_log=args.audit_log, cache=not args.no_cache)
     options = Options(admit=admit, bundle_dir=args.bundle_dir, pin=program if args.pin else None,
                       pin_options=flags)
-    return answer_guarded(args.agent, len(data), lambda: answer(args.agent, data, policy=policy, options=options),
-                          deadline)
+    if len(data) <= CHILD_BYTES:
+        return answer(args.agent, data, policy=policy, options=options)
+    return hook_child.answer_guarded(args.agent, lambda: answer(args.agent, data, policy=policy, options=options),
+                                     deadline)
 
 
 __all__ = ["HookTimeout", "pin_words", "register", "run"]

@@ -1,10 +1,10 @@
 """A hook that always answers: a large input is decided in a forked child, under limits, while this
-process waits to answer whatever becomes of it (issue 32, item 8).
+process waits to answer whatever becomes of it (issue 32, item 8). Imported only for such an input.
 
 An agent treats a hook that dies (SIGSEGV, SIGKILL, memory exhausted: exit 139, 137) as a non-blocking
 error and runs the line: fail open. The parse is budgeted (agents/bash_syntax.py), but the answering
 process must survive even what the budget does not foresee. So when the hook input is larger than
-:data:`CHILD_BYTES` the decision runs in a ``fork()`` of this process (no new interpreter: the modules are
+``cmd_hook.CHILD_BYTES`` the decision runs in a ``fork()`` of this process (no new interpreter: the modules are
 already loaded) with its address space capped (:data:`CHILD_MEMORY` more than it starts with), and this
 process reads its answer from a pipe until the deadline. A child that dies, exits without an answer or
 outlives the deadline is killed and answered with a denial naming why, in the agent's format.
@@ -25,18 +25,15 @@ from collections.abc import Callable
 
 from atip_trust.agents.formats import HookAnswer, render_error
 
-#: Hook input bytes above which the decision runs in a child (a 4 KiB line is still parsed in
-#: milliseconds; past it the shapes that make the grammar slow start to cost).
-CHILD_BYTES = 4096
 #: Address space the child may use beyond what it starts with (the parse budget stays far below).
 CHILD_MEMORY = 512 * 1024 * 1024
 _READ = 65536
 
 
-def answer_guarded(agent: str, size: int, decide: Callable[[], HookAnswer], deadline: float) -> HookAnswer:
-    """``decide()``'s answer; in a child when ``size`` is over :data:`CHILD_BYTES` (module docstring).
-    ``deadline``: a ``time.monotonic()`` value after which the child is killed."""
-    if size <= CHILD_BYTES or not hasattr(os, "fork"):
+def answer_guarded(agent: str, decide: Callable[[], HookAnswer], deadline: float) -> HookAnswer:
+    """``decide()``'s answer, decided in a child (module docstring). ``deadline``: a ``time.monotonic()``
+    value after which the child is killed."""
+    if not hasattr(os, "fork"):
         return decide()
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -133,4 +130,4 @@ def _reap(pid: int, until: float) -> int:
         time.sleep(0.001)  # between the pipe's end and the exit status: a few system calls
 
 
-__all__ = ["CHILD_BYTES", "CHILD_MEMORY", "answer_guarded"]
+__all__ = ["CHILD_MEMORY", "answer_guarded"]
