@@ -93,7 +93,8 @@ MAX_NESTING = 200
 #: needs many; past this the line is unprovable rather than a recursion the input can deepen.
 MAX_RUNNERS = 16
 #: Variables that, assigned or exported on their own, change where programs find their configuration
-#: (``HOME=. ; git status`` reads a repository-shipped .gitconfig) or what ``cd`` means.
+#: (``HOME=. ; git status`` reads a repository-shipped .gitconfig) or what ``cd`` means; and ``ATIP_*``,
+#: this project's own (a --pin launcher's policy and cache).
 _CONFIG_PLACES = frozenset({"HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS",
                             "ZDOTDIR", "CDPATH", "ENV", "SHELLOPTS", "BASHOPTS", "POSIXLY_CORRECT", "TMPDIR"})
 
@@ -286,7 +287,7 @@ def _for_head(node: Node) -> None:
 
 def _settable(name: str) -> None:
     """A variable the line may set on its own (module docstring): none that changes what runs."""
-    if changes_lookup(name) or name in _CONFIG_PLACES:
+    if changes_lookup(name) or name in _CONFIG_PLACES or name.startswith("ATIP_"):
         raise Unprovable(f"the line sets {name}, which changes which program runs, what it loads or where "
                          "it finds its configuration")
 

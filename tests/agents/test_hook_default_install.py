@@ -61,3 +61,36 @@ def test_everyday_lines_under_the_readme_snippet_and_the_default_policy(agent: s
         if r.returncode != 0 or behavior == "deny" or (agent == "claude-code" and behavior == "ask"):
             refused[line] = (r.returncode, behavior, reason[:300], r.stderr[-300:])
     assert not refused, json.dumps(refused, indent=1)
+
+
+def _decide(policy_path: str, line: str, agent: str, cwd: Path) -> str | None:
+    from atip_trust.admission.admit import load_admission_policy
+    from atip_trust.admission.options import AdmitOptions
+    from atip_trust.agents.formats import HookRequest
+    from atip_trust.agents.hooks import Options, decide_command
+    verdict = decide_command(HookRequest(agent, "Bash", line, cwd=str(cwd)),
+                             policy=load_admission_policy(policy_path), options=Options(admit=AdmitOptions(audit=False)))
+    return None if verdict is None else verdict.behavior
+
+
+UNPROVABLE = ["eval ls", "$CMD --help", "source ./env.sh && make", "ls $(pwd)", "f() { ls; }; f"]
+
+
+@pytest.mark.parametrize("line", UNPROVABLE)
+def test_a_line_it_cannot_prove_is_no_business_of_a_policy_that_names_no_program(line: str, tmp_path: Path) -> None:
+    """Codex and Gemini turn a question into a denial: under the shipped default (which names no program)
+    a line whose programs cannot all be known gets no opinion; a policy that names one still asks."""
+    from atip_trust.policy.load import default_policy_path
+    assert _decide(default_policy_path(), line, "codex", tmp_path) in (None, "passthrough")
+    named = tmp_path / "names-gh.json"
+    named.write_text(json.dumps({"version": 1, "permissions": {"deny": ["gh repo delete *"]}}))
+    assert _decide(str(named), line, "codex", tmp_path) == "ask"
+
+
+def test_a_program_that_is_not_installed_and_not_governed_gets_no_opinion(tmp_path: Path) -> None:
+    named = tmp_path / "names-gh.json"
+    named.write_text(json.dumps({"version": 1, "permissions": {"deny": ["gh repo delete *"]}}))
+    assert _decide(str(named), "no-such-tool-anywhere --x", "claude-code", tmp_path) in (None, "passthrough")
+    assert _decide(str(named), "./build/no-such-tool", "claude-code", tmp_path) in (None, "passthrough")
+    # ...unless the line itself can make it first: then what runs is not known.
+    assert _decide(str(named), "cp /bin/ls ./made && ./made", "claude-code", tmp_path) == "ask"
