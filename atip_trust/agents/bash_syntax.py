@@ -50,8 +50,10 @@ MAX_BARS = 1024
 #: Lines up to this many bytes are parsed without the budget: at this size the slowest known shape costs
 #: tens of milliseconds, and an ordinary line pays no callback.
 UNBUDGETED = 2048
-#: Bytes handed to the parser per read (it asks again for the rest).
-_CHUNK = 64 * 1024
+#: Bytes handed to the parser per read (it asks again for the rest). Small, because a tree parsed from a
+#: callback reads each node's ``text`` back through it: a large chunk copied for every word read made the
+#: walk grow faster than the line.
+_CHUNK = 128
 
 
 class Budget:
@@ -101,6 +103,10 @@ class _Parser:
 
 
 _PARSER = _Parser()
+#: The last line parsed under the budget and its tree: a line refused by :func:`parse` is read again at
+#: once by :func:`parse_lenient` (hooks.py, the programs its text plainly names), and a second budgeted
+#: parse of the same bytes would double the cost of the slowest lines.
+_LAST: list[tuple[bytes, Node]] = []
 
 
 def _budgeted(source: bytes) -> Node:
@@ -112,6 +118,8 @@ def _budgeted(source: bytes) -> Node:
     parser = _PARSER.get()
     if len(source) <= UNBUDGETED:
         return parser.parse(source).root_node
+    if _LAST and _LAST[0][0] == source:
+        return _LAST[0][1]
     budget = Budget()
     try:
         tree = parser.parse(lambda offset, _point: source[offset:offset + _CHUNK], progress_callback=budget)
@@ -120,6 +128,7 @@ def _budgeted(source: bytes) -> Node:
     if tree is None:
         parser.reset()  # a cancelled parser would otherwise resume this parse on its next call
         raise OverBudget(budget.why or "the shell grammar did not finish reading the line")
+    _LAST[:] = [(source, tree.root_node)]
     return tree.root_node
 
 
