@@ -165,3 +165,35 @@ def test_a_decider_killed_mid_decision_is_answered_with_a_denial(
     assert proc.returncode == 2, (proc.returncode, out, err)
     spec = json.loads(out)["hookSpecificOutput"]
     assert spec["permissionDecision"] == "deny" and sig.name in spec["permissionDecisionReason"], out
+
+
+def test_a_decider_that_outlives_the_timeout_is_stopped_and_answered(names_gh: tuple[Path, dict[str, str]]) -> None:
+    """20,000 admissions take longer than a 2 s --timeout: the hook answers at its timeout, the child is
+    gone (no process of the hook outlives its answer)."""
+    policy, env = names_gh
+    line = " ".join(f"ls a{i};" for i in range(20000))
+    proc = subprocess.Popen([*HOOK, "--policy", str(policy), "--timeout", "2"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = proc.communicate(_input(line), timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 2, (out, err)
+    spec = json.loads(out)["hookSpecificOutput"]
+    assert spec["permissionDecision"] == "deny" and "no answer within 2 s" in spec["permissionDecisionReason"]
+    assert _running_with(str(policy)) == [], "the decision process outlived the hook's answer"
+
+
+def _running_with(word: str) -> list[int]:
+    """Processes whose command line holds ``word`` (a forked child keeps its parent's command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if word.encode() in f.read().split(b"\0"):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
