@@ -1,6 +1,6 @@
 """Provenance verification cost, in-process: legacy_bundle.py vs sigstore-python's verify_dsse.
 
-Run: /work/venv/bin/python bench/provenance.py [--rounds N]
+Run: python bench/provenance.py [--rounds N]
 
 Same statement, same local test Sigstore, same run:
   * sigstore-python 4.5.1 ``Verifier.verify_dsse`` on a v0.3 bundle with a ``dsse/0.0.1`` entry

@@ -26,6 +26,7 @@ for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir()
         sys.path.append(str(_folder))
 
 from interop_cases import find_interop  # noqa: E402
+from shared_material import where  # noqa: E402
 
 INTEROP = find_interop()
 
@@ -33,7 +34,7 @@ INTEROP = find_interop()
 @pytest.fixture(scope="session")
 def interop_dir() -> Path:
     if not (INTEROP / "index.json").is_file():
-        pytest.skip(f"interop fixtures not found at {INTEROP} (they live in ../shared/fixtures/interop)")
+        pytest.skip(f"interop fixtures not found: {where('fixtures', 'interop', env='ATIP_INTEROP_DIR')}")
     return INTEROP
 
 

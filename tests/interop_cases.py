@@ -14,22 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared_material import shared_path
+
 
 def find_interop() -> Path:
-    """../shared/fixtures/interop next to the checkout; ``ATIP_INTEROP_DIR`` overrides. A clone that CI
-    makes elsewhere on the same machine finds the folder by walking up, or at /work/shared."""
-    import os
-
-    env = os.environ.get("ATIP_INTEROP_DIR")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parents[1]
-    candidates = [p / "shared" / "fixtures" / "interop" for p in here.parents]
-    candidates.append(Path("/work/shared/fixtures/interop"))
-    for c in candidates:
-        if (c / "index.json").is_file():
-            return c
-    return here.parent / "shared" / "fixtures" / "interop"
+    """``../shared/fixtures/interop`` beside the checkout; ``ATIP_SHARED_DIR`` (its parent's parent) or
+    ``ATIP_INTEROP_DIR`` (the folder itself) point elsewhere (tests/shared_material.py)."""
+    return shared_path("fixtures", "interop", env="ATIP_INTEROP_DIR")
 
 
 #: Declared "verifies" but only with GitHub's own trusted root, which the suite does not ship:

@@ -1,23 +1,15 @@
 """Files of the ATIP repository that tests read where they live, ``../shared/reference/atip-examples/``
-beside the checkout, instead of a copy kept in this repository (issue 27). A clone elsewhere on the
-same machine (CI's) finds the folder by walking up, or at /work/shared."""
+beside the checkout (or under ``ATIP_SHARED_DIR``), instead of a copy kept in this repository (issue 27)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-_ROOT = Path(__file__).resolve().parents[1]
-
+from shared_material import shared_path, where
 
 def examples_dir() -> Path:
-    candidates = [p / "shared" / "reference" / "atip-examples" for p in _ROOT.parents]
-    candidates.append(Path("/work/shared/reference/atip-examples"))
-    for c in candidates:
-        if c.is_dir():
-            return c
-    return _ROOT.parent / "shared" / "reference" / "atip-examples"
+    return shared_path("reference", "atip-examples")
 
 
 def reference_example(name: str) -> Path:
@@ -25,8 +17,7 @@ def reference_example(name: str) -> Path:
     when the file is absent."""
     path = examples_dir() / name
     if not path.is_file():
-        pytest.skip(f"{name} of the ATIP repository not found at {path} (it lives in "
-                    "../shared/reference/atip-examples/ beside the checkout)")
+        pytest.skip(f"{name} of the ATIP repository not found in {where('reference', 'atip-examples')}")
     return path
 
 

@@ -41,7 +41,15 @@ def private_env(env: dict[str, str] | None) -> dict[str, str] | None:
     return {**env, "ATIP_CACHE_DIR": os.environ["ATIP_CACHE_DIR"]}
 
 
-def cli_subprocess(*argv: str, env: dict[str, str] | None = None) -> Run:
+def cli_subprocess(*argv: str, env: dict[str, str] | None = None, max_file_bytes: int | None = None) -> Run:
+    """The console script in a child process. ``max_file_bytes``: a file-size limit (RLIMIT_FSIZE) on
+    the child, so that any write past it fails with EFBIG as on a full disk (works as root, where a
+    read-only mode bit does not stop a write)."""
+    def cap() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
     p = subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                       timeout=120, stdin=subprocess.DEVNULL, env=private_env(env))
+                       timeout=120, stdin=subprocess.DEVNULL, env=private_env(env),
+                       preexec_fn=cap if max_file_bytes is not None else None)
     return Run(p.returncode, p.stdout, p.stderr)

@@ -18,12 +18,12 @@ import time
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
 if TYPE_CHECKING:
     from collections.abc import Hashable
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     K = TypeVar("K", bound=Hashable)
     V = TypeVar("V")
 
-__all__ = ["RACY_NS", "Ident", "ident_of", "memo_get", "memo_put", "regular_ident", "settled"]
+__all__ = ["RACY_NS", "Ident", "forget_all", "ident_of", "memo_get", "memo_put", "regular_ident", "settled"]
 
 #: (dev, inode, size, mtime_ns, ctime_ns): a file with the same five is taken to hold the same bytes.
 Ident = tuple[int, int, int, int, int]
@@ -71,3 +71,14 @@ def memo_put(memo: dict[K, tuple[Ident, V]], key: K, ident: Ident, value: V, max
     if len(memo) >= max_items and key not in memo:
         memo.clear()
     memo[key] = (ident, value)
+    _MEMOS[id(memo)] = memo
+
+
+#: Every memo ``memo_put`` filled (module-level dicts that live as long as the process), by id.
+_MEMOS: dict[int, dict[Any, Any]] = {}
+
+
+def forget_all() -> None:
+    """Empty every memo: the next use of each file reads it again (``atip-trust serve`` on SIGHUP)."""
+    for memo in _MEMOS.values():
+        memo.clear()

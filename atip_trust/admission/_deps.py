@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from atip_trust.net import fetch as net_fetch
     from atip_trust.signature import bundle as bundles_mod
     from atip_trust.signature import keyless as keyless_mod
+    from atip_trust.signature import legacy_bundle as legacy_mod
     from atip_trust.signature import keyless_sign as keyless_sign_mod
     from atip_trust.registry import local as local_mod
 else:
@@ -38,6 +39,7 @@ else:
     net_fetch = lazy_import("atip_trust.net.fetch")  # HTTP: only for verify --fetch
     bundles_mod = lazy_import("atip_trust.signature.bundle")  # only for VSAs
     keyless_mod = lazy_import("atip_trust.signature.keyless")  # sigstore: only for keyless VSAs
+    legacy_mod = lazy_import("atip_trust.signature.legacy_bundle")  # only for timestamp-only/legacy keyless VSAs
     keyless_sign_mod = lazy_import("atip_trust.signature.keyless_sign")  # only for verify --vsa-keyless
     local_mod = lazy_import("atip_trust.registry.local")  # only while the agent-tools tree exists
     # RFC §4.2's tree: only while it exists (state/dirs.py agent_tools_roots is the stat that says so).
@@ -53,6 +55,7 @@ __all__ = [
     "evaluate_mod",
     "gate_vsa",
     "keyless_mod",
+    "legacy_mod",
     "keyless_sign_mod",
     "local_mod",
     "metadata_mod",

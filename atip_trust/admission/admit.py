@@ -170,8 +170,13 @@ class Admission(Record):
         """The audit-log line for this decision, built when asked for (to be written, or extended by
         exec and the bridge): an admission without auditing (``--no-audit``) never loads the audit
         module (docs/adr/0001-start-up.md)."""
-        return audit_mod.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
-                                      ns=self.decided_ns)
+        record = audit_mod.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
+                                        ns=self.decided_ns)
+        if self.contract is not None:
+            # AIP-14 "Stable identity": audit logs key on id@major, and record the declared mutates.
+            record["contract"] = {"id": self.contract.identity, "version": self.contract.version,
+                                  "sha256": self.contract.sha256, "mutates": list(self.contract.mutates)}
+        return record
 
     @property
     def exit_code(self) -> int:
@@ -517,13 +522,17 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument 
     if metadata is None and shim_dir is not None:
         a.meta_path, a.meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
         a.from_shim = a.meta_path is not None
+    by_name = False
     if metadata is None and a.meta_path is None and a.tree is not None:
-        # RFC §4.2-4.3: the local tree, by digest: native metadata first, then a shim.
+        # RFC §4.2-4.3: the local tree, by digest then by name (RFC v0.3 §4), the user's then the
+        # system-wide ones: native metadata first, then a shim.
         hexd = digests["sha256"].hex
-        a.meta_path, a.meta_bundle = agent_tools_mod.find_native(a.tree, hexd, a.tool_name)
-        if a.meta_path is None:
-            a.meta_path, a.meta_bundle = agent_tools_mod.find_shim(a.tree, hexd)
-            a.from_shim = a.meta_path is not None
+        in_tree = agent_tools_mod.find_native(a.tree, hexd, a.tool_name, a.notes)
+        if in_tree is None:
+            in_tree = agent_tools_mod.find_shim(a.tree, hexd, a.tool_name, a.notes)
+            a.from_shim = in_tree is not None
+        if in_tree is not None:
+            a.meta_path, a.meta_bundle, by_name = in_tree.path, in_tree.bundle, in_tree.by_name
     if metadata is None and a.meta_path is None and policy.registries:
         found = shims.registry_client(policy, trust_root=a.trust_root,
                                       offline=None if fetch else True).lookup(digests["sha256"])
@@ -545,7 +554,26 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument 
     elif a.doc is None and a.meta_path is not None:
         # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
         a.doc = metadata_mod.load_metadata(a.meta_path,
-                                           lookup_digest=digests["sha256"] if a.from_shim else None)
+                                           lookup_digest=digests["sha256"] if a.from_shim and not by_name else None)
+    if metadata is None:
+        _unless_named(a)
+    if by_name and a.doc is not None:
+        stale = agent_tools_mod.stale_check(a.doc, digests)
+        if stale is not None:  # another build's file: not this binary's metadata (nor tampering)
+            a.notes.append(stale)
+            a.doc, a.meta_path, a.meta_bundle, a.from_shim = None, None, None, False
+
+
+def _unless_named(a: _Admitting) -> None:
+    """Metadata found by lookup (a shim, the agent-tools tree) that names another program does not
+    count for this one (RFC §3.2: name matches the executable): dropped, with the reason reported."""
+    doc = a.doc
+    problem = doc.name_problem(a.tool_name) if doc is not None else None
+    if doc is None or problem is None:
+        return
+    a.notes.append(Check("metadata.name", "fail", problem, expected=a.tool_name,
+                         actual=[doc.name, *doc.aliases()], evidence=doc.source_name))
+    a.doc, a.meta_path, a.meta_bundle, a.from_shim, a.shim_signers = None, None, None, False, None
 
 
 def _step_verify(
@@ -631,7 +659,7 @@ def _step_additions(
     if vsas:
         report = gate_vsa.apply_vsas(report, gate_vsa.vsa_checks(
             {alg: d.hex for alg, d in a.digests.items()}, vsas, gate_vsa.verifier_rules(policy),
-            trust_root=a.trust_root))
+            trust_root=a.trust_root, unanswered=gate_vsa.unanswered_requirements(policy)))
         a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
@@ -686,6 +714,14 @@ def decided(
         # user's own index says are not this tool), the reason first (admission/agent_tools.py).
         decision.behavior = "deny"
         decision.reasons = [agent_tools_mod.mismatch_reason(pinned),
+                            *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
+    failed = next((c for c in report.checks if c.name == "vsa" and c.status == "fail"), None)
+    if failed is not None:
+        # A verifier the policy trusts FAILED these exact bytes (admission/vsa.py, docs/vsa.md): denied in
+        # every mode and whatever other evidence says, as a registry pin is; the reason first.
+        decision.behavior = "deny"
+        decision.reasons = [Reason("VSA_FAILED", failed.message, rule="trust.verifiers", expected="PASSED",
+                                   actual=failed.actual),
                             *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
     return Admission(
         tool=tool_name,

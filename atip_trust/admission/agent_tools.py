@@ -38,7 +38,7 @@ import os
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -47,13 +47,13 @@ if TYPE_CHECKING:
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.policy.model import Policy
 
-from atip_trust._base.files import exists
+from atip_trust._base.files import exists, owner_problem
 from atip_trust.admission._deps import local_mod, metadata_mod, metadata_trust, pathlib
 from atip_trust.admission.options import REGISTRY_CHECK
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, EnvironmentFailure
 from atip_trust.facts.report import Check, Reason
-from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir
+from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir, agent_tools_system_dirs
 
 #: The check (admission/options.py) and the reason a digest that differs from ``registry.json``'s is
 #: reported with.
@@ -61,32 +61,82 @@ MISMATCH = "LOCAL_REGISTRY_DIGEST_MISMATCH"
 
 
 class AgentTree(Record):
-    """The two roots of RFC §4.2's tree."""
+    """The roots of RFC §4.2's tree, and RFC v0.3 §4's system-wide ones."""
 
-    #: ``$XDG_DATA_HOME/agent-tools``: registry.json, tools/, shims/sha256/.
+    #: ``$XDG_DATA_HOME/agent-tools``: registry.json, tools/, shims/.
     data: str
-    #: ``$XDG_CONFIG_HOME/agent-tools``: overrides/sha256/.
+    #: ``$XDG_CONFIG_HOME/agent-tools``: overrides/.
     config: str
+    #: ``$XDG_DATA_DIRS`` ``agent-tools`` trees that exist (tools/, shims/), after the user's.
+    system: tuple[str, ...] = ()
 
     @classmethod
     def default(cls) -> AgentTree:
         """The tree for this environment, remembered for the variables it was worked out from (a
         runtime admits before every call; the variables rarely change, tests change them)."""
         env = os.environ
-        key = (env.get("XDG_DATA_HOME"), env.get("XDG_CONFIG_HOME"), env.get("HOME"))
+        key = (env.get("XDG_DATA_HOME"), env.get("XDG_CONFIG_HOME"), env.get("HOME"), env.get("XDG_DATA_DIRS"))
         if _LAST and _LAST[0][0] == key:
             return _LAST[0][1]
-        tree = cls(agent_tools_data_dir(), agent_tools_config_dir())
+        tree = cls(agent_tools_data_dir(), agent_tools_config_dir(), agent_tools_system_dirs())
         _LAST[:] = [(key, tree)]
         return tree
 
     def present(self) -> bool:
-        """Either root exists (two ``stat`` calls): without it nothing else is looked for."""
-        return os.path.isdir(self.data) or os.path.isdir(self.config)
+        """A root exists (a ``stat`` call each): without one nothing else is looked for."""
+        return any(os.path.isdir(d) for d in (self.data, self.config, *self.system))
 
 
 #: The last ``AgentTree.default()`` and the variables it was worked out from.
-_LAST: list[tuple[tuple[str | None, str | None, str | None], AgentTree]] = []
+_LAST: list[tuple[tuple[str | None, ...], AgentTree]] = []
+
+
+class Found(Record):
+    """A metadata file found in the tree: where, its bundle, and how it was named."""
+
+    path: Path
+    bundle: Path | None
+    #: True for RFC v0.3 §4's name-keyed layout (``tools/gh.json``): the name says nothing of which
+    #: build it describes, so a file about another build is stale, not tampering (``stale_check``).
+    by_name: bool = False
+
+
+def _system_problem(root: str, path: str) -> str | None:
+    """A system-wide file counts only when it and every folder from its tree's root down to it pass
+    the checks an org policy file gets (_base/files.py ``owner_problem``): whoever can write one of
+    them decides what it says."""
+    at = path
+    while True:
+        try:
+            problem = owner_problem(os.stat(at))
+        except OSError as err:
+            return f"cannot be checked: {err.strerror}"
+        if problem is not None:
+            return f"{at} is {problem}"
+        if at == root or len(at) <= len(root):
+            return None
+        at = os.path.dirname(at)
+
+
+def _lookup(tree: AgentTree, folder: str, names: Sequence[tuple[str, bool]],
+            notes: list[Check]) -> Found | None:
+    """The first of ``names`` (file name, name-keyed?) under ``folder`` of the user's data root, then of
+    each system-wide root; a system-wide file that fails its ownership checks is skipped, with a note."""
+    for root in (tree.data, *tree.system):
+        for name, by_name in names:
+            path = _file(os.path.join(root, folder, name))
+            if path is None:
+                continue
+            problem = _system_problem(root, path) if root != tree.data else None
+            if problem is not None:
+                notes.append(Check("agent_tools.system", "fail", f"{path} does not count: {problem}",
+                                   expected="owned by root or you, not group/other-writable", actual=problem,
+                                   evidence=path))
+                continue
+            p, bundle = _with_bundle(path)
+            assert p is not None
+            return Found(p, bundle, by_name)
+    return None
 
 
 def _file(path: str) -> str | None:
@@ -100,18 +150,66 @@ def _with_bundle(path: str | None) -> tuple[Path | None, Path | None]:
     return pathlib.Path(path), pathlib.Path(bundle) if bundle is not None else None
 
 
-def find_native(tree: AgentTree, hexdigest: str, tool_name: str) -> tuple[Path | None, Path | None]:
-    """``tools/`` metadata for this digest, and its bundle (None, None when there is none)."""
-    base = os.path.join(tree.data, "tools")
-    for name in (f"sha256-{hexdigest}.json", f"{tool_name}-{hexdigest}.json"):
-        if "/" not in name and _file(os.path.join(base, name)):
-            return _with_bundle(os.path.join(base, name))
-    return None, None
+def find_native(tree: AgentTree, hexdigest: str, tool_name: str, notes: list[Check]) -> Found | None:
+    """``tools/`` metadata for this binary: by digest (``sha256-<hex>.json``, ``<name>-<hex>.json``),
+    else RFC v0.3 §4's name-keyed ``tools/<name>.json``; with its bundle. None when there is none."""
+    named = [(f"{tool_name}-{hexdigest}.json", False), (f"{tool_name}.json", True)] if _plain(tool_name) else []
+    return _lookup(tree, "tools", [(f"sha256-{hexdigest}.json", False), *named], notes)
 
 
-def find_shim(tree: AgentTree, hexdigest: str) -> tuple[Path | None, Path | None]:
-    """``shims/sha256/<hex>.json`` and its bundle."""
-    return _with_bundle(_file(os.path.join(tree.data, "shims", "sha256", f"{hexdigest}.json")))
+def _plain(tool_name: str) -> bool:
+    """A name that is one file name in its folder (never a path out of it)."""
+    return bool(tool_name) and "/" not in tool_name and not tool_name.startswith(".") and "\x00" not in tool_name
+
+
+def find_shim(tree: AgentTree, hexdigest: str, tool_name: str, notes: list[Check]) -> Found | None:
+    """``shims/sha256/<hex>.json``, else the name-keyed ``shims/<name>.json`` (RFC v0.3 §4, the
+    README's ``shims/curl.json``); with its bundle."""
+    named = [(f"{tool_name}.json", True)] if _plain(tool_name) else []
+    return _lookup(tree, "shims", [(f"sha256/{hexdigest}.json", False), *named], notes)
+
+
+#: The tree's metadata folders and which root holds each (RFC §4.2; RFC v0.3 §4).
+_FOLDERS = (("data", "tools"), ("data", "shims"), ("config", "overrides"))
+
+
+def tree_notes(tree: AgentTree, limit: int = 200) -> list[tuple[str, str, str]]:
+    """What ``doctor`` says of the tree without a binary in hand: (status, message, path) for each
+    metadata file that cannot count as it is — a system-wide file in a place others can write
+    (``warning``: it is skipped), one with no ``.json.bundle`` (``none``: a claim at most; an override
+    without one is never applied). Whether a file binds a binary is said when that binary is admitted
+    (``admit``, ``scan``). At most ``limit`` files are looked at."""
+    out: list[tuple[str, str, str]] = []
+    seen = 0
+    for root, kind, folder in [(tree.data, "data", f) for _, f in _FOLDERS[:2]] + \
+            [(r, "system", f) for r in tree.system for _, f in _FOLDERS[:2]] + [(tree.config, "config", "overrides")]:
+        base = os.path.join(root, folder)
+        for where, _dirs, files in os.walk(base):
+            for name in sorted(f for f in files if f.endswith(".json")):
+                seen += 1
+                if seen > limit:
+                    return out
+                path = os.path.join(where, name)
+                problem = _system_problem(root, path) if kind == "system" else None
+                if problem is not None:
+                    out.append(("warning", f"{path} does not count: {problem}", path))
+                elif not os.path.isfile(f"{path}.bundle"):
+                    what = "never applied" if folder == "overrides" else "a claim at most (it can only tighten)"
+                    out.append(("none", f"{path} has no .json.bundle: {what}", path))
+    return out
+
+
+def stale_check(doc: MetadataDocument, digests: Mapping[Algorithm, Digest]) -> Check | None:
+    """A name-keyed file that names another build's digest (``tools/gh.json`` written for the gh before
+    an update) does not count for this one: a Check saying so, or None when it names this build or no
+    digest at all (then it is a claim until signed and bound, admission/metadata_trust.py)."""
+    claims = doc.claims
+    for want in (claims.binary.hash if claims.binary else None, claims.checksum):
+        if want is not None and digests.get(want.algorithm) != want:
+            return Check("agent_tools.stale", "fail", f"{doc.source_name} describes another build of "
+                         f"{doc.name!r}: it does not count for this binary (index it again for this build)",
+                         expected=str(digests.get(want.algorithm)), actual=str(want), evidence=doc.source_name)
+    return None
 
 
 def registry_check(tree: AgentTree, tool_name: str, path: str,
@@ -158,10 +256,13 @@ def find_override(
     tree: AgentTree, policy: Policy, trust_root: Any, *, digests: Mapping[Algorithm, Digest],
     tool_name: str,
 ) -> tuple[Override | None, Check | None]:
-    """``overrides/sha256/<hex>.json`` for this binary: (the override, its check) when it is signed by
-    a signer policy names and bound to this binary and tool; (None, a check saying why it is ignored)
-    when it is not; (None, None) when there is none."""
-    path = _file(os.path.join(tree.config, "overrides", "sha256", f"{digests['sha256'].hex}.json"))
+    """``overrides/sha256/<hex>.json`` for this binary, else the name-keyed ``overrides/<name>.json``
+    (RFC v0.3 §4): (the override, its check) when it is signed by a signer policy names and bound to this
+    binary and tool; (None, a check saying why it is ignored) when it is not; (None, None) when there is
+    none. The name-keyed file meets the same rule: its signature and its digest, never its file name."""
+    base = os.path.join(tree.config, "overrides")
+    path = _file(os.path.join(base, "sha256", f"{digests['sha256'].hex}.json")) or (
+        _file(os.path.join(base, f"{tool_name}.json")) if _plain(tool_name) else None)
     if path is None:
         return None, None
     bundle = _file(f"{path}.bundle")
@@ -194,9 +295,12 @@ __all__ = [
     "REGISTRY_CHECK",
     "AgentTree",
     "Override",
+    "Found",
     "find_native",
     "find_override",
     "find_shim",
     "mismatch_reason",
     "registry_check",
+    "stale_check",
+    "tree_notes",
 ]

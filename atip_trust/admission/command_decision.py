@@ -60,6 +60,9 @@ def decide_command(
         asked = aip14.approval_reason(contract)
         if asked is not None:
             extra.append(("ask", asked))
+        refused = aip14.driver_reason(contract)
+        if refused is not None:
+            extra.append(("deny", refused))  # a contract only tightens, so even an unsigned one denies
     return decide(
         policy,
         report,

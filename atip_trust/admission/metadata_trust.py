@@ -107,7 +107,7 @@ def _binding_check(
         if digests.get(want.algorithm) != want:
             return Check("metadata.binding", "fail", f"the {doc.kind} describes another binary",
                          expected=have, actual=str(want), evidence=doc.source_name)
-    if doc.name != tool_name:
+    if doc.name_problem(tool_name) is not None:
         return Check("metadata.binding", "fail", f"the {doc.kind} describes another tool",
                      expected=tool_name, actual=doc.name, evidence=doc.source_name)
     return Check("metadata.binding", "pass", f"the {doc.kind} names this binary and tool",
@@ -175,6 +175,12 @@ def verify_contract(
                     "the TOOL.md names this tool" if bound else "the TOOL.md describes another tool",
                     expected=tool_name, actual=[contract.name, contract.id], evidence=str(path))
     checks = [sig, binding]
+    checks += [Check("contract.migration", "skip", w, expected="no execute field (AIP-30 DRIVER)",
+                     actual="execute", evidence=str(path)) for w in contract.warnings]
+    if contract.implements is not None:
+        checks.append(Check("contract.implements", "pass", f"the TOOL.md implements action "
+                            f"{contract.implements!r} without widening it; the action's floor is inherited",
+                            expected=contract.implements, actual=contract.identity, evidence=str(path)))
     requires = contract.frontmatter.get("requires")
     secrets = requires.get("secrets") if isinstance(requires, dict) else None
     if secrets:

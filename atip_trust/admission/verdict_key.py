@@ -288,6 +288,10 @@ _REPORTS: dict[tuple[str, Hashable], _Remembered] = {}
 _MAX_REPORTS = 256
 
 
+#: Reports this process answered from the verdict cache (``atip-trust serve``'s /metrics reads it).
+HITS = [0]
+
+
 def cached(cache: VerdictCache | None,
            key: str | ReportKey | None) -> tuple[TrustReport, dict[str, Any]] | None:
     """The report stored under ``key`` and the rest of its payload, or None (absent, or not a report:
@@ -296,12 +300,14 @@ def cached(cache: VerdictCache | None,
     if cache is None or key is None:
         return None
     if isinstance(key, ReportKey):
-        return _recall(cache, key)
-    payload = cache.get(key)
-    if payload is None:
-        return None
-    report = _report_of(payload)
-    return None if report is None else (report, payload)
+        found = _recall(cache, key)
+    else:
+        payload = cache.get(key)
+        report = None if payload is None else _report_of(payload)
+        found = None if report is None or payload is None else (report, payload)
+    if found is not None:
+        HITS[0] += 1
+    return found
 
 
 def _report_of(payload: Mapping[str, Any]) -> TrustReport | None:
@@ -354,5 +360,5 @@ def stored_digest(payload: Mapping[str, Any]) -> str | None:
     return digest if isinstance(digest, str) and digest.startswith("sha256:") else None
 
 
-__all__ = ["ReportKey", "cached", "verdict_key", "evidence_digests", "file_ident", "hash_artifact", "open_cache", "report_key", "store",
+__all__ = ["HITS", "ReportKey", "cached", "verdict_key", "evidence_digests", "file_ident", "hash_artifact", "open_cache", "report_key", "store",
            "stored_digest"]

@@ -18,15 +18,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-    from atip_trust.signature.identity import CertificateFacts
-    from atip_trust.signature.keyless import KeylessOutcome
+    from atip_trust.policy.model import Policy
+    from atip_trust.signature.bundle import BundleInput
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json, parse_json
-from atip_trust.admission._deps import bundles_mod, keyless_mod, keyless_sign_mod
+from atip_trust.admission._deps import bundles_mod, keyless_mod, keyless_sign_mod, legacy_mod
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure, UsageError
@@ -52,8 +51,8 @@ from atip_trust.signature.envelope import (
 )
 from atip_trust.signature.keys import load_public_key
 from atip_trust.facts.digest import Digest
-from atip_trust.signature.identity import IdentityRule, match_identities
-from atip_trust.signature.trustroot import TrustRoot
+from atip_trust.signature.identity import CertificateFacts, IdentityRule, match_identities
+from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 
 
 
@@ -179,11 +178,48 @@ class VsaVerification(Record):
         }
 
 
+def vsa_documents(raw: bytes, label: str) -> list[tuple[str, bytes]]:
+    """Every JSON document of a VSA file, each with its label: the whole file when it is one document
+    (pretty-printed or one line), else one per non-empty line (a ``.jsonl``), labelled ``file#N``. A
+    line that is not JSON is the file's error (``MalformedInputError``): no line is ever left unread."""
+    try:
+        parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)
+        return [(label, raw)]
+    except AtipTrustError as whole:
+        lines = [ln for ln in raw.splitlines() if ln.strip()]
+        if len(lines) < 2:
+            raise BundleError(f"not a VSA: {whole.message}", path=label) from whole
+    if len(lines) > LIMITS.bundle_lines:
+        raise BundleError(f"{len(lines)} VSAs in one file, over the cap of {LIMITS.bundle_lines}", path=label)
+    out = []
+    for i, line in enumerate(lines, 1):
+        where = f"{label}#{i}"
+        try:
+            parse_json(line, what="VSA", max_depth=LIMITS.json_depth)
+        except AtipTrustError as err:
+            raise BundleError(f"line {i} is not a VSA: {err.message}", path=where) from err
+        out.append((where, line))
+    return out
+
+
+def _one_document(path: PathLike) -> tuple[str, bytes]:
+    """``verify-vsa``'s one VSA: a file holding more than one document is refused, as slsa-verifier
+    refuses it (its ``json.Unmarshal`` of the whole file fails on a second value): which of several
+    summaries would it vouch for?"""
+    label = os.fspath(path)
+    docs = vsa_documents(read_capped(path, LIMITS.bundle_bytes, what="VSA"), label)
+    if len(docs) > 1:
+        raise BundleError(f"the file holds {len(docs)} JSON documents; verify-vsa checks one VSA per file "
+                          "(as slsa-verifier): split the file", path=label)
+    return docs[0]
+
+
 def read_signed_vsa(path: PathLike, public_key: PathLike, key_id: str | None
                     ) -> tuple[str | None, Vsa | None, bytes]:
     """The VSA in ``path`` (key id, VSA, statement bytes) if ``public_key`` signed it under the key-id
     rule (envelope.py), else ``(None, None, b"")``: an envelope the key did not sign is never parsed."""
-    env = parse_envelope(read_capped(path, LIMITS.bundle_bytes, what="VSA"), source=os.fspath(path))
+    label, data = _one_document(path)
+    env = parse_envelope(data, source=label)
     signed = envelope_signed_by(env, load_public_key(public_key), key_id)
     if signed is None:
         return None, None, b""
@@ -207,57 +243,89 @@ def verify_vsa(path: PathLike, *, public_key: PathLike, key_id: str | None, dige
 def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequence[IdentityRule],
                        digests: list[str], verifier_id: str, resource_uri: str,
                        levels: list[str]) -> VsaVerification:
-    """A VSA in a Sigstore bundle (keyless: a Fulcio certificate and a log entry), which slsa-verifier
-    cannot check: sigstore-python verifies the bundle (signature/keyless.py, bound to the ``sha256``
-    subject digest given), the certificate must match ``signers`` (cosign's identity rules), then the
-    same checks as a key-signed VSA. ``key_id`` in the result is the signer identity."""
+    """A VSA in a Sigstore bundle (keyless: a Fulcio certificate and a log entry or signed timestamps),
+    which slsa-verifier cannot check: the bundle is verified (``_verify_keyless``, bound to the
+    ``sha256`` subject digest given), the certificate must match ``signers`` (cosign's identity rules),
+    then the same checks as a key-signed VSA. ``key_id`` in the result is the signer identity. One
+    bundle per file (``_one_document``; a GitHub attestations answer holding several is refused too)."""
     sha = [d.partition(":")[2] for d in digests if d.startswith("sha256:")]
     if not sha:
         raise UsageError("a keyless VSA is bound to its subject by sha256: give --subject-digest sha256:<hex>")
     if not signers:
         raise UsageError("a keyless VSA needs the signer identity (--certificate-identity or "
                          "--certificate-identity-regexp, and --certificate-oidc-issuer)")
-    bound = Digest.from_hex("sha256", sha[0])
-
-    def refused(facts: CertificateFacts, label: str) -> str | None:
-        rule, _ = match_identities(signers, facts, evidence=label)
-        return f"{label}: signed by {facts.identity}, not an allowed identity" if rule is None else None
-
-    found = _first_keyless(path, trust_root, bound, refused)
-    if isinstance(found, str):
+    label, data = _one_document(path)
+    found = bundles_mod.bundles_from_bytes(label, data)
+    if len(found) != 1:
+        raise BundleError(f"the document holds {len(found)} bundles; verify-vsa checks one VSA per file",
+                          path=label)
+    got = _verify_keyless(found[0], trust_root, Digest.from_hex("sha256", sha[0]))
+    if not isinstance(got, str):
+        rule, _ = match_identities(signers, got.facts, evidence=found[0].label)
+        if rule is None:
+            got = f"{found[0].label}: signed by {got.facts.identity}, not an allowed identity"
+    if isinstance(got, str):
         return VsaVerification(os.fspath(path), None, None, (VsaProblem(
-            "VSA_SIGNATURE", f"no Sigstore bundle by an allowed signer verifies: {found}",
+            "VSA_SIGNATURE", f"no Sigstore bundle by an allowed signer verifies: {got}",
             [r.describe() for r in signers], None),))
-    _, facts, payload_type, payload = found
-    vsa = parse_vsa(payload_type, payload)
+    vsa = parse_vsa(got.payload_type, got.payload)
     problems = check_vsa(vsa, digests=digests, verifier_id=verifier_id, resource_uri=resource_uri,
                          levels=levels)
-    return VsaVerification(os.fspath(path), facts.identity, vsa, tuple(problems), payload)
+    return VsaVerification(os.fspath(path), got.facts.identity, vsa, tuple(problems), got.payload)
 
 
-def _first_keyless(path: PathLike, trust_root: TrustRoot, sha256: Digest,
-                   refused: Callable[[CertificateFacts, str], str | None],
-                   ) -> tuple[KeylessOutcome, CertificateFacts, str, bytes] | str:
-    """The first DSSE bundle in ``path`` that sigstore-python verifies bound to ``sha256``
-    (signature/keyless.py) and whose certificate ``refused`` does not refuse (it says why it does); or,
-    when none, why the last one tried failed."""
-    verifier = keyless_mod.KeylessVerifier(trust_root)
-    why = "no DSSE bundle in the file"
-    for b in bundles_mod.load_bundles(path):
-        if b.content != "dsse":
-            why = f"{b.label}: not a DSSE bundle"
-            continue
-        out = verifier.verify(b, {"sha256": sha256})
-        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
-            failed = next((c for c in out.checks if c.failed), None)
-            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
-            continue
-        refusal = refused(out.facts, b.label)
-        if refusal is not None:
-            why = refusal
-            continue
-        return out, out.facts, out.payload_type, out.payload
-    return why
+class _KeylessVsa(Record):
+    """A keyless VSA bundle that verified: its certificate's facts, the DSSE payload, and the earliest
+    time its signature is shown to have existed (a log's integrated time, or a timestamp authority's
+    signed time: Rekor v2 entries and timestamp-only bundles have only the latter)."""
+
+    facts: CertificateFacts
+    payload_type: str
+    payload: bytes
+    signed_at: datetime | None
+
+
+def _verify_keyless(b: BundleInput, trust_root: TrustRoot, sha256: Digest) -> _KeylessVsa | str:
+    """One keyless VSA bundle, verified by the verifier that owns its shape (signature/bundle.py routes,
+    as ``evaluate`` does): sigstore-python for a logged v0.2+ bundle, signature/legacy_bundle.py for a
+    timestamp-only one (GitHub's instance: allowed only by a root without logs, or a policy's
+    ``requireTransparencyLog: false``) and for legacy entries. The root is the admission's, or of a
+    ``trusted_root.jsonl`` the one member that issued the certificate. Why not, as text."""
+    if b.content != "dsse" or b.route not in ("sigstore", "timestamp", "legacy"):
+        return f"{b.label}: " + (b.error.diagnostics() if b.error else "not a keyless DSSE bundle")
+    try:
+        root = trust_root.choose(b.signing_certificate(), b.log_ids()) if trust_root.check().members \
+            else trust_root
+    except RootChoiceError as err:
+        return f"{b.label}: {err.message}"
+    if b.route != "sigstore":
+        return _verify_legacy(b, root)
+    if not root.tlogs:
+        return f"{b.label}: the bundle carries a log entry and trusted root {root.name} lists no log"
+    out = keyless_mod.KeylessVerifier(root).verify(b, {"sha256": sha256})
+    if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
+        failed = next((c for c in out.checks if c.failed), None)
+        return f"{b.label}: {failed.message if failed else 'does not verify'}"
+    times = keyless_mod.signed_times(b.doc, out.integrated_time)
+    return _KeylessVsa(out.facts, out.payload_type, out.payload, min(times) if times else None)
+
+
+def _verify_legacy(b: BundleInput, root: TrustRoot) -> _KeylessVsa | str:
+    """A timestamp-only or legacy-entry DSSE bundle (signature/legacy_bundle.py); its signing times are
+    every verified one (the earliest is when the signature existed)."""
+    timestamped = b.route == "timestamp"
+    try:
+        res = (legacy_mod.verify_timestamped_dsse if timestamped else legacy_mod.verify_legacy_dsse_detailed)(
+            b.doc, root, evidence=b.label)
+    except legacy_mod.VERIFICATION_ERRORS as err:
+        return f"{b.label}: {err.to_check(evidence=b.label).message} (trusted root {root.name})"
+    except AtipTrustError as err:
+        return f"{b.label}: {err.diagnostics()}"
+    times = list(res.times) or [res.integrated_time]
+    if max(times).timestamp() > datetime.now(timezone.utc).timestamp() + keyless_mod.CLOCK_SKEW:
+        return f"{b.label}: signed at {max(times).isoformat()}, in the future"
+    return _KeylessVsa(CertificateFacts.from_certificate(res.certificate), res.payload_type, res.payload,
+                       min(times))
 
 
 # --- admission from VSAs (trust.verifiers) --------------------------------------------------------------
@@ -272,7 +340,7 @@ class _Signed(Record):
 
     vsa: Vsa
     rules: tuple[VerifierRule, ...]
-    #: Keyless: the transparency log's integrated time (the signature existed then); None for a key.
+    #: Keyless: the earliest verified time the signature existed (``_KeylessVsa``); None for a key.
     signed_at: datetime | None = None
     #: Which VSA of its file (``file#N`` when the file holds several), for its check's evidence.
     label: str = ""
@@ -282,75 +350,50 @@ class _Signed(Record):
         return next((r for r in self.rules if r.id == self.vsa.verifier_id), self.rules[0])
 
 
-def _first_document(raw: bytes) -> Any:
-    """The VSA file's JSON document: the whole file (a pretty-printed bundle), else its first line
-    (a ``.jsonl`` line); ``MalformedInputError`` when neither is JSON."""
-    try:
-        return parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)
-    except AtipTrustError:
-        return parse_json(raw.strip().split(b"\n", 1)[0], what="VSA", max_depth=LIMITS.json_depth)
-
-
-def _is_sigstore_bundle(raw: bytes) -> bool:
+def _is_sigstore_bundle(data: bytes) -> bool:
     """A Sigstore bundle (keyless) rather than a bare DSSE envelope (key-signed): a ``mediaType`` of
-    the bundle's, or its ``dsseEnvelope`` (canonical JSON puts that key first)."""
+    the bundle's, its ``dsseEnvelope`` or ``verificationMaterial``, or a GitHub attestations answer."""
     try:
-        doc = _first_document(raw)
+        doc = parse_json(data.strip(), what="VSA", max_depth=LIMITS.json_depth)
     except AtipTrustError:
         return False  # not JSON: parse_envelope reports it
     return isinstance(doc, dict) and ("dsseEnvelope" in doc or "verificationMaterial" in doc
+                                      or "attestations" in doc
                                       or str(doc.get("mediaType", "")).startswith("application/vnd.dev.sigstore.bundle"))
 
 
-def _key_signed(raw: bytes, label: str, rules: Sequence[VerifierRule]) -> list[_Signed | str]:
-    """Each envelope in the file (one per non-empty line of a ``.jsonl``; parse_envelope reads one):
-    every line is a VSA, so a trusted FAILED after a PASSED is never left unread."""
-    lines = [ln for ln in raw.splitlines() if ln.strip()] or [raw]
-    if len(lines) > LIMITS.bundle_lines:
-        raise BundleError(f"{len(lines)} VSAs in one file, over the cap of {LIMITS.bundle_lines}", path=label)
-    out: list[_Signed | str] = []
-    for i, line in enumerate(lines, 1):
-        where = label if len(lines) == 1 else f"{label}#{i}"
-        env = parse_envelope(line, source=where)
-        signed = tuple(r for r in rules if r.public_key is not None
-                       and envelope_signed_by(env, load_public_key(r.public_key), r.key_id) is not None)
-        out.append(_Signed(parse_vsa(env.payload_type, env.payload), signed, label=where) if signed else
-                   "VSA ignored: not signed by a verifier policy trusts (trust.verifiers)"
-                   + ("" if len(lines) == 1 else f" ({where})"))
-    return out
+def _key_signed(data: bytes, where: str, rules: Sequence[VerifierRule]) -> _Signed | str:
+    """One DSSE envelope of a VSA file, with the listed verifiers' keys that signed it."""
+    env = parse_envelope(data, source=where)
+    signed = tuple(r for r in rules if r.public_key is not None
+                   and envelope_signed_by(env, load_public_key(r.public_key), r.key_id) is not None)
+    if not signed:
+        return f"VSA ignored: not signed by a verifier policy trusts (trust.verifiers) ({where})"
+    return _Signed(parse_vsa(env.payload_type, env.payload), signed, label=where)
 
 
-def _keyless_signed(path: PathLike, rules: Sequence[VerifierRule], trust_root: TrustRoot | None,
+def _keyless_signed(bundles: Sequence[BundleInput], rules: Sequence[VerifierRule], trust_root: TrustRoot | None,
                     sha256: str) -> list[_Signed | str]:
-    """Every VSA in the file's Sigstore bundles that sigstore-python verifies (signature/keyless.py) and
-    whose certificate matches a keyless entry's identity (signature/identity.py, as ``trust.signers``);
-    all of them, not the first, so a trusted FAILED after a PASSED counts. None: one reason why."""
+    """Every VSA of these Sigstore bundles that verifies (``_verify_keyless``) and whose certificate
+    matches a keyless entry's identity (signature/identity.py, as ``trust.signers``); all of them, not
+    the first, so a trusted FAILED after a PASSED counts; for the others, why each is ignored."""
     keyless = [r for r in rules if r.signer is not None]
     if not sha256:
         return ["VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"]
     if not keyless or trust_root is None:
         return ["VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"]
-    verifier = keyless_mod.KeylessVerifier(trust_root)
-    why = "no DSSE bundle in the file"
     found: list[_Signed | str] = []
-    for b in bundles_mod.load_bundles(path):
-        if b.content != "dsse":
-            why = f"{b.label}: not a DSSE bundle"
+    for b in bundles:
+        got = _verify_keyless(b, trust_root, Digest.from_hex("sha256", sha256))
+        if isinstance(got, str):
+            found.append(f"VSA ignored: not signed by a verifier policy trusts ({got})")
             continue
-        out = verifier.verify(b, {"sha256": Digest.from_hex("sha256", sha256)})
-        if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
-            failed = next((c for c in out.checks if c.failed), None)
-            why = f"{b.label}: {failed.message if failed else 'does not verify'}"
-            continue
-        facts = out.facts
         signed = tuple(r for r in keyless if r.signer is not None
-                       and not IdentityRule.coerce(r.signer).mismatches(facts))
-        if not signed:
-            why = (f"{b.label}: signed by {facts.identity} from {facts.issuer}, not an identity "
-                   "trust.verifiers lists")
-            continue
-        found.append(_Signed(parse_vsa(out.payload_type, out.payload), signed, out.integrated_time, b.label))
-    return found or [f"VSA ignored: not signed by a verifier policy trusts ({why})"]
+                       and not IdentityRule.coerce(r.signer).mismatches(got.facts))
+        found.append(_Signed(parse_vsa(got.payload_type, got.payload), signed, got.signed_at, b.label)
+                     if signed else f"VSA ignored: not signed by a verifier policy trusts ({b.label}: signed by "
+                     f"{got.facts.identity} from {got.facts.issuer}, not an identity trust.verifiers lists)")
+    return found
 
 
 def _why_not(signed: _Signed, now: datetime) -> str | None:
@@ -369,10 +412,11 @@ def _why_not(signed: _Signed, now: datetime) -> str | None:
         return "no timeVerified: its age cannot be known"
     if signed.signed_at is not None and signed.signed_at.timestamp() > 0 and \
             (vsa.time_verified - signed.signed_at).total_seconds() > FUTURE_SKEW_SECONDS:
-        # A keyless VSA's signature is in the log at integratedTime: a verification dated later was
-        # not what was signed then (a summary post-dated to stretch its maxAge).
-        return (f"timeVerified {vsa.time_verified.isoformat()} is after the log's integrated time "
-                f"{signed.signed_at.isoformat()}")
+        # A keyless VSA's signature existed at its earliest verified time (a Rekor v1 integratedTime,
+        # or a timestamp authority's genTime: Rekor v2 and timestamp-only bundles): a verification
+        # dated later was not what was signed then (a summary post-dated to stretch its maxAge).
+        return (f"timeVerified {vsa.time_verified.isoformat()} is after the time it was signed, "
+                f"{signed.signed_at.isoformat()} (the log's integrated time or a signed timestamp)")
     age = (now - vsa.time_verified).total_seconds()
     if age > rule.max_age:
         return f"verified {int(age)} s ago, over maxAge {rule.max_age_text}"
@@ -382,20 +426,30 @@ def _why_not(signed: _Signed, now: datetime) -> str | None:
 
 
 def _review(path: PathLike, digests: dict[str, str], rules: Sequence[VerifierRule], ids: list[str],
-            trust_root: TrustRoot | None, at: datetime) -> list[tuple[Check, datetime | None]]:
-    """The checks of a VSA file's VSAs (``vsa_checks``: one per VSA a listed verifier signed, else one
-    saying why none counts), each with when its outcome may next change with time alone (a counted VSA
-    expires, one dated ahead becomes current), or None when time cannot change it."""
+            trust_root: TrustRoot | None, at: datetime, unanswered: Sequence[str] = (),
+            ) -> list[tuple[Check, datetime | None]]:
+    """The checks of a VSA file's VSAs (``vsa_checks``): every document of the file (``vsa_documents``),
+    each read by its own kind (a key-signed envelope or a Sigstore bundle: a file may mix them, and the
+    first line's kind says nothing of the next); one check per VSA a listed verifier signed, else one
+    saying why it does not count, each with when its outcome may next change with time alone (a
+    counted VSA expires, one dated ahead becomes current), or None when time cannot change it."""
     label = os.fspath(path)
-    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-    found = _keyless_signed(path, rules, trust_root, digests.get("sha256", "")) \
-        if _is_sigstore_bundle(raw) else _key_signed(raw, label, rules)
+    raw = read_capped(path, LIMITS.bundle_lines_bytes, what="VSA")
+    found: list[_Signed | str] = []
+    for where, data in vsa_documents(raw, label):
+        if _is_sigstore_bundle(data):
+            found += _keyless_signed(bundles_mod.bundles_from_bytes(where, data), rules, trust_root,
+                                     digests.get("sha256", ""))
+        else:
+            found.append(_key_signed(data, where, rules))
     return [(Check("vsa", "skip", s, ids, None, label), None) if isinstance(s, str)
-            else _judge(s, digests, s.label or label, at) for s in found]
+            else _judge(s, digests, s.label or label, at, unanswered) for s in found]
 
 
-def _judge(signed: _Signed, digests: dict[str, str], label: str, at: datetime) -> tuple[Check, datetime | None]:
-    """One signed VSA's check against its ``trust.verifiers`` entry (``_review``)."""
+def _judge(signed: _Signed, digests: dict[str, str], label: str, at: datetime,
+           unanswered: Sequence[str] = ()) -> tuple[Check, datetime | None]:
+    """One signed VSA's check against its ``trust.verifiers`` entry (``_review``); a PASSED one that
+    meets it still does not vouch while the policy requires what no VSA states (``unanswered``)."""
     vsa, rule = signed.vsa, signed.rule()
     if not any(vsa.has_digest(alg, value) for alg, value in digests.items()):
         return Check("vsa", "skip", "VSA ignored: its subjects are other bytes",
@@ -413,21 +467,48 @@ def _judge(signed: _Signed, digests: dict[str, str], label: str, at: datetime) -
     why = _why_not(signed, at)
     if why is not None:
         return Check("vsa", "skip", f"VSA ignored: {why}", rule.id, vsa.verifier_id, label), change
+    if unanswered:
+        return Check("vsa", "skip", f"VSA insufficient: the policy requires {'; '.join(unanswered)}, which a "
+                     "VSA does not state (give the attestations themselves)", list(unanswered), None, label), None
     return Check("vsa", "pass", f"{rule.describe()} PASSED this artifact at {', '.join(vsa.levels) or 'no level'}",
                  rule.id, vsa.verifier_id, label), change
 
 
+def unanswered_requirements(policy: Policy) -> tuple[str, ...]:
+    """What ``policy`` requires of the artifact's own evidence that no VSA states (issue 33): a VSA says
+    that a verifier PASSED these bytes at some levels under its policy; it names no predicate type of
+    the evidence it read and no signer of the artifact. So a required predicate type
+    (``requirements.predicateType``, ``--predicate-type``, gh's flags) and a signer identity required by
+    a layer that does not itself name VSA verifiers (``trust.signers`` of that layer, or identity
+    flags such as ``--certificate-identity`` and gh's ``--repo``/``--owner``, whose rules carry the
+    source repository and ref) make a PASSED VSA insufficient, never silently dropped. A layer stating
+    both ``trust.signers`` and ``trust.verifiers`` accepts either. Provenance, SLSA level and
+    ``trust.sources`` need the provenance itself and are denied by the decision (policy/decide.py)."""
+    out: list[str] = []
+    if policy.requirements.predicate_type:
+        out.append(f"an attestation of predicate type {policy.requirements.predicate_type} "
+                   "(requirements.predicateType)")
+    for layer in policy.layers:
+        trust = layer.document.get("trust")
+        if layer.signers is not None and not (isinstance(trust, dict) and "verifiers" in trust):
+            out.append(f"a signer identity from the {layer.source} policy layer (trust.signers: "
+                       f"{[r.describe() for r in layer.signers][:3]})")
+    return tuple(out)
+
+
 def vsa_checks(digests: dict[str, str], paths: Sequence[PathLike], rules: Sequence[VerifierRule],
-               now: datetime | None = None, trust_root: TrustRoot | None = None) -> list[Check]:
+               now: datetime | None = None, trust_root: TrustRoot | None = None,
+               unanswered: Sequence[str] = ()) -> list[Check]:
     """One check per VSA about these bytes (``digests``: the artifact's hex digests by algorithm).
 
     ``pass``: a trusted verifier PASSED exactly these bytes and its VSA meets its ``trust.verifiers``
     entry; ``fail``: a trusted verifier FAILED them (evidence of failure); ``skip``: ignored, and why
     (not signed by a listed verifier's key or Sigstore identity, another artifact, another id,
-    resource, level, policy or too old). A VSA in a Sigstore bundle is verified against ``trust_root``."""
+    resource, level, policy or too old), or insufficient (``unanswered``: requirements no VSA can
+    answer, ``unanswered_requirements``). A VSA in a Sigstore bundle is verified against ``trust_root``."""
     at = now or datetime.now(timezone.utc)
     ids = [r.describe() for r in rules]
-    return [check for p in paths for check, _ in _review(p, digests, rules, ids, trust_root, at)]
+    return [check for p in paths for check, _ in _review(p, digests, rules, ids, trust_root, at, unanswered)]
 
 
 def vsa_candidates(bundle_dir: PathLike, hexdigest: str) -> list[str]:
@@ -442,16 +523,12 @@ def claimed_digests(path: PathLike) -> set[tuple[str, str]]:
     to route a ``scan --vsa`` file to the tools it names, each of which then checks it in full
     (``vsa_checks``); a claim grants nothing. A file that is no VSA is an error (as for ``admit``)."""
     label = os.fspath(path)
-    raw = read_capped(path, LIMITS.bundle_bytes, what="VSA")
-    try:
-        docs = [parse_json(raw.strip(), what="VSA", max_depth=LIMITS.json_depth)]
-    except AtipTrustError:
-        # A ``.jsonl``: every line is a VSA, and each routes the file (a tool's FAILED on a later line
-        # must reach that tool: ``_review`` reads every line).
-        docs = [parse_json(ln, what="VSA", max_depth=LIMITS.json_depth) for ln in raw.splitlines() if ln.strip()]
+    raw = read_capped(path, LIMITS.bundle_lines_bytes, what="VSA")
+    # Every document routes the file (a tool's FAILED on a later line must reach that tool: ``_review``
+    # reads every document), read as ``_review`` reads them.
     claims: set[tuple[str, str]] = set()
-    for doc in docs:
-        claims |= _claims(doc, label)
+    for _, data in vsa_documents(raw, label):
+        claims |= _claims(parse_json(data.strip(), what="VSA", max_depth=LIMITS.json_depth), label)
     return claims
 
 
@@ -485,5 +562,5 @@ def apply_vsas(report: TrustReport, checks: list[Check]) -> TrustReport:
 
 
 __all__ = ["FLAGS_POLICY_URI", "FUTURE_SKEW_SECONDS", "VSA_SUFFIX", "VsaVerification", "ambient_identity", "apply_vsas",
-           "claimed_digests", "emit_vsa", "file_digest", "policy_reference", "read_signed_vsa", "verify_vsa",
-           "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "write_vsa"]
+           "claimed_digests", "emit_vsa", "file_digest", "policy_reference", "read_signed_vsa", "unanswered_requirements", "verify_vsa",
+           "verify_vsa_keyless", "verifier_rules", "vsa_candidates", "vsa_checks", "vsa_documents", "write_vsa"]

@@ -30,6 +30,8 @@ from atip_trust.agents._deps import shlex
 from atip_trust._base.record import Record, replace
 from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
+from atip_trust.agents import identity, spellings
+from atip_trust.agents.git_repository import check_repository
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
 from atip_trust.facts.artifact import which
@@ -249,10 +251,29 @@ def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -
     return Part(program.argv, adm.behavior, f"{line}: {adm.behavior} ({level}): {why}", found, digest, program)
 
 
-def _admit(program: Program, request: HookRequest, policy: Policy, options: Options) -> Part:
+def _as_read(part: Part, program: Program, policy: Policy) -> Part:
+    """``part``, made a denial or a question when a deny or ask rule matches the program's options as it
+    reads them (agents/spellings.py)."""
+    if part.behavior == "deny":
+        return part
+    found = spellings.strictest_reading(policy, os.path.basename(program.argv[0]), program.argv)
+    if found is None or (found[0] == "ask" and part.behavior == "ask"):
+        return part
+    return replace(part, behavior=found[0], reason=f"{' '.join(program.argv)}: {found[1]}")
+
+
+def _admit(program: Program, request: HookRequest, policy: Policy, options: Options, depth: int = 0,
+           found: str | None = None) -> Part:
+    """One program's part; ``found``: the file, already located and identified (``_admit_as``)."""
     line = " ".join(program.argv)
     try:
-        found = _locate(program, request.cwd, options.path_env)
+        if found is None:
+            found = _locate(program, request.cwd, options.path_env)
+            again = None if program.script else _reread(program, found, policy, options)
+            if again is not None:
+                return _admit_as(again, found, request, policy, options, depth)
+        if os.path.basename(program.argv[0]) == "git":
+            check_repository(program, request.cwd)
         opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
                             options=replace(options.admit, name=os.path.basename(program.argv[0])))
     except Unprovable as why:
@@ -270,13 +291,49 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     try:
         if options.admit.audit:
             write_audit(opened.admission)
-        return _judge(program, opened, policy, options)
+        return _as_read(_judge(program, opened, policy, options), program, policy)
     except ExecRefused as err:
         return Part(program.argv, err.behavior, f"{line}: {err}", program=program)
     except AtipTrustError as err:
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     finally:
         opened.art.close()
+
+
+def _reread(program: Program, found: str, policy: Policy, options: Options) -> list[Program] | None:
+    """The program read again by what its bytes are (agents/identity.py), when that is not the name the
+    line gives it: itself under that name, then whatever it runs as that program; None otherwise."""
+    governed = identity.governed_names(policy)
+    typed = os.path.basename(program.argv[0])
+    name = identity.identity(typed, identity.names_of(found, governed, options.path_env), governed)
+    if name is None:
+        return None
+    again = programs_of_argv([name, *program.argv[1:]], env=program.env)
+    first = replace(program, argv=(name, *program.argv[1:]), span=None,
+                    state_dependent=program.state_dependent or name == "git")
+    inner = [replace(p, after_writer=p.after_writer or program.after_writer, moved=p.moved or program.moved,
+                     via=(*program.via, name, *p.via), literal=p.literal and program.literal)
+             for p in again[1:]]
+    return [first, *inner]
+
+
+def _admit_as(again: list[Program], found: str, request: HookRequest, policy: Policy, options: Options,
+              depth: int) -> Part:
+    """A program admitted as what its bytes are (``_reread``), with what it runs as that program; the
+    strictest answer stands, and a line holding one is not pinned (``program`` is None)."""
+    first = again[0]
+    shown = " ".join(first.argv)
+    if depth >= _MAX_REREAD:
+        raise Unprovable(f"{shown}: programs whose bytes are other programs nest deeper than the gate reads")
+    own = _admit(first, request, policy, options, depth + 1, found)
+    parts = [replace(own, reason=f"{found} has the bytes of {first.argv[0]}: {own.reason}"),
+             *(_admit(p, request, policy, options, depth + 1) for p in again[1:])]
+    worst = max(parts, key=lambda p: ORDER[p.behavior])
+    return Part(first.argv, worst.behavior, " | ".join(p.reason for p in parts if p.behavior == worst.behavior),
+                own.path, own.digest, None)
+
+
+_MAX_REREAD = 4
 
 
 def _pin(line: str, parts: list[Part], options: Options) -> tuple[str | None, str]:
@@ -289,11 +346,11 @@ def _pin(line: str, parts: list[Part], options: Options) -> tuple[str | None, st
         if program is None or program.span is None or part.digest is None or part.path is None:
             return None, (f"{' '.join(part.argv)}: --pin can only rewrite a program named at the top of "
                           "the line, not one a runner or a shell string runs")
-        if program.assigned:
+        if program.env:
             # bash gives NAME=VALUE to the command it starts, which the rewrite makes the launcher: its
             # configuration (HOME, XDG_*, ATIP_*) would then come from the line (issue 32, item 7).
             return None, (f"{' '.join(part.argv)}: --pin cannot keep the assignments "
-                          f"{', '.join(n + '=' for n in program.assigned)} from reaching its launcher")
+                          f"{', '.join(n + '=' for n in program.env)} from reaching its launcher")
         words = pinned_argv(os.path.abspath(part.path), f"sha256:{part.digest}", (),
                             program=options.pin or (), options=options.pin_options)
         edits.append((*program.span, shlex.join(words).encode()))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from atip_trust._base.record import Record
+from atip_trust._base.record import Record, replace
 from atip_trust.agents.getopt import Grammar, Parsed, parse_options
 from atip_trust.agents.words import Unprovable, Word
 from atip_trust.execution.env import changes_what_runs
@@ -55,6 +55,8 @@ class Outcome(Record):
 
     inner: tuple[Inner, ...] = ()
     writes: bool = False
+    #: Variables the runner sets for what it runs (``env X=1 cmd``): checked against its table.
+    env: tuple[str, ...] = ()
 
 
 NOTHING = Outcome()
@@ -74,6 +76,10 @@ def _assignments(words: list[Word], i: int, who: str) -> int:
             raise Unprovable(f"{who} sets {name}, which changes which program runs or what it loads")
         i += 1
     return i
+
+
+def _names(assignments: list[Word]) -> tuple[str, ...]:
+    return tuple(w.text.split("=", 1)[0] for w in assignments)
 
 
 def _command(words: list[Word], i: int, **inner: object) -> Outcome:
@@ -108,8 +114,9 @@ def _env(words: list[Word], depth: int = 0) -> Outcome:
         rest, cleared = rest + 1, True  # a lone '-' is -i
     # With PATH removed (-i, -u PATH), execvp(3) searches glibc's default path instead.
     search = DEFAULT_PATH if cleared or "PATH" in parsed.values("-u", "--unset") else None
-    rest = _assignments(words, rest, "env")
-    return _command(words, rest, search=search, chdir=parsed.has("-C", "--chdir"))
+    start, rest = rest, _assignments(words, rest, "env")
+    ran = _command(words, rest, search=search, chdir=parsed.has("-C", "--chdir"))
+    return replace(ran, env=_names(words[start:rest]))
 
 
 def _nice(words: list[Word]) -> Outcome:
@@ -217,7 +224,9 @@ def _sudo(words: list[Word]) -> Outcome:
             raise Unprovable(f"sudo {name} runs a shell, an editor or another root than the line shows")
     if any(parsed.has(n) for n in _SUDO_NO_COMMAND):
         return NOTHING
-    return _elevated(words, _assignments(words, parsed.rest, "sudo"), "sudo", parsed.has("-D", "--chdir"))
+    rest = _assignments(words, parsed.rest, "sudo")
+    ran = _elevated(words, rest, "sudo", parsed.has("-D", "--chdir"))
+    return replace(ran, env=_names(words[parsed.rest:rest]))
 
 
 def _doas(words: list[Word]) -> Outcome:
@@ -299,6 +308,55 @@ def _unshare(words: list[Word]) -> Outcome:
     if parsed.rest >= len(words):
         raise Unprovable("unshare with no command runs $SHELL")
     return _command(words, parsed.rest, chdir=parsed.has("-w", "--wd"))
+
+
+def _prlimit(words: list[Word]) -> Outcome:
+    """prlimit(1): ``--pid`` acts on a running process; otherwise its options (each resource with an
+    optional ``=limits``), then the command."""
+    resources = ("as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile",
+                 "nproc", "rss", "rtprio", "rttime", "sigpending", "stack")
+    parsed = parse_options(words, 1, Grammar(flags="hV", valued="po", optional="ACdefilmnqrstuvxyS",
+                                             long_flags=("noheadings", "raw", "verbose", "help", "version"),
+                                             long_valued=("pid", "output"), long_optional=resources), "prlimit")
+    if parsed.has("-p", "--pid"):
+        return NOTHING
+    return _command(words, parsed.rest)
+
+
+_SETARCH = Grammar(flags="vRFLXBIST3hV", long_flags=("verbose", "addr-no-randomize", "fdpic-funcptrs",
+                                                      "mmap-page-zero", "addr-compat-layout", "read-implies-exec",
+                                                      "32bit", "short-inode", "whole-seconds", "sticky-timeouts",
+                                                      "3gb", "4gb", "uname-2.6", "list", "help", "version"))
+
+
+def _setarch(words: list[Word]) -> Outcome:
+    """setarch(8) ARCH [options] [command]; ``linux32``/``linux64`` take no ARCH. With no command it
+    runs ``/bin/sh``: unprovable."""
+    name = words[0].text.rsplit("/", 1)[-1]
+    i = 1
+    if name == "setarch":
+        if i >= len(words) or not words[i].literal:
+            raise Unprovable("setarch: the architecture is not known before the shell runs")
+        if words[i].text in ("--list", "--help", "--version", "-h", "-V"):
+            return NOTHING
+        if not words[i].text.startswith("-"):
+            i += 1  # the architecture (newer setarch may leave it out and start with options)
+    rest = parse_options(words, i, _SETARCH, name).rest
+    if rest >= len(words):
+        raise Unprovable(f"{name} with no command runs /bin/sh")
+    return _command(words, rest)
+
+
+_SETPRIV = Grammar(flags="dhV", long_flags=("dump", "nnp", "no-new-privs", "init-groups", "keep-groups",
+                                             "clear-groups", "reset-env", "help", "version"),
+                   long_valued=("inh-caps", "ambient-caps", "bounding-set", "ruid", "euid", "rgid", "egid",
+                                "reuid", "regid", "groups", "securebits", "pdeathsig", "selinux-label",
+                                "apparmor-profile", "landlock-access", "landlock-rule", "seccomp-filter"))
+
+
+def _setpriv(words: list[Word]) -> Outcome:
+    parsed = parse_options(words, 1, _SETPRIV, "setpriv")
+    return _command(words, parsed.rest)
 
 
 # --- bash's own ----------------------------------------------------------------------------------
@@ -412,6 +470,16 @@ def _git_key(spec: str | None) -> None:
                          "is not known here)")
 
 
+def git_subcommand(words: list[Word]) -> int:
+    """Where git's sub-command is in ``words`` (``len(words)`` when there is none)."""
+    return parse_options(words, 1, _GIT, "git").rest
+
+
+def git_directories(words: list[Word]) -> list[str]:
+    """The directories git's ``-C`` options move to, in order."""
+    return [v for v in parse_options(words, 1, _GIT, "git").values("-C") if v is not None]
+
+
 def git(words: list[Word], open_args: bool = False) -> Outcome:
     """git runs no other program the line shows; what it could run from its arguments is refused."""
     parsed = parse_options(words, 1, _GIT, "git")
@@ -476,6 +544,11 @@ RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
     "bash": _shell,
     "dash": _shell,
     "git": git,
+    "prlimit": _prlimit,
+    "setarch": _setarch,
+    "linux32": _setarch,
+    "linux64": _setarch,
+    "setpriv": _setpriv,
     # GNU time(1) as a program (a quoted or path-named 'time'); -o writes its report to a file.
     "time": _simple(Grammar(flags="apqvV", valued="fo", long_flags=("append", "portability", "quiet",
                                                                      "verbose", "help", "version"),
@@ -489,4 +562,4 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
 }
 
 __all__ = ["DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
-           "git"]
+           "git", "git_directories", "git_subcommand"]

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
+import re
 from collections.abc import Callable
 
 from atip_trust._base.record import Record, replace
-from atip_trust.agents import bash_syntax
+from atip_trust.agents import bash_syntax, tables
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
 from atip_trust.agents.writes import can_write
@@ -60,8 +61,9 @@ class Program(Record):
     state_dependent: bool = False
     #: Byte range of the command word in the line when it is a plain top-level command (for --pin).
     span: tuple[int, int] | None = None
-    #: Names the line assigns right before the command (``A=1 prog``): they reach a --pin launcher too.
-    assigned: tuple[str, ...] = ()
+    #: Variables the line sets for it, before it or through the runners that run it (agents/tables.py),
+    #: or on their own earlier in the line (``export X=1; prog``). They reach a --pin launcher too.
+    env: tuple[str, ...] = ()
 
 
 #: Builtins and keywords after which the line's later words or lookups are not what the text says
@@ -102,12 +104,15 @@ _CONFIG_PLACES = frozenset({"HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_D
 class _Walk:
     """The walk's running state: what has happened earlier in the line, and the loops it is inside."""
 
-    __slots__ = ("programs", "writer", "moved", "loops", "background", "wrote")
+    __slots__ = ("programs", "writer", "moved", "loops", "background", "wrote", "env")
 
-    def __init__(self) -> None:
+    def __init__(self, env: tuple[str, ...] = ()) -> None:
         self.programs: list[Program] = []
         self.writer = False
         self.moved = False
+        #: Variables assigned for the command being read (inherited by everything it runs), and those
+        #: the line set on its own before it.
+        self.env = env
         #: For each loop or pipeline the walk is inside: whether a part of it can write.
         self.loops: list[bool] = []
         #: A job runs in the background (``&``); some part of the line can write.
@@ -154,14 +159,15 @@ def programs(line: str) -> list[Program]:
     return state.finish()
 
 
-def programs_of_argv(argv: list[str]) -> list[Program]:
+def programs_of_argv(argv: list[str], env: tuple[str, ...] = ()) -> list[Program]:
     """The programs an argv runs when it is executed directly (an agent's argv shell tool, such as
-    Codex's ``["bash", "-lc", "..."]``): its words are literal, its runners unwrapped as in a line."""
+    Codex's ``["bash", "-lc", "..."]``): its words are literal, its runners unwrapped as in a line.
+    ``env``: the variables set for it (the hook re-reads a program by its identity, agents/identity.py)."""
     if not argv or len(argv) > LIMITS.command_words or sum(map(len, argv)) > LIMITS.command_chars:
         raise Unprovable("the argv is empty or larger than the gate reads")
     if any("\x00" in w for w in argv):
         raise Unprovable("the argv holds a NUL character")
-    state = _Walk()
+    state = _Walk(env)
     _dispatch([Word(w) for w in argv], state, 0, (), external=True, inner=Inner())
     return state.finish()
 
@@ -230,10 +236,10 @@ def _statement(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesti
     if kind == "comment":
         return
     if kind == "variable_assignment":
-        _standing_assignment(node)
+        _standing_assignment(node, state)
         return
     if kind == "declaration_command":
-        _export(node)
+        _export(node, state)
         return
     if kind == "redirected_statement":
         body = node.child_by_field_name("body")
@@ -292,24 +298,27 @@ def _settable(name: str) -> None:
                          "it finds its configuration")
 
 
-def _standing_assignment(node: Node) -> None:
+def _standing_assignment(node: Node, state: _Walk) -> None:
+    """``NAME=VALUE`` on its own: later programs may see NAME (it may be exported already), so it joins
+    the variables every later program of the line is checked with (agents/tables.py)."""
     name = node.child_by_field_name("name")
     if name is None or name.type != "variable_name":
         raise Unprovable(f"the assignment {_text(node)[:40]!r} is not to a plain name")
     _settable(_text(name))
-    _assignment(node)
+    state.env = (*state.env, _assignment(node))
 
 
-def _export(node: Node) -> None:
+def _export(node: Node, state: _Walk) -> None:
     """``export NAME[=VALUE]...`` with no options: each name settable, each value free of code."""
     keyword = node.children[0].type if node.children else ""
     if keyword != "export":
         raise Unprovable(f"{keyword!r} changes variables, names or options that decide what later words run")
     for child in node.children[1:]:
         if child.type == "variable_assignment":
-            _standing_assignment(child)
+            _standing_assignment(child, state)
         elif child.type == "variable_name":
             _settable(_text(child))
+            state.env = (*state.env, _text(child))
         else:
             raise Unprovable(f"export {_text(child)[:40]!r}: only plain names and assignments are read")
 
@@ -393,6 +402,8 @@ def _glued(prev: Node | None, child: Node) -> bool:
         return False
     if child.type not in _REDIRECTS:
         return True  # a word glued to a word or to a redirection's target is one word to bash
+    if prev.type not in _REDIRECTS and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}|[0-9]+", _text(prev)):
+        return True  # bash: {x}<<<y and 0<f are the redirection's descriptor, not a word (issue 32)
     return prev.type not in _REDIRECTS and child.child_by_field_name("descriptor") is not None
 
 
@@ -413,8 +424,7 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting
         prev = child
         kind = child.type
         if kind == "variable_assignment":
-            _assignment(child)
-            assigned.append(_text(child).split("=", 1)[0])
+            assigned.append(_assignment(child))
         elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
             _redirect(child, state)
         elif kind == "command_name":
@@ -440,7 +450,12 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting
             _statement(statement, state, depth, via, nesting + 1)
     keyword = _text(name_node) == words[0].text  # a quoted 'time' is a program, not the keyword
     span = (name_node.start_byte, name_node.end_byte) if depth == 0 and not via else None
-    _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span, assigned=tuple(assigned))
+    outer = state.env
+    state.env = (*outer, *assigned)
+    try:
+        _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span)
+    finally:
+        state.env = outer
 
 
 def _fills_option(words: list[Word]) -> bool:
@@ -452,7 +467,7 @@ def _fills_option(words: list[Word]) -> bool:
     return len(words) > 2 and words[-2].literal and words[-2].text.startswith("-") and words[-2].text != "--"
 
 
-def _assignment(node: Node) -> None:
+def _assignment(node: Node) -> str:
     name = node.child_by_field_name("name")
     text = _text(name) if name is not None else ""
     if name is None or name.type != "variable_name":
@@ -462,11 +477,11 @@ def _assignment(node: Node) -> None:
     value = node.child_by_field_name("value")
     if value is not None:
         word(value)  # a substitution in the value runs code
+    return text
 
 
 def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], *, external: bool,
-              keyword: bool = False, span: tuple[int, int] | None = None, inner: Inner | None = None,
-              assigned: tuple[str, ...] = ()) -> None:
+              keyword: bool = False, span: tuple[int, int] | None = None, inner: Inner | None = None) -> None:
     """One command's words: a builtin, a shell runner, or a program (and what a runner runs)."""
     if len(via) > MAX_RUNNERS:
         raise Unprovable(f"the line nests more than {MAX_RUNNERS} runners ({' '.join(via[:4])} ...)")
@@ -484,9 +499,12 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
         argv=tuple(w.text for w in words), literal=all(w.literal for w in words) and not open_args,
         search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
-        state_dependent=base == "git", span=span, assigned=assigned))
+        state_dependent=base == "git", span=span, env=state.env))
+    script = inner is not None and inner.script
+    if not script:
+        tables.check(base, words, state.env)
     model = RUNNERS.get(base)
-    modelled = model is not None and not (inner is not None and inner.script)
+    modelled = model is not None and not script
     if model is not None and modelled:
         outcome = model(words)
         if open_args and not outcome.inner:
@@ -494,10 +512,15 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
                              "it runs comes from that input")
         if outcome.writes:
             state.write()
-        if base in _REPEATS and outcome.inner:
-            state.loop(lambda: _inner(outcome.inner, state, depth, (*via, base), open_args))
-        else:
-            _inner(outcome.inner, state, depth, (*via, base), open_args)
+        outer = state.env
+        state.env = (*outer, *outcome.env)
+        try:
+            if base in _REPEATS and outcome.inner:
+                state.loop(lambda: _inner(outcome.inner, state, depth, (*via, base), open_args))
+            else:
+                _inner(outcome.inner, state, depth, (*via, base), open_args)
+        finally:
+            state.env = outer
     if can_write(base, tuple(w.text for w in words), runner=modelled):
         state.write()  # it may write files before the next program runs (writes.py)
 
@@ -512,6 +535,8 @@ def _builtin(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], 
         return True
     if name == "printf" and len(words) > 1 and (not words[1].literal or words[1].text.startswith("-v")):
         raise Unprovable("printf -v assigns a variable")
+    if name in ("test", "["):
+        tables.check_test(words)
     if name in INERT_BUILTINS:
         return True
     if name == "builtin":

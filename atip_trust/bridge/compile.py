@@ -54,6 +54,7 @@ SAFETY_FLAGS: Mapping[str, str] = {
     "DESTRUCTIVE": "\u26a0\ufe0f DESTRUCTIVE",
     "NOT_REVERSIBLE": "\u26a0\ufe0f NOT REVERSIBLE",
     "NOT_IDEMPOTENT": "\u26a0\ufe0f NOT IDEMPOTENT",
+    "DELETES_FILES": "\U0001f5d1\ufe0f DELETES FILES",
     "BILLABLE": "\U0001f4b0 BILLABLE",
     "READ_ONLY": "\U0001f512 READ-ONLY",
 }
@@ -134,14 +135,18 @@ def safety_suffix(effects: Mapping[str, Any] | None) -> str:
         flags.append(SAFETY_FLAGS["NOT_REVERSIBLE"])
     if effects.get("idempotent") is False:
         flags.append(SAFETY_FLAGS["NOT_IDEMPOTENT"])
+    deletes = isinstance(fs, Mapping) and fs.get("delete") is True
+    if deletes:
+        # RFC §3.6: filesystem.delete is a HIGH translation priority field; the reference drops it.
+        flags.append(SAFETY_FLAGS["DELETES_FILES"])
     if isinstance(cost, Mapping) and cost.get("billable") is True:
         flags.append(SAFETY_FLAGS["BILLABLE"])
     # Read-only only when both are explicitly false: an empty filesystem object says nothing. A declared
     # creation, modification, deletion or subprocess is never read-only (docs/effects.md), which the
     # reference's flag does not check.
     declared = classify(effects)
-    if effects.get("network") is False and isinstance(fs, Mapping) and fs.get("write") is False and not any(
-            declared[c] == "risky" for c in NEVER_READ_ONLY):
+    if effects.get("network") is False and isinstance(fs, Mapping) and fs.get("write") is False and not deletes \
+            and not any(declared[c] == "risky" for c in NEVER_READ_ONLY):
         flags.append(SAFETY_FLAGS["READ_ONLY"])
     return f"[{' | '.join(flags)}]" if flags else ""
 
@@ -150,10 +155,24 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+#: RFC §8.3: a command's ``examples`` go into its description; at most this many, each cut to
+#: ``EXAMPLE_MAX_LENGTH`` characters, so they never crowd out the description (and, for OpenAI, are
+#: the first text the 1024 cut takes: the safety suffix always survives).
+MAX_EXAMPLES = 3
+EXAMPLE_MAX_LENGTH = 200
+
+
+def _examples(command: Mapping[str, Any]) -> str:
+    raw = command.get("examples")
+    shown = [e if len(e) <= EXAMPLE_MAX_LENGTH else e[:EXAMPLE_MAX_LENGTH - 3] + "..."
+             for e in (raw if isinstance(raw, list) else []) if isinstance(e, str) and e.strip()][:MAX_EXAMPLES]
+    return "Examples: " + "; ".join(f"`{e}`" for e in shown) if shown else ""
+
+
 def describe(fc: FlatCommand, *, note: str = "", limit: int | None = None) -> str:
-    """The command's description with its safety suffix and ``note`` (kept whole, like the suffix),
-    cut to ``limit`` UTF-16 units as the reference cuts for OpenAI."""
-    base = _text(fc.command.get("description"))
+    """The command's description and its examples (RFC §8.3), then its safety suffix and ``note``
+    (kept whole, like the suffix), cut to ``limit`` UTF-16 units as the reference cuts for OpenAI."""
+    base = " ".join(p for p in (_text(fc.command.get("description")), _examples(fc.command)) if p)
     tail = " ".join(p for p in (safety_suffix(command_effects(fc)), note) if p)
     text = f"{base} {tail}" if tail and base else base or tail
     if limit is not None and utf16_len(text) > limit:
@@ -177,16 +196,46 @@ def _parameters(fc: FlatCommand, strict: bool) -> tuple[dict[str, Any], list[str
             desc = _text(param.get("description")) + note
             is_required = param.get("required") is not False if kind == "arguments" \
                 else param.get("required") is True
+            item = _item_schema(param, ptype)
+            if item is not None:
+                ptype = "array"
             prop: dict[str, Any] = {
                 "type": [ptype, "null"] if strict and not is_required else ptype,
                 "description": desc.lstrip() if "description" not in param else desc,
             }
-            if param.get("enum") is not None:
-                prop["enum"] = param["enum"]
+            if item is not None:
+                prop["items"] = item
+            elif param.get("enum") is not None:
+                prop["enum"] = enum_words(param["enum"]) if ptype == "string" else param["enum"]
             properties[name] = prop
             if strict or is_required:
                 required.append(name)
     return properties, required
+
+
+def _item_schema(param: Mapping[str, Any], ptype: str) -> dict[str, Any] | None:
+    """The ``items`` of a parameter that takes a list, None for one that does not. A ``variadic``
+    parameter takes a list of its own type, an ``array`` a list of strings (both what the argv builder,
+    facts/arguments.py, accepts: a model that follows the schema can always make the call; the reference
+    compiles a variadic to a single string the call cannot carry and leaves arrays without ``items``,
+    which OpenAI's strict mode refuses). A variadic boolean is a flag: it takes no list."""
+    if param.get("type") == "array":
+        item: dict[str, Any] = {"type": "string"}
+    elif param.get("variadic") is True and ptype != "boolean":
+        item = {"type": ptype}
+    else:
+        return None
+    if param.get("enum") is not None:
+        item["enum"] = enum_words(param["enum"]) if item["type"] == "string" else param["enum"]
+    return item
+
+
+def enum_words(values: Sequence[Any]) -> list[Any]:
+    """A string-typed parameter's ``enum`` as the strings a model can send (RFC §8.2 rule 4: enum is a
+    string): a declared ``2`` is offered as ``"2"``, its argv word, which the argv builder accepts for
+    it (facts/arguments.py). The reference lists ``2`` under ``type: string``, which no value can
+    satisfy. An integer or number parameter's enum keeps its numbers."""
+    return [v if isinstance(v, (str, bool)) else repr(v) for v in values]
 
 
 def compile_command(fc: FlatCommand, provider: Provider, *, strict: bool = False, note: str = "") -> dict[str, Any]:

@@ -110,10 +110,13 @@ def _parse_calls(chosen: str, response: Any) -> list[ToolCall]:
                                   _arguments(fn.get("arguments"), chosen, f"{where}.function.arguments")))
     elif chosen == "gemini":
         for i, part in enumerate(_first_list(response, "candidates", "content", "parts", chosen)):
-            fc = part.get("functionCall") if isinstance(part, Mapping) else None
-            if not fc:
+            # The REST API's camelCase, and the snake case RFC §7.2 and the Python SDK write.
+            key = next((k for k in ("functionCall", "function_call") if isinstance(part, Mapping) and part.get(k)),
+                       None)
+            if key is None:
                 continue
-            where = f"$.candidates[0].content.parts[{i}].functionCall"
+            fc = part[key]
+            where = f"$.candidates[0].content.parts[{i}].{key}"
             if not isinstance(fc, Mapping):
                 raise ToolCallParseError("expected functionCall as an object", provider=chosen, path=where)
             name = _string(fc.get("name"), "name", chosen, f"{where}.name")
@@ -137,14 +140,19 @@ def _stringify(result: Any) -> str:
         raise MalformedInputError(f"a tool result must be JSON data: {err}") from err
 
 
-def handle_tool_result(provider: str, id: str, result: Any) -> dict[str, Any]:
-    """The message that returns ``result`` for call ``id`` (Gemini: the function name) to the model."""
+def handle_tool_result(provider: str, id: str, result: Any, *, is_error: bool = False) -> dict[str, Any]:
+    """The message that returns ``result`` for call ``id`` (Gemini: the function name) to the model.
+    ``is_error``: the call was refused or failed; Anthropic's ``tool_result`` says so with its
+    ``is_error`` flag (the other providers have none: the result's ``ok: false`` says it)."""
     chosen = check_provider(provider)
     if chosen == "openai":
         return {"role": "tool", "tool_call_id": id, "content": _stringify(result)}
     if chosen == "gemini":
         return {"role": "user", "parts": [{"function_response": {"name": id, "response": result}}]}
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": _stringify(result)}]}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": id, "content": _stringify(result)}
+    if is_error:
+        block["is_error"] = True
+    return {"role": "user", "content": [block]}
 
 
 __all__ = ["ToolCall", "ToolCallParseError", "handle_tool_result", "parse_tool_call"]

@@ -24,6 +24,15 @@ provider's tool-result message out, and in between only the verified bytes run.
     truncated) and wrap the result with ``handle_tool_result``. Output the byte cap or the deadline cut
     loses its incomplete last line first: a secret cut there may be too short for any pattern.
 
+Several calls of one response (RFC §7.3): steps (1)-(5), the question to a person and the allow line
+are done for each call in call order; then the allowed calls run, at most ``MAX_PARALLEL_CALLS`` at a
+time, in groups where no two write the same declared resource (``_writes``: a command's
+``creates``/``modifies``/``deletes``; one that may write without naming what conflicts with every
+writer; reads conflict with nothing). Results, and any audit line written after a run, keep call order.
+
+Every result is the AIP-14 error envelope around the fields below (``_enveloped``): ``ok``, and on a
+refusal or failure ``error: {code, message, retryable, class}`` with AIP-14's standard code.
+
 A refusal is a normal tool result the model reads (``status: denied``, an ``error`` class such as
 ``permission_denied``, ``confirmation_required``, ``unknown_tool``, ``tool_changed``, the ``reasons``
 and ``violations``), never an exception: only programming errors (a wrong argument type, an unknown
@@ -47,9 +56,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from atip_trust._base.record import Record, replace
+from atip_trust._base.parallel import map_threads
+from atip_trust._base.record import Record, field, replace
 from atip_trust.bridge.argv import tool_call_to_argv
-from atip_trust.bridge.compile import check_provider, tool_document
+from atip_trust.bridge.compile import check_provider, command_effects, tool_document
 from atip_trust.bridge.lifecycle import (
     ToolCall,
     ToolCallParseError,
@@ -59,6 +69,7 @@ from atip_trust.bridge.lifecycle import (
 from atip_trust.bridge.safety import DEFAULT_MAX_RESULT_LENGTH, create_result_filter
 from atip_trust.bridge.surface import Surface, SurfaceCommand
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.facts.effects import classify
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Reason
 from atip_trust.admission.admit import audit_target
@@ -153,15 +164,23 @@ def run_tool_call(
             return [_outcome(ctx, "", None, "invalid", {
                 "status": "invalid", "error": "parse_error", "provider": err.provider,
                 "message": err.message, "path": err.path})]
-    return [_settled(ctx, c) for c in calls]
+    prepared: list[CallOutcome | _Ready] = []
+    try:
+        for c in calls:  # in call order: the checks, a person's answers, the allow lines
+            prepared.append(_settled(ctx, c, _one))
+        return _run_all(ctx, prepared)
+    finally:
+        for item in prepared:
+            if isinstance(item, _Ready):
+                item.close()  # a no-op for the ones that ran
 
 
-def _settled(ctx: _Ctx, call: ToolCall) -> CallOutcome:
-    """One call, settled on its own: whatever goes wrong in it (a bug included) is that call's
+def _settled(ctx: _Ctx, call: ToolCall, step: Callable[[_Ctx, ToolCall], Any]) -> Any:
+    """One call's ``step``, settled on its own: whatever goes wrong in it (a bug included) is that call's
     ``error`` result, so the other calls of the response keep their outcomes (a model told nothing
     about a call that ran would run it again)."""
     try:
-        return _one(ctx, call)
+        return step(ctx, call)
     except AtipTrustError as err:
         return _refusal(ctx, call, "evaluation_failed", f"{call.name} was not run: {err.diagnostics()}",
                         [], status="error")
@@ -171,9 +190,92 @@ def _settled(ctx: _Ctx, call: ToolCall) -> CallOutcome:
                         [], status="error")
 
 
+#: The effect classes that write (network alone is not: most network calls are reads; a tool that
+#: changes a remote resource declares it in creates/modifies/deletes, RFC §3.6).
+WRITE_CLASSES = ("destructive", "filesystemWrite", "filesystemDelete", "creates", "modifies", "deletes",
+                 "subprocess")
+#: RFC §7.3: at most this many calls of one response run at once (each a child process waited on).
+MAX_PARALLEL_CALLS = 4
+
+
+def _writes(entry: SurfaceCommand) -> frozenset[str] | None:
+    """What a call declares it writes, for RFC §7.3 scheduling: None for a read-only command (every write,
+    delete, creation, modification and subprocess declared absent); otherwise the resources its effects
+    name (``creates``/``modifies``/``deletes``), or ``{"*"}`` when it may write without naming what."""
+    effects = command_effects(entry.command)
+    states = classify(effects)
+    if all(states.get(c) == "safe" for c in WRITE_CLASSES):
+        return None
+    named: set[str] = set()
+    for k in ("creates", "modifies", "deletes"):
+        listed = effects.get(k)
+        named.update(f"{k}:{r}" for r in (listed if isinstance(listed, list) else []) if isinstance(r, str))
+    undeclared = any(states.get(c) != "safe" for c in WRITE_CLASSES if c not in ("creates", "modifies", "deletes"))
+    return frozenset(named | ({"*"} if undeclared or not named else set()))
+
+
+def _conflict(a: frozenset[str] | None, b: frozenset[str] | None) -> bool:
+    return a is not None and b is not None and ("*" in a or "*" in b or bool(a & b))
+
+
+def _batches(ready: list[tuple[int, _Ready]]) -> list[list[tuple[int, _Ready]]]:
+    """Calls in order, grouped so that no two in a group write the same declared resource (RFC §7.3);
+    a call that conflicts with one before it starts a new group, so it runs after that one finished."""
+    out: list[list[tuple[int, _Ready]]] = []
+    for item in ready:
+        if not out or any(_conflict(item[1].writes, other.writes) for _, other in out[-1]):
+            out.append([])
+        out[-1].append(item)
+    return out
+
+
+def _run_all(ctx: _Ctx, prepared: list[CallOutcome | _Ready]) -> list[CallOutcome]:
+    """Run the calls that were allowed, concurrently where RFC §7.3 allows it, bounded; the results and
+    any audit line written after a run come back in call order."""
+    results: list[CallOutcome | None] = [p if isinstance(p, CallOutcome) else None for p in prepared]
+    ready = [(i, p) for i, p in enumerate(prepared) if isinstance(p, _Ready)]
+    for batch in _batches(ready):
+        done = map_threads(lambda item: _settled(ctx, item[1].call, item[1].execute), batch,
+                           workers=MAX_PARALLEL_CALLS)
+        for (i, item), outcome in zip(batch, done, strict=True):
+            assert outcome.ok, outcome.error  # _settled turns every exception into a result
+            results[i] = outcome.value
+            for record, behavior, reasons in item.late_lines:
+                _write(ctx, record, behavior, reasons)
+    return [r for r in results if r is not None]
+
+
+#: Each refusal or failure class -> the AIP-14 standard error code ("Errors": the envelope hosts wrap
+#: driver errors in). ``unauthorised`` for what policy or a person refused; ``no_route`` when the
+#: compiled route no longer leads to the admitted bytes; ``upstream_error`` for the tool's own failure.
+AIP14_CODES: Mapping[str, str] = {
+    "parse_error": "input_invalid", "invalid_arguments": "input_invalid",
+    "interactive_required": "input_unsupported", "unknown_tool": "not_found",
+    "permission_denied": "unauthorised", "confirmation_required": "unauthorised",
+    "user_declined": "unauthorised", "tool_changed": "no_route", "not_runnable": "no_route",
+    "timeout": "timeout", "output_too_large": "upstream_error", "failed": "upstream_error",
+    "execution_failed": "upstream_error", "evaluation_failed": "internal", "internal_error": "internal",
+}
+
+
+def _enveloped(status: Status, result: dict[str, Any]) -> dict[str, Any]:
+    """The AIP-14 result envelope around today's fields: ``ok: true``, or ``ok: false`` with ``error``
+    ``{code, message, retryable, class}`` (``class``: the loop's own finer error, which ``error`` held as
+    a string before). ``retryable`` is always false: a call that ran may have had its effects, and one
+    that was refused is refused again until something changes; the model is not told to repeat it."""
+    if status == "ok":
+        return {"ok": True, **result}
+    cls = result.get("error") if isinstance(result.get("error"), str) else status
+    message = result.get("message") or f"the tool exited with {result.get('exit_code')}"
+    return {"ok": False, **result, "error": {"code": AIP14_CODES.get(str(cls), "internal"), "message": message,
+                                             "retryable": False, "class": cls}}
+
+
 def _outcome(ctx: _Ctx, id: str, name: str | None, status: Status, result: dict[str, Any], **more: Any
              ) -> CallOutcome:
-    return CallOutcome(id, name, status, result, handle_tool_result(ctx.provider, id, result), **more)
+    shown = _enveloped(status, result)
+    return CallOutcome(id, name, status, shown,
+                       handle_tool_result(ctx.provider, id, shown, is_error=status != "ok"), **more)
 
 
 def _refusal(ctx: _Ctx, call: ToolCall, error: str, message: str, reasons: Sequence[Reason | Mapping[str, Any]],
@@ -198,7 +300,7 @@ def _write(ctx: _Ctx, record: dict[str, Any], behavior: str, reasons: Sequence[R
     append_audit(line, ctx.audit_log)
 
 
-def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
+def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome | _Ready:
     entry = ctx.surface.commands.get(call.name)
     if entry is None:
         blocked = next((b for b in ctx.surface.blocked if b.get("name") == call.name), None)
@@ -240,7 +342,7 @@ def _one(ctx: _Ctx, call: ToolCall) -> CallOutcome:
     except AtipTrustError as err:
         return _refusal(ctx, call, "invalid_arguments", err.diagnostics(), [], status="invalid",
                         decision=decision)
-    return _admit_and_run(ctx, call, entry, decision, argv)
+    return _admit(ctx, call, entry, decision, argv)
 
 
 def _interactive_refusal(ctx: _Ctx, call: ToolCall, decision: CallDecision, record: dict[str, Any],
@@ -270,8 +372,62 @@ def _changed(entry: SurfaceCommand, opened: Opened) -> list[Reason]:
     return reasons
 
 
-def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecision,
-                   argv: list[str]) -> CallOutcome:
+class _Ready(Record, frozen=False):
+    """A call admitted and allowed, its allow line written, waiting to run: the open descriptors it
+    runs from (closed once it ran, or if it never does) and what it declares it writes."""
+
+    _no_repr = frozenset({"opened"})
+
+    call: ToolCall
+    entry: SurfaceCommand
+    decision: CallDecision
+    argv: list[str]
+    opened: list[Opened]
+    target: Opened
+    run_argv0: str
+    run_args: list[str]
+    env: dict[str, str]
+    record: dict[str, Any]
+    timeout_ms: int
+    cap: int
+    sealed: int = -1
+    writes: frozenset[str] | None = None
+    #: Audit lines this call leaves after its run, written in call order by ``_run_all``.
+    late_lines: list[tuple[dict[str, Any], str, list[Reason]]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for o in self.opened:
+            o.art.close()
+        self.opened = []
+        if self.sealed >= 0:
+            os.close(self.sealed)
+            self.sealed = -1
+
+    def execute(self, ctx: _Ctx, call: ToolCall) -> CallOutcome:
+        """Run the verified descriptor (execution/child.py ``run_verified``); always closes."""
+        try:
+            res = run_verified(self.target.art, self.run_args, env=self.env, timeout=self.timeout_ms / 1000,
+                               max_output=self.cap, argv0=self.run_argv0,
+                               keep_fds=(self.sealed,) if self.sealed >= 0 else ())
+        except AtipTrustError as err:
+            # The allow line is written; say in the log that the call did not run after all.
+            self.late_lines.append((self.record, "deny", [Reason(
+                "NOT_STARTED", f"the allowed call did not start: {err.diagnostics()}", expected="started",
+                actual="not started")]))
+            if isinstance(err, ArtifactAccessError):
+                return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: {err.diagnostics()}",
+                                [], decision=self.decision, argv=self.argv)
+            return _refusal(ctx, call, "execution_failed", f"{call.name} could not be started: "
+                            f"{err.diagnostics()}", [], status="error", decision=self.decision, argv=self.argv)
+        finally:
+            self.close()
+        return _ran(ctx, call, self.entry, self.decision, self.argv, res)
+
+
+def _admit(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: CallDecision,
+           argv: list[str]) -> CallOutcome | _Ready:
+    """Steps (5) and the question to a person: the call's refusal, or the call ready to run with its
+    allow line written (``_Ready`` then owns the open descriptors)."""
     tool = entry.tool
     if tool.admission is None:
         return _refusal(ctx, call, "not_runnable", "the surface was compiled from a trust report, not an "
@@ -283,6 +439,7 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
     env = exec_environment(ctx.policy, ctx.environ)
     opened: list[Opened] = []
     sealed = -1
+    handed = False
     try:
         try:
             main = admit_file(tool.admission.path, policy=ctx.policy, command=argv[1:], evidence=tool.evidence,
@@ -334,20 +491,9 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
         timeout_ms, cap = ctx.policy.bridge_call_bounds
         if adm.contract is not None and adm.contract.timeout_ms is not None:
             timeout_ms = min(timeout_ms, adm.contract.timeout_ms)  # AIP-14 timeout_ms: a hard ceiling
-        try:
-            res = run_verified(target.art, run_args, env=env,
-                               timeout=timeout_ms / 1000, max_output=cap, argv0=run_argv0,
-                               keep_fds=(sealed,) if sealed >= 0 else ())
-        except AtipTrustError as err:
-            # The allow line is written; say in the log that the call did not run after all.
-            _write(ctx, record, "deny", [Reason("NOT_STARTED", f"the allowed call did not start: "
-                                                f"{err.diagnostics()}", expected="started",
-                                                actual="not started")])
-            if isinstance(err, ArtifactAccessError):
-                return _refusal(ctx, call, "tool_changed", f"{call.name} was not run: {err.diagnostics()}",
-                                [], decision=decision, argv=argv)
-            return _refusal(ctx, call, "execution_failed", f"{call.name} could not be started: "
-                            f"{err.diagnostics()}", [], status="error", decision=decision, argv=argv)
+        handed = True
+        return _Ready(call, entry, decision, argv, opened, target, run_argv0, run_args, dict(env), record,
+                      timeout_ms, cap, sealed, _writes(entry))
     except ExecRefused as refused:
         if opened:
             _write(ctx, dict(opened[0].admission.audit_record, argv=argv, call=call.name), refused.behavior,
@@ -355,11 +501,11 @@ def _admit_and_run(ctx: _Ctx, call: ToolCall, entry: SurfaceCommand, decision: C
         return _refusal(ctx, call, "permission_denied", f"{call.name} was not run: {refused}", refused.reasons,
                         decision=decision, argv=argv)
     finally:
-        for o in opened:
-            o.art.close()
-        if sealed >= 0:
-            os.close(sealed)
-    return _ran(ctx, call, entry, decision, argv, res)
+        if not handed:
+            for o in opened:
+                o.art.close()
+            if sealed >= 0:
+                os.close(sealed)
 
 
 def _unencodable(argv: Sequence[str], env: Mapping[str, str]) -> Reason | None:

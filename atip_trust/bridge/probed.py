@@ -70,7 +70,9 @@ def probe_surface_tool(
     opened = admit_file(found, policy=policy, command=[], options=options, bundle_dir=bundle_dir)
     with opened.art as art:
         adm = opened.admission
-        outcome = probe(art, adm, policy, cache=open_cache(cache), options=options, bundle_dir=bundle_dir)
+        # Every command is compiled: a partial (--depth=1) answer is completed (discovery/probe.py).
+        outcome = probe(art, adm, policy, cache=open_cache(cache), options=options, bundle_dir=bundle_dir,
+                        full=True)
         if outcome.metadata is not None:
             raw = outcome.metadata.raw
             bundles = find_bundles(bundle_dir, hash_artifact(art, open_cache(cache))["sha256"].hex)
@@ -78,7 +80,7 @@ def probe_surface_tool(
             adm = admit(art, policy=policy, command=[], evidence=Evidence(bundles=bundles, metadata=raw),
                         options=replace(options, fetch=False, defer_audit=True))
             evidence = Evidence(metadata=raw)
-        elif not (outcome.reason == "signed_shim" and adm.metadata is not None):
+        elif not (outcome.reason in ("signed_shim", "signed_metadata") and adm.metadata is not None):
             if audit:
                 write_audit(adm)
             if outcome.status == "not_probed":

@@ -173,7 +173,34 @@ def generate_safety_prompt(tools: Sequence[Mapping[str, Any] | MetadataDocument]
     for key, title, lead in _SECTIONS:
         if lines[key]:
             out += ["", f"### {title}", lead, *lines[key]]
+    patterns = [line for tool in tools for line in _patterns(tool_document(tool))]
+    if patterns:
+        out += ["", "### Usage Patterns", "Tested sequences the tools' authors describe:", *patterns]
     return "\n".join(out)
+
+
+#: RFC §8.3: ``patterns`` go to the system prompt; at most this many per tool, this many steps each,
+#: each text cut to ``_PATTERN_TEXT`` characters (a prompt section, not a manual).
+_MAX_PATTERNS, _MAX_STEPS, _PATTERN_TEXT = 5, 6, 200
+
+
+def _cut(text: Any) -> str:
+    value = text if isinstance(text, str) else ""
+    return value if len(value) <= _PATTERN_TEXT else value[:_PATTERN_TEXT - 3] + "..."
+
+
+def _patterns(doc: Mapping[str, Any]) -> list[str]:
+    raw = doc.get("patterns")
+    out: list[str] = []
+    for pattern in (raw if isinstance(raw, list) else [])[:_MAX_PATTERNS]:
+        if not isinstance(pattern, Mapping):
+            continue
+        steps = pattern.get("steps")
+        words = [f"`{_cut(st.get('command'))}`" for st in (steps if isinstance(steps, list) else [])[:_MAX_STEPS]
+                 if isinstance(st, Mapping)]
+        out.append(f"- {_cut(pattern.get('name'))} ({doc.get('name')}): {_cut(pattern.get('description'))}"
+                   + (f" Steps: {' -> '.join(words)}" if words else ""))
+    return out
 
 
 __all__ = [

@@ -16,11 +16,14 @@ if TYPE_CHECKING:
     from xml.etree import ElementTree
 
     from atip_trust.admission import admit as admit_mod
+    from atip_trust.admission import agent_tools as agent_tools_mod
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
     from atip_trust.cli import hook_child
+    from atip_trust.cli import hook_install
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
+    from atip_trust.policy import install as policy_install_mod
     from atip_trust.policy import signed as signed_mod
     from atip_trust.provenance import slsa
     from atip_trust.state import audit as audit_mod
@@ -29,14 +32,17 @@ else:
     traceback = lazy_import("traceback")  # only with -v
     ElementTree = lazy_import("xml.etree.ElementTree")  # only for --junit
     admit_mod = lazy_import("atip_trust.admission.admit")  # an unparsed command line's audit line only
+    agent_tools_mod = lazy_import("atip_trust.admission.agent_tools")  # only `doctor` reads the whole tree
     policy_test = lazy_import("atip_trust.admission.policy_test")  # only `policy test` runs admissions
     # Signing: only with --emit-vsa (a warm verify loads no cryptography).
     gate_vsa = lazy_import("atip_trust.admission.vsa")
+    hook_install = lazy_import("atip_trust.cli.hook_install")  # only `hook install`
     # Imported inside launch.main(), so that its whole import runs with the collector paused.
     cli_main = lazy_import("atip_trust.cli.main")
     hook_child = lazy_import("atip_trust.cli.hook_child")  # only for a hook input over CHILD_BYTES
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
+    policy_install_mod = lazy_import("atip_trust.policy.install")  # only `policy install`
     # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
     slsa = lazy_import("atip_trust.provenance.slsa")
     audit_mod = lazy_import("atip_trust.state.audit")  # only for --audit-log's help (its default path)
@@ -44,11 +50,14 @@ else:
 __all__ = [
     "ElementTree",
     "admit_mod",
+    "agent_tools_mod",
     "audit_mod",
     "cli_main",
     "gate_vsa",
     "hook_child",
+    "hook_install",
     "pathlib",
+    "policy_install_mod",
     "policy_test",
     "sarif",
     "signed_mod",

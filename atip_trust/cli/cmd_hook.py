@@ -5,6 +5,9 @@ the formats).
 Everything is answered in the agent's format, errors included: a policy that does not load, input
 that is not what the agent sends, a timeout (``--timeout``, below the agents' own hook timeouts) or
 anything else is a deny, with the exit status the agent treats as blocking.
+
+``atip-trust hook install AGENT [hook flags]`` writes that hook into the agent's settings, so that it
+blocks even when it cannot start (cli/hook_install.py, agents/install.py); loaded only for ``install``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from atip_trust.agents.hooks import Options, answer
 from atip_trust.cli._deps import hook_child
 from atip_trust.cli.main import add_common_options
 from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
+from atip_trust.cli._deps import hook_install
 from atip_trust.errors import AtipTrustError, UsageError
 
 #: Hook input bytes above which the decision runs in a forked child that may die without taking the
@@ -47,7 +51,10 @@ def register(sub: Any) -> None:
         "(hooks.unlisted), ask or deny otherwise. Tools other than the shell get no opinion. Any error "
         "is a deny.",
     ))
-    p.add_argument("agent", choices=AGENTS, help="the agent whose hook format is read and written")
+    p.add_argument("agent", choices=(*AGENTS, "install"), metavar="AGENT",
+                   help=f"the agent whose hook format is read and written ({', '.join(AGENTS)}); or "
+                   "'install', then the agent: write its settings so the hook blocks when it cannot run")
+    p.add_argument("target", nargs="?", choices=AGENTS, metavar="INSTALL_AGENT", help=argparse.SUPPRESS)
     add_policy_flags(p)
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
     p.add_argument("--bundle-dir", metavar="DIR",
@@ -57,8 +64,26 @@ def register(sub: Any) -> None:
     p.add_argument("--pin", action="store_true",
                    help="rewrite each program of an allowed line to run through 'atip-trust exec "
                    "--expect-digest', so the bytes admitted are the bytes that run (Claude Code, Codex)")
+    p.add_argument("--via-service", action="store_true",
+                   help="ask a running 'atip-trust serve' (its Unix socket) and replay its answer; decide "
+                   "here when it cannot be reached (docs/serve.md)")
+    p.add_argument("--socket", metavar="PATH", help="the service's socket for --via-service "
+                   "(default: $XDG_RUNTIME_DIR/atip-trust/serve.sock)")
     add_audit_flags(p)
-    p.set_defaults(func=run)
+    # The hook's own flags, for `hook install` to write into the installed command (cli/hook_install.py).
+    p.set_defaults(func=run, hook_actions=list(p._actions))
+    add_install_flags(p)
+
+
+def add_install_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("hook install AGENT (write the agent's settings; docs/agents.md)")
+    g.add_argument("--scope", choices=("user", "project"), default="user",
+                   help="the user's settings (default) or the current project's")
+    g.add_argument("--settings", metavar="FILE", help="the settings file to write (default: the agent's, by --scope)")
+    g.add_argument("--print", action="store_true", help="print the settings file as it would be; write nothing")
+    g.add_argument("--uninstall", action="store_true", help="remove atip-trust's hook from the settings")
+    g.add_argument("--executable", metavar="PATH",
+                   help="the atip-trust program the hook runs (default: this one, by its absolute path)")
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:
@@ -66,6 +91,12 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.agent == "install":
+        return hook_install.run(args, args.hook_actions)
+    if args.target is not None or args.scope != "user" or args.settings or args.print or args.uninstall \
+            or args.executable:
+        raise UsageError("--scope, --settings, --print, --uninstall and --executable belong to "
+                         f"`hook install {args.agent}`")
     previous = None
     try:
         try:
@@ -92,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
 def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """For ``--pin``: the words that run atip-trust with this interpreter (and the global options before
-    ``hook``), and ``exec``'s options: this hook's own flags minus the agent, ``--pin`` and ``--timeout``,
+    ``hook``), and ``exec``'s options: this hook's own flags minus the agent, ``--pin``, ``--timeout`` and
+    the service client's ``--via-service`` and ``--socket``,
     so ``exec`` admits with the same policy and evidence."""
     at = argv.index("hook") if "hook" in argv else len(argv)
     flags: list[str] = []
@@ -100,9 +132,9 @@ def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for word in argv[at + 2:]:
         if skip:
             skip = False
-        elif word == "--timeout":
+        elif word in ("--timeout", "--socket"):
             skip = True
-        elif word != "--pin" and not word.startswith("--timeout="):
+        elif word not in ("--pin", "--via-service") and not word.startswith(("--timeout=", "--socket=")):
             flags.append(word)
     # -I: the launcher imports neither the working directory (a project shipping its own atip_trust/
     # package) nor user site-packages, and reads no PYTHON* variable (issue 32, item 7).

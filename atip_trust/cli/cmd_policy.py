@@ -27,6 +27,7 @@ from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
 from atip_trust.provenance.slsa import BuilderMap
 from atip_trust.cli._deps import ElementTree, policy_test, signed_mod
+from atip_trust.cli import policy_install
 
 
 def register(sub: Any) -> None:
@@ -60,6 +61,7 @@ def register(sub: Any) -> None:
     t.add_argument("--junit", metavar="FILE",
                    help="also write a JUnit XML report to FILE (a testcase per case, a failure per mismatch)")
     t.set_defaults(func=run_test)
+    policy_install.register(psub)
 
 
 def _builder_map(path: str) -> list[str] | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import sys
 
+from atip_trust.cli import hook_client
 from atip_trust.cli._deps import cli_main
 
 
@@ -24,6 +25,9 @@ def _started() -> None:
 
 
 def main() -> int:
+    argv = sys.argv[1:]
+    if argv[:1] == ["hook"] and "--via-service" in argv:  # a thin client of `serve` (docs/serve.md)
+        return hook_client.main(argv)
     gc.disable()
     try:
         return cli_main.main(sys.argv[1:], started=_started)

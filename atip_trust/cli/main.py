@@ -54,7 +54,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 #: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
 #: ``add_common_options``); loaded in this order.
 COMMANDS = ("hash", "metadata", "verify", "verify-vsa", "admit", "exec", "hook", "policy", "cache", "compile",
-            "scan", "lock", "trust-root")
+            "scan", "lock", "trust-root", "doctor", "serve")
 
 
 #: Flags of cosign, gh attestation and slsa-verifier that atip-trust spells differently or lacks: an
@@ -246,7 +246,19 @@ def command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: Parsers built, by ``only``: a process that runs several command lines (``atip-trust serve``, tests
+#: calling ``main`` in-process) builds each once; argparse never changes a parser while parsing.
+_PARSERS: dict[str | None, argparse.ArgumentParser] = {}
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = _PARSERS.get(only)
+    if parser is None:
+        parser = _PARSERS[only] = _build_parser(only)
+    return parser
+
+
+def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or with ``only``, just that subcommand's parser: each subcommand
     module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not pay for
     ``verify``'s (docs/caching.md: start-up is most of a warm admission)."""
@@ -478,6 +490,7 @@ def _main(argv: list[str], started: Callable[[], None] | None = None) -> int:
             return EXIT_OK
         parser = build_parser(command_of(argv))
         args = parser.parse_args(argv)
+        args.cli_argv = tuple(argv)  # the words as given (``serve`` forwards its policy flags verbatim)
         command = args.command
         if command is None:
             parser.print_help(sys.stderr)

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from atip_trust._base.record import Record, field, replace
-from atip_trust._base.files import owner_problem
-from atip_trust.errors import AtipTrustError
+from atip_trust._base.files import exists, owner_problem
+from atip_trust.errors import AtipTrustError, EnvironmentFailure
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.effects import EFFECT_CLASSES, command_states
 from atip_trust.facts.metadata import MetadataDocument
@@ -222,7 +222,7 @@ def _trust_of(adm: Admission) -> Trust:
 def _in_tree(doc: MetadataDocument) -> bool:
     """The metadata came from RFC §4.2's agent-tools tree (``tools/``, ``shims/``, ``overrides/``)."""
     tree = AgentTree.default()
-    return any(doc.source_name.startswith(os.path.join(root, "")) for root in (tree.data, tree.config))
+    return any(doc.source_name.startswith(os.path.join(root, "")) for root in (tree.data, tree.config, *tree.system))
 
 
 def _fill(row: ToolRow, adm: Admission, outcome: ProbeOutcome) -> None:
@@ -303,6 +303,16 @@ def _route_vsas(vsas: Sequence[PathLike]) -> dict[tuple[str, str], tuple[str, ..
     return routes
 
 
+def _indexed() -> list[tuple[str, str]]:
+    """RFC §5.1 step 1: the tools ``registry.json`` indexes (name, recorded path), when it exists. A
+    malformed index, or one another user can write, is an error (registry/local.py), never empty."""
+    path = local_registry_path()
+    if not exists(path, what="agent-tools registry.json", error=EnvironmentFailure):
+        return []
+    reg = LocalRegistry(path)
+    return [(name, entry.path) for name in reg.names() if (entry := reg.recorded(name)) is not None]
+
+
 def _discover_one(c: Candidate, o: _Options) -> ToolRow:
     row = ToolRow(name=c.name, path=c.path, resolved=c.resolved)
     try:
@@ -348,7 +358,8 @@ def discover(
     vsas: Sequence[PathLike] = (),
     registry_pin: bool = True,
 ) -> ToolSurface:
-    """The tool surface for ``dirs`` (default: PATH) under ``policy``; see the module docstring.
+    """The tool surface for ``dirs`` (default: RFC §5.1's order: the tools ``registry.json`` indexes,
+    then PATH) under ``policy``; see the module docstring.
 
     ``progress(done, total, row)`` is called from this thread as each tool is finished. ``audit``:
     write an admission line per tool (a policy that requires audit lines gets them regardless).
@@ -360,7 +371,7 @@ def discover(
     ``registry.json`` records for its name (admission/agent_tools.py); False for a scan that writes the
     index anew (``--update-registry``).
     """
-    scan = scan_directories(dirs, path_env=path_env)
+    scan = scan_directories(dirs, path_env=path_env, indexed=_indexed() if dirs is None else ())
     opts = _Options(policy=policy, shim_dir=shim_dir, bundle_dir=bundle_dir, vsa_routes=_route_vsas(vsas),
                     trusted_root=trusted_root,
                     cache=open_cache(cache), use_cache=cache, audit=audit or policy.audit_required,

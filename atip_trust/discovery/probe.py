@@ -54,6 +54,8 @@ PathLike = str | os.PathLike[str]
 
 ProbeStatus = Literal["probed", "not_probed", "failed"]
 PROBE_ARGS = ("--agent",)
+#: RFC §3.1.1's first question: the overview (top-level commands only) of a tool that supports it.
+DEPTH_ARGS = ("--agent", "--depth=1")
 #: Decision reasons that block a tool as a whole: it is never run, not even to ask what it is.
 BLOCKING_CODES = frozenset({"TRUST_COMPROMISED", "TOOL_DENIED", "TOOL_DENIED_DIGEST", "TOOL_NOT_ALLOWED",
                             "DIGEST_PIN_MISMATCH", "DELEGATION_TOOL_NOT_ALLOWED"})
@@ -61,7 +63,8 @@ BLOCKING_CODES = frozenset({"TRUST_COMPROMISED", "TOOL_DENIED", "TOOL_DENIED_DIG
 
 class ProbePermission(Record):
     allowed: bool
-    #: Machine-readable: ``verified``, ``digest_pinned``, ``signed_shim`` (allowed, but not needed),
+    #: Machine-readable: ``verified``, ``digest_pinned``, ``signed_shim`` / ``signed_metadata``
+    #: (allowed, but not needed),
     #: ``probe_disabled``, ``policy_blocked``, ``not_verified``.
     reason: str
     message: str
@@ -70,7 +73,9 @@ class ProbePermission(Record):
 class ProbeOutcome(Record):
     status: ProbeStatus
     #: ``metadata``, ``no_metadata``, ``timeout``, ``output_too_large``, ``invalid_metadata``,
-    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted); or the ``ProbePermission`` reason when the tool was not run.
+    #: ``run_error``, ``script_refused`` (a ``#!`` tool whose interpreter is not admitted),
+    #: ``name_mismatch`` (ran, but its answer is about another program, RFC §3.2); or the
+    #: ``ProbePermission`` reason when the tool was not run.
     reason: str
     message: str
     metadata: MetadataDocument | None = None
@@ -94,9 +99,14 @@ def probe_permission(admission: Admission, policy: Policy) -> ProbePermission:
     if report.trust_level is TrustLevel.COMPROMISED or blocking:
         why = blocking[0].message if blocking else "the artifact shows evidence of tampering"
         return ProbePermission(False, "policy_blocked", why)
-    if admission.metadata is not None and admission.metadata.is_shim and admission.effects_verified:
-        return ProbePermission(False, "signed_shim", "a shim signed by a registry signer in policy "
-                               "names this digest: its metadata is used, the tool is not run")
+    if admission.metadata is not None and admission.effects_verified:
+        # RFC §5.1: what the registry and the canonical directories hold comes before PATH probing;
+        # verified metadata bound to these bytes is the answer, so the tool is not run for another.
+        if admission.metadata.is_shim:
+            return ProbePermission(False, "signed_shim", "a shim signed by a registry signer in policy "
+                                   "names this digest: its metadata is used, the tool is not run")
+        return ProbePermission(False, "signed_metadata", "metadata signed by a signer in policy names "
+                               "this digest (the agent-tools tree): it is used, the tool is not run")
     if policy.discovery.probe == "never":
         return ProbePermission(False, "probe_disabled", "the policy says discovery.probe: never")
     digest = f"sha256:{report.digests.get('sha256')}"
@@ -111,8 +121,8 @@ def probe_permission(admission: Admission, policy: Policy) -> ProbePermission:
                            "signature the policy trusts vouches for these bytes, so they are not run")
 
 
-def _key(digest: str, timeout_ms: int, cap: int) -> str:
-    return report_key("probe", {"digest": digest, "args": list(PROBE_ARGS), "timeout_ms": timeout_ms,
+def _key(digest: str, timeout_ms: int, cap: int, words: Sequence[str]) -> str:
+    return report_key("probe", {"digest": digest, "args": list(words), "timeout_ms": timeout_ms,
                                 "max_output": cap})
 
 
@@ -134,7 +144,8 @@ def _from_cache(payload: Mapping[str, Any], name: str) -> ProbeOutcome | None:
 
 def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
           cache: VerdictCache | None = None, env: Mapping[str, str] | None = None,
-          options: AdmitOptions = DEFAULT_OPTIONS, bundle_dir: PathLike | None = None) -> ProbeOutcome:
+          options: AdmitOptions = DEFAULT_OPTIONS, bundle_dir: PathLike | None = None,
+          commands: Sequence[str] | None = None, full: bool = False) -> ProbeOutcome:
     """Run ``TOOL --agent`` when ``probe_permission`` allows it, through the verified descriptor.
 
     A ``#!`` tool runs its interpreter, so the interpreter must pass the same rule ``exec`` applies
@@ -143,13 +154,16 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
     audit line is written (a probe is not a run anyone asked for); otherwise the tool is not probed:
     the kernel would load an interpreter nobody checked.
     The interpreter reads a sealed copy of the verified script (execution/exec.py ``sealed_script``), never
-    the script's file, which it would read lazily while a writer changes it."""
+    the script's file, which it would read lazily while a writer changes it.
+
+    The questions (``_Asker.strategy``): ``--agent --depth=1`` first; a partial answer is completed for
+    ``commands`` (``--agent --commands=a,b``) or, with ``full``, by ``--agent``; a tool that refuses
+    the flags is asked ``--agent``."""
     allowed = probe_permission(admission, policy)
     if not allowed.allowed:
         return ProbeOutcome("not_probed", allowed.reason, allowed.message)
     settings = policy.discovery
     digest = str(artifact.sha256)
-    key = _key(digest, settings.probe_timeout_ms, settings.max_output_bytes)
     # The interpreter is checked before the cache is read: a cached answer is what the tool said when
     # it was allowed to run, and is used only while it still would be (policy's exec.scripts, the
     # interpreter's bytes and evidence may have changed since).
@@ -165,33 +179,78 @@ def probe(artifact: Artifact, admission: Admission, policy: Policy, *,
         if refusal is not None:
             planned[0].art.close()
             return ProbeOutcome("not_probed", "script_refused", str(refusal))
-    if cache is not None:
-        hit = cache.get(key)
-        found = _from_cache(hit, admission.tool) if hit is not None else None
-        if found is not None:
-            if planned is not None:
-                planned[0].art.close()
-            return found
-    if planned is None:
-        outcome = _run(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env)
-    else:
-        interp, words = planned
-        with interp.art:
-            try:
-                sealed = sealed_script(script)
-            except ExecRefused as refused:  # the file no longer holds the verified bytes
-                return ProbeOutcome("failed", "run_error", str(refused))
-            try:
-                outcome = _run(interp.art, admission.tool, settings.probe_timeout_ms,
-                               settings.max_output_bytes, env, argv0=words[0], keep_fds=(sealed,),
-                               args=[*words[1:], f"/dev/fd/{sealed}", *PROBE_ARGS])
-            finally:
-                os.close(sealed)
-    if cache is not None and outcome.reason != "run_error":
-        cache.put(key, {**outcome.to_json(),
-                        "metadata": None if outcome.metadata is None
-                        else outcome.metadata.raw.decode("utf-8")})
-    return outcome
+    try:
+        ask = _Asker(artifact, admission.tool, settings.probe_timeout_ms, settings.max_output_bytes, env,
+                     cache, digest, script, planned)
+        return _named(ask.strategy(commands, full), admission.tool)
+    finally:
+        if planned is not None:
+            planned[0].art.close()
+
+
+class _Asker:
+    """One tool's ``--agent`` questions (RFC §3.1.1, §5.1), each answer cached by its own words."""
+
+    def __init__(self, artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None,
+                 cache: VerdictCache | None, digest: str, script: Opened, planned: Any) -> None:
+        self.artifact, self.name, self.timeout_ms, self.cap, self.env = artifact, name, timeout_ms, cap, env
+        self.cache, self.digest, self.script, self.planned = cache, digest, script, planned
+
+    def strategy(self, commands: Sequence[str] | None, full: bool) -> ProbeOutcome:
+        """``--agent --depth=1`` first (the overview); a partial answer is completed with
+        ``--commands=`` the caller needs, or with a full ``--agent`` when it needs every command; a tool
+        that ignores or refuses the flags is asked plain ``--agent`` (RFC §3.1.1's agent strategy)."""
+        first = self.ask(DEPTH_ARGS)
+        if first.metadata is None:
+            # Refused the flags (or printed something else): a tool without partial discovery. A
+            # timeout or an output flood would only repeat.
+            return first if first.reason in ("timeout", "output_too_large") else self.ask(PROBE_ARGS)
+        if first.metadata.doc.get("partial") is not True:
+            return first  # the tool ignored the flags: this is its whole answer
+        if full or commands:
+            words = PROBE_ARGS if full else (*PROBE_ARGS, "--commands=" + ",".join(commands or ()))
+            more = self.ask(words)
+            return more if more.metadata is not None or words == PROBE_ARGS else self.ask(PROBE_ARGS)
+        return first
+
+    def ask(self, words: Sequence[str]) -> ProbeOutcome:
+        key = _key(self.digest, self.timeout_ms, self.cap, words)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            found = _from_cache(hit, self.name) if hit is not None else None
+            if found is not None:
+                return found
+        outcome = self._run(words)
+        if self.cache is not None and outcome.reason != "run_error":
+            self.cache.put(key, {**outcome.to_json(),
+                                 "metadata": None if outcome.metadata is None
+                                 else outcome.metadata.raw.decode("utf-8")})
+        return outcome
+
+    def _run(self, words: Sequence[str]) -> ProbeOutcome:
+        if self.planned is None:
+            return _run(self.artifact, self.name, self.timeout_ms, self.cap, self.env, args=words)
+        interp, script_words = self.planned
+        try:
+            sealed = sealed_script(self.script)
+        except ExecRefused as refused:  # the file no longer holds the verified bytes
+            return ProbeOutcome("failed", "run_error", str(refused))
+        try:
+            return _run(interp.art, self.name, self.timeout_ms, self.cap, self.env, argv0=script_words[0],
+                        keep_fds=(sealed,), args=[*script_words[1:], f"/dev/fd/{sealed}", *words])
+        finally:
+            os.close(sealed)
+
+
+def _named(outcome: ProbeOutcome, executable: str) -> ProbeOutcome:
+    """RFC §3.2: the answer's ``name`` must be the executable's (or an alias it declares); another
+    program's metadata is no metadata for this one (``name_mismatch``), so nothing is compiled or
+    indexed under a name the binary is not."""
+    doc = outcome.metadata
+    problem = doc.name_problem(executable) if doc is not None else None
+    if problem is None:
+        return outcome
+    return replace(outcome, reason="name_mismatch", message=problem, metadata=None)
 
 
 def _run(artifact: Artifact, name: str, timeout_ms: int, cap: int, env: Mapping[str, str] | None, *,

@@ -11,6 +11,8 @@ Directories come from PATH (in order) or from the caller. Skipped, each with a m
   others from renaming or removing the entry that leads to ours. Every ancestor up to ``/`` must
   otherwise pass the same owner and mode test (a parent writable by others can swap the directory);
 * a directory seen before (``/bin`` -> ``/usr/bin``): scanned once;
+* ``registry.json``'s entries (RFC §5.1 step 1: the index first) are candidates before PATH's, each
+  file and its folder under these same tests; the index adds no trust;
 * a file whose name an earlier directory already provides (``shadowed``: a shell runs the first), even
   when that earlier file was itself skipped as unsafe: the shell still runs it, so a later one must not
   be scanned (or locked) in its place;
@@ -167,11 +169,17 @@ def _link_problem(path: str, checker: _DirCheck) -> tuple[str, str] | None:
 
 
 def scan_directories(
-    dirs: Sequence[str | os.PathLike[str]] | None = None, *, path_env: str | None = None
+    dirs: Sequence[str | os.PathLike[str]] | None = None, *, path_env: str | None = None,
+    indexed: Sequence[tuple[str, str]] = (),
 ) -> ScanResult:
-    """The candidates in ``dirs`` (default: PATH's entries, in order), and everything skipped."""
+    """The candidates in ``dirs`` (default: PATH's entries, in order), and everything skipped.
+    ``indexed``: (name, path) entries of ``registry.json``, considered first (RFC §5.1 step 1), each
+    under the same tests; a name they give comes before PATH's file of that name."""
     out = ScanResult()
     checker = _DirCheck()
+    seen_names: dict[str, str] = {}
+    for name, path in indexed:
+        _indexed(name, path, checker, seen_names, out)
     entries: list[tuple[str, bool]]
     if dirs is None:
         entries = path_entries(path_env)
@@ -181,7 +189,6 @@ def scan_directories(
         entries = [(os.path.abspath(os.fspath(d)) if os.fspath(d) else "", bool(os.fspath(d)))
                    for d in dirs]
     seen_dirs: set[str] = set()
-    seen_names: dict[str, str] = {}
     for entry, usable in entries:
         if not usable:
             reason = "path_entry_empty" if not entry else "path_entry_relative"
@@ -219,49 +226,72 @@ def _scan_one(entry: str, real: str, checker: _DirCheck, seen_names: dict[str, s
         out.skipped.append(Skipped(entry, "directory_unreadable", f"cannot list {real}: {err.strerror}"))
         return
     for name in sorted(names):
-        path = os.path.join(entry, name)
-        here = os.path.join(real, name)
-        try:
-            lst = os.lstat(here)
-        except OSError:
-            continue
-        target = here
-        if stat.S_ISLNK(lst.st_mode):
-            # Resolved once, here; discovery opens the result without following links again.
-            target = os.path.realpath(here)
-            linked = _link_problem(here, checker)
-            if linked is not None:
-                out.skipped.append(Skipped(path, linked[0], linked[1], target))
-                seen_names.setdefault(name, path)  # a shell may still run it: it shadows later ones
-                continue
-            problem = checker.problem(os.path.dirname(target))
-            if problem is not None:
-                out.skipped.append(Skipped(path, "symlink_into_unsafe_directory",
-                                           f"{path} -> {target}: {problem[1]}", target))
-                seen_names.setdefault(name, path)
-                continue
-        try:
-            st = os.stat(target)
-        except OSError:
-            if target != here:
-                out.skipped.append(Skipped(path, "broken_symlink", f"{path} -> {target}: no such file",
-                                           target))
-            continue
-        if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
-            continue  # not a program: not a tool (directories, data files, bundles beside tools)
-        if (why := owner_problem(st)) is not None:
-            out.skipped.append(Skipped(path, _owner_reason(st, "file"), f"{target} is {why}",
-                                       target if target != here else None))
-            # A shell still runs this one for the name: a later file of the same name must not be
-            # scanned (and locked) in its place.
+        _consider(name, os.path.join(entry, name), os.path.join(real, name), real, checker, seen_names, out)
+
+
+def _indexed(name: str, path: str, checker: _DirCheck, seen_names: dict[str, str], out: ScanResult) -> None:
+    """A ``registry.json`` entry (RFC §5.1 step 1) as a candidate: its folder and file meet every test a
+    PATH entry's do (the index is a list of places to look, never evidence: the file is opened, hashed
+    and verified as any other, and the index's digest pins it, admission/agent_tools.py)."""
+    entry = os.path.dirname(path)
+    if not os.path.isabs(path) or not entry:
+        out.skipped.append(Skipped(path, "registry_entry_relative", f"registry.json records {path!r} for "
+                                   f"{name!r}: not an absolute path; never scanned"))
+        return
+    real = os.path.realpath(entry)
+    problem = _link_problem(entry, checker) or checker.problem(real)
+    if problem is not None:
+        out.skipped.append(Skipped(path, problem[0], problem[1]))
+        return
+    _consider(name, path, os.path.join(real, os.path.basename(path)), real, checker, seen_names, out)
+
+
+def _consider(name: str, path: str, here: str, real: str, checker: _DirCheck, seen_names: dict[str, str],
+              out: ScanResult) -> None:
+    """One file of a safe folder: a candidate, skipped with its reason, or not a program at all."""
+    try:
+        lst = os.lstat(here)
+    except OSError:
+        return
+    target = here
+    if stat.S_ISLNK(lst.st_mode):
+        # Resolved once, here; discovery opens the result without following links again.
+        target = os.path.realpath(here)
+        linked = _link_problem(here, checker)
+        if linked is not None:
+            out.skipped.append(Skipped(path, linked[0], linked[1], target))
+            seen_names.setdefault(name, path)  # a shell may still run it: it shadows later ones
+            return
+        problem = checker.problem(os.path.dirname(target))
+        if problem is not None:
+            out.skipped.append(Skipped(path, "symlink_into_unsafe_directory",
+                                       f"{path} -> {target}: {problem[1]}", target))
             seen_names.setdefault(name, path)
-            continue
-        if name in seen_names:
-            out.skipped.append(Skipped(path, "shadowed", f"{seen_names[name]} comes first: a shell "
-                                       "runs that one", target if target != here else None))
-            continue
-        seen_names[name] = path
-        out.candidates.append(Candidate(name=name, path=path, resolved=target, directory=real))
+            return
+    try:
+        st = os.stat(target)
+    except OSError:
+        if target != here:
+            out.skipped.append(Skipped(path, "broken_symlink", f"{path} -> {target}: no such file",
+                                       target))
+        return
+    if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+        return  # not a program: not a tool (directories, data files, bundles beside tools)
+    if (why := owner_problem(st)) is not None:
+        out.skipped.append(Skipped(path, _owner_reason(st, "file"), f"{target} is {why}",
+                                   target if target != here else None))
+        # A shell still runs this one for the name: a later file of the same name must not be
+        # scanned (and locked) in its place.
+        seen_names.setdefault(name, path)
+        return
+    if name in seen_names:
+        if any(c.name == name and c.resolved == target for c in out.candidates):
+            return  # registry.json's entry is this very file: one candidate
+        out.skipped.append(Skipped(path, "shadowed", f"{seen_names[name]} comes first: a shell "
+                                   "runs that one", target if target != here else None))
+        return
+    seen_names[name] = path
+    out.candidates.append(Candidate(name=name, path=path, resolved=target, directory=real))
 
 
 __all__ = ["Candidate", "ScanResult", "Skipped", "scan_directories"]

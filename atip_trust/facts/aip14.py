@@ -38,6 +38,21 @@ Mapping (docs/bridge.md, AIP-14); each row is a partial effects object, merged w
 
 Fields AIP-14 moved to the DRIVER layer (``code``, ``run``, ``runner``, ``secrets``, ``network``,
 ``entry``) make the file invalid, as AIP-14 says; unknown other keys are tolerated as it requires.
+An ``execute`` field (the removed ``defineTool`` body) is reported with a migration warning pointing
+at AIP-30 (AIP-14 conformance rule 2). The field limits are checked: ``name`` 1-80 characters,
+``description`` at most 2000, ``version`` semver. ``id@major`` is the contract's identity (AIP-14
+"Stable identity"), the key audit lines and the verdict cache use.
+
+Governance AIP-14 states and this module applies:
+
+* ``implements`` (an AIP-39 action, inline or a workspace path beside the TOOL.md): the action's
+  ``mutates``, ``risk_level``, ``approval`` and ``requires`` are the floor the tool inherits; a tool that
+  would widen it (lower ``risk_level``, drop a ``mutates`` entry or a required network/secret/tool,
+  relax ``approval``) is rejected when parsed, as ``validateImplementor`` does. An action reference
+  this host cannot resolve (a bare id, a registry ref) is rejected too: its floor is unknown.
+* ``driver_constraints``: a contract that forbids the ``cli`` driver kind, or requires kinds without
+  ``cli``, is denied for a command-line tool (``driver_reason``).
+* ``timeout_ms``: 30000 when absent (the AIP-14 default ceiling).
 """
 
 from __future__ import annotations
@@ -62,6 +77,15 @@ if TYPE_CHECKING:
     from atip_trust.facts.effects import State
 
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,79}")
+#: semver 2.0.0 (AIP-14 ``version``: "semver string").
+_SEMVER_RE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+                        r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?")
+#: AIP-14 ``timeout_ms`` default: the hard wall-clock ceiling when a contract declares none.
+DEFAULT_TIMEOUT_MS = 30000
+#: AIP-14 approval classes by strictness (``auto`` < ``on-mutate`` < ``always``); ``policy:<ref>``
+#: defers to a policy atip-trust does not read, so it asks, as ``always`` does.
+_APPROVAL_RANK = {"auto": 0, "on-mutate": 1, "always": 2}
+_DRIVER_KINDS = frozenset({"cli", "http", "mcp", "sdk", "builtin"})
 _MOVED_TO_DRIVER = ("code", "run", "runner", "secrets", "network", "entry")
 _COST: dict[str, dict[str, Any]] = {
     "trivial": {"billable": False, "estimate": "free"},
@@ -98,6 +122,19 @@ class ToolContract(Record):
     sha256: str
     source_name: str = "TOOL.md"
     frontmatter: dict[str, Any] = field(default_factory=dict)
+    #: What the contract should change but is not refused for (AIP-14 conformance rule 2's migration
+    #: warning for ``execute``).
+    warnings: tuple[str, ...] = ()
+    #: ``driver_constraints.forbid`` and ``require_kind`` (driver kinds), as declared.
+    forbid: tuple[str, ...] = ()
+    require_kind: tuple[str, ...] | None = None
+    #: The AIP-39 action id whose floor the contract inherited (``implements``), or None.
+    implements: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """``id@major`` (AIP-14 "Stable identity": caches, audit logs and grants key on it)."""
+        return f"{self.id}@{self.version.split('.', 1)[0]}"
 
 
 def frontmatter_bytes(data: bytes, source_name: str = "TOOL.md") -> bytes:
@@ -127,17 +164,17 @@ def parse_tool_md(data: bytes, *, source_name: str = "TOOL.md") -> ToolContract:
                    what=f"{source_name} frontmatter")
     if not isinstance(fm, dict):
         raise MetadataError(f"the frontmatter must be a mapping, got {type(fm).__name__}", path=source_name)
-    for key in ("name", "id", "description", "version"):
-        _need(fm, key, str, source_name)
-    for key in ("inputs", "outputs"):
-        _need(fm, key, dict, source_name)
-    if not _ID_RE.fullmatch(fm["id"]):
-        raise MetadataError(f"id: {fm['id']!r} is not lowercase letters, digits, dashes and dots (2-80)",
-                            path=source_name)
+    _check_identity(fm, source_name)
     moved = [k for k in _MOVED_TO_DRIVER if k in fm]
     if moved:
         raise MetadataError(f"{', '.join(moved)}: these fields belong to the AIP-30 DRIVER, not the "
                             "TOOL.md contract (AIP-14 calls such a file invalid)", path=source_name)
+    warnings = (("execute: a TOOL.md contract carries no body (AIP-14 conformance rule 2): move it to an "
+                 "AIP-30 DRIVER.md that implements this tool; the field is ignored"),) if "execute" in fm else ()
+    implements = None
+    if fm.get("implements") is not None:
+        fm, implements = _implemented(fm, source_name)
+    forbid, require_kind = _driver_constraints(fm.get("driver_constraints", {}), source_name)
 
     parts: list[dict[str, Any]] = []
     risk = fm.get("risk_level")
@@ -182,6 +219,8 @@ def parse_tool_md(data: bytes, *, source_name: str = "TOOL.md") -> ToolContract:
         if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
             raise MetadataError(f"timeout_ms: expected a positive integer, got {timeout!r}", path=source_name)
         parts.append({"duration": {"timeout": f"{timeout / 1000:g}s"}})
+    else:
+        timeout = DEFAULT_TIMEOUT_MS  # AIP-14: the ceiling a contract that declares none still has
     approval_declared = fm.get("approval", "auto")
     if not isinstance(approval_declared, str) or not (
             approval_declared in ("auto", "always", "on-mutate") or approval_declared.startswith("policy:")):
@@ -193,7 +232,123 @@ def parse_tool_md(data: bytes, *, source_name: str = "TOOL.md") -> ToolContract:
         id=fm["id"], name=fm["name"], version=fm["version"], effects=merge_declared(parts),
         approval="ask" if asks else "auto", approval_declared=approval_declared,
         risk_level=risk, mutates=mutates, cost_class=cost, timeout_ms=timeout,
-        sha256=str(hash_bytes(data, "sha256")), source_name=source_name, frontmatter=fm)
+        sha256=str(hash_bytes(data, "sha256")), source_name=source_name, frontmatter=fm,
+        warnings=warnings, forbid=forbid, require_kind=require_kind, implements=implements)
+
+
+def _check_identity(fm: Mapping[str, Any], where: str) -> None:
+    """AIP-14 required fields and their limits: ``name`` 1-80 characters, ``id`` 2-80 of lowercase
+    letters, digits, dashes and dots, ``description`` at most 2000 characters, ``version`` semver."""
+    for key in ("name", "id", "description", "version"):
+        _need(fm, key, str, where)
+    for key in ("inputs", "outputs"):
+        _need(fm, key, dict, where)
+    if not _ID_RE.fullmatch(fm["id"]):
+        raise MetadataError(f"id: {fm['id']!r} is not lowercase letters, digits, dashes and dots (2-80)",
+                            path=where)
+    if not 1 <= len(fm["name"]) <= 80:
+        raise MetadataError(f"name: expected 1-80 characters, got {len(fm['name'])}", path=where)
+    if len(fm["description"]) > 2000:
+        raise MetadataError(f"description: expected at most 2000 characters, got {len(fm['description'])}",
+                            path=where)
+    if not _SEMVER_RE.fullmatch(fm["version"]):
+        raise MetadataError(f"version: expected a semver string (MAJOR.MINOR.PATCH), got {fm['version']!r}",
+                            path=where)
+
+
+def _driver_constraints(raw: Any, where: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    if not isinstance(raw, dict):
+        raise MetadataError(f"driver_constraints: expected a mapping, got {raw!r}", path=where)
+    out: list[tuple[str, ...] | None] = []
+    for key in ("forbid", "require_kind"):
+        value = raw.get(key)
+        if value is None:
+            out.append(None)
+            continue
+        if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+            raise MetadataError(f"driver_constraints.{key}: expected a list of driver kinds, got {value!r}",
+                                path=where)
+        out.append(tuple(value))
+    unknown = [k for k in (out[1] or ()) if k not in _DRIVER_KINDS]
+    if unknown:
+        raise MetadataError(f"driver_constraints.require_kind: {unknown} are not AIP-14 driver kinds "
+                            f"({', '.join(sorted(_DRIVER_KINDS))})", path=where)
+    return out[0] or (), out[1]
+
+
+def _action(ref: Any, where: str) -> dict[str, Any]:
+    """The AIP-39 action ``implements`` names: inline, or an ``ACTION.md`` at a workspace path relative
+    to the TOOL.md. A bare id or registry ref names an action this host has no copy of: its floor is
+    unknown, so the contract is refused (``validateImplementor``: "unknown action")."""
+    if isinstance(ref, dict) and isinstance(ref.get("inline"), dict):
+        return dict(ref["inline"])
+    if isinstance(ref, str) and ref.startswith(("./", "../")) and where != "TOOL.md":
+        path = Path(where).parent / ref
+        data = read_capped(path, LIMITS.tool_md_bytes, what="ACTION.md")
+        action = load_yaml(frontmatter_bytes(data, str(path)), cap=LIMITS.tool_md_bytes,
+                           what=f"{path} frontmatter")
+        if not isinstance(action, dict):
+            raise MetadataError(f"implements: {path} frontmatter is not a mapping", path=where)
+        return action
+    raise MetadataError(f"implements: unknown action {ref!r}: only an inline action or an ACTION.md at a "
+                        "path beside the TOOL.md can be resolved here, and a contract whose action floor is "
+                        "unknown is refused (AIP-14 validateImplementor)", path=where)
+
+
+def _implemented(fm: dict[str, Any], where: str) -> tuple[dict[str, Any], str]:
+    """AIP-14 "Action implementation": the tool view with the action's floor merged in; a tool that
+    widens the action (lower risk, fewer mutates or requires, a laxer approval) is rejected."""
+    action = _action(fm["implements"], where)
+    name = str(action.get("id", fm["implements"]))
+    merged = dict(fm)
+    a_risk, t_risk = action.get("risk_level"), fm.get("risk_level")
+    if isinstance(a_risk, int) and not isinstance(a_risk, bool):
+        if isinstance(t_risk, int) and t_risk < a_risk:
+            raise MetadataError(f"widens risk_level: action {name} {a_risk}, tool {t_risk} (AIP-14: a tool "
+                                "MAY raise, MUST NOT lower)", path=where)
+        merged["risk_level"] = max(a_risk, t_risk if isinstance(t_risk, int) else a_risk)
+    a_mut = action.get("mutates") or []
+    if "mutates" in fm and isinstance(a_mut, list):
+        dropped = [m for m in a_mut if m not in (fm.get("mutates") or [])]
+        if dropped:
+            raise MetadataError(f"drops mutates: {dropped} of action {name} (AIP-14: a tool MUST include "
+                                "all action mutates)", path=where)
+    elif a_mut:
+        merged["mutates"] = list(a_mut)
+    a_app, t_app = str(action.get("approval", "auto")), fm.get("approval")
+    rank = _APPROVAL_RANK.get
+    if t_app is not None and rank(str(t_app), 2) < rank(a_app, 2):
+        raise MetadataError(f"relaxes approval: action {name} {a_app}, tool {t_app} (AIP-14: a tool MAY "
+                            "narrow, MUST NOT relax)", path=where)
+    if t_app is None:
+        merged["approval"] = a_app
+    a_req, t_req = action.get("requires") or {}, fm.get("requires") or {}
+    if isinstance(a_req, dict) and isinstance(t_req, dict):
+        req = dict(t_req)
+        for key in ("network", "secrets", "tools"):
+            floor = a_req.get(key) or []
+            if key in t_req and [x for x in floor if x not in (t_req.get(key) or [])]:
+                raise MetadataError(f"requires.{key}: the tool removes what action {name} requires (AIP-14: "
+                                    "MUST NOT remove)", path=where)
+            if floor and key not in t_req:
+                req[key] = list(floor)
+        merged["requires"] = req
+    return merged, name
+
+
+def driver_reason(contract: ToolContract) -> Reason | None:
+    """The denial a contract's ``driver_constraints`` give a command-line tool: ``cli`` forbidden, or
+    required kinds that do not include it (AIP-14: "this tool MUST NOT be served via ..."); None
+    when a CLI may serve it."""
+    if "cli" in contract.forbid:
+        why = "driver_constraints.forbid names cli"
+    elif contract.require_kind is not None and "cli" not in contract.require_kind:
+        why = f"driver_constraints.require_kind is {list(contract.require_kind)}, without cli"
+    else:
+        return None
+    return Reason("AIP14_DRIVER_FORBIDDEN", f"the AIP-14 contract {contract.identity!r} may not be served by a "
+                  f"command-line tool: {why}", rule=f"aip14:{contract.id}.driver_constraints",
+                  expected="cli allowed", actual=why)
 
 
 def load_tool_md(path: str | Path) -> ToolContract:
@@ -220,5 +375,5 @@ def approval_reason(contract: ToolContract) -> Reason | None:
                   expected="approval: auto", actual=contract.approval_declared)
 
 
-__all__ = ["ToolContract", "approval_reason", "contract_states", "frontmatter_bytes", "load_tool_md",
+__all__ = ["DEFAULT_TIMEOUT_MS", "ToolContract", "approval_reason", "driver_reason", "contract_states", "frontmatter_bytes", "load_tool_md",
            "parse_tool_md"]

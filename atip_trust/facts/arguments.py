@@ -60,8 +60,9 @@ class Param(Record):
 
     @property
     def many(self) -> bool:
-        """Takes a list: a variadic argument, or an array / variadic (repeatable) option."""
-        return self.variadic or self.type == "array"
+        """Takes a list: a variadic argument, or an array / variadic (repeatable) option. A variadic
+        boolean is a flag, given or not (the compiled schema says boolean, bridge/compile.py)."""
+        return (self.variadic and self.type != "boolean") or self.type == "array"
 
     @property
     def flag(self) -> str:
@@ -122,8 +123,12 @@ def declared_params(cmd: FlatCommand) -> tuple[list[Param], list[Param]]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    # Python says True == 1 and 1 == 1.0; a declared enum value matches only a value of its own type.
-    return type(a) is type(b) and a == b
+    # Python says True == 1 and 1 == 1.0; a declared enum value matches only a value of its own type,
+    # or the string that is its very argv word: RFC §8.2 rule 4 compiles every enum to a string, so a
+    # model that follows the schema sends "2" for a declared 2, and the command line gets the same word.
+    if type(a) is type(b):
+        return bool(a == b)
+    return isinstance(a, str) and isinstance(b, (int, float)) and not isinstance(b, bool) and _word(b) == a
 
 
 def _scalar_problem(p: Param, value: Any, what: str) -> str | None:

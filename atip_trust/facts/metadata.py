@@ -66,6 +66,7 @@ SCHEMA_FILE = "atip-metadata.schema.json"
 _MESSAGE_CAP = 300
 
 #: Fields and the protocol version that introduced them (RFC §3.2.1 feature registry).
+_PROTOCOL_RE = re.compile(r"0\.[1-6]")
 _SINCE: tuple[tuple[tuple[str, ...], tuple[int, int]], ...] = (
     (("trust",), (0, 4)),
     (("trust", "integrity"), (0, 5)),
@@ -164,6 +165,25 @@ class MetadataDocument(Record):
     def sha256(self) -> Digest:
         """Digest of the exact bytes read (what a shim's signature covers, RFC §4.9)."""
         return hash_bytes(self.raw, "sha256")
+
+    def aliases(self) -> tuple[str, ...]:
+        """Other executable names the document declares itself for (``x-aliases``, an RFC §12.2
+        extension: the RFC has no alias field). They are in the bytes whoever vouches for the
+        document signed (a signed shim or metadata; a probed tool's own signed binary), so they bind
+        as the name does."""
+        raw = self.doc.get("x-aliases")
+        return tuple(a for a in raw if isinstance(a, str) and a) if isinstance(raw, list) else ()
+
+    def name_problem(self, executable: str) -> str | None:
+        """None when this document is about ``executable`` (RFC §3.2: ``name`` "matches executable",
+        or one of its ``aliases``); otherwise why it is not: metadata that names another program
+        does not count for this one (a verified ``liar`` whose ``--agent`` says ``kubectl`` would
+        otherwise compile to ``kubectl_*`` names and rules written for kubectl would speak of it)."""
+        if self.name == executable or executable in self.aliases():
+            return None
+        also = f" or its x-aliases {list(self.aliases())}" if self.aliases() else ""
+        return (f"the {self.kind} is about {self.name!r}{also}, not the executable {executable!r} "
+                "(RFC §3.2: name matches the executable): it does not count for this tool")
 
     def commands(self) -> list[tuple[str, ...]]:
         """Every declared command path, depth first, in document order. The root command ``""``
@@ -489,6 +509,16 @@ def parse_metadata(
         _check_lookup(claims, is_shim, lookup_digest)
 
     found += _version_warnings(doc, version)
+    described = doc.get("description")
+    if isinstance(described, str) and len(described) > 200:
+        found.append(("$.description", f"the tool-level description is {len(described)} characters; RFC "
+                      "§3.2 recommends one line of at most 200"))
+    atip = doc.get("atip")
+    wanted = atip.get("minAgentVersion") if isinstance(atip, dict) else None
+    if isinstance(wanted, str) and not _PROTOCOL_RE.fullmatch(wanted):
+        # RFC v0.3's examples say "1.0"; v0.6's schema allows protocol versions only. Accepted, said.
+        found.append(("$.atip.minAgentVersion", f"minAgentVersion {wanted!r} is not an ATIP protocol version "
+                      "atip-trust implements (0.1-0.6); accepted, not checked"))
     if strict and found:
         where, message = found[0]
         raise MetadataError(message, path=where)

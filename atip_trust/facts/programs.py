@@ -18,7 +18,10 @@ UNMODELLED = frozenset((
     "poetry cargo go java dotnet pwsh powershell zsh ksh mksh ash fish csh tcsh busybox ssh scp rsync "
     "watch parallel strace ltrace gdb lldb valgrind perf chroot runuser su script expect tmux screen at "
     "batch crontab systemd-run docker podman kubectl vim vi nvim emacs less more man ed ex xdg-open "
-    "open rr entr nodemon tox nox pytest bazel gradle mvn ant sbt rake bundle composer"
+    "open rr entr nodemon tox nox pytest bazel gradle mvn ant sbt rake bundle composer terraform "
+    # Runners of a command the gate does not unwrap (issue 32: "and the rest of the class").
+    "numactl cgexec firejail bwrap proot fakeroot fakechroot catchsegv nocache cpulimit trickle torsocks "
+    "proxychains proxychains4 tsocks sg newgrp pkexec unbuffer xvfb-run flatpak-spawn dbus-run-session"
 ).split())
 _VERSIONED = re.compile(r"(python|pypy|ruby|perl|php|node|lua)[0-9.]+")
 

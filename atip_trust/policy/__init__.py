@@ -4,7 +4,7 @@ Load once, decide many times::
 
     from atip_trust import decide, load_policy
 
-    policy = load_policy("policies/default.json")
+    policy = load_policy("policies/default.json")   # under the machine's org policy, as admit applies it
     decision = decide(policy, report, tool_name="gh", command="pr view 1", interactive=False)
 
 Modules: ``model`` (typed policy), ``load`` (schema-checked layers), ``rules`` (command rules),

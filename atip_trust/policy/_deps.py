@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import shlex
 
     from atip_trust._base import schema
-    from atip_trust.policy import signed
+    from atip_trust.policy import serials, signed
     from atip_trust.provenance import slsa
     from atip_trust.signature import keys
     from atip_trust.state import tufroot
@@ -30,6 +30,7 @@ else:
     # The schema validator: a policy found valid before is not validated again.
     schema = lazy_import("atip_trust._base.schema")
     signed = lazy_import("atip_trust.policy.signed")  # only where a signers file requires a signature
+    serials = lazy_import("atip_trust.policy.serials")  # only for an org policy without a signers file
     # Only a policy that states sources or builders needs the provenance model.
     slsa = lazy_import("atip_trust.provenance.slsa")
     keys = lazy_import("atip_trust.signature.keys")  # only for a policy's signer keys
@@ -47,6 +48,7 @@ __all__ = [
     "pathlib",
     "schema",
     "shlex",
+    "serials",
     "signed",
     "slsa",
     "tufroot",

@@ -10,33 +10,17 @@ CLI admin policies behave alike. The rules, each chosen so that no layer can wid
   allowed metadata sources intersected, the highest signature threshold;
 * capability gates: per effect class, the higher minimum level and ``deny`` over ``ask`` (for
   ``below`` and for ``always``);
+* ``permissions.localAllow: false`` in an org layer: allow rules (and ``tools.allow`` digest
+  entries, ``defaults.allowVerifiedReadOnly``) of other layers are ignored and noted
+  (``local_allow_stands``);
 * mode: the strictest (enforce > warn > audit), an org layer that states none counting as enforce (so
   that another org or local layer's ``audit`` cannot loosen it); ``defaults.noMatch``: deny over ask;
   ``allowVerifiedReadOnly`` only if every layer that states it allows it;
 * trust anchors (principle 1: the policy is their only source, and the org's word on them is
-  final). The anchor lists are ``trust.signers``, ``publicKeys``, ``trustedRoots``, ``trustedBuilders``
-  and ``registries`` (with their signers). An org layer that states ANY of them fixes the whole anchor
-  set: each list is the org's, and a list the org is silent on has the value it has when nobody states
-  it (``trustedRoots``: the embedded public-good root; ``trustedBuilders``: the shipped builder map;
-  ``signers``, ``publicKeys``, ``registries``: none). A local (or CLI) layer can then only narrow:
-
-  - signers and keys: the org's list is the one verification uses, and every layer that states a list
-    must name the signer too (decide.py step (2), constraints.py ``trusted_keys``), so a local list
-    only narrows; under an org that is silent on signers or keys, a local list names nobody new;
-  - roots: the org's roots that the local list also names; a local root the org does not list is
-    ignored with a note (a local root would let whoever holds it mint certificates for the org's
-    signer identities);
-  - builders: intersection by id, at the lowest level any layer grants; a local list equal to the
-    shipped map unchanged (``{"include": "builtin:trusted-builders"}``, as in policies/default.json)
-    says nothing beyond the default and is not intersected; a builder or level the org does not grant
-    is ignored with a note;
-  - registries: only the registries (and their signers) the org states; local ones are ignored.
-
-  With several org layers: signers, keys, registries from the first that states them (decide.py checks
-  each layer's signers), roots those every stating org layer lists, builders the common ids at the
-  lowest level. An org silent on every anchor list (or no org layer) lets local anchors stand: the
-  union of the local lists. ``trust.sources`` only restricts (it is no anchor): the org's list when it
-  states one, and decide.py checks every layer's list on its own;
+  final): policy/anchors.py computes the one anchor set every route reads (an org layer that states
+  or implies an anchor kind fixes it, org layers intersect, local layers and flags only narrow);
+  ``trust.sources`` only restricts (it is no anchor): the org's list when it states one, and decide.py
+  checks every layer's list on its own;
 * waivers relax trust requirements, so a local waiver is dropped when an org policy is present.
 """
 
@@ -49,13 +33,12 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any, Literal, TypeVar
 
-    T = TypeVar("T")
     N = TypeVar("N", bound=int)  # an int or a TrustLevel (an IntEnum)
 
 from atip_trust._base.record import replace
 from atip_trust.facts.report import TrustLevel
+from atip_trust.policy.anchors import anchor_set
 from atip_trust.policy.load import (
-    builtin_builders,
     canonical_digest,
     layer_from_document,
     load_layer,
@@ -63,13 +46,13 @@ from atip_trust.policy.load import (
 )
 from atip_trust.policy.model import (
     MODE_STRICTNESS,
-    BuilderRule,
     CommandRule,
     Defaults,
     Gate,
     Policy,
     PolicyLayer,
     Requirements,
+    SourceRule,
     Waiver,
 )
 
@@ -87,120 +70,13 @@ def _stricter(a: N | None, b: N | None) -> N | None:
     return max(a, b)
 
 
-#: The anchor lists (attribute, document name) an org layer fixes as a whole (module docstring).
-ANCHOR_LISTS: tuple[tuple[str, str], ...] = (
-    ("signers", "signers"),
-    ("public_keys", "publicKeys"),
-    ("trusted_roots", "trustedRoots"),
-    ("trusted_builders", "trustedBuilders"),
-    ("registries", "registries"),
-)
-
-
-def org_anchor_lists(layers: Sequence[PolicyLayer]) -> tuple[str, ...]:
-    """The anchor lists (document names) some org layer states; empty when the org states none."""
-    return tuple(
-        name for attr, name in ANCHOR_LISTS
-        if any(layer.source == "org" and getattr(layer, attr) is not None for layer in layers)
-    )
-
-
-def _anchor(
-    layers: Sequence[PolicyLayer], attr: str, notes: list[str], org_fixed: bool
-) -> list[T]:
-    """Signers, keys, sources, registries: the first org list; else nothing when the org fixes the
-    anchor set (a list it is silent on names nobody); else the union of the local lists."""
-    org = [layer for layer in layers if layer.source == "org" and getattr(layer, attr) is not None]
-    if org or (org_fixed and attr != "sources"):
-        others = [
-            layer for layer in layers if layer.source != "org" and getattr(layer, attr) is not None
-        ]
-        for layer in others:
-            if org and attr in ("signers", "public_keys", "sources"):
-                notes.append(
-                    f"{layer.source} policy's trust.{attr} adds nothing: the org policy states its "
-                    "own, and the local list can only narrow it (both must hold)"
-                )
-            else:
-                notes.append(
-                    f"{layer.source} policy's trust.{attr} ignored: the org policy "
-                    + ("states its own" if org else "states trust anchors and none of this kind")
-                    + ", and a local list could only widen it"
-                )
-        return list(getattr(org[0], attr)) if org else []
-    out: list[T] = []
-    for layer in layers:
-        val = getattr(layer, attr)
-        if val is not None:
-            out.extend(val)
-    return out
-
-
-def _roots(layers: Sequence[PolicyLayer], notes: list[str], org_fixed: bool) -> list[str]:
-    """Under an org that fixes anchors: its roots (production when it is silent) that every other
-    layer stating roots also lists; a layer whose list shares none is ignored with a note."""
-    if not org_fixed:
-        return _anchor(layers, "trusted_roots", notes, org_fixed)
-    org = [layer for layer in layers if layer.source == "org" and layer.trusted_roots is not None]
-    out = list(org[0].trusted_roots or ()) if org else ["production"]
-    for layer in layers:
-        if layer.trusted_roots is None or (org and layer is org[0]):
-            continue
-        narrowed = [r for r in out if r in layer.trusted_roots]
-        if narrowed:
-            out = narrowed
-        else:
-            notes.append(
-                f"{layer.source} policy's trust.trustedRoots {list(layer.trusted_roots)} ignored: "
-                f"the org policy fixes the trust anchors and trusts only {out} (a root it does not "
-                "list could mint certificates for its signer identities)"
-            )
-    return out
-
-
-def _common_builders(org: Sequence[PolicyLayer]) -> list[BuilderRule]:
-    """Builders every org layer names (by id pattern), each at the lowest level any of them grants."""
-    lists = [layer.trusted_builders or () for layer in org]
-    out: list[BuilderRule] = []
-    for b in lists[0]:
-        levels = [min((x.level for x in lst if x.id == b.id), default=-1) for lst in lists]
-        if min(levels) >= 0 and not any(o.id == b.id for o in out):
-            merged = replace(b, level=min(levels))
-            if any(x.binding_json() != b.binding_json() for lst in lists for x in lst if x.id == b.id):
-                # Org layers disagree on how the signature must prove this builder; no one binding is
-                # at least as strict as each, so none is kept and the builder grants no level.
-                merged = replace(merged, signer_workflow=(), runner_environment=None,
-                                             signer_issuer=None, signer_key=())
-            out.append(merged)
-    return out
-
-
-def _builders(layers: Sequence[PolicyLayer], notes: list[str], org_fixed: bool) -> list[BuilderRule]:
-    """Under an org that fixes anchors: the org's map (the shipped one when it is silent), intersected
-    by id with every other layer's map at the lowest level any grants."""
-    if not org_fixed:
-        return _anchor(layers, "trusted_builders", notes, org_fixed)
-
-    org = [layer for layer in layers if layer.source == "org" and layer.trusted_builders is not None]
-    out = _common_builders(org) if org else list(builtin_builders())
-    shipped = [(b.id, b.level) for b in builtin_builders()]
-    for layer in layers:
-        if layer.trusted_builders is None or any(layer is o for o in org):
-            continue
-        mine = layer.trusted_builders
-        if layer.source != "org" and [(b.id, b.level) for b in mine] == shipped:
-            continue  # the shipped map unchanged says nothing beyond the default
-        extra = [b.id for b in mine if not any(o.id == b.id for o in out)]
-        if extra:
-            notes.append(
-                f"{layer.source} policy's trusted builders {extra} ignored: the org policy fixes "
-                "the trust anchors and does not trust them"
-            )
-        out = [
-            replace(o, level=min(o.level, *(b.level for b in mine if b.id == o.id)))
-            for o in out if any(b.id == o.id for b in mine)
-        ]
-    return out
+def _sources(layers: Sequence[PolicyLayer]) -> list[SourceRule]:
+    """``trust.sources`` only restricts (it is no anchor): the org's list when it states one (decide.py
+    checks every layer's list on its own), else every layer's."""
+    org = [layer for layer in layers if layer.source == "org" and layer.sources is not None]
+    if org:
+        return list(org[0].sources or ())
+    return [s for layer in layers for s in layer.sources or ()]
 
 
 def compose(layers: Sequence[PolicyLayer]) -> Policy:
@@ -209,13 +85,18 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
     layers = sorted(layers, key=lambda layer: order[layer.source])
     notes: list[str] = []
     has_org = any(layer.source == "org" for layer in layers)
-    org_anchors = org_anchor_lists(layers)
-    org_fixed = bool(org_anchors)
+    anchors = anchor_set(layers, notes)
     mode = _composed_mode(layers)
     req = _composed_requirements(layers)
     gates = _composed_gates(layers)
-    defaults = _composed_defaults(layers)
+    local_allow = local_allow_stands(layers)
+    defaults = _composed_defaults(layers, local_allow)
     rules: list[CommandRule] = [r for layer in layers for r in layer.rules]
+    ignored_allow = tuple(f"{r.text} [{r.source}]" for r in rules
+                          if r.behavior == "allow" and r.source != "org" and not local_allow)
+    if ignored_allow:
+        notes.append(f"{len(ignored_allow)} allow rule(s) outside the org policy ignored: the org policy sets "
+                     f"permissions.localAllow false (only its own allow rules count): {', '.join(ignored_allow)}")
     waivers = _composed_waivers(layers, has_org, notes)
 
     effect_restrictions: dict[str, RuleSource] = {}
@@ -240,15 +121,18 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         layers=tuple(layers),
         digest=digest,
         mode=mode,
-        signers=_anchor(layers, "signers", notes, org_fixed),
-        public_keys=_anchor(layers, "public_keys", notes, org_fixed),
-        trusted_roots=_roots(layers, notes, org_fixed),
-        trusted_builders=_builders(layers, notes, org_fixed),
-        sources=_anchor(layers, "sources", notes, org_fixed),
-        registries=_anchor(layers, "registries", notes, org_fixed),
-        org_anchors=org_anchors,
+        signers=anchors.signers,
+        public_keys=anchors.public_keys,
+        trusted_roots=anchors.trusted_roots,
+        trusted_builders=anchors.trusted_builders,
+        sources=_sources(layers),
+        registries=anchors.registries,
+        org_anchors=anchors.org_kinds,
+        org_fixed=anchors.org_fixed,
+        verifiers=anchors.verifiers,
+        tlog_required=anchors.tlog_required,
         requirements=req,
-        tool_allow=[t for layer in layers for t in layer.tool_allow],
+        tool_allow=[t for layer in layers for t in layer.tool_allow if local_allow or t.source == "org"],
         tool_deny=[t for layer in layers for t in layer.tool_deny],
         tool_allowlists=[(layer.source, layer.tool_allow) for layer in layers if layer.tool_allow],
         delegation_allowlists=[
@@ -259,7 +143,8 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         effect_restrictions=effect_restrictions,
         deny_rules=[r for r in rules if r.behavior == "deny"],
         ask_rules=[r for r in rules if r.behavior == "ask"],
-        allow_rules=[r for r in rules if r.behavior == "allow"],
+        allow_rules=[r for r in rules if r.behavior == "allow" and (local_allow or r.source == "org")],
+        ignored_allow_rules=ignored_allow,
         gates=gates,
         defaults=defaults,
         waivers=waivers,
@@ -333,9 +218,19 @@ def _composed_gates(layers: Sequence[PolicyLayer]) -> dict[str, Gate]:
     return gates
 
 
-def _composed_defaults(layers: Sequence[PolicyLayer]) -> Defaults:
+def local_allow_stands(layers: Sequence[PolicyLayer]) -> bool:
+    """False when an org layer sets ``permissions.localAllow: false`` (as Claude Code's managed
+    ``allowManagedPermissionRulesOnly``): then only org layers may allow (their allow rules, their
+    ``tools.allow`` digest entries, their ``defaults.allowVerifiedReadOnly``), and an org's
+    ``noMatch: ask`` cannot be widened by a local allow; what is left out is reported (notes)."""
+    return not any(layer.source == "org" and isinstance(perms := layer.document.get("permissions"), dict)
+                   and perms.get("localAllow") is False for layer in layers)
+
+
+def _composed_defaults(layers: Sequence[PolicyLayer], local_allow: bool = True) -> Defaults:
     """``noMatch`` deny if any layer says so; verified read-only allowed only when stated and no layer
-    refuses it, at the highest minimum level stated."""
+    refuses it, at the highest minimum level stated (under ``localAllow: false`` only the org may
+    allow it)."""
     no_match = "ask"
     read_only = True
     stated_read_only = False
@@ -344,6 +239,8 @@ def _composed_defaults(layers: Sequence[PolicyLayer]) -> Defaults:
         doc_defaults = layer.document.get("defaults", {})
         if doc_defaults.get("noMatch") == "deny":
             no_match = "deny"
+        if not local_allow and layer.source != "org" and doc_defaults.get("allowVerifiedReadOnly") is True:
+            continue
         if "allowVerifiedReadOnly" in doc_defaults:
             stated_read_only = True
             read_only = read_only and bool(doc_defaults["allowVerifiedReadOnly"])
@@ -401,19 +298,27 @@ def cli_layer(
 
 
 
+#: The note (and, on every decision, the reason ``ORG_POLICY_LEFT_OUT``) of a policy loaded without the
+#: machine's org policy (``load_policy(..., managed=False)``).
+ORG_LEFT_OUT = ("the machine's org policy was left out (load_policy managed=False, for tests): this policy "
+                "is not what admit applies on this machine")
+
+
 def load_policy(
     path: str | os.PathLike[str],
     *,
     org: str | os.PathLike[str] | None = None,
     cli: PolicyLayer | None = None,
-    managed: bool = False,
+    managed: bool = True,
 ) -> Policy:
-    """Load a local policy, optionally under an org (managed) policy and CLI flags; compose them.
+    """Load a local policy under the machine's org (managed) policy, as ``admit`` composes it (the
+    standard org-policy path when it exists, and ``ATIP_TRUST_ORG_POLICY``), plus ``org`` (another org
+    file) and ``cli`` (flags); compose them. Every org file is refused when group/other-writable or
+    owned by neither root nor the current user.
 
-    ``managed=True`` also composes the machine's managed policy as ``admit`` does (the standard
-    org-policy path when it exists, and ``ATIP_TRUST_ORG_POLICY``). Every org file is refused when
-    group/other-writable or owned by neither root nor the current user.
-    """
+    ``managed=False`` leaves the machine's org policy out: a named option for tests only, never a
+    default (issue 33). The policy then says so in its notes, and every decision made with it carries
+    the reason ``ORG_POLICY_LEFT_OUT``, which the audit line records."""
     layers = [load_layer(path, source="local")]
     if managed:
         layers.extend(org_layers())
@@ -421,7 +326,10 @@ def load_policy(
         layers.append(load_layer(org, source="org"))
     if cli is not None:
         layers.append(cli)
-    return compose(layers)
+    policy = compose(layers)
+    if not managed:
+        policy = replace(policy, org_left_out=True, notes=[*policy.notes, ORG_LEFT_OUT])
+    return policy
 
 
-__all__ = ["cli_layer", "compose"]
+__all__ = ["ORG_LEFT_OUT", "cli_layer", "compose", "load_policy"]

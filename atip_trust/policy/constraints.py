@@ -21,6 +21,7 @@ from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
 
@@ -55,10 +56,12 @@ def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
 
 def instance_root(instance: str) -> TrustRoot:
     """The public-good (or staging) root: the one the last ``trust-root update`` verified over TUF for
-    that instance's repository, else the one the installed sigstore package embeds."""
+    that instance's repository, verified again from the TUF root shipped with the package (the store is
+    the user's cache, state/tufroot.py); else (no store, or one that does not verify) the one the
+    installed sigstore package embeds. The bytes verified are the bytes returned."""
     verified = tufroot.cached(tufroot.INSTANCE_URLS[instance])
-    if verified is not None:
-        return TrustRoot.from_file(verified.path, deferred=True)
+    if verified is not None and verified.raw is not None:
+        return TrustRoot.from_bytes(verified.raw, name=verified.path, deferred=True)
     return TrustRoot.embedded(instance, deferred=True)
 
 
@@ -112,16 +115,22 @@ def root_max_age(policy: Policy | None) -> tuple[int, str] | None:
     return min(limits) if limits else None
 
 
+def root_since(root: TrustRoot) -> tuple[datetime | None, str]:
+    """Since when ``root`` is known to be current, and how that is known: when a TUF update verified it,
+    else (embedded, a file) the newest ``validFor.start`` in it; (None, …) when neither tells."""
+    when = None if root.embedded_root else tufroot.verified_at(root.label)
+    if when is not None:
+        return when, "verified by a TUF update at"
+    return root.newest_start, "its newest key or CA starts at"
+
+
 def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
     """Refuse (``TrustRootError``, exit 2) a root older than ``limit``: its age is the time since a TUF
     update verified it, or for any other root (embedded, a file) since the newest ``validFor.start`` in
     it (``TrustRoot.newest_start``: it cannot be younger than that). A root whose age cannot be told is
     refused too."""
     seconds, text = limit
-    when = None if root.embedded_root else tufroot.verified_at(root.label)
-    how = "verified by a TUF update at"
-    if when is None:
-        when, how = root.newest_start, "its newest key or CA starts at"
+    when, how = root_since(root)
     if when is None:
         raise TrustRootError(f"trusted root {root.name}: its age cannot be told (no TUF update, no validFor "
                              f"start) and policy trust.rootMaxAge is {text}")
@@ -134,14 +143,9 @@ def check_root_age(root: TrustRoot, limit: tuple[int, str]) -> None:
 
 
 def tlog_requirement(policy: Policy | None) -> bool | None:
-    """``trust.requireTransparencyLog`` as the policy states it: None when no layer does; across
-    layers the stricter wins (one layer's ``true`` stands against another's ``false``: a local layer
-    may not admit timestamp-only bundles the org refuses)."""
-    if policy is None:
-        return None
-    stated = [v for layer in policy.layers
-              if isinstance(v := (layer.document.get("trust") or {}).get("requireTransparencyLog"), bool)]
-    return any(stated) if stated else None
+    """``trust.requireTransparencyLog`` as the anchor set composed it (policy/anchors.py): None when no
+    layer states it; a local ``false`` never lifts what the org states or its pinned roots imply."""
+    return None if policy is None else policy.tlog_required
 
 
 def _choose(policy: Policy | None, flag: TrustRoot | None, cli_path: str | None) -> TrustRoot:
@@ -275,4 +279,4 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     )
 
 
-__all__ = ["constraints_from_policy"]
+__all__ = ["constraints_from_policy", "root_since"]

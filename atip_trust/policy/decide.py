@@ -308,6 +308,10 @@ def decide(
                                  f"{mode} mode: allowed, but enforce mode would {final}",
                                  rule="mode", expected=final, actual="allow"))
         final = "allow"
+    if policy.org_left_out:
+        reasons.append(Reason("ORG_POLICY_LEFT_OUT", "decided without the machine's org policy "
+                              "(load_policy managed=False, for tests)", rule="builtin:org-policy",
+                              expected="the machine's org policy composed", actual="left out"))
     return Decision(
         behavior=final,
         reasons=reasons,
@@ -453,9 +457,12 @@ def _step_signers(c: _Case) -> None:
 def _step_tool_rules(c: _Case) -> None:
     """(3) Tool rules."""
     policy, v, tool_name, digest = c.policy, c.v, c.tool_name, c.digest
-    digest_allowed = bool(policy.tool_allow) and any(t.digest is not None and t.digest == digest and (
-        t.name is None or t.name == tool_name) for t in policy.tool_allow)
+    # A digest entry of tools.allow lifts a deny by name only from its own layer or the org: a local
+    # entry must not lift an org's deny (policy/anchors.py: a local layer only narrows the org's word).
+    exempt = {t.source for t in policy.tool_allow if t.digest is not None and t.digest == digest
+              and t.name in (None, tool_name)}
     for t in policy.tool_deny:
+        digest_allowed = t.source in exempt or "org" in exempt
         if t.digest is not None and t.digest == digest:
             v.add("deny", Reason("TOOL_DENIED_DIGEST", "these exact bytes are denied by digest",
                                  rule=f"tools.deny:{t.text}", expected=f"not {t.digest}",

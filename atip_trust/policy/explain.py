@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from atip_trust.facts.program_tables import has_table
 from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.facts.report import TrustLevel
+from atip_trust.policy.compose import local_allow_stands
 from atip_trust.policy.model import CommandRule, Policy
 
 
@@ -35,6 +37,15 @@ def explain_policy(policy: Policy) -> list[str]:
             "  - " + " ".join(x for x in ((k.name or ""), (k.path or ""), (k.digest or "")) if x)
             for k in policy.public_keys
         )
+    if policy.verifiers:
+        lines.append("VSA verifiers whose summaries count: " + ", ".join(
+            f"{v.entry.get('id')} [{v.source}]" for v in policy.verifiers))
+    if policy.org_fixes_anchors:
+        lines.append("The org policy fixes the trust anchors: local layers and flags can only narrow them "
+                     "(docs/trust-roots.md, \"The anchor set\").")
+    lines.append("Transparency log entry: " + {True: "required", False: "not required (timestamps may stand)",
+                                               None: "as the trusted root implies (required when it lists a log)"}
+                 [policy.tlog_required] + ".")
     roots = policy.trusted_roots or ["production"]
     lines.append("Sigstore trusted root: " + ", ".join(
         {"production": "public-good (embedded)", "staging": "staging (embedded)"}.get(r, r) for r in roots))
@@ -81,6 +92,13 @@ def explain_policy(policy: Policy) -> list[str]:
         lines.append(f"Delegation ({source}): only {', '.join(tools) or 'no tools'}.")
     for cls in policy.effect_restrictions:
         lines.append(f"Delegation forbids the {cls} effect (unknown or unverified counts as present).")
+    if not local_allow_stands(policy.layers):
+        lines.append("Only the org policy's allow rules count (permissions.localAllow false): allow rules, "
+                     "tools.allow digests and allowVerifiedReadOnly of other layers are ignored.")
+    if policy.ignored_allow_rules:
+        lines.append("Allow rules ignored (the org policy sets permissions.localAllow false: only its own "
+                     "allow rules count):")
+        lines.extend(f"  - {r}" for r in policy.ignored_allow_rules)
     for title, rules in (("Denied", policy.deny_rules), ("Asked", policy.ask_rules),
                          ("Allowed", policy.allow_rules)):
         if rules:
@@ -103,6 +121,7 @@ def explain_policy(policy: Policy) -> list[str]:
                   "ask": "Agent shell hooks: a program this policy does not name is asked.",
                   "deny": "Agent shell hooks: a program this policy does not name is denied."}[policy.hooks_unlisted])
     lines.extend(f"Warning: {w}" for w in runner_warnings(policy))
+    lines.extend(f"Warning: {w}" for w in table_warnings(policy))
     for w in policy.waivers:
         lines.append(f"Waiver for {w.digest or w.tool} until {w.expires.isoformat()}: {w.reason}")
     lines.extend(f"Note: {n}" for n in policy.notes)
@@ -123,4 +142,21 @@ def runner_warnings(policy: Policy) -> list[str]:
     return out
 
 
-__all__ = ["explain_policy", "runner_warnings"]
+def table_warnings(policy: Policy) -> list[str]:
+    """Allow rules over a program that has no table of what it may be told (facts/program_tables.py,
+    issue 32): the shell gate cannot tell whether a variable or an option given to it makes it run another
+    program. Programs that run whatever they are given are warned about by :func:`runner_warnings`."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for rule in policy.allow_rules:
+        first = rule.first_word
+        if first is None or "*" in first or first in seen or has_table(first) or is_unmodelled_runner(first):
+            continue
+        seen.add(first)
+        out.append(f"allow rule {rule.text!r} [{rule.source}] covers {first}, whose table of the variables and "
+                   "options known not to make it run another program is not written (docs/agents.md): the "
+                   "shell gate admits it with its words but cannot tell what they make it run")
+    return out
+
+
+__all__ = ["explain_policy", "runner_warnings", "table_warnings"]

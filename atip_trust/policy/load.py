@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base import jsonio
 from atip_trust._base.files import exists, owner_problem, path_name, read_capped
-from atip_trust.policy._deps import datetime_mod, schema, signed, slsa
+from atip_trust.policy._deps import datetime_mod, schema, serials, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
 from atip_trust._base.shipped import shipped_file, shipped_path
@@ -117,6 +117,10 @@ def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     std = standard_org_policy_path()
     if std is not None and _present(std):
         out.append(os.fspath(std))
+    elif std is not None:
+        # Once signed, always signed (policy/serials.py): a standard path whose signed policy this
+        # machine accepted does not turn into "no org policy" by the file going away.
+        serials.require_unsigned_allowed(os.fspath(std), os.fspath(std))
     env = os.environ.get(ORG_POLICY_ENV, "")
     if env:
         out.append(env)
@@ -476,6 +480,14 @@ def _waivers(waivers: Any, source: RuleSource) -> tuple[Waiver, ...]:
     )
 
 
+#: Compiled layers by (the file's bytes, source, path, folder): a process that loads the same policy again
+#: (``atip-trust serve``, a runtime calling ``load_admission_policy`` per decision) reads and checks the
+#: file each time — its bytes, owner, mode and signature are never remembered — and only skips
+#: compiling bytes it has compiled before. ``layer_from_document`` reads nothing else.
+_LAYERS: dict[tuple[bytes, str, str, str, Callable[[], tuple[BuilderRule, ...]]], PolicyLayer] = {}
+_MAX_LAYERS = 16
+
+
 def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
                cache: bool = True) -> PolicyLayer:
     """Read, parse, schema-check and compile one policy file. ``cache=False``: validate even a
@@ -487,21 +499,37 @@ def load_layer(path: str | os.PathLike[str], *, source: RuleSource = "local",
                            owner_check=PolicyError)
         if exists(name + ".signers.json", what="org policy signers file", error=PolicyError):  # the machine requires it signed (policy/signed.py)
             signed.check_signed(name, data)
+        else:  # signed before on this path: the signers file going missing is no way back to unsigned
+            serials.require_unsigned_allowed(name, name + ".signers.json")
     else:
         data = read_capped(name, LIMITS.policy_bytes, what="policy")
+    base_dir = os.path.dirname(os.path.realpath(name))
+    # The shipped builder map enters a layer that includes it (its digest too): the function that reads
+    # it is part of the key (calling it here would load the provenance model on every warm admission).
+    key = (data, source, name, base_dir, builtin_builders)
+    layer = _LAYERS.get(key) if cache else None  # the same bytes at the same place: the same layer
+    if layer is None:
+        layer = _compile_layer(data, source, name, base_dir, cache)
+        if cache:
+            if len(_LAYERS) >= _MAX_LAYERS:
+                _LAYERS.clear()
+            _LAYERS[key] = layer
+    if source == "org":
+        _check_anchor_files(layer, name)
+    return layer
+
+
+def _compile_layer(data: bytes, source: RuleSource, name: str, base_dir: str, cache: bool) -> PolicyLayer:
     try:
         doc = parse_json(data, what="policy", max_depth=LIMITS.json_depth)
     except MalformedInputError as err:
         raise PolicyError(f"{path_name(name)}: {err.message}", path=err.path) from err
     try:
-        layer = layer_from_document(doc, source=source, path=name, base_dir=os.path.dirname(os.path.realpath(name)),
-                                    cache=VerdictCache() if cache else None)
+        return layer_from_document(doc, source=source, path=name, base_dir=base_dir,
+                                   cache=VerdictCache() if cache else None)
     except PolicyError as err:
         err.message = f"{path_name(name)}: {err.message}"
         raise
-    if source == "org":
-        _check_anchor_files(layer, name)
-    return layer
 
 
 def _check_anchor_files(layer: PolicyLayer, name: str) -> None:

@@ -147,6 +147,22 @@ class RegistryRule(Record):
     max_cache_age_hours: float = 168
 
 
+class VerifierEntry(Record):
+    """One ``trust.verifiers`` entry as its layer wrote it (schema-checked), with its key file resolved
+    against the layer's folder; policy/verifiers.py compiles it."""
+
+    source: RuleSource
+    index: int
+    entry: dict[str, Any]
+    key_path: str | None
+
+    def same_as(self, other: VerifierEntry) -> bool:
+        """The same verifier, as two org layers would both grant it: every field equal, the same key file."""
+        mine = {k: v for k, v in self.entry.items() if k not in ("publicKey", "comment")}
+        theirs = {k: v for k, v in other.entry.items() if k not in ("publicKey", "comment")}
+        return mine == theirs and self.key_path == other.key_path
+
+
 class Requirements(Record):
     """What a tool must meet to run (``requirements``), waivable by a live waiver."""
 
@@ -349,17 +365,30 @@ class Policy(Record):
     name: str | None = None
     #: Each layer composed on its own (only when there are several): a denial in any layer stands.
     layer_policies: dict[str, Policy] = field(default_factory=dict)
-    #: The trust anchor lists (document names) some org layer states. Not empty: the org fixes the
-    #: whole anchor set, and a list it is silent on names nobody / the default (compose.py).
+    #: The trust anchor lists (document names) every org layer that fixes the anchor set states itself
+    #: (policy/anchors.py); a list one of them is silent on has its default (nobody, for signers, keys,
+    #: registries and verifiers).
     org_anchors: tuple[str, ...] = ()
+    #: Whether an org layer fixes the anchor set (policy/anchors.py).
+    org_fixed: bool = False
+    #: The ``trust.verifiers`` entries whose VSAs count (policy/anchors.py, policy/verifiers.py).
+    verifiers: tuple[VerifierEntry, ...] = ()
+    #: ``trust.requireTransparencyLog`` composed (policy/anchors.py); None: the chosen root decides.
+    tlog_required: bool | None = None
+    #: Allow rules an org's ``permissions.localAllow: false`` left out (their text and layer), reported.
+    ignored_allow_rules: tuple[str, ...] = ()
+    #: True when the machine's org policy was left out on purpose (``load_policy(managed=False)``, tests):
+    #: every decision then says so (reason ``ORG_POLICY_LEFT_OUT``).
+    org_left_out: bool = False
 
     @property
     def org_fixes_anchors(self) -> bool:
-        return bool(self.org_anchors)
+        return self.org_fixed or bool(self.org_anchors)
 
     def org_silent_on(self, name: str) -> bool:
-        """True when the org fixes the anchor set but states no ``trust.<name>``: for signers, keys and
-        registries that list is empty (no local or CLI anchor of that kind counts)."""
+        """True when the org fixes the anchor set but states no ``trust.<name>`` (in some org layer that
+        fixes it): for signers, keys, registries and verifiers that list is empty (no local or CLI
+        anchor of that kind counts)."""
         return self.org_fixes_anchors and name not in self.org_anchors
 
     @property
@@ -516,5 +545,6 @@ __all__ = [
     "Requirements",
     "SignerRule",
     "SourceRule",
+    "VerifierEntry",
     "Waiver",
 ]

@@ -17,9 +17,10 @@ by sigstore-python (``signature/keyless.py``) against the signers file's ``trust
 before the policy is parsed or composed.
 
 Rollback: a signed policy's ``serial`` (absent: 0) must not be lower than the highest serial this
-machine accepted from that path, kept in the user state directory (``org-policy-serials.json``, keyed
-by the policy's real path). Without a signers file nothing here applies (an unsigned org policy stays as
-it was: protected by its file ownership alone).
+machine accepted from that path (policy/serials.py: keyed by the logical path, so switching a link to an
+older release is a rollback). Without a signers file nothing here applies, unless a signed policy was
+accepted from that path before (policy/serials.py: once signed, always signed); a path never signed
+stays as it was, protected by its file ownership alone.
 """
 
 from __future__ import annotations
@@ -46,15 +47,14 @@ from atip_trust.signature.envelope import envelope_signed_by, load_private_key, 
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.keys import parse_public_key
 from atip_trust.signature.trustroot import TrustRoot
-from atip_trust.state.dirs import user_state_dir
+from atip_trust.policy.serials import SERIALS_ENV
+from atip_trust.policy import serials
 
 
 POLICY_PAYLOAD_TYPE = "application/vnd.atip-trust.policy+json"
 SIGNERS_SUFFIX = ".signers.json"
 SIGNATURE_SUFFIX = ".sig.json"
 BUNDLE_SUFFIX = ".sigstore.json"
-#: Environment override of the serial store (tests, and machines whose state lives elsewhere).
-SERIALS_ENV = "ATIP_TRUST_POLICY_SERIALS"
 
 
 def signers_path(policy_path: str) -> str:
@@ -76,8 +76,18 @@ def sign_policy(policy_path: str, key_path: str) -> str:
     parse_json(data, what="policy")  # sign only a JSON document (a typo is caught before it is signed)
     envelope = sign_envelope(load_private_key(key_path), POLICY_PAYLOAD_TYPE, data)
     out = signature_path(policy_path)
-    write_atomic(out, (json.dumps(envelope) + "\n").encode(), mode=0o644)
+    _write_signature(out, (json.dumps(envelope) + "\n").encode())
     return out
+
+
+def _write_signature(out: str, data: bytes) -> None:
+    """Write a signature beside the policy all at once; a folder that cannot take it (read-only, full)
+    is a clear error and leaves any earlier signature as it was (``write_atomic`` replaces or leaves)."""
+    try:
+        write_atomic(out, data, mode=0o644)
+    except OSError as err:
+        raise EnvironmentFailure(f"cannot write the policy signature {out}: {err.strerror or err} (any "
+                                 "earlier signature there is unchanged)", path=out) from err
 
 
 class Signers(Record):
@@ -98,7 +108,7 @@ def sign_policy_keyless(policy_path: str, trust_config: str | None) -> str:
     parse_json(data, what="policy")
     bundle = keyless_sign_mod.sign_blob(data, flag="--keyless", config=trust_config, token=token)
     out = bundle_path(policy_path)
-    write_atomic(out, (bundle.strip() + "\n").encode(), mode=0o644)
+    _write_signature(out, (bundle.strip() + "\n").encode())
     return out
 
 
@@ -205,6 +215,15 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
     its signature (a listed key's, or a listed Sigstore identity's), then the rollback guard; the
     policy's serial, or None when no signature is required. Any failure is ``PolicyError`` (exit 2: an
     org policy that cannot be trusted denies everything)."""
+    serial = verify_signature(policy_path, data)
+    if serial is not None:
+        serials.guard_rollback(policy_path, serial)
+    return serial
+
+
+def verify_signature(policy_path: str, data: bytes) -> int | None:
+    """``check_signed`` without the rollback guard: ``policy install`` checks a release where it was
+    signed, before it is copied to where the CLI reads it (nothing is recorded for the source path)."""
     path = signers_path(policy_path)
     if not exists(path, what="org policy signers file", error=PolicyError):
         return None
@@ -219,46 +238,29 @@ def check_signed(policy_path: str, data: bytes) -> int | None:
         raise PolicyError("; ".join(p for p in problems if p is not None), path=policy_path)
     doc: Any = parse_json(data, what="policy")
     serial = doc.get("serial", 0) if isinstance(doc, dict) else 0
-    serial = serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
-    _guard_rollback(os.path.realpath(policy_path), serial)
-    return serial
+    return serial if isinstance(serial, int) and not isinstance(serial, bool) else 0
 
 
-def _serials_file() -> str:
-    return os.environ.get(SERIALS_ENV) or os.path.join(user_state_dir(), "org-policy-serials.json")
+def signer_files(policy_path: str) -> list[str]:
+    """The files the signers file beside ``policy_path`` names (keys, a trusted root file), as written
+    there (relative to it, or absolute); none without a signers file."""
+    path = signers_path(policy_path)
+    if not exists(path, what="org policy signers file", error=PolicyError):
+        return []
+    doc = parse_json(read_capped(path, LIMITS.key_bytes * 4, what="org policy signers"), what="org policy signers")
+    if not isinstance(doc, dict):
+        return []
+    root = doc.get("trustedRoot")
+    named = [k for k in doc.get("publicKeys", []) if isinstance(k, str)]
+    return named + ([root] if isinstance(root, str) and root not in ("production", "staging") else [])
 
 
-def _guard_rollback(key: str, serial: int) -> None:
-    store = _serials_file()
-    seen: dict[str, int] = {}
-    if exists(store, what="policy serials store", error=PolicyError):
-        try:
-            # Owner- and mode-checked and never through a link: whoever can write the high-water mark
-            # can lower it and bring back an older signed release.
-            raw = parse_json(read_capped(store, LIMITS.policy_bytes, what="policy serials", follow_links=False,
-                                         owner_check=PolicyError), what="policy serials")
-        except AtipTrustError as err:  # fail closed: a damaged store cannot vouch for any serial
-            raise PolicyError(f"cannot read the org policy serials {store}: {err.message}") from err
-        bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool)] \
-            if isinstance(raw, dict) else None
-        if bad is None or bad:
-            # An entry read as absent would be serial 0: any older release accepted again.
-            raise PolicyError(f"cannot read the org policy serials {store}: expected an object of integer "
-                              f"serials by policy path, got {type(raw).__name__ if bad is None else bad}")
-        seen = raw
-    high = seen.get(key, 0)
-    if serial < high:
-        raise PolicyError(f"org policy serial {serial} is older than serial {high} this machine already "
-                          "accepted: refusing a rollback to an older signed policy", path=key)
-    if serial > high or key not in seen:
-        seen[key] = serial
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
-            write_atomic(store, (json.dumps(seen, sort_keys=True, indent=1) + "\n").encode())
-        except OSError as err:  # fail closed: a serial that cannot be remembered cannot guard a rollback
-            raise EnvironmentFailure(f"cannot record org policy serial {serial}: {err.strerror or err} "
-                                     f"(set {SERIALS_ENV} to a writable file)", path=store) from err
+def accepted_serial(policy_path: str) -> int:
+    """The highest serial this user accepted from ``policy_path`` (0: none; policy/serials.py):
+    ``policy install`` refuses to put an older release there, which every later admission would refuse."""
+    return serials.accepted(policy_path) or 0
 
 
 __all__ = ["BUNDLE_SUFFIX", "POLICY_PAYLOAD_TYPE", "SERIALS_ENV", "SIGNATURE_SUFFIX", "SIGNERS_SUFFIX", "Signers",
-           "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path", "signers_path"]
+           "accepted_serial", "bundle_path", "check_signed", "sign_policy", "sign_policy_keyless", "signature_path",
+           "signer_files", "signers_path", "verify_signature"]

@@ -8,14 +8,12 @@ signatures carry, as ``verify-vsa --public-key-id``) or its Sigstore identity (`
 state at least (``minLevel``), how old a VSA may be (``maxAge``, required: a summary is a snapshot, never
 forever) and which ``policyDigests`` count (absent: any policy the verifier applied).
 
-Composition follows the other trust anchors (compose.py): when an org layer states ``trust.verifiers``,
-only the org's verifiers count; when the org fixes the anchor set without naming verifiers, none counts;
-otherwise every layer's do.
+Verifiers are trust anchors like the others (policy/anchors.py): an org layer that states them fixes the
+whole anchor set; when org layers fix the set, only the verifiers every one of them grants count (a
+second ``--org-policy`` cannot add one), a local list is ignored; otherwise every layer's count.
 """
 
 from __future__ import annotations
-
-import os
 
 from atip_trust._base.record import Record
 from atip_trust.policy.model import Policy, SignerRule
@@ -57,28 +55,18 @@ def _age(text: str) -> int:
 
 
 def verifier_rules(policy: Policy) -> list[VerifierRule]:
-    """The verifiers whose VSAs count under ``policy`` (schema-checked documents; module docstring)."""
-    stated = [layer for layer in policy.layers
-              if isinstance((layer.document.get("trust") or {}).get("verifiers"), list)]
-    if any(layer.source == "org" for layer in stated):
-        stated = [layer for layer in stated if layer.source == "org"]
-    elif policy.org_fixes_anchors:
-        # The org fixes the trust anchors and names no verifier: none counts, or a local policy could
-        # name a verifier whose key its author holds and vouch for anything (compose.py, org anchors).
-        return []
+    """The verifiers whose VSAs count under ``policy``: its anchor set's (module docstring)."""
     rules: list[VerifierRule] = []
-    for layer in stated:
-        base = os.path.dirname(layer.path) if layer.path else os.getcwd()
-        for i, v in enumerate(layer.document["trust"]["verifiers"]):
-            uris = v.get("resourceUris")
-            digests = v.get("policyDigests")
-            key = v.get("publicKey")
-            rules.append(VerifierRule(
-                id=v["id"], public_key=os.path.realpath(os.path.join(base, key)) if key else None,
-                signer=None if key else signer_from_json(v, f"$.trust.verifiers[{i}]"),
-                key_id=v.get("keyId"), resource_uris=tuple(uris) if uris is not None else None,
-                min_level=int(v.get("minLevel", 0)), max_age=_age(v["maxAge"]), max_age_text=v["maxAge"],
-                policy_digests=tuple(digests) if digests is not None else None, source=layer.source))
+    for e in policy.verifiers:
+        v = e.entry
+        uris = v.get("resourceUris")
+        digests = v.get("policyDigests")
+        rules.append(VerifierRule(
+            id=v["id"], public_key=e.key_path,
+            signer=None if e.key_path else signer_from_json(v, f"$.trust.verifiers[{e.index}]"),
+            key_id=v.get("keyId"), resource_uris=tuple(uris) if uris is not None else None,
+            min_level=int(v.get("minLevel", 0)), max_age=_age(v["maxAge"]), max_age_text=v["maxAge"],
+            policy_digests=tuple(digests) if digests is not None else None, source=e.source))
     return rules
 
 

@@ -14,17 +14,22 @@ No crypto here: the envelope's signature is ``signature/envelope.py``'s; the two
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
+from atip_trust._base.jsonio import parse_json
 from atip_trust._base.record import Record
+from atip_trust._base.times import parse_rfc3339
 from atip_trust.errors import BundleError
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE, STATEMENT_V1, Statement, parse_statement
 
 VSA_PREDICATE_TYPE = "https://slsa.dev/verification_summary/v1"
+#: The N of ``SLSA_<TRACK>_LEVEL_<N>``: Go ``strconv.Atoi`` syntax in ASCII, bounded (Atoi is int64).
+_LEVEL_NUMBER = re.compile(r"[+-]?[0-9]{1,18}")
 PASSED = "PASSED"
 FAILED = "FAILED"
 
@@ -85,23 +90,68 @@ def vsa_statement(*, digests: dict[str, str], name: str, verifier_id: str, time_
     }
 
 
+#: The fields slsa-verifier's typed VSA reads (``verifiers/internal/vsa/v1.0/vsa.go``), by object, with
+#: the JSON type each must have: Go's ``json.Unmarshal`` refuses any other type, so a value we would
+#: read as empty or coerce is one slsa-verifier refuses (``null`` is absent for both).
+_STATEMENT_FIELDS: dict[str, type] = {"_type": str, "subject": list, "predicateType": str, "predicate": dict}
+_PREDICATE_FIELDS: dict[str, type] = {"verifier": dict, "timeVerified": str, "resourceUri": str, "policy": dict,
+                     "inputAttestations": list, "verificationResult": str, "verifiedLevels": list,
+                     "dependencyLevels": dict, "slsaVersion": str}
+_MATERIAL_FIELDS: dict[str, type] = {"uri": str, "digest": dict}
+_SUBJECT_FIELDS: dict[str, type] = {"name": str, "digest": dict}
+_VERIFIER_FIELDS: dict[str, type] = {"id": str, "version": dict}
+
+
+def _fields(obj: Any, known: dict[str, type], path: str) -> dict[str, Any]:
+    """``obj`` as an object whose known fields have their types. Go matches JSON keys to fields
+    case-insensitively, the last match winning: ``"VerificationResult": "FAILED"`` after
+    ``"verificationResult": "PASSED"`` is FAILED to slsa-verifier. A key that differs from a field only
+    in case, or two keys equal but for case, is refused, so both readers see one value."""
+    if obj is None:
+        return {}
+    if not isinstance(obj, dict):
+        raise BundleError(f"expected an object, got {type(obj).__name__}", path=path)
+    folded: dict[str, str] = {}
+    fields = {k.casefold(): k for k in known}
+    for key in obj:
+        twin = folded.setdefault(key.casefold(), key)
+        if twin != key or (key.casefold() in fields and fields[key.casefold()] != key):
+            raise BundleError(f"key {key!r} differs only in case from {twin if twin != key else fields[key.casefold()]!r}"
+                              " (a reader that matches keys case-insensitively would read another value)",
+                              path=f"{path}.{key}")
+    for key, kind in known.items():
+        value = obj.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise BundleError(f"expected {kind.__name__}, got {type(value).__name__}", path=f"{path}.{key}")
+    return obj
+
+
+def _string_map(value: Any, path: str, kind: type = str) -> dict[str, Any]:
+    """A JSON object whose values are all ``kind`` (Go ``map[string]string`` / ``map[string]int``)."""
+    if value is None:
+        return {}
+    bad = [k for k, v in value.items() if not isinstance(v, kind) or isinstance(v, bool)]
+    if bad:
+        raise BundleError(f"expected {kind.__name__} values, got {type(value[bad[0]]).__name__}",
+                          path=f"{path}.{bad[0]}")
+    return dict(value)
+
+
+def _material(value: Any, path: str) -> dict[str, str]:
+    """A ``ProvenanceMaterial`` (``{"uri", "digest"}``): the policy and each input attestation."""
+    obj = _fields(value, _MATERIAL_FIELDS, path)
+    return _string_map(obj.get("digest"), f"{path}.digest")
+
+
 def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
+    """``timeVerified``: absent is None (its age cannot be known; admission then ignores the VSA); any
+    other value must be an RFC 3339 date-time with ``T`` within a sane range (_base/times.py)."""
+    if value is None:
         return None
     try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else None
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """A field that should be an object; anything else reads as empty (the checks then fail on it)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+        return parse_rfc3339(value)
+    except ValueError as err:
+        raise BundleError(str(err), path="$.predicate.timeVerified") from None
 
 
 def _strs(value: Any, path: str) -> tuple[str, ...]:
@@ -113,7 +163,8 @@ def _strs(value: Any, path: str) -> tuple[str, ...]:
 
 
 def parse_vsa(payload_type: str, payload: bytes) -> Vsa:
-    """A VSA from a (signature-checked) DSSE payload; ``BundleError`` when it is not one."""
+    """A VSA from a (signature-checked) DSSE payload, typed as slsa-verifier types it; ``BundleError``
+    when it is not one (the JSON itself: strict, no duplicate keys, _base/jsonio.py)."""
     if payload_type != INTOTO_PAYLOAD_TYPE:
         raise BundleError(f"payloadType is {payload_type!r}, expected {INTOTO_PAYLOAD_TYPE!r}",
                           path="$.payloadType")
@@ -121,18 +172,25 @@ def parse_vsa(payload_type: str, payload: bytes) -> Vsa:
     if stmt.predicate_type != VSA_PREDICATE_TYPE:
         raise BundleError(f"predicateType is {stmt.predicate_type!r}, expected {VSA_PREDICATE_TYPE!r}",
                           path="$.predicateType")
-    p = stmt.predicate
-    verifier = _obj(p.get("verifier"))
-    policy = _obj(p.get("policy"))
+    top = _fields(parse_json(payload, what="VSA statement"), _STATEMENT_FIELDS, "$")
+    for i, subject in enumerate(top.get("subject") or ()):
+        _string_map(_fields(subject, _SUBJECT_FIELDS, f"$.subject[{i}]").get("digest"), f"$.subject[{i}].digest")
+    p = _fields(stmt.predicate, _PREDICATE_FIELDS, "$.predicate")
+    verifier = _fields(p.get("verifier"), _VERIFIER_FIELDS, "$.predicate.verifier")
+    _string_map(verifier.get("version"), "$.predicate.verifier.version")
+    _string_map(p.get("dependencyLevels"), "$.predicate.dependencyLevels", int)
+    for i, item in enumerate(p.get("inputAttestations") or ()):
+        _material(item, f"$.predicate.inputAttestations[{i}]")
+    policy = _fields(p.get("policy"), _MATERIAL_FIELDS, "$.predicate.policy")
     subjects = tuple({**{a: d.hex for a, d in s.digests.items()}, **s.other} for s in stmt.subjects)
     return Vsa(
         subjects=subjects,
-        verifier_id=_str(verifier.get("id")),
+        verifier_id=verifier.get("id") or "",
         time_verified=_time(p.get("timeVerified")),
-        resource_uri=_str(p.get("resourceUri")),
-        policy_uri=_str(policy.get("uri")) or None,
-        policy_digest={str(k): v for k, v in _obj(policy.get("digest")).items() if isinstance(v, str)},
-        result=_str(p.get("verificationResult")),
+        resource_uri=p.get("resourceUri") or "",
+        policy_uri=policy.get("uri") or None,
+        policy_digest=_material(p.get("policy"), "$.predicate.policy"),
+        result=p.get("verificationResult") or "",
         levels=_strs(p.get("verifiedLevels"), "$.predicate.verifiedLevels"),
     )
 
@@ -145,7 +203,9 @@ def track_levels(levels: tuple[str, ...] | list[str]) -> dict[str, int]:
         if not level.startswith("SLSA_"):
             continue
         parts = level.split("_", 3)
-        if len(parts) != 4 or parts[2] != "LEVEL" or not parts[3].lstrip("+-").isdigit():
+        # strconv.Atoi's syntax, ASCII digits only: str.isdigit would take "³" (and int() then raise)
+        # or a full-width "３" (read as 3).
+        if len(parts) != 4 or parts[2] != "LEVEL" or not _LEVEL_NUMBER.fullmatch(parts[3]):
             raise BundleError(f"invalid SLSA level {level!r} (expected SLSA_<TRACK>_LEVEL_<N>)",
                               path="verifiedLevels")
         ladder[parts[1]] = max(ladder.get(parts[1], int(parts[3])), int(parts[3]))

@@ -335,7 +335,9 @@ def _cache_control(header: str | None) -> float | None:
             return None
         if key == "no-cache":
             fresh = 0.0
-        elif key == "max-age" and value.strip().strip('"').isdigit():
+        elif key == "max-age" and value.strip().strip('"').isascii() and value.strip().strip('"').isdigit():
+            # ASCII digits only (RFC 9111 delta-seconds = 1*DIGIT): str.isdigit takes "³", which float()
+            # then refuses (an internal error), and a full-width "３", which it reads as 3.
             fresh = min(fresh, float(value.strip().strip('"')))
     return fresh
 

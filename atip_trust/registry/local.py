@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 from atip_trust._base.record import Record, replace
 from atip_trust._base.files import open_regular, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
-from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, EnvironmentFailure, MalformedInputError
 from atip_trust.facts.artifact import Artifact, FileIdentity
 from atip_trust.facts.digest import Digest
 
@@ -162,20 +162,33 @@ class LocalRegistry:
     # -- writing ------------------------------------------------------------------------------------
     @contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
-        """Exclusive lock, the current index to change, then an atomic replace."""
-        parent = self.path.parent
-        if not parent.exists():
-            parent.mkdir(mode=0o700, parents=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        """Exclusive lock, the current index to change, then an atomic replace. A folder or disk that
+        cannot take the index (read-only, full, a file where the folder goes) is ``EnvironmentFailure``
+        naming the file, and the index stays as it was (the replace is all or nothing)."""
+        try:
+            parent = self.path.parent
+            if not parent.exists():
+                parent.mkdir(mode=0o700, parents=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError as err:
+            raise self._write_error(err) from err
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             doc = self._load()
             yield doc
             doc["updated"] = _now()
             data = json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
-            write_atomic(self.path, data, durable=True, prefix=".registry-")
+            try:
+                write_atomic(self.path, data, durable=True, prefix=".registry-")
+            except OSError as err:
+                raise self._write_error(err) from err
         finally:
             os.close(fd)  # releases the lock
+
+    def _write_error(self, err: OSError) -> EnvironmentFailure:
+        return EnvironmentFailure(f"cannot write the local registry {self.path}: {err.strerror or err} (the "
+                                  "registry is unchanged; free space or choose another file with "
+                                  "--update-registry FILE)", path=str(self.path))
 
     def put(self, name: str, path: str | os.PathLike[str], *, source: str = "native",
             shim_registry: str | None = None) -> LocalEntry:

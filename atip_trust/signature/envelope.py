@@ -38,7 +38,7 @@ from cryptography.hazmat.primitives.serialization import (
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
 from atip_trust._base.record import Record
-from atip_trust.errors import BundleError, UsageError
+from atip_trust.errors import AtipTrustError, BundleError, UsageError
 from atip_trust._base.limits import LIMITS
 from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
 from atip_trust.signature.dsse import pae
@@ -104,12 +104,17 @@ def sign_envelope(key: PrivateKey, payload_type: str, payload: bytes, *, key_id:
 
 
 def parse_envelope(data: bytes, *, source: str) -> Envelope:
-    """One DSSE envelope from a ``.jsonl`` line or a JSON file (the first non-empty line)."""
-    line = next((ln for ln in data.splitlines() if ln.strip()), b"")
-    if not line:
+    """The one DSSE envelope ``data`` holds: a JSON document, on one line or pretty-printed. A second
+    document after it is refused, never left unread (a ``.jsonl`` of several envelopes is split into
+    its lines by the caller: admission/vsa.py ``vsa_documents``)."""
+    if not data.strip():
         raise BundleError("no DSSE envelope: the file is empty", path=source)
-    doc = expect_object(parse_json(line, what="DSSE envelope", max_depth=LIMITS.json_depth), "$",
-                        error=BundleError)
+    try:
+        parsed = parse_json(data.strip(), what="DSSE envelope", max_depth=LIMITS.json_depth)
+    except AtipTrustError as err:
+        raise BundleError(f"{err.message} (one envelope per file: a file of several is split by line "
+                          "where several are expected)", path=source) from err
+    doc = expect_object(parsed, "$", error=BundleError)
     payload_type = get_field(doc, "payloadType", str, path="$", error=BundleError)
     payload = b64_bytes(doc.get("payload"), "$.payload", error=BundleError)
     sigs = doc.get("signatures")

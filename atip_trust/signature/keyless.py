@@ -45,7 +45,8 @@ from atip_trust.signature._deps import (
     sigstore_models,
     sigstore_verify,
 )
-from atip_trust.errors import TrustRootError
+from atip_trust._base.jsonio import parse_json
+from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check
 from atip_trust.signature.algorithms import Scheme, key_fits, verify_signature
@@ -163,13 +164,31 @@ def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
     return None
 
 
-def subjects_of(payload: bytes) -> list[dict[str, Any]]:
-    """The subjects an (unverified) in-toto statement names; [] when it is not one."""
-    import json
+def signed_times(doc: Any, integrated_time: datetime | None) -> list[datetime]:
+    """When a bundle sigstore-python verified shows its signature existed: the log's integrated time
+    (Rekor v1; Rekor v2 entries carry none, 0) and each RFC 3161 timestamp's genTime (sigstore verified
+    every one, step 0, against a TSA of the trusted root). Read only after verification succeeded."""
+    times = [integrated_time] if integrated_time is not None and integrated_time.timestamp() > 0 else []
+    tvd = ((doc.get("verificationMaterial") or {}) if isinstance(doc, dict) else {}).get(
+        "timestampVerificationData")
+    tokens = (tvd.get("rfc3161Timestamps") if isinstance(tvd, dict) else None) or []
+    for t in tokens if isinstance(tokens, list) else []:
+        raw = t.get("signedTimestamp") if isinstance(t, dict) else None
+        try:
+            gen = rfc3161_client.decode_timestamp_response(base64.b64decode(str(raw), validate=True)).tst_info.gen_time
+        except Exception:  # noqa: BLE001 - verified already; an unreadable one adds no time
+            continue
+        times.append(gen if gen.tzinfo is not None else gen.replace(tzinfo=timezone.utc))
+    return times
 
+
+def subjects_of(payload: bytes) -> list[dict[str, Any]]:
+    """The subjects an (unverified) in-toto statement names; [] when it is not one (strict JSON, as the
+    statement is parsed later: a duplicate ``subject`` key must not name one artifact here and another
+    there)."""
     try:
-        stmt = json.loads(payload)
-    except (ValueError, RecursionError):
+        stmt = parse_json(payload, what="in-toto statement")
+    except AtipTrustError:
         return []
     subj = stmt.get("subject") if isinstance(stmt, dict) else None
     return [s for s in subj if isinstance(s, dict)] if isinstance(subj, list) else []
@@ -413,4 +432,4 @@ class KeylessVerifier:
         _time_check(out, ev)
 
 
-__all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "subjects_of"]
+__all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "signed_times", "subjects_of"]

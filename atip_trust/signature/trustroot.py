@@ -92,6 +92,17 @@ def _ts(value: Any) -> datetime | None:
         raise TrustRootError(f"bad timestamp {value!r} in trusted root") from err
 
 
+def _unsupported() -> type[Exception]:
+    """cryptography's ``UnsupportedAlgorithm``, imported when an ``except`` clause needs it."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+
+    return UnsupportedAlgorithm
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).split(". See https://", 1)[0].splitlines()[0] if str(err) else type(err).__name__
+
+
 def _b64(value: Any, where: str) -> bytes:
     try:
         return base64.b64decode(str(value), validate=True)
@@ -106,8 +117,11 @@ def _log_keys(entries: Any, where: str) -> tuple[LogKey, ...]:
         raw = _b64(pk.get("rawBytes", ""), f"{where}[{i}].publicKey.rawBytes")
         try:
             key = serialization.load_der_public_key(raw)
-        except (ValueError, TypeError) as err:
-            raise TrustRootError(f"{where}[{i}] public key cannot be loaded: {err}") from err
+        except (ValueError, TypeError, _unsupported()) as err:
+            # An algorithm or curve cryptography does not implement is this key's refusal, named,
+            # not an internal error (cryptography raises UnsupportedAlgorithm outside ValueError).
+            raise TrustRootError(f"{where}[{i}] public key refused: {_first_line(err)} (supported: ECDSA "
+                                 "P-256/P-384/P-521, Ed25519, RSA)") from err
         valid = pk.get("validFor") or {}
         keys.append(
             LogKey(
@@ -128,9 +142,11 @@ def _cas(entries: Any, where: str) -> tuple[CertificateAuthority, ...]:
         for j, c in enumerate(((ca.get("certChain") or {}).get("certificates")) or []):
             der = _b64(c.get("rawBytes", ""), f"{where}[{i}].certChain.certificates[{j}]")
             try:
-                certs.append(x509.load_der_x509_certificate(der))
-            except ValueError as err:
-                raise TrustRootError(f"{where}[{i}] certificate {j} cannot be parsed: {err}") from err
+                cert = x509.load_der_x509_certificate(der)
+                cert.public_key()  # a key of an algorithm cryptography lacks: refused here, named
+            except (ValueError, _unsupported()) as err:
+                raise TrustRootError(f"{where}[{i}] certificate {j} refused: {_first_line(err)}") from err
+            certs.append(cert)
         valid = ca.get("validFor") or {}
         cas.append(
             CertificateAuthority(

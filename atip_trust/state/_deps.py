@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     import platformdirs
     import tuf.api.exceptions as tuf_exceptions
     import tuf.ngclient.config as tuf_config
+    import tuf.api.metadata as tuf_metadata
     import tuf.ngclient.fetcher as tuf_fetcher
     import tuf.ngclient.updater as tuf_updater
+    import tuf.api.metadata as tuf_metadata
 
     from atip_trust.net import fetch
 else:
@@ -27,11 +29,14 @@ else:
     tempfile = lazy_import("tempfile")  # (with shutil and random) only when a root is stored
     # Only where the folders are not found from the environment (state/dirs.py).
     platformdirs = lazy_import("platformdirs")
-    # Python-tuf only when a root is refreshed: never on an admission.
+    # Python-tuf only when a root is refreshed or a stored one verified again (state/tufroot.py).
     tuf_exceptions = lazy_import("tuf.api.exceptions")
     tuf_config = lazy_import("tuf.ngclient.config")  # (python-tuf)
     tuf_fetcher = lazy_import("tuf.ngclient.fetcher")  # (python-tuf)
+    tuf_metadata = lazy_import("tuf.api.metadata")  # (python-tuf) a store's own root.json, read back
     tuf_updater = lazy_import("tuf.ngclient.updater")  # (python-tuf)
+    # Only when a stored public-good root is verified again (its expiry), state/tufroot.py.
+    tuf_metadata = lazy_import("tuf.api.metadata")
     fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
 
 __all__ = [
@@ -42,5 +47,6 @@ __all__ = [
     "tuf_config",
     "tuf_exceptions",
     "tuf_fetcher",
+    "tuf_metadata",
     "tuf_updater",
 ]

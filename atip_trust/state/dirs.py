@@ -67,11 +67,30 @@ def agent_tools_config_dir() -> str:
     return plain_dir("config", AGENT_TOOLS) or platformdirs.user_config_dir(AGENT_TOOLS)
 
 
-def agent_tools_roots() -> tuple[str, str] | None:
-    """RFC §4.2's two roots (data, config) when either exists, else None: two ``stat`` calls, so that
-    an admission without the tree loads nothing for it (admission/agent_tools.py)."""
+#: The XDG Base Directory default for ``$XDG_DATA_DIRS``: RFC v0.3 §4's system-wide trees.
+DEFAULT_DATA_DIRS = "/usr/local/share:/usr/share"
+
+
+def agent_tools_system_dirs() -> tuple[str, ...]:
+    """RFC v0.3 §4's system-wide ``agent-tools`` trees: each absolute ``$XDG_DATA_DIRS`` entry (default
+    /usr/local/share:/usr/share), in order, read after the user's (XDG: the user's data comes first)."""
+    raw = os.environ.get("XDG_DATA_DIRS") or DEFAULT_DATA_DIRS
+    seen: list[str] = []
+    for entry in raw.split(":"):
+        if os.path.isabs(entry):
+            path = os.path.join(entry, AGENT_TOOLS)
+            if path not in seen:
+                seen.append(path)
+    return tuple(seen)
+
+
+def agent_tools_roots() -> tuple[str, str, tuple[str, ...]] | None:
+    """RFC §4.2's two roots (data, config) and the system-wide trees that exist, when any of them
+    does, else None: a ``stat`` call each, so that an admission without a tree loads nothing for it
+    (admission/agent_tools.py)."""
     data, config = agent_tools_data_dir(), agent_tools_config_dir()
-    return (data, config) if _may_be_dir(data) or _may_be_dir(config) else None
+    system = tuple(d for d in agent_tools_system_dirs() if _may_be_dir(d))
+    return (data, config, system) if system or _may_be_dir(data) or _may_be_dir(config) else None
 
 
 def _may_be_dir(path: str) -> bool:
@@ -91,6 +110,7 @@ __all__ = [
     "agent_tools_config_dir",
     "agent_tools_data_dir",
     "agent_tools_roots",
+    "agent_tools_system_dirs",
     "plain_dir",
     "user_cache_dir",
     "user_state_dir",

@@ -123,7 +123,7 @@ def test_keyless_vsa_post_dated_after_its_log_entry_denies(world) -> None:
     r = admit(world, mint(world, "post-dated", age=timedelta(hours=1), signed_ago=timedelta(days=40)))
     assert r.code == 1
     (c,) = vsa_checks(r.json)
-    assert c["status"] == "skip" and "after the log's integrated time" in c["message"]
+    assert c["status"] == "skip" and "after the time it was signed" in c["message"]
 
 
 def test_keyless_failed_vsa_from_the_listed_identity_is_evidence_of_failure(world) -> None:

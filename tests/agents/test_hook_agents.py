@@ -30,12 +30,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 def readme_hook_command() -> list[str]:
-    """The Claude Code hook command exactly as the README's table gives it, run from this checkout."""
+    """The Claude Code hook with the flags the README's table installs it with, run from this checkout."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r'"command": "(atip-trust hook claude-code[^"]*)"', text)
-    assert found, "the README names no Claude Code hook command"
-    words = shlex.split(found.group(1))
-    return [sys.executable, "-m", "atip_trust", *words[1:]]
+    found = re.search(r"`atip-trust hook install claude-code([^`]*)`", text)
+    assert found, "the README installs no Claude Code hook"
+    return [sys.executable, "-m", "atip_trust", "hook", "claude-code", *shlex.split(found.group(1))]
 
 
 def run_hook(argv: list[str], stdin: str, env: dict[str, str], *, cwd: Path | None = None
@@ -201,6 +200,21 @@ def test_policy_check_warns_when_an_allow_rule_lets_an_unmodelled_runner_run_any
                            capture_output=True, text=True, timeout=120, check=False)
         assert r.returncode == 0, r.stderr
         assert ("Warning: allow rule" in r.stdout and "whatever it is given" in r.stdout) is warned, r.stdout
+
+
+@pytest.mark.parametrize(("rule", "warned"), [("jq *", True), ("Bash(helm list *)", True), ("gh pr *", False),
+                                              ("git status", False), ("tar -cf *", False), ("python3 *", False)])
+def test_policy_check_warns_about_an_allow_rule_over_a_program_without_a_table(
+        tmp_path: Path, rule: str, warned: bool) -> None:
+    """Issue 32: a program the gate has no table for may be told (a variable, an option) to run another
+    one; allowing it is flagged (an unmodelled runner gets its own, stronger warning instead)."""
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"version": 1, "permissions": {"allow": [rule]}}))
+    for action in ("check", "explain"):
+        r = subprocess.run([sys.executable, "-m", "atip_trust", "policy", action, str(policy)],
+                           capture_output=True, text=True, timeout=120, check=False)
+        assert r.returncode == 0, r.stderr
+        assert ("is not written (docs/agents.md)" in r.stdout) is warned, r.stdout
 
 
 def test_a_local_policy_cannot_loosen_the_orgs_hooks_unlisted(tmp_path: Path) -> None:

@@ -34,12 +34,19 @@ AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
 
 
 def readme_command(agent: str) -> list[str]:
-    """The hook command the README's table gives for ``agent``, run from this checkout."""
+    """The hook command the README's table installs for ``agent`` (its ``hook install`` flags minus those
+    that only say where the settings go), run from this checkout."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(rf"(atip-trust hook {agent}[^\"`]*)", text)
-    assert found, f"the README names no {agent} hook command"
-    words = [os.path.expanduser(w) for w in shlex.split(found.group(1))]
-    return [sys.executable, "-m", "atip_trust", *words[1:]]
+    found = re.search(rf"`atip-trust hook install {agent}([^`]*)`", text)
+    assert found, f"the README installs no {agent} hook"
+    words, flags = [os.path.expanduser(w) for w in shlex.split(found.group(1))], []
+    while words:
+        word = words.pop(0)
+        if word in ("--scope", "--settings", "--executable"):
+            words.pop(0)
+        elif word not in ("--print", "--uninstall"):
+            flags.append(word)
+    return [sys.executable, "-m", "atip_trust", "hook", agent, *flags]
 
 
 @pytest.fixture(scope="module")

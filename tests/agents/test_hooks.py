@@ -158,7 +158,7 @@ def test_each_program_admission_leaves_an_audit_line(world: World) -> None:
 
 @pytest.mark.parametrize(("line", "argvs"), [
     ("gh pr view 1; rm -rf ~", [["gh", "pr", "view", "1"], ["rm", "-rf", "~"]]),
-    ("A=1 gh pr list 2>&1 | xargs -n1 echo && (cd /tmp || true)",
+    ("NO_COLOR=1 gh pr list 2>&1 | xargs -n1 echo && (cd /tmp || true)",
      [["gh", "pr", "list"], ["xargs", "-n1", "echo"], ["echo"]]),
     ("sudo -u root /usr/bin/gh repo delete x", [["sudo", "-u", "root", "/usr/bin/gh", "repo", "delete", "x"],
                                                 ["/usr/bin/gh", "repo", "delete", "x"]]),
@@ -175,14 +175,14 @@ def test_shell_lines_split_into_every_command_they_run(line: str, argvs: list[li
     "cat <<EOF\n$(rm -rf ~)\nEOF", "env -S 'rm -rf ~'", "sudo -s", "x=$(rm -rf ~)", "g* pr list",
     "export HOME=.; git status", "for PATH in /tmp; do ls; done", "echo \"$(rm -rf ~)\"",
     "export ATIP_TRUST_POLICY=./p.json; gh pr list", "XDG_CONFIG_HOME=.; git status",
-    "eval 'rm -rf ~'", "diff <(ls) <(ls)", "sudo -u root gh repo delete x",
+    "eval 'rm -rf ~'", "diff <(ls) <(ls)", "sudo -u root gh repo delete x", "gh $CMD",
 ])
 def test_lines_that_cannot_be_proven_are_refused_by_the_model(line: str) -> None:
     with pytest.raises(Unprovable):
         programs(line)
 
 
-@pytest.mark.parametrize("line", ["gh $CMD", "bash -lc 'rm -rf ~'", "ls *.py", "gh pr view {1,2}"])
+@pytest.mark.parametrize("line", ["jq $CMD", "bash -lc 'rm -rf ~'", "ls *.py", "jq . {1,2}"])
 def test_words_the_shell_expands_are_marked_unknown(line: str) -> None:
     assert not programs(line)[-1].literal
 

@@ -88,7 +88,7 @@ def test_a_secret_cut_by_the_output_cap_does_not_leak_its_first_characters(loop:
     policy = loop.policy(bridge={"maxOutputBytes": 1024})
     surface = loop.surface("openai", policy)
     [out] = loop.call("openai", response("openai", "gh_pr_list", {}), surface, policy)
-    assert out.result.get("error") == "output_too_large", out.result
+    assert out.result["error"]["class"] == "output_too_large", out.result
     assert "AKIA" not in json.dumps(out.message), out.result
 
 
@@ -108,7 +108,7 @@ def test_a_lone_surrogate_argument_is_argument_invalid_and_the_other_calls_keep_
     surface = loop.surface("openai", policy)
     first, second = loop.call("openai", _two_calls('{"ref": "12\\ud800"}'), surface, policy)
     assert first.status == "ok" and first.id == "call_1", first.result
-    assert (second.id, second.status, second.result["error"]) == ("call_2", "invalid", "invalid_arguments")
+    assert (second.id, second.status, second.result["error"]["class"]) == ("call_2", "invalid", "invalid_arguments")
     assert {v["code"] for v in second.result["violations"]} == {"ARGUMENT_INVALID"}
     assert loop.runs() == 1
     lines = [json.loads(x) for x in loop.audit.read_text().splitlines()]
@@ -123,6 +123,6 @@ def test_an_environment_value_no_process_can_be_given_is_refused_before_the_allo
 
     [out] = run_tool_call("openai", response("openai", "gh_pr_list", {}), surface, policy,
                           environ={"PATH": "/usr/bin:/bin", "LANG": "C\ud800"}, audit_log=str(loop.audit))
-    assert (out.status, out.result["error"]) == ("invalid", "invalid_arguments"), out.result
+    assert (out.status, out.result["error"]["class"]) == ("invalid", "invalid_arguments"), out.result
     assert loop.runs() == 0
     assert [json.loads(x)["decision"] for x in loop.audit.read_text().splitlines()] == ["deny"]

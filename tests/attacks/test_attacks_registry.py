@@ -171,3 +171,12 @@ def test_a_registry_trickling_its_headers_is_an_error_attempt_within_the_lookup_
         assert server.client_hung_up.wait(5) and not server.finished_answer.is_set()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("header", ["max-age=\u00b3", "max-age=\uff13", "max-age=\u0663"])
+def test_a_registry_max_age_in_other_digits_is_no_max_age(header: str) -> None:
+    """Issue 33 item 5 (strict intake): a Cache-Control from the network in non-ASCII digits is not a
+    delta-seconds (RFC 9111): unparsed (the client's own TTL), never an error or a number."""
+    from atip_trust.registry.client import _cache_control
+
+    assert _cache_control(header) == float("inf")

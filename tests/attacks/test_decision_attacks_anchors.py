@@ -249,6 +249,22 @@ def test_org_stating_the_registry_itself_verifies_the_shim(world, org) -> None:
     assert r.json["effects_verified"] is True
 
 
+def test_attack_a_second_org_policy_cannot_add_a_registry(world, org) -> None:
+    """Issue 33: org layers compose by intersection. The machine's org names no registry; a second org
+    file (--org-policy) names the attacker's registry signer: its shim must not count."""
+    org("no-registries-2", {"signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}]})
+    second = _dump(world["dir"] / "second-org-registry.json", {"version": 1, "trust": {
+        "signers": [SIGNER], "trustedRoots": [{"path": str(world["root"])}],
+        "registries": [{"url": "file:///srv/shims", "signers": [{"identity": REGISTRY_ID, "issuer": ISSUER}]}]}})
+    p = local(world, "plain-registry", {}, defaults={"noMatch": "deny", "allowVerifiedReadOnly": True},
+              permissions={})
+    r = cli("admit", str(world["tool"]), "--command", "status", "--policy", str(p), "--org-policy", str(second),
+            "--bundle", str(world["signed"]), "--shim-dir", str(world["shims"]), "--non-interactive",
+            "--no-audit", "--format", "json")
+    assert r.code == 1, r.out + r.err
+    assert r.json["trust_level"] == "VERIFIED" and r.json["effects_verified"] is False
+
+
 def test_org_silent_on_every_anchor_lets_local_anchors_stand(world, org) -> None:
     org("no-anchors", {}, tools={"deny": [{"name": "curl"}]})
     p = local(world, "own-anchors", {"trustedRoots": [TEST_ROOT], "signers": [SIGNER]})

@@ -237,6 +237,14 @@ GROUPS: list[tuple[frozenset[str], list[str]]] = [
                "git push origin main -f", "git push -f"]),
     (frozenset({"Bash(git push *+*)"}), ["git -C . push origin +main", "git push origin +main:main x",
                                          "git push origin +main"]),
+    (frozenset({"Bash(git push *--force-with-lease*)"}), [
+        "git -C . push --force-with-lease origin main", "git push origin --force-with-lease=main main",
+        "git push origin main --force-with-lease"]),
+    (frozenset({"Bash(git push *--force-if-includes*)"}), [
+        "git -C . push --force-if-includes origin main", "git push origin --force-if-includes main",
+        "git push origin main --force-if-includes"]),
+    (frozenset({"Bash(git push *--mirror*)"}), ["git -C . push --mirror origin", "git push origin --mirror x",
+                                               "git push origin --mirror"]),
     (frozenset({"Bash(terraform destroy *)"}), ["terraform -chdir=infra destroy", "terraform destroy",
                                                 "terraform destroy -target x -auto-approve",
                                                 "terraform destroy -auto-approve"]),
@@ -300,16 +308,16 @@ def test_trailing_force_is_denied_through_admit(tmp_path: Path, name: str) -> No
     assert denied[0]["actual"] == "git push origin main --force"
 
 
-def test_force_with_lease_is_not_a_force_push_denial() -> None:
-    """Decided: ``--force-with-lease`` refuses to overwrite a remote that moved since it was fetched,
-    so it is not the ``--force`` the shipped rules deny; it stays subject to every other rule (the
-    shipped policies deny anything no rule allows)."""
+def test_force_with_lease_is_a_force_push_denial() -> None:
+    """Issue 32 reversed the earlier reading: ``--force-with-lease`` still overwrites the remote's
+    history (whenever the lease holds, and always with a stale fetch), so the shipped policies deny it by
+    its own rule, as every force push git has."""
     for name in ("ci.json", "enterprise-strict.json"):
         p = load_policy(POLICIES / name)
         d = decide(p, _report(), tool_name="git", command="push --force-with-lease origin main",
-                     interactive=False, now=NOW)
-        assert "COMMAND_DENIED" not in [r.code for r in d.reasons]
-        assert d.behavior == "deny" and "NO_MATCHING_RULE" in [r.code for r in d.reasons]
+                   interactive=False, now=NOW)
+        hits = {r.rule for r in d.reasons if r.code == "COMMAND_DENIED"}
+        assert d.behavior == "deny" and "Bash(git push *--force-with-lease*)" in hits, name
 
 
 @pytest.mark.parametrize(("rule", "line", "deny_ask", "allow"), [

@@ -3,9 +3,12 @@
 Hypothesis draws hostile lines from fixtures/shell_lines.py's grammar (runners fed by xargs, expansions
 in a wrapper's operand, builtins that change lookup, files written then run, env's grammar, programs
 that run programs); the gate judges each in-process, exactly as ``atip-trust hook`` does; every line it
-allows is then run by real bash in a world whose unsigned programs append to a sentinel file. Every
-tenth allowed line is also judged with ``--pin`` and its rewritten line run by bash in the world's folder,
-which ships its own ``atip_trust/`` package (its import would leave the sentinel too).
+allows is then run by real bash in a world whose unsigned programs append to a sentinel file, and whose
+denied commands (``gh repo delete``, a force push) append to another: neither may ever be written.
+Every tenth allowed line is also judged with ``--pin`` and its rewritten line run by bash in the world's
+folder, which ships its own ``atip_trust/`` package (its import would leave the sentinel too).
+tests/attacks/test_shell_oracle_slow.py draws 100,000 lines from a seeded ``random.Random``, as root and
+as an unprivileged user, as issue 32 asks (marked ``slow``: ``pytest -m slow``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import random
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -57,8 +59,14 @@ def judge_pinned(world: ShellWorld, policy: Policy, text: str) -> str | None:
 
 
 def run_in_bash(world: ShellWorld, text: str, *, path: str | None = None) -> bool:
+    """True when bash ran an unsigned program for ``text`` (:func:`ran`)."""
+    return ran(world, text, path=path)[0]
+
+
+def ran(world: ShellWorld, text: str, *, path: str | None = None) -> tuple[bool, bool]:
     """Run ``text`` as an agent's shell would (its background jobs waited for, the whole process group
-    killed if it outlives 20 s); True when an unsigned program ran."""
+    killed if it outlives 20 s), with ``path`` for PATH if given; whether an unsigned program ran, and
+    whether a denied command did."""
     env = world.env if path is None else {**world.env, "PATH": path}
     proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -74,7 +82,7 @@ def run_in_bash(world: ShellWorld, text: str, *, path: str | None = None) -> boo
             pass
         proc.wait()
     try:
-        return world.sentinel.exists()
+        return world.sentinel.exists(), world.denied is not None and world.denied.exists()
     finally:
         world.sentinel.unlink(missing_ok=True)
         world.reset()
@@ -97,6 +105,7 @@ def test_the_worlds_signed_tools_are_allowed(oracle: tuple[ShellWorld, Policy]) 
         assert not run_in_bash(world, text), text
 
 
+@pytest.mark.slow
 def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWorld, Policy]) -> None:
     world, policy = oracle
     seen = {"lines": 0, "allowed": 0}
@@ -111,14 +120,12 @@ def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWor
         if judge(world, policy, text) != "allow":
             return
         seen["allowed"] += 1
-        if run_in_bash(world, text):
+        if any(ran(world, text)):
             escaped.append(text)
         pinned = judge_pinned(world, policy, text) if seen["allowed"] % 10 == 0 else None
-        if pinned is not None:
-            seen["pinned"] = seen.get("pinned", 0) + 1
-            if run_in_bash(world, pinned):
-                escaped.append(f"--pin: {pinned}")
-        assert not escaped, f"allowed, and bash ran an unsigned program: {text!r}"
+        if pinned is not None and any(ran(world, pinned)):
+            escaped.append(f"--pin: {pinned}")
+        assert not escaped, f"allowed, and bash ran an unsigned program or a denied command: {text!r}"
 
     check()
     assert seen["lines"] >= LINES

@@ -2,7 +2,8 @@
 
 Seeded ``random.Random`` lines from fixtures/shell_lines.py (loops and jobs, relative PATH, ``--pin`` in a
 folder shipping its own ``atip_trust/``, a deny rule on ``gh repo delete``); every allowed line is run by
-real bash, every tenth also pinned. 0 allowed lines may run unverified bytes or a denied command. The
+real bash, every tenth also pinned. 0 allowed lines may run unverified bytes or a denied command (the
+world's two sentinels, test_shell_oracle.ran). The
 decision depends on the real uid (``hooks.changeable`` asks the kernel), so the user run is a process
 started by ``setpriv`` in a world that user owns. Marked ``slow`` (about half an hour each): ``-m slow``.
 
@@ -31,7 +32,7 @@ SCRIPT = """
 import collections, json, random, shutil, sys, tempfile
 from pathlib import Path
 from shell_lines import line, make_world
-from test_shell_oracle import judge, judge_pinned, run_in_bash
+from test_shell_oracle import judge, judge_pinned, ran
 from atip_trust.admission.admit import load_admission_policy
 n, seed = int(sys.argv[1]), int(sys.argv[2])
 base = Path(tempfile.mkdtemp(prefix="atip-oracle-"))
@@ -46,11 +47,11 @@ for i in range(n):
     if answer != "allow":
         continue
     allowed += 1
-    if run_in_bash(world, text):
+    if any(ran(world, text)):
         escaped.append(text)
     if allowed % 10 == 0:
         pinned = judge_pinned(world, policy, text)
-        if pinned is not None and run_in_bash(world, pinned):
+        if pinned is not None and any(ran(world, pinned)):
             escaped.append("--pin: " + pinned)
 shutil.rmtree(base, ignore_errors=True)
 print(json.dumps({"lines": n, "answers": answers, "escaped": escaped[:20], "escapes": len(escaped)}))

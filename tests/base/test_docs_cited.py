@@ -18,6 +18,8 @@ SCANNED = ("atip_trust", "tests", "bench", "fixtures", "docs")
 #: ``.md`` names that are not documents of this repository, each with why it may appear.
 NOT_CITATIONS = {
     "TOOL.md": "the file name AIP-14 gives a tool's contract: a format the code reads, not a document",
+    "ACTION.md": "the file name AIP-39 gives an action a TOOL.md implements: a format the code reads",
+    "DRIVER.md": "the file name AIP-30 gives a tool's implementation: named in a migration warning",
     "atip-rfc-v0.6.md": "the ATIP RFC, read by a test from a sibling checkout and skipped when absent; "
                         "code cites it by section (RFC §N)",
 }

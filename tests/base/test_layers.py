@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, int, str], ...] = (
     ("atip_trust.agents", 8, "agents"),  # hooks and call checks admit (and pin through exec) what agents run
     ("atip_trust.bridge", 9, "bridge"),  # above agents: the loop checks calls, probes and runs them
     ("atip_trust.cli", 10, "cli"),
+    ("atip_trust.service", 10, "cli"),  # serve: answers with the CLI's own entry point (service/app.py)
     ("atip_trust.__main__", 10, "cli"),
 )
 

@@ -131,7 +131,7 @@ def test_a_blocked_gh_repo_delete_call_is_a_denied_result_and_never_runs(loop: L
     [out] = loop.call("anthropic", response("anthropic", "gh_repo_delete", {"repo": "org/prod"}), surface,
                       policy)
     result = shown("anthropic", out.message)
-    assert result["status"] == "denied" and result["error"] == "permission_denied", result
+    assert result["status"] == "denied" and result["error"]["class"] == "permission_denied", result
     assert result["reasons"] and "never offered" in result["message"]
     assert loop.runs() == 0
 
@@ -141,7 +141,7 @@ def test_a_name_not_on_the_surface_is_denied_and_nothing_runs(loop: Loop) -> Non
     surface = loop.surface("openai", policy)
     [out] = loop.call("openai", response("openai", "rm_rf", {}), surface, policy)
     result = shown("openai", out.message)
-    assert (result["status"], result["error"]) == ("denied", "unknown_tool")
+    assert (result["status"], result["error"]["class"]) == ("denied", "unknown_tool")
     assert result["reasons"][0]["code"] == "NOT_ON_SURFACE"
     assert loop.runs() == 0
 
@@ -160,7 +160,7 @@ def test_invalid_arguments_are_an_invalid_result_and_never_run(loop: Loop) -> No
     [out] = loop.call("openai", response("openai", "gh_pr_list", {"state": "bogus", "extra": 1}), surface,
                       policy)
     result = shown("openai", out.message)
-    assert (result["status"], result["error"]) == ("invalid", "invalid_arguments")
+    assert (result["status"], result["error"]["class"]) == ("invalid", "invalid_arguments")
     assert {v["code"] for v in result["violations"]} == {"ARGUMENT_INVALID"}
     assert loop.runs() == 0
     line = json.loads(loop.audit.read_text().splitlines()[-1])
@@ -182,7 +182,7 @@ def test_a_binary_replaced_after_compile_is_refused_at_call_time(loop: Loop, sig
     os.replace(replacement, loop.gh)
     [out] = loop.call("anthropic", response("anthropic", "gh_pr_list", {}), surface, policy)
     result = shown("anthropic", out.message)
-    assert (result["status"], result["error"]) == ("denied", "tool_changed"), result
+    assert (result["status"], result["error"]["class"]) == ("denied", "tool_changed"), result
     assert result["reasons"][0]["code"] == "CHANGED_SINCE_COMPILED"
     assert not evil.exists() and loop.runs() == 0
     assert json.loads(loop.audit.read_text().splitlines()[-1])["decision"] == "deny"
@@ -198,7 +198,7 @@ def test_a_malformed_provider_response_is_a_parse_error_result_naming_the_provid
         {"id": "c", "function": {"name": "gh_pr_list", "arguments": "{not json"}}]}}]},
         "gemini": {"candidates": "nope"}, "anthropic": {"content": {"type": "tool_use"}}}[provider]
     [out] = run_tool_call(provider, bad, surface, policy, audit=False)
-    assert out.status == "invalid" and out.result["error"] == "parse_error"
+    assert out.status == "invalid" and out.result["error"]["class"] == "parse_error"
     assert out.result["provider"] == provider and out.result["message"].startswith(f"{provider} response")
     assert out.message == run_tool_call(provider, bad, surface, policy, audit=False)[0].message
     assert loop.runs() == 0
@@ -210,7 +210,7 @@ def test_ask_is_denied_without_a_person_and_runs_only_when_the_runtime_confirms(
     assert surface.commands["gh_pr_merge"].behavior == "ask"
     ask = response("openai", "gh_pr_merge", {"number": 7})
     [out] = loop.call("openai", ask, surface, policy)
-    assert (out.result["status"], out.result["error"]) == ("denied", "confirmation_required")
+    assert (out.result["status"], out.result["error"]["class"]) == ("denied", "confirmation_required")
     seen: list[str] = []
 
     def no(call: ToolCall, decision: Any) -> bool:
@@ -218,7 +218,7 @@ def test_ask_is_denied_without_a_person_and_runs_only_when_the_runtime_confirms(
         return False
 
     [out] = loop.call("openai", ask, surface, policy, confirm=no)
-    assert out.result["error"] == "user_declined" and seen == ["gh_pr_merge"]
+    assert out.result["error"]["class"] == "user_declined" and seen == ["gh_pr_merge"]
     assert loop.runs() == 0
     [out] = loop.call("openai", ask, surface, policy, confirm=lambda call, decision: True)
     assert out.status == "ok" and loop.argv_log.read_text().splitlines() == ["pr", "merge", "7"]
@@ -229,5 +229,5 @@ def test_the_call_runs_under_the_policys_timeout_and_its_process_group_is_killed
     loop.world.tool("gh", loop.body("sleep 30\n"))
     surface = loop.surface("openai", policy)
     [out] = loop.call("openai", response("openai", "gh_pr_list", {}), surface, policy)
-    assert out.status == "timeout" and out.result["error"] == "timeout"
+    assert out.status == "timeout" and out.result["error"]["class"] == "timeout"
     assert out.run is not None and out.run.seconds < 10

@@ -640,13 +640,22 @@ def test_a_missing_shipped_file_is_an_environment_error_naming_it() -> None:
     assert "policies/no-such-policy.json" in str(info.value.diagnostics())
 
 
-def test_library_load_policy_composes_the_managed_policy_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+def test_library_load_policy_cannot_skip_the_org_policy_by_default(tmp_path: Path, monkeypatch) -> None:
+    """Issue 33 item 7: the public loader composes the machine's org policy unless told, by name, to
+    leave it out (tests only); a policy that left it out says so on every decision."""
+    from atip_trust.facts.report import TrustReport
     from atip_trust.policy import load
-    from atip_trust.policy.compose import load_policy
+    from atip_trust.policy.compose import ORG_LEFT_OUT, load_policy
+    from atip_trust.policy.decide import decide
 
     monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
     org = deny_tool_org(tmp_path)
     monkeypatch.setattr(load, "standard_org_policy_path", lambda: org)
     local = _dump(tmp_path / "local.json", {"version": 1, **ALLOW_ALL})
-    assert [x.source for x in load_policy(local).layers] == ["local"]
-    assert [x.source for x in load_policy(local, managed=True).layers] == ["org", "local"]
+    assert [x.source for x in load_policy(local).layers] == ["org", "local"]
+    assert not load_policy(local).org_left_out
+    skipped = load_policy(local, managed=False)
+    assert [x.source for x in skipped.layers] == ["local"] and skipped.org_left_out
+    assert ORG_LEFT_OUT in skipped.notes
+    d = decide(skipped, TrustReport(path=str(local), digests={"sha256": "0" * 64}), tool_name="tool", interactive=False)
+    assert "ORG_POLICY_LEFT_OUT" in [r.code for r in d.reasons]

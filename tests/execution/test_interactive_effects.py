@@ -86,7 +86,7 @@ def test_rfc_3_6_the_call_loop_skips_an_interactive_command_even_when_a_person_w
     [out] = lp.call("openai", response("openai", "gh_pr_view", {"ref": "1"}), surface, policy,
                     confirm=lambda _call, _decision: True)
     result = shown("openai", out.message)
-    assert out.status == "denied" and result["error"] == "interactive_required", result
+    assert out.status == "denied" and result["error"]["class"] == "interactive_required", result
     assert "INTERACTIVE_REQUIRED" in {v["code"] for v in result["violations"]}
     assert lp.runs() == 0
     line = json.loads(lp.audit.read_text().splitlines()[-1])

@@ -5,6 +5,7 @@ carry a signature by one of its keys over its exact bytes, checked before it is 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from verify_helpers import cli
+from verify_helpers import cli, cli_subprocess
 
 
 def _keys(d: Path, name: str, key: Any) -> tuple[Path, Path]:
@@ -344,3 +345,133 @@ def test_attack_a_serial_store_that_cannot_be_looked_up_is_not_a_first_use(org, 
     write_policy(org, 4, sign_with=org["org_key"])
     r = admit(org)
     assert r.code == 2 and "serials" in reason(r), r.out + r.err
+
+
+# --- issue 33 item 3: once signed, always signed; the mark is kept per logical path -------------------
+
+def test_attack_deleting_the_signers_and_signature_files_does_not_turn_signing_off(org) -> None:
+    """Serial 7 accepted signed; then both files beside it are deleted and a looser, unsigned policy put
+    in its place: the path was signed before, so it must stay signed (naming what is missing)."""
+    require_signature(org)
+    write_policy(org, 7, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    org["signers"].unlink()
+    (org["etc"] / "policy.json.sig.json").unlink()
+    write_policy(org, 8)  # unsigned, and free to say anything
+    r = admit(org)
+    assert r.code == 2, r.out + r.err
+    assert "must stay signed" in reason(r) and "policy.json.signers.json is missing" in reason(r)
+
+
+def test_attack_deleting_only_the_signature_is_refused_naming_it(org) -> None:
+    require_signature(org)
+    write_policy(org, 7, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    (org["etc"] / "policy.json.sig.json").unlink()
+    r = admit(org)
+    assert r.code == 2 and "policy.json.sig.json" in reason(r), r.out + r.err
+
+
+def test_a_path_never_signed_stays_unsigned_after_another_path_was_signed(org, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mark is per path: signing one org policy does not require every other to be signed."""
+    require_signature(org)
+    write_policy(org, 7, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    other = tmp_path / "other-org.json"
+    other.write_text(json.dumps({"version": 1, "name": "other", "requirements": {"minTrustLevel": "UNSIGNED"}}))
+    monkeypatch.setenv("ATIP_TRUST_ORG_POLICY", str(other))
+    assert admit(org).code in (0, 1)
+
+
+def test_attack_switching_a_release_link_to_an_older_release_is_a_rollback(org, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``current -> releases/v7`` switched to ``releases/v3``: both validly signed, both at the same
+    logical path. Keyed by the real path, release 3 would be a first use; keyed by the path the machine
+    names, it is a rollback."""
+    etc = org["etc"]
+    for serial in (3, 7):
+        rel = etc / "releases" / f"v{serial}"
+        rel.mkdir(parents=True)
+        (rel / "org.pub").write_bytes(org["org_pub"].read_bytes())
+        doc = {"version": 1, "name": "org", "serial": serial, "requirements": {"minTrustLevel": "UNSIGNED"}}
+        (rel / "policy.json").write_text(json.dumps(doc))
+        (rel / "policy.json.signers.json").write_text(json.dumps({"publicKeys": ["org.pub"]}))
+        assert cli("policy", "sign", str(rel / "policy.json"), "--key", str(org["org_key"])).code == 0
+    current = etc / "current"
+    current.symlink_to("releases/v7")
+    monkeypatch.setenv("ATIP_TRUST_ORG_POLICY", str(current / "policy.json"))
+    assert admit(org).code in (0, 1)
+    current.unlink()
+    current.symlink_to("releases/v3")
+    r = admit(org)
+    assert r.code == 2 and "rollback" in reason(r), r.out + r.err
+
+
+def test_a_serial_store_keyed_by_real_path_still_guards(org) -> None:
+    """A store an earlier version wrote (keyed by the real path) keeps its marks."""
+    require_signature(org)
+    _serials(org).parent.mkdir(parents=True, exist_ok=True)
+    _serials(org).write_text(json.dumps({str(org["policy"].resolve()): 9}))
+    write_policy(org, 4, sign_with=org["org_key"])
+    r = admit(org)
+    assert r.code == 2 and "rollback" in reason(r), r.out + r.err
+
+
+def test_an_unwritable_serial_store_is_a_clear_refusal_and_the_old_store_stays(org) -> None:
+    """The serial store's folder taken by a file: the policy is refused naming the store (exit 2, no
+    internal error), and a later run with the folder back still has the earlier mark."""
+    require_signature(org)
+    write_policy(org, 5, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    store = _serials(org)
+    store.write_text(json.dumps({str(org["policy"]): 5, "/pad/" + "x" * 200: 1}))
+    before = store.read_bytes()
+    write_policy(org, 6, sign_with=org["org_key"])
+    r = cli_subprocess("admit", str(org["tool"]), "--command", "status", "--non-interactive", "--no-audit",
+                       "--no-cache", "--format", "json", env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                       max_file_bytes=64)  # the new store cannot be written: a full disk
+    assert r.code == 2 and "cannot record org policy serial 6" in r.out + r.err, r.out + r.err
+    assert "internal error" not in r.out + r.err and store.read_bytes() == before
+    assert [p.name for p in store.parent.iterdir()] == [store.name]  # no temporary file left behind
+    assert admit(org).code in (0, 1)  # and the store still serves
+
+
+def test_policy_sign_into_a_full_disk_is_a_clear_error_and_keeps_the_old_signature(org) -> None:
+    write_policy(org, 1, sign_with=org["org_key"])
+    sig = org["etc"] / "policy.json.sig.json"
+    before = sig.read_bytes()
+    write_policy(org, 2)
+    r = cli_subprocess("policy", "sign", str(org["policy"]), "--key", str(org["org_key"]),
+                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, max_file_bytes=16)
+    assert r.code == 2 and "cannot write the policy signature" in r.err, r.out + r.err
+    assert "internal error" not in r.err and sig.read_bytes() == before
+
+
+def test_policy_sign_where_the_signature_cannot_be_placed_is_a_clear_error(org) -> None:
+    """A folder where the signature file goes (stops root too, as a read-only folder stops a user)."""
+    write_policy(org, 1)
+    (org["etc"] / "policy.json.sig.json").mkdir()
+    r = cli("policy", "sign", str(org["policy"]), "--key", str(org["org_key"]))
+    assert r.code == 2 and "cannot write the policy signature" in r.err, r.err
+    assert "internal error" not in r.err
+    assert not [p for p in org["etc"].iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_attack_deleting_the_signed_standard_org_policy_does_not_leave_no_org_policy(
+        org, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard path (/etc/atip-trust/org-policy.json) held a signed policy this machine accepted;
+    deleting it with its signature files would leave only the local policy in force: refused instead,
+    naming the missing file (to retire it on purpose, remove its mark from the serial store)."""
+    from atip_trust.policy import load
+
+    monkeypatch.delenv("ATIP_TRUST_ORG_POLICY")
+    monkeypatch.setattr(load, "standard_org_policy_path", lambda: str(org["policy"]))
+    require_signature(org)
+    write_policy(org, 3, sign_with=org["org_key"])
+    assert admit(org).code in (0, 1)
+    for name in ("policy.json", "policy.json.signers.json", "policy.json.sig.json"):
+        (org["etc"] / name).unlink()
+    r = admit(org)
+    assert r.code == 2 and "must stay signed" in r.out + r.err and str(org["policy"]) in r.out + r.err, r.out + r.err
+    _serials(org).write_text("{}")  # retired on purpose: no org policy, as on any machine without one
+    assert admit(org).code in (0, 1)

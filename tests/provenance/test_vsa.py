@@ -4,8 +4,9 @@ verdict; ``verify-vsa`` checks one with slsa-verifier's flags and meaning (issue
 Real crypto throughout: keys made with ``cryptography``, the local test Sigstore's fixture bundles, and
 the emitted envelope's signature checked a second time by ``cryptography`` alone (the PAE written out
 here, not taken from the package). slsa-verifier's own test vector (its ``testdata/vsa`` GCE case) is
-read from a fetched slsa-framework/slsa-verifier mirror when one is present (``ATIP_SLSA_VERIFIER_MIRROR``
-or /work/.mirror/...): another project's files are never copied into this repository.
+read from a slsa-framework/slsa-verifier clone when one is present (``ATIP_SLSA_VERIFIER_MIRROR``, else
+``../shared/slsa-verifier`` beside the checkout: tests/shared_material.py): another project's files are
+never copied into this repository.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
+from shared_material import shared_path, where
 from verify_helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,7 +219,7 @@ def test_malformed_vsa_cannot_be_evaluated(keys, tmp_path: Path) -> None:
 
 # --- slsa-verifier's own test vector ------------------------------------------------------------------
 
-MIRROR = Path(os.environ.get("ATIP_SLSA_VERIFIER_MIRROR", "/work/.mirror/slsa-framework+slsa-verifier/repo"))
+MIRROR = shared_path("slsa-verifier", env="ATIP_SLSA_VERIFIER_MIRROR")
 GCE = "cli/slsa-verifier/testdata/vsa/gce/v1/"
 GCE_FLAGS = {
     "--subject-digest": "gce_image_id:8970095005306000053",
@@ -231,8 +233,8 @@ GCE_FLAGS = {
 def gce(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The vector, read from the fetched mirror (a bare git repository) into a temporary directory."""
     if not MIRROR.exists():
-        pytest.skip(f"slsa-verifier mirror not present at {MIRROR} (fetch slsa-framework/slsa-verifier, or "
-                    "set ATIP_SLSA_VERIFIER_MIRROR): its testdata/vsa GCE vector is not copied into this repo")
+        pytest.skip(f"no slsa-verifier clone at {where('slsa-verifier', env='ATIP_SLSA_VERIFIER_MIRROR')}: its "
+                    "testdata/vsa GCE vector is not copied into this repo")
     d = tmp_path_factory.mktemp("gce")
     out = []
     for name in ("gke-gce-pre.bcid-vsa.jsonl", "vsa_signing_public_key.pem"):

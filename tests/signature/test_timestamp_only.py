@@ -22,7 +22,6 @@ import testsigstore
 from verify_helpers import cli
 from world import World as WorldBase
 
-from atip_trust.errors import BundleError
 from atip_trust.evaluation.evaluate import evaluate
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.report import TrustReport
@@ -157,15 +156,35 @@ def test_a_root_that_lists_a_ct_log_still_requires_the_sct(world: World) -> None
     assert world.evaluate(world.message(sct=True), "tsa-only+ct").trust_level.name == "VERIFIED"
 
 
-def test_a_v01_bundle_without_a_log_entry_is_malformed(world: World) -> None:
-    """v0.1's signed time is its entry's inclusion promise (protobuf-specs); no entry: malformed."""
-    bundle = copy.deepcopy(world.message())
+def _as_v01(bundle: dict[str, Any]) -> dict[str, Any]:
+    bundle = copy.deepcopy(bundle)
     bundle["mediaType"] = "application/vnd.dev.sigstore.bundle+json;version=0.1"
     cert = bundle["verificationMaterial"].pop("certificate")
     bundle["verificationMaterial"]["x509CertificateChain"] = {"certificates": [cert]}
-    with pytest.raises(BundleError, match="v0.1 bundle needs a log entry") as info:
-        world.evaluate(bundle)
-    assert "$.verificationMaterial.tlogEntries" in info.value.diagnostics()
+    return bundle
+
+
+def test_a_v01_bundle_without_a_log_entry_verifies_under_a_root_without_logs(world: World) -> None:
+    """Issue 33 interop: protobuf-specs ties v0.1's time to an entry's promise, but sigstore-go verifies
+    a v0.1 bundle with no entry under a root with no logs (GitHub's staging instance) from its signed
+    timestamps; so do we. (Was: refused as malformed whatever the root.)"""
+    report = world.evaluate(_as_v01(world.message()))
+    assert report.trust_level.name == "VERIFIED", _failed(report)
+    assert report.attestations[0].route == "timestamp"
+
+
+def test_a_v01_bundle_without_a_log_entry_is_refused_by_a_root_with_logs(world: World) -> None:
+    report = world.evaluate(_as_v01(world.message()), "with-log")
+    assert report.trust_level.name != "VERIFIED"
+    assert any(n == "tlog.entry" and "requires one" in m for n, m in _failed(report)), _failed(report)
+
+
+def test_a_v01_bundle_with_neither_entry_nor_timestamp_has_no_signing_time(world: World) -> None:
+    bundle = _as_v01(world.message())
+    del bundle["verificationMaterial"]["timestampVerificationData"]
+    report = world.evaluate(bundle)
+    assert report.trust_level.name != "VERIFIED"
+    assert any(n == "timestamp" for n, _ in _failed(report)), _failed(report)
 
 
 def _policy(tmp: Path, root: Path, **trust: Any) -> Path:

@@ -175,21 +175,170 @@ def _verify(artifact: Path, bundle: Path, *extra: str) -> Run:
                "--certificate-oidc-issuer", ISSUER, *extra, "--format", "json", "--no-cache")
 
 
-def test_root_from_a_copied_repository_becomes_the_root_verify_uses(
-        tmp_path: Path, repo: TufRepo, tuf_root: Path, sigstore: testsigstore.TestSigstore) -> None:
-    """Air-gapped: the repository copied to a folder, verified as a download would be, stored as the
-    public-good root (its URL's slot); ``verify`` without --trusted-root then verifies with it."""
+@pytest.fixture
+def shipped(monkeypatch: pytest.MonkeyPatch, served: str, repo: TufRepo) -> str:
+    """The public-good repository is the served test repository, and the TUF root "shipped with the
+    package" is its first root (in-process, as load.standard_org_policy_path is replaced): the only way
+    a test can sign metadata the shipped root vouches for."""
+    monkeypatch.setitem(tufroot.INSTANCE_URLS, "production", served)
+    first = repo.root_bytes(1)
+    monkeypatch.setattr(tufroot, "shipped_tuf_root", lambda url: first if url.rstrip("/") == served else None)
+    tufroot._VERIFIED.clear()
+    return served
+
+
+def test_public_good_update_from_the_shipped_root_becomes_the_root_verify_uses(
+        tmp_path: Path, shipped: str, sigstore: testsigstore.TestSigstore) -> None:
+    """The public-good store, updated from the shipped root, is verified again from it on use."""
     artifact, bundle = _bundle(tmp_path, sigstore)
     assert _verify(artifact, bundle).code == 1  # the embedded public-good root does not know this instance
-    r = cli("trust-root", "update", "--root-from", str(repo.dir), "--tuf-root", str(tuf_root), "--format", "json")
-    assert r.code == 0 and r.json["url"] == tufroot.PRODUCTION_URL, r.out + r.err
+    r = cli("trust-root", "update", "--format", "json")
+    assert r.code == 0 and r.json["url"] == shipped, r.out + r.err
     assert _verify(artifact, bundle).code == 0
+    assert tufroot.why_not(shipped) is None
+
+
+def test_root_from_a_copied_custom_repository_is_a_root_the_policy_may_name(
+        tmp_path: Path, repo: TufRepo, tuf_root: Path, sigstore: testsigstore.TestSigstore) -> None:
+    """Air-gapped: a custom repository copied to a folder, verified as a download would be, stored in
+    its URL's slot; it is an anchor only where named (--trusted-root, trust.trustedRoots)."""
+    artifact, bundle = _bundle(tmp_path, sigstore)
+    url = "https://tuf.example.org"
+    r = cli("trust-root", "update", "--url", url, "--root-from", str(repo.dir), "--tuf-root", str(tuf_root),
+            "--format", "json")
+    assert r.code == 0 and r.json["url"] == url, r.out + r.err
+    assert _verify(artifact, bundle).code == 1  # not the public-good root: nothing verifies with it unnamed
+    assert _verify(artifact, bundle, "--trusted-root", r.json["path"]).code == 0
+
+
+@pytest.mark.parametrize("flags", [["--tuf-root", "T"], ["--root-from", "R"], ["--root-from", "R", "--tuf-root", "T"],
+                                   ["--staging", "--tuf-root", "T"]])
+def test_attack_tuf_root_or_root_from_cannot_start_the_public_good_store(
+        tmp_path: Path, repo: TufRepo, tuf_root: Path, sigstore: testsigstore.TestSigstore, flags: list[str]) -> None:
+    """Issue 33: `--tuf-root X --root-from Y` started the public-good store from any TUF root (and said it
+    was verified from the public-good repository); a bundle from that instance then verified."""
+    argv = [{"T": str(tuf_root), "R": str(repo.dir)}.get(f, f) for f in flags]
+    r = cli("trust-root", "update", *argv)
+    assert r.code == 2 and "shipped with the package" in r.err and "--url" in r.err, r.out + r.err
+    assert "verified" not in r.out
+    for url in tufroot.INSTANCE_URLS.values():
+        assert not Path(tufroot.store_dir(url)).exists()
+    artifact, bundle = _bundle(tmp_path, sigstore)
+    assert _verify(artifact, bundle).code == 1
+
+
+def _plant(url: str, root: bytes, *, metadata_from: Path | None = None) -> Path:
+    """What an attacker writes into the user's cache: a trusted_root.json and a verified.json naming its
+    digest (and, optionally, a real store's metadata beside them)."""
+    folder = Path(tufroot.store_dir(url))
+    if metadata_from is not None:
+        shutil.copytree(metadata_from / "metadata", folder / "metadata", symlinks=True, dirs_exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (folder / "trusted_root.json").write_bytes(root)
+    (folder / "verified.json").write_text(json.dumps({
+        "url": url, "path": str(folder / "trusted_root.json"), "digest": "sha256:" + hashlib.sha256(root).hexdigest(),
+        "verified_at": datetime.now(UTC).isoformat()}))
+    for f in folder.rglob("*"):
+        if f.is_file() and not f.is_symlink():
+            f.chmod(0o600)
+    return folder
+
+
+def test_attack_a_planted_public_good_root_with_its_record_does_not_verify(
+        tmp_path: Path, sigstore: testsigstore.TestSigstore) -> None:
+    """Issue 33: an attacker's trusted_root.json beside a verified.json naming its digest was believed;
+    a bundle from the attacker's CA for the org's own identity became VERIFIED."""
+    artifact, bundle = _bundle(tmp_path, sigstore)
+    _plant(tufroot.PRODUCTION_URL, json.dumps(sigstore.trusted_root()).encode())
+    r = _verify(artifact, bundle)
+    assert r.code == 1, r.out + r.err
+    assert r.json["trusted_root"]["name"].startswith("production (embedded"), r.json["trusted_root"]
+    why = tufroot.why_not(tufroot.PRODUCTION_URL) or ""
+    assert "the TUF store" in why and "timestamp.json not found" in why, why
+
+
+def test_attack_a_planted_root_beside_real_metadata_does_not_verify(
+        tmp_path: Path, shipped: str, repo: TufRepo, sigstore: testsigstore.TestSigstore) -> None:
+    """The store's metadata is real (a real update ran), only the root and its record are the attacker's:
+    the targets metadata names other bytes."""
+    assert cli("trust-root", "update").code == 0
+    other = testsigstore.TestSigstore(seed=61, name="attacker")
+    artifact = tmp_path / "tool"
+    artifact.write_bytes(DATA)
+    bundle = tmp_path / "evil.sigstore.json"
+    bundle.write_text(json.dumps(other.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER)))
+    store = Path(tufroot.store_dir(shipped))
+    _plant(shipped, json.dumps(other.trusted_root()).encode())
+    tufroot._VERIFIED.clear()
+    r = _verify(artifact, bundle)
+    assert r.code == 1, r.out + r.err
+    assert "LengthOrHashMismatchError" in (tufroot.why_not(shipped) or ""), tufroot.why_not(shipped)
+    assert (store / "metadata" / "timestamp.json").is_file()
+
+
+def test_attack_a_planted_root_version_signed_by_the_attacker_does_not_verify(
+        tmp_path: Path, shipped: str, repo: TufRepo, sigstore: testsigstore.TestSigstore) -> None:
+    """A whole planted repository: the attacker's own TUF root as version 2 in root_history, its own
+    timestamp, snapshot and targets naming its trusted root. Version 2 is not signed by version 1's keys."""
+    other = testsigstore.TestSigstore(seed=62, name="attacker")
+    evil_root = json.dumps(other.trusted_root()).encode()
+    evil = TufRepo(tmp_path / "evil", evil_root)
+    evil.publish()
+    evil.publish()  # root version 2 of the attacker's repository, signed by its own keys only
+    folder = _plant(shipped, evil_root)
+    meta = folder / "metadata"
+    (meta / "root_history").mkdir(parents=True, exist_ok=True)
+    for n in (1, 2):
+        if (evil.dir / f"{n}.root.json").exists():
+            (meta / "root_history" / f"{n + 1}.root.json").write_bytes(evil.root_bytes(n))
+    (meta / "timestamp.json").write_bytes((evil.dir / "timestamp.json").read_bytes())
+    for role in ("snapshot", "targets"):
+        newest = max(evil.dir.glob(f"*.{role}.json"), key=lambda p: int(p.name.split(".")[0]))
+        (meta / f"{role}.json").write_bytes(newest.read_bytes())
+    artifact = tmp_path / "tool"
+    artifact.write_bytes(DATA)
+    bundle = tmp_path / "evil.sigstore.json"
+    bundle.write_text(json.dumps(other.sign_artifact(DATA, identity=IDENTITY, issuer=ISSUER)))
+    r = _verify(artifact, bundle)
+    assert r.code == 1, r.out + r.err
+    assert "does not verify from the TUF root shipped" in (tufroot.why_not(shipped) or "")
+
+
+def test_attack_a_store_file_others_can_write_is_not_used(
+        tmp_path: Path, shipped: str, sigstore: testsigstore.TestSigstore) -> None:
+    """A stored root is checked for owner and mode like the org's files."""
+    assert cli("trust-root", "update").code == 0
+    store = Path(tufroot.store_dir(shipped))
+    (store / "metadata" / "timestamp.json").chmod(0o666)
+    tufroot._VERIFIED.clear()
+    artifact, bundle = _bundle(tmp_path, sigstore)
+    assert _verify(artifact, bundle).code == 1
+    assert "writable by group or others" in (tufroot.why_not(shipped) or ""), tufroot.why_not(shipped)
+
+
+def test_an_expired_store_is_not_used(tmp_path: Path, shipped: str, repo: TufRepo,
+                                      sigstore: testsigstore.TestSigstore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Freeze, offline: metadata that expired since the update is not an anchor (the shipped root is)."""
+    assert cli("trust-root", "update").code == 0
+    assert tufroot.why_not(shipped) is None
+    later = datetime.now(UTC) + timedelta(days=60)  # past every role's 30 days
+    import tuf.ngclient._internal.trusted_metadata_set as tms
+
+    class Later(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return later
+
+    monkeypatch.setattr(tms.datetime, "datetime", Later)
+    tufroot._VERIFIED.clear()
+    assert "ExpiredMetadataError" in (tufroot.why_not(shipped) or ""), tufroot.why_not(shipped)
 
 
 def test_root_from_an_expired_copy_is_refused(tmp_path: Path, repo: TufRepo, tuf_root: Path) -> None:
     repo.expires["timestamp"] = datetime.now(UTC) - timedelta(hours=1)
     repo.publish(roles=("timestamp",))
-    r = cli("trust-root", "update", "--root-from", str(repo.dir), "--tuf-root", str(tuf_root))
+    r = cli("trust-root", "update", "--url", "https://tuf.example.org", "--root-from", str(repo.dir),
+            "--tuf-root", str(tuf_root))
     assert r.code == 2 and "ExpiredMetadataError" in r.err, r.err
 
 
@@ -215,10 +364,10 @@ def test_root_max_age_refuses_a_root_older_than_the_limit(tmp_path: Path, sigsto
 
 
 def test_root_max_age_counts_from_the_tuf_update_for_a_refreshed_root(
-        tmp_path: Path, repo: TufRepo, tuf_root: Path, sigstore: testsigstore.TestSigstore) -> None:
+        tmp_path: Path, shipped: str, sigstore: testsigstore.TestSigstore) -> None:
     """The same content, refreshed over TUF a moment ago: young enough for a one-day limit."""
     artifact, bundle = _bundle(tmp_path, sigstore)
-    assert cli("trust-root", "update", "--root-from", str(repo.dir), "--tuf-root", str(tuf_root)).code == 0
+    assert cli("trust-root", "update").code == 0
     assert _verify(artifact, bundle, "--policy", str(_policy(tmp_path, None, "1d"))).code == 0
     r = _verify(artifact, bundle, "--policy", str(_policy(tmp_path, None, "1m")), "--no-cache")
     assert r.code == 0 or "over policy trust.rootMaxAge 1m" in r.err  # a minute may pass on a slow machine

@@ -1,0 +1,147 @@
+"""Which program a file is, from its bytes, not from the name the line calls it (issue 32, item 1).
+
+The rules and the runner model that apply to a program come from what it is: a copy of (or a link
+to) ``env`` called ``tool`` runs whatever follows, and a link to ``gh`` called ``./tools/hub`` is gh,
+whose deny rules apply. So each file the hook admits is compared with the programs whose names carry a
+meaning here — the modelled runners (agents/runners.py), the programs with a table
+(facts/program_tables.py), the interpreters and other runners of facts/programs.py, and every program
+the policy names — as found on PATH and in glibc's default path:
+
+* symlinks are resolved first: a file whose real name is one of those names is that program;
+* the same file (device and inode: a hard link, or a link resolved to it) is that program;
+* a file of the same size is hashed, and equal bytes (sha256) make it that program.
+
+The index of those names is built once per process from one directory listing per PATH entry (only
+files of the same size are ever hashed), so an ordinary line costs a few ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from stat import S_ISREG
+
+from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
+from atip_trust.facts.artifact import path_entries
+from atip_trust.facts.program_tables import TABLES
+from atip_trust.facts.programs import UNMODELLED
+from atip_trust.policy.model import Policy
+
+_CHUNK = 1 << 20
+
+
+def governed_names(policy: Policy) -> frozenset[str]:
+    """The program names ``policy`` fixes in a rule's first word, a token rule's first position, a tool
+    entry or a delegation list (hooks.names_program answers for patterns too)."""
+    out: set[str] = set()
+    for rule in (*policy.deny_rules, *policy.ask_rules, *policy.allow_rules):
+        if rule.kind == "tokens":
+            out.update(rule.tokens[0] if rule.tokens else ())
+        else:
+            first = rule.first_word
+            if first is not None and "*" not in first:
+                out.add(first.rsplit("/", 1)[-1])
+    for tool in (*policy.tool_allow, *policy.tool_deny, *(t for _, a in policy.tool_allowlists for t in a)):
+        if tool.name:
+            out.add(tool.name)
+    for _, names in policy.delegation_allowlists:
+        out.update(names)
+    return frozenset(n for n in out if n and "/" not in n)
+
+
+class _Index:
+    """The named programs found on one PATH: by (device, inode), and by size for the hash comparison."""
+
+    __slots__ = ("by_inode", "by_size", "digests")
+
+    def __init__(self, names: frozenset[str], path_env: str | None) -> None:
+        self.by_inode: dict[tuple[int, int], set[str]] = {}
+        self.by_size: dict[int, list[tuple[str, str, tuple[int, int]]]] = {}
+        self.digests: dict[str, str | None] = {}
+        seen: set[str] = set()
+        entries = [e for e, usable in path_entries(path_env) if usable] + DEFAULT_PATH.split(":")
+        for entry in dict.fromkeys(entries):
+            try:
+                present = names.intersection(os.listdir(entry))
+            except OSError:
+                continue
+            for name in sorted(present - seen):
+                path = os.path.join(entry, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if not S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+                    continue
+                seen.add(name)
+                self.by_inode.setdefault((st.st_dev, st.st_ino), set()).add(name)
+                self.by_size.setdefault(st.st_size, []).append((name, path, (st.st_dev, st.st_ino)))
+
+    def digest(self, path: str) -> str | None:
+        if path not in self.digests:
+            self.digests[path] = _sha256(path)
+        return self.digests[path]
+
+
+def _sha256(path: str) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+_INDEXES: dict[tuple[frozenset[str], str | None], _Index] = {}
+
+
+def _index(governed: frozenset[str], path_env: str | None) -> _Index:
+    key = (governed, path_env)
+    index = _INDEXES.get(key)
+    if index is None:
+        index = _INDEXES[key] = _Index(frozenset(RUNNERS) | frozenset(TABLES) | UNMODELLED | governed, path_env)
+    return index
+
+
+def names_of(found: str, governed: frozenset[str], path_env: str | None) -> frozenset[str]:
+    """The names the file at ``found`` is known by here (module docstring); empty when none."""
+    index = _index(governed, path_env)
+    known = frozenset(RUNNERS) | frozenset(TABLES) | UNMODELLED | governed
+    real = os.path.basename(os.path.realpath(found))
+    try:
+        st = os.stat(found)
+    except OSError:
+        return frozenset()
+    inode = (st.st_dev, st.st_ino)
+    names = set(index.by_inode.get(inode, ()))
+    if real in known:
+        names.add(real)
+    # Another file of the same size (not this one under another name) may hold the same bytes: a copy.
+    same = [(n, p) for n, p, other in index.by_size.get(st.st_size, []) if other != inode]
+    mine = index.digest(os.path.realpath(found)) if same else None
+    names.update(n for n, p in same if mine is not None and index.digest(os.path.realpath(p)) == mine)
+    return frozenset(names)
+
+
+def identity(typed: str, names: Iterable[str], governed: frozenset[str]) -> str | None:
+    """The name to read a program typed as ``typed`` by, when its bytes make it another program, or None.
+
+    Bytes that are a program the gate gives a meaning (a modelled runner, a program with a table, an
+    interpreter or other runner of facts/programs.py) are that program, even when the policy also names
+    the disguise (an allowed ``wrap`` that is env); otherwise bytes of a governed program are it. A
+    sorted choice among equals, runners first, keeps the answer stable."""
+    names = sorted(set(names))
+    meaningful = [n for n in names if n in RUNNERS or n in TABLES or n in UNMODELLED]
+    if meaningful:
+        if typed in meaningful:
+            return None
+        return next((n for n in meaningful if n in RUNNERS), meaningful[0])
+    if typed in names:
+        return None
+    return next((n for n in names if n in governed), None)
+
+
+__all__ = ["governed_names", "identity", "names_of"]

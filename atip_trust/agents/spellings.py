@@ -1,0 +1,93 @@
+"""Options as the program reads them, for the policy's deny and ask rules (issue 32, item 2).
+
+A rule is written in one spelling (``git push -f *``, ``* --force *``); a program accepts many: git's
+parse-options and getopt split short-option clusters (``-fu`` is ``-f -u``), accept ``--name=value`` for
+``--name value``, and take any unambiguous prefix of a long option (``--force-w`` is
+``--force-with-lease``). So beside the command as given, deny and ask rules are tried on its other
+readings (policy/decide.py already tries the readings of *leading* options, rules.command_variants):
+
+* every ``-abc`` word split into ``-a -b -c`` and every ``--name=value`` into ``--name value``;
+* every ``--prefix`` replaced by each long option a deny or ask rule of this program names that starts
+  with it (one word at a time).
+
+Whether ``-n10`` is ``-n 10`` or a cluster, whether a word is an option's value, is not decided: every
+reading counts, which can only add a deny or a question, never an allow (allow rules see the command as
+given, as in decide.py). The shipped policies name each force push git has (policies/ci.json,
+policies/enterprise-strict.json).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from atip_trust.policy.model import CommandRule, Policy
+from atip_trust.policy.rules import (
+    command_line,
+    command_variants,
+    rule_matches,
+    rules_for_tool,
+)
+
+_LONG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
+#: At most this many readings per command (each one word's expansion): a bound on hostile input.
+MAX_READINGS = 64
+
+
+def _split(word: str) -> list[str]:
+    if word.startswith("--"):
+        return word.split("=", 1) if "=" in word and len(word) > 2 else [word]
+    if word.startswith("-") and len(word) > 2:
+        return [f"-{c}" for c in word[1:]]
+    return [word]
+
+
+def _named_options(rules: Sequence[CommandRule]) -> list[str]:
+    found: dict[str, None] = {}
+    for rule in rules:
+        texts = [t for alts in rule.tokens for t in alts] if rule.kind == "tokens" else [rule.pattern]
+        for text in texts:
+            found.update(dict.fromkeys(_LONG.findall(text)))
+    return list(found)
+
+
+def readings(argv: Sequence[str], named: Sequence[str]) -> list[tuple[str, ...]]:
+    """The other readings of ``argv`` (module docstring), the command as given left out."""
+    split = tuple(part for w in argv[1:] for part in _split(w))
+    base = (argv[0], *split)
+    out: dict[tuple[str, ...], None] = {}
+    if base != tuple(argv):
+        out[base] = None
+    for i, word in enumerate(base[1:], 1):
+        if not word.startswith("--") or len(word) < 3:
+            continue
+        for option in named:
+            if option != word and option.startswith(word) and len(out) < MAX_READINGS:
+                out[(*base[:i], option, *base[i + 1:])] = None
+    return list(out)
+
+
+def strictest_reading(policy: Policy, name: str, argv: Sequence[str]) -> tuple[str, str] | None:
+    """``("deny" | "ask", why)`` when a deny or ask rule of ``policy`` for the program ``name`` matches a
+    reading of ``argv`` (module docstring) other than the command as given, or None."""
+    deny = [r for r, _ in rules_for_tool(policy.deny_rules, name)]
+    ask = [r for r, _ in rules_for_tool(policy.ask_rules, name)]
+    if not deny and not ask:
+        return None
+    named = _named_options([*deny, *ask])
+    found: tuple[str, str] | None = None
+    for reading in readings(argv, named):
+        tokens, line = command_line(name, reading[1:])
+        variants, _ = command_variants(tokens, line)
+        for behavior, rules in (("deny", deny), ("ask", ask)):
+            for rule in rules:
+                if any(rule_matches(rule, vt, vl) for vt, vl in variants):
+                    why = f"read as {' '.join(reading)!r} (as the program reads its options), it " \
+                          f"matches the {behavior} rule {rule.text!r}"
+                    if behavior == "deny":
+                        return behavior, why
+                    found = found or (behavior, why)
+    return found
+
+
+__all__ = ["MAX_READINGS", "readings", "strictest_reading"]
