@@ -271,7 +271,7 @@ def _compound(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nestin
         chain.append(node)
     children = [c for n in reversed(chain) for c in (n.children[1:] if n is not chain[-1] else n.children)]
     if chain[0].type == "for_statement":
-        _for_head(chain[0])
+        _for_head(chain[0], state)
     for child in children:
         if child.type == "&":
             state.background = True
@@ -281,12 +281,14 @@ def _compound(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nestin
         _statement(child, state, depth, via, nesting + 1)
 
 
-def _for_head(node: Node) -> None:
-    """``for NAME [in WORDS]``: NAME is assigned each word in turn, which may not change what runs."""
+def _for_head(node: Node, state: _Walk) -> None:
+    """``for NAME [in WORDS]``: NAME is assigned each word in turn, which may not change what runs (and,
+    as it may be exported already, later programs are checked with it, agents/tables.py)."""
     name = node.child_by_field_name("variable")
     if name is None or name.type != "variable_name" or not node.children or node.children[0].type != "for":
         raise Unprovable(f"the loop {_text(node)[:40]!r} is not 'for NAME in WORDS'")
     _settable(_text(name))
+    state.env = (*state.env, _text(name))
     for value in node.children_by_field_name("value"):
         word(value)  # a substitution among the words runs code
 
