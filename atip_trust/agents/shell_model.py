@@ -569,7 +569,14 @@ def _inner(inners: tuple[Inner, ...], state: _Walk, depth: int, via: tuple[str, 
             inner = Inner(inner.words, inner.search, True, inner.chdir, None, inner.script)
         if inner.chdir and "/" in inner.words[0].text and not inner.words[0].text.startswith("/"):
             raise Unprovable(f"{via[-1]} changes directory before it runs {inner.words[0].text!r}")
-        _dispatch(list(inner.words), state, depth, via, external=True, inner=inner)
+        # A runner's directory change holds for everything it runs, however deep (env -C d nice ./x,
+        # and a relative PATH entry read there: found by the oracle, issue 32 item 6).
+        saved = state.moved
+        state.moved = saved or inner.chdir
+        try:
+            _dispatch(list(inner.words), state, depth, via, external=True, inner=inner)
+        finally:
+            state.moved = saved
 
 
 __all__ = ["DIRECTORY_BUILTINS", "INERT_BUILTINS", "Program", "STATEFUL_BUILTINS", "Unprovable", "programs",

@@ -177,8 +177,20 @@ def test_a_relative_path_entry_is_the_agents_directory_not_the_hooks(
     assert answer != "allow", text
 
 
+@pytest.mark.parametrize("text", ["cd d && ntool x", "env -C d ntool x", "env -C d nice -n 1 ntool x",
+                                  "env -C d env -S 'ntool x'", "env -C d sh -c 'ntool x'",
+                                  "env -C d timeout 5 env -- ntool x"])
+def test_a_relative_path_entry_after_a_runners_cd_is_not_the_lines_folder(oracle: tuple[ShellWorld, Policy],
+                                                                         text: str) -> None:
+    """The world's PATH ends in node_modules/.bin: its ntool is signed in the line's folder and unsigned
+    under d/. A directory change by a runner holds for everything that runner runs, however deep (the
+    100,000-line oracle found ``env -C d nice -n 1 ntool``)."""
+    assert attack(oracle, text) != "allow"
+
+
 def test_a_relative_path_entry_holding_a_signed_tool_is_allowed(oracle: tuple[ShellWorld, Policy]) -> None:
     world, policy = oracle
+    assert judge(world, policy, "ntool x") == "allow"  # node_modules/.bin, last on PATH, in the line's folder
     assert _judge_path(world, policy, "tool x", f"bin:{world.env['PATH']}", str(world.dir)) == "allow"
     assert _judge_path(world, policy, "tool x", f"{world.env['PATH']}:node_modules/.bin", None) == "allow"
 
