@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pytest_httpserver import HTTPServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +29,23 @@ for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir()
 
 from interop_cases import find_interop  # noqa: E402
 from shared_material import where  # noqa: E402
+from verify_helpers import forget_process_state  # noqa: E402
 
 INTEROP = find_interop()
+
+#: Hypothesis profiles: ``ci`` (CI set to anything but false/0/no, as .ci/run sets it) runs every property
+#: test at the example count its author wrote; ``dev`` (a developer's default run) a quarter of it.
+#: HYPOTHESIS_PROFILE names one explicitly. Tests give their count through ``examples(n)``.
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _CI else "dev")
+settings.load_profile(PROFILE)
+
+
+def examples(n: int) -> int:
+    """``n`` examples under the ``ci`` profile, a quarter of them (at least 10) under ``dev``."""
+    return max(10, n // 4) if PROFILE == "dev" else n
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +86,27 @@ def second_server(_second_server_session: HTTPServer) -> Iterator[HTTPServer]:
     _second_server_session.clear()
     yield _second_server_session
     _second_server_session.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_state() -> Iterator[None]:
+    """Each test starts without the memos an earlier test left in this process (verify_helpers.py,
+    PROCESS_MEMOS), as each starts in a fresh process when its CLI calls are subprocesses."""
+    forget_process_state()
+    yield
+    forget_process_state()
+
+
+#: Every module that holds its own copy of the same-timestamp window (RACY_NS, _base/statmemo.py).
+RACY_MODULES = ("atip_trust._base.statmemo", "atip_trust.state.verdict_cache", "atip_trust.registry.local")
+
+
+@pytest.fixture
+def settle(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """``settle()`` instead of sleeping past the stat fast path's same-timestamp window (2 s): from then
+    on every file counts as changed long enough ago to be remembered, as after the sleep, and files
+    changed before it stay racy until it is called (the window keeps its real width until then)."""
+    def now_settled() -> None:
+        for name in RACY_MODULES:
+            monkeypatch.setattr(importlib.import_module(name), "RACY_NS", 0)
+    return now_settled

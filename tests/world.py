@@ -1,6 +1,7 @@
 """The one world builder of the tests: a folder, a local test Sigstore (fixtures/testsigstore.py) with its
 trusted root written there, and the things a test puts beside them — tools, bundles, attestations, public
-keys, signed registry shims, policies — plus the environment and the CLI run as a subprocess.
+keys, signed registry shims, policies — plus the environment and the CLI run as a user runs it (in-process
+as a fresh child would run it, ``exec`` as a real child: verify_helpers.run_cli).
 
 Each suite's ``world`` fixture is a few lines over this class (tests/gate_world.py and
 tests/discovery_world.py are the two shared worlds built on it), so a new suite writes what its world
@@ -14,13 +15,13 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import testsigstore
 from cryptography.hazmat.primitives import serialization
+from verify_helpers import run_cli
 
 ISSUER = "https://token.actions.githubusercontent.com"
 ORG_ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
@@ -120,9 +121,7 @@ class World:
 
     def run(self, *argv: str, env: dict[str, str] | None = None, stdin: str | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                              env=env or self.env(), input=stdin, timeout=timeout,
-                              stdin=None if stdin is not None else subprocess.DEVNULL)
+        return run_cli(argv, env=env or self.env(), input=stdin, timeout=timeout)
 
 
 __all__ = ["ISSUER", "ORG_ID", "REGISTRY_ID", "World", "sha256_hex"]

@@ -84,18 +84,24 @@ def open_regular(
 ) -> tuple[int, os.stat_result]:
     """Open a regular file and ``fstat`` it; the caller owns (and closes) the descriptor.
 
-    ``write``: open for appending, creating the file 0600. ``follow_links=False``: a symlink at the
+    ``write``: open for appending, creating the file 0600; read-write when the file allows it (the
+    audit log reads its own last byte, state/audit.py), else write-only. ``follow_links=False``: a symlink at the
     path is refused, not followed. ``owner_check``: the error class for ``check_owner``'s refusals
     (a symlink is then refused with it too). Raises ``ArtifactAccessError`` when the file cannot be
     opened or inspected and ``NotARegularFileError`` for a directory, FIFO, device, socket or link.
     """
     name = os.fspath(path)
     flags = os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
-    flags |= (os.O_WRONLY | os.O_APPEND | os.O_CREAT) if write else os.O_RDONLY
+    flags |= (os.O_RDWR | os.O_APPEND | os.O_CREAT) if write else os.O_RDONLY
     if not follow_links:
         flags |= os.O_NOFOLLOW
     try:
-        fd = os.open(name, flags, 0o600)
+        try:
+            fd = os.open(name, flags, 0o600)
+        except PermissionError:
+            if not write:
+                raise
+            fd = os.open(name, flags & ~os.O_RDWR | os.O_WRONLY, 0o600)  # a write-only (0200) log
     except FileNotFoundError as err:
         raise ArtifactAccessError(f"{what} not found", path=name) from err
     except PermissionError as err:

@@ -286,11 +286,14 @@ def audit_target(policy: Policy, audit: bool, audit_log: PathLike | None) -> Pat
     return audit_log if audit_log is not None else pinned
 
 
-def write_audit(admission: Admission, audit_log: PathLike | None = None) -> None:
-    """Append the decision's line (for a caller that deferred it until its output was ready), to
+def write_audit(admission: Admission, audit_log: PathLike | None = None,
+                record: dict[str, Any] | None = None) -> None:
+    """Append the decision's line (for a caller that deferred it until its output was ready), or
+    ``record`` (the line as a caller that acted otherwise extended it: agents/hooks.py), to
     ``audit_log`` or where the admission's policy said."""
     target = audit_log if audit_log is not None else admission.audit_log
-    audit_mod.append_audit(admission.audit_record, os.fspath(target) if target is not None else None)
+    audit_mod.append_audit(admission.audit_record if record is None else record,
+                           os.fspath(target) if target is not None else None)
 
 
 def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | None]:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from atip_trust.admission.interactive import Interactive
 
-    O = TypeVar("O", "AdmitOptions", "VerifyOptions")
+    O = TypeVar("O", "AdmitOptions", "VerifyOptions")  # noqa: E741 - the options type
 
 PathLike = str | os.PathLike[str]
 
@@ -88,6 +88,10 @@ class VerifyOptions(Record):
     #: Fetch the metadata's provenance URL (the only network use, docs/network.md).
     fetch: bool = False
     cache: bool = True
+    #: ``sha256:<hex>`` digests of the other artifacts the same evidence was given for (``verify A B
+    #: --bundle attestations.jsonl``): a bundle that signs or names one of them is about that artifact,
+    #: not tampering with this one (evaluation/evaluate.py ``_set_aside_others``).
+    shared_with: tuple[str, ...] = ()
 
     #: As ``AdmitOptions.NOT_IN_KEY``.
     NOT_IN_KEY: ClassVar[Mapping[str, str]] = {

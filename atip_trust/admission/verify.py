@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.admission._deps import evaluate_mod, net_fetch, pathlib
+from atip_trust.admission._deps import bundles_mod, evaluate_mod, net_fetch
 from atip_trust._base.record import Record, replace
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
@@ -38,11 +38,6 @@ from atip_trust.policy.load import load_layer, org_layers
 from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.verdict_cache import VerdictCache
-
-# Only with --fetch: the HTTP client and the metadata model; the evaluation only on a miss (docs/caching.md:
-# a warm verify loads none of them).
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 PathLike = str | os.PathLike[str]
@@ -176,7 +171,7 @@ def verify(
             with net_fetch.fetched_provenance(metadata) as material:
                 fetched = [m.to_json() for m in material]
                 given = replace(evidence, bundles=bundles + tuple(os.fspath(m.path) for m in material))
-                report = evaluate_mod.evaluate(subject, given, c, root)
+                report = evaluate_mod.evaluate(subject, given, c, root, shared_with=options.shared_with)
         else:
             if store_in is not None:
                 key = _cache_key(subject, store_in, c, evidence, options, applied, root)
@@ -184,12 +179,36 @@ def verify(
             if hit is not None:
                 report = hit[0]
             else:
-                report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root)
+                report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root,
+                                                shared_with=options.shared_with)
                 store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
     decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
     return Verification(report, decision, root, tuple(fetched), fetch,
                         cache="off" if key is None else "hit" if hit is not None else "miss")
+
+
+def provenance_statement(report: TrustReport, bundles: PathLike | list[PathLike]) -> dict[str, Any] | None:
+    """The in-toto statement of the provenance ``report`` passed (slsa-verifier's
+    ``--print-provenance``), read again from the bundle that carried it (its label in ``bundles``);
+    None when no provenance passed. Two bundles under that label with different statements (two
+    files of one name) are refused rather than one printed at a guess."""
+    prov = report.provenance
+    if prov is None or prov.status != "valid" or prov.evidence is None:
+        return None
+    found: set[bytes] = set()
+    for path in path_texts(bundles, "bundles"):
+        for b in bundles_mod.load_bundles(path):
+            info = b.dsse_payload() if b.label == prov.evidence else None
+            if info is not None:
+                found.add(info[1])
+    if len(found) != 1:
+        raise UsageError(f"--print-provenance: {len(found)} different statements are labelled "
+                         f"{prov.evidence}; give the bundle files under distinct names")
+    import json
+
+    doc: dict[str, Any] = json.loads(found.pop())
+    return doc
 
 
 def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constraints, evidence: Evidence,
@@ -206,4 +225,4 @@ def _cache_key(subject: Artifact | DigestSubject, cache: VerdictCache, c: Constr
                        constraints=repr(c), key_files=c.keys)
 
 
-__all__ = ["Verification", "VerifyOptions", "decide_verify", "load_verify_policy", "subject_of", "verdict", "verify"]
+__all__ = ["Verification", "VerifyOptions", "decide_verify", "provenance_statement", "load_verify_policy", "subject_of", "verdict", "verify"]

@@ -16,8 +16,9 @@ The formats (each agent's documentation, checked when this was written):
   its reference names no ``ask``: an ``ask`` is answered ``deny``. No opinion is ``{}``.
 * GitHub Copilot CLI ``preToolUse`` (docs.github.com .../hooks-configuration): stdin ``toolName``
   (``bash``), ``toolArgs`` (a JSON *string* in the CLI, an object in the SDK); the VS Code-compatible
-  shape (``tool_name``, ``tool_input``) is read too. Stdout ``{"permissionDecision": ...,
-  "permissionDecisionReason": ...}``.
+  shape (``tool_name`` such as ``run_in_terminal``, ``tool_input``; code.visualstudio.com
+  .../hooks-reference) is read too. Stdout ``{"permissionDecision": ..., "permissionDecisionReason":
+  ...}`` with the same answer under ``hookSpecificOutput``, where VS Code reads it.
 * Cursor ``beforeShellExecution`` (cursor.com/docs/agent/hooks): stdin ``command``, ``cwd``; stdout
   ``{"permission": "allow"|"deny"|"ask", "user_message": ..., "agent_message": ...}``. No opinion is
   ``{}``.
@@ -45,7 +46,9 @@ SHELL_TOOLS = {
     "claude-code": frozenset({"Bash"}),
     "codex": frozenset({"Bash", "shell", "local_shell", "exec_command", "container.exec", "shell_command"}),
     "gemini": frozenset({"run_shell_command"}),
-    "copilot": frozenset({"bash", "shell", "powershell"}),
+    # The CLI names ``bash``/``powershell``; VS Code's agent (the same hooks file) names its terminal tool
+    # ``run_in_terminal`` (``runInTerminal`` in some builds) and, for a Claude-compatible hook file, ``Bash``.
+    "copilot": frozenset({"bash", "shell", "powershell", "run_in_terminal", "runInTerminal", "Bash"}),
     "cursor": frozenset({"Shell"}),
 }
 #: Agents whose pre-tool hook can ask its user (the others: ask becomes deny, with the reason).
@@ -149,7 +152,9 @@ def render(agent: str, behavior: str | None, reason: str = "", rewritten: str | 
     elif agent == "cursor":
         out = {"permission": behavior, "user_message": reason, "agent_message": reason}
     else:
-        out = {"permissionDecision": behavior, "permissionDecisionReason": reason}
+        out = {"permissionDecision": behavior, "permissionDecisionReason": reason,
+               "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": behavior,
+                                      "permissionDecisionReason": reason}}
     return HookAnswer(json.dumps(out, ensure_ascii=False) + "\n", "", 0)
 
 

@@ -70,6 +70,8 @@ class Part(Record):
     path: str | None = None
     digest: str | None = None
     program: Program | None = None
+    #: Decided by ``hooks.unlisted`` (the policy names no rule for it), not by its admission.
+    unlisted: bool = False
 
 
 class Verdict(Record):
@@ -247,7 +249,7 @@ def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -
         unlisted = policy.hooks_unlisted
         verdict = "no opinion, the agent's own permissions decide" if unlisted == "passthrough" else unlisted
         return Part(program.argv, unlisted, f"{line}: {verdict} ({level}): the policy names no rule for "
-                    f"this program (hooks.unlisted); {why}", found, digest, program)
+                    f"this program (hooks.unlisted); {why}", found, digest, program, unlisted=True)
     return Part(program.argv, adm.behavior, f"{line}: {adm.behavior} ({level}): {why}", found, digest, program)
 
 
@@ -259,7 +261,8 @@ def _as_read(part: Part, program: Program, policy: Policy) -> Part:
     found = spellings.strictest_reading(policy, os.path.basename(program.argv[0]), program.argv)
     if found is None or (found[0] == "ask" and part.behavior == "ask"):
         return part
-    return replace(part, behavior=found[0], reason=f"{' '.join(program.argv)}: {found[1]}")
+    return replace(part, behavior=found[0], reason=f"{' '.join(program.argv)}: {found[1]}",
+                   unlisted=False)  # a rule decided it, not hooks.unlisted (its audit line says so)
 
 
 def _admit(program: Program, request: HookRequest, policy: Policy, options: Options, depth: int = 0,
@@ -289,15 +292,34 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     except AtipTrustError as err:
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     try:
-        if options.admit.audit:
-            write_audit(opened.admission)
-        return _as_read(_judge(program, opened, policy, options), program, policy)
+        part = _as_read(_judge(program, opened, policy, options), program, policy)
     except ExecRefused as err:
-        return Part(program.argv, err.behavior, f"{line}: {err}", program=program)
+        part = Part(program.argv, err.behavior, f"{line}: {err}", program=program)
     except AtipTrustError as err:
-        return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
+        part = Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     finally:
         opened.art.close()
+    if options.admit.audit:
+        try:
+            _write_hook_audit(opened.admission, part, policy)
+        except AtipTrustError as err:  # no audit line, no allow (docs/contract.md: a failed write is a denial)
+            return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
+    return part
+
+
+def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:
+    """The program's audit line, saying what the hook answered: a program passed to the agent's own
+    permissions by ``hooks.unlisted`` is ``passthrough`` (or that setting's ask/deny), with why and the
+    admission's own answer beside it, never the admission's deny it did not enforce."""
+    if not part.unlisted or part.behavior == adm.behavior:
+        write_audit(adm)
+        return
+    record = {**adm.audit_record, "decision": part.behavior,
+              "hook": {"answer": part.behavior, "admission": adm.behavior,
+                       "why": f"hooks.unlisted is {policy.hooks_unlisted}: the policy names no rule for "
+                              "this program and its admission failed only for generic reasons (no rule, "
+                              "unknown effects, trust below a minimum)"}}
+    write_audit(adm, record=record)
 
 
 def _reread(program: Program, found: str, policy: Policy, options: Options) -> list[Program] | None:

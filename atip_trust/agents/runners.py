@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 
 from atip_trust._base.record import Record, replace
-from atip_trust.agents.getopt import Grammar, Parsed, parse_options
+from atip_trust.agents.getopt import Grammar, parse_options
 from atip_trust.agents.words import Unprovable, Word
 from atip_trust.execution.env import changes_what_runs
 

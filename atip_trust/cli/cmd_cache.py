@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.cli.main import EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.state.verdict_cache import VerdictCache
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 from atip_trust.bridge.compile import PROVIDERS, compile_tools
 from atip_trust.bridge.probed import ProbeRefused, probe_surface_tool
 from atip_trust.bridge.surface import SurfaceTool, compile_surface
-from atip_trust.cli.main import add_common_options
+from atip_trust.cli.common import add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust.facts.metadata import MetadataDocument, load_metadata

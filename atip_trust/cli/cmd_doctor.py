@@ -8,7 +8,8 @@ It reads what the CLI reads, the way it reads it, and changes nothing but what a
   and the look-alikes beside the standard file that are *not* read (``/etc/atip-trust/policy.json`` next
   to ``org-policy.json``: the name an earlier docs/signed-policy.md gave);
 * **trusted root**: the root an admission without flags verifies with, and since when it is known
-  current (policy/constraints.py ``root_since``), against ``trust.rootMaxAge``;
+  current (policy/constraints.py ``root_since``), against ``trust.rootMaxAge``; and a public-good or
+  staging TUF store that is not used because it does not verify from the shipped TUF root (a warning);
 * **agent hooks**: each agent's user and project settings (agents/install.py): an atip-trust hook entry,
   its program's absolute path, whether that program is there, and whether a failure blocks;
 * **audit log**: whether the file admissions write to can be written;
@@ -30,7 +31,10 @@ import sys
 import time
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
+
+    from atip_trust.signature.trustroot import TrustRoot
 
 from atip_trust._base.record import Record, field
 from atip_trust.admission.admit import load_admission_policy
@@ -38,12 +42,13 @@ from atip_trust.agents import install as hooks_install
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli import hook_install
 from atip_trust.cli._deps import agent_tools_mod
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
 from atip_trust.errors import AtipTrustError
 from atip_trust.policy import constraints, load, signed
 from atip_trust.state import audit as audit_mod
+from atip_trust.state import tufroot
 
 #: ``ok``: in force; ``problem``: configured but not in force (exit 1); ``warning``: worth a look;
 #: ``none``: nothing configured here.
@@ -127,12 +132,29 @@ def org_policy() -> list[Finding]:
     return found
 
 
+def _stores() -> list[Finding]:
+    """A public-good or staging TUF store that exists but does not verify from the TUF root shipped with
+    the package is not used (state/tufroot.py): the package's own root is, which may be older."""
+    found = []
+    for instance, url in tufroot.INSTANCE_URLS.items():
+        why = tufroot.why_not(url)
+        if why is not None:
+            found.append(Finding("trusted root", "warning", f"the {instance} TUF store is not used: {why}; the root "
+                                 "shipped with the sigstore package is used instead", path=tufroot.store_dir(url)))
+    return found
+
+
 def trusted_root(policy: Any) -> list[Finding]:
+    stores = _stores()
     try:
         root = constraints.choose_trusted_root(policy, None, False, deferred=True)
         when, how = constraints.root_since(root)
     except AtipTrustError as err:
-        return [Finding("trusted root", "problem", f"the trusted root cannot be read: {err.message}")]
+        return [*stores, Finding("trusted root", "problem", f"the trusted root cannot be read: {err.message}")]
+    return stores + _root_age(policy, root, when, how)
+
+
+def _root_age(policy: Any, root: TrustRoot, when: datetime | None, how: str) -> list[Finding]:
     if when is None:
         return [Finding("trusted root", "warning", f"{root.name}: its age cannot be told")]
     days = int((time.time() - when.timestamp()) // 86400)

@@ -17,9 +17,9 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.cli.cmd_admit import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
-from atip_trust.cli.main import add_common_options, is_interactive
-from atip_trust.cli.output import one_line, reason_line
+from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
+from atip_trust.cli.common import add_common_options, is_interactive
+from atip_trust.cli.output import evidence_hint, one_line, reason_line
 from atip_trust.errors import UsageError
 from atip_trust.admission.admit import audit_failure
 from atip_trust.admission.options import AdmitOptions
@@ -79,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(one_line(f"atip-trust: exec refused ({refused.behavior}): {line}") + "\n")
         for r in refused.reasons:
             sys.stderr.write(reason_line(r) + "\n")
+        report = refused.admission.report if refused.admission is not None else None
+        hint = evidence_hint(report.trust_level.name, len(report.attestations)) if report is not None else None
+        if hint:
+            sys.stderr.write(f"  {hint}\n")
         return refused.exit_code
     raise UsageError("exec returned without running the tool")  # unreachable: execve replaces us
 

@@ -34,7 +34,7 @@ from atip_trust.cli._deps import sarif
 
 from atip_trust._base.parallel import default_workers, map_threads
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_ERROR, EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_ERROR, EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import (
     ArtifactAccessError,

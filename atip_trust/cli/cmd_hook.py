@@ -24,10 +24,9 @@ if TYPE_CHECKING:
 from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.hooks import Options, answer
-from atip_trust.cli._deps import hook_child
-from atip_trust.cli.main import add_common_options
-from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags, policy_from_args
-from atip_trust.cli._deps import hook_install
+from atip_trust.cli.common import add_common_options
+from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags, policy_from_args
+from atip_trust.cli._deps import hook_child, hook_install
 from atip_trust.errors import AtipTrustError, UsageError
 
 #: Hook input bytes above which the decision runs in a forked child that may die without taking the

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_ERROR, EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_ERROR, EXIT_OK, add_common_options
 from atip_trust.cli.output import (
     dump_json,
     is_terminal,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 from atip_trust._base.jsonio import load_json_file
 from atip_trust._version import __version__
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust._base.files import write_atomic
 from atip_trust.errors import ArtifactAccessError, UsageError

@@ -15,8 +15,9 @@ from types import FrameType
 from typing import Any
 
 from atip_trust._base.statmemo import forget_all
-from atip_trust.cli.cmd_admit import add_audit_flags, add_policy_flags
-from atip_trust.cli.main import add_common_options, build_parser
+from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags
+from atip_trust.cli.common import add_common_options
+from atip_trust.cli.main import build_parser
 from atip_trust.errors import UsageError
 from atip_trust.service import server as srv
 from atip_trust.service.app import Service, forwarded_flags

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import read_capped
-from atip_trust.cli.main import EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 from atip_trust._base.limits import LIMITS

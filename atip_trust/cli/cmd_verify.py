@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.main import (
+from atip_trust.cli.common import (
     add_common_options,
     EXIT_ERROR,
     EXIT_FAIL,
@@ -33,12 +34,18 @@ from atip_trust.cli.output import (
     report_files,
     write_report_files,
 )
+from atip_trust.cli import jq
 from atip_trust.cli._deps import pathlib, sarif
-from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules
+from atip_trust.cli.identity_flags import (
+    add_identity_flags,
+    builder_signers,
+    gh_predicate_type,
+    identity_rules,
+)
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
 from atip_trust.admission.options import VerifyOptions
-from atip_trust.admission.verify import Verification, verify
+from atip_trust.admission.verify import Verification, provenance_statement, verify
 from atip_trust.evaluation.inputs import Constraints, Evidence
 
 
@@ -85,6 +92,15 @@ def register(sub: Any) -> None:
     p.add_argument("--policy", metavar="FILE", help="policy file (signers, builders, requirements)")
     add_emit_flags(p)
     p.add_argument("-q", "--quiet", action="store_true", help="text output: only the verdict line")
+    p.add_argument("-d", "--digest-alg", "--digest", choices=("sha256", "sha512"), metavar="ALG",
+                   help="gh's digest algorithm (sha256 or sha512): accepted; both are always computed and "
+                   "an attestation subject matches by either")
+    p.add_argument("--jq", metavar="EXPR",
+                   help="gh: print the values EXPR selects from the JSON report, one per line (paths "
+                   f"only: {jq.SUBSET})")
+    p.add_argument("--print-provenance", action="store_true",
+                   help="slsa-verifier: print the verified provenance statement (in-toto JSON, one line "
+                   "per VERIFIED artifact) on standard output; the text report goes to standard error")
     add_report_file_flags(p)
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the verdict cache (ATIP_CACHE_DIR; "
@@ -96,15 +112,24 @@ def build_constraints(args: argparse.Namespace) -> Constraints:
     if args.min_slsa_level is not None and not 0 <= args.min_slsa_level <= 3:
         # SLSA v1.0 Build track has levels 0-3; RFC §3.2.2's level 4 has no v1.0 counterpart.
         raise UsageError(f"--min-slsa-level must be 0 to 3 (SLSA v1.0 Build levels), got {args.min_slsa_level}")
+    signers = identity_rules(args)
+    min_level = args.min_slsa_level
+    provenance_only = any(v is not None for v in (args.builder_id, args.source_uri, args.source_tag,
+                                                   args.source_branch))
+    if provenance_only and not (signers or args.key or args.policy):
+        # slsa-verifier's verify-artifact names no signer: a trusted builder signs (identity_flags
+        # builder_signers), and the builder the provenance names must be one the map trusts.
+        signers = builder_signers()
+        min_level = 1 if min_level is None else min_level
     return Constraints(
-        signers=tuple(identity_rules(args)),
+        signers=tuple(signers),
         keys=tuple(pathlib.Path(k) for k in args.key),
         builder_id=args.builder_id,
         source_uri=args.source_uri,
         source_tag=args.source_tag,
         source_branch=args.source_branch,
         predicate_type=gh_predicate_type(args),
-        min_slsa_level=args.min_slsa_level,
+        min_slsa_level=min_level,
     )
 
 
@@ -117,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
     if args.signature and not (args.key or args.cert):
         raise UsageError("--signature needs --key (the public key to verify it with) or --cert (the "
                          "signing certificate)")
+    if args.print_provenance and args.fetch:
+        raise UsageError("--print-provenance prints a statement from the --bundle files; give the bundle "
+                         "instead of --fetch")
+    if args.jq is not None and args.print_provenance:
+        raise UsageError("give --jq or --print-provenance, not both")
     if args.fetch and not args.metadata:
         raise UsageError("--fetch needs --metadata: the document whose trust.provenance.url and "
                          "trust.integrity.signature.bundle to fetch")
@@ -130,29 +160,68 @@ def run(args: argparse.Namespace) -> int:
             if len(args.artifact) == 1:
                 raise  # one artifact: the one catch point reports it (cli/main.py)
             results.append(err)  # about this artifact: the others still get their result
+    _shared_pass(args, constraints, results)
     if args.emit_vsa and isinstance(results[0], Verification):
         emit(args, results[0], constraints)  # whatever the verdict (docs/vsa.md)
     write_report_files(report_files(args), lambda fmt: _render(args, results, fmt))
-    if args.format == "text":
-        for res in results:
-            if isinstance(res, BaseException):
-                sys.stderr.write(f"atip-trust: error: {one_line(error_message(res)[0])}\n")
-            else:
-                render_verify_text(res.to_json(), sys.stdout, quiet=args.quiet)
+    if args.jq is not None:
+        sys.stdout.write(jq.jq_text(json.loads(_render(args, results, "json")), args.jq))
+    elif args.print_provenance:
+        _print_provenance(args, results)
+    elif args.format == "text":
+        _write_text(args, results, sys.stdout)
     else:
         sys.stdout.write(_render(args, results, args.format))
     return max(_exit_code(res) for res in results)
 
 
-def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints) -> Verification:
+def _write_text(args: argparse.Namespace, results: list[Verification | BaseException], stream: Any) -> None:
+    for res in results:
+        if isinstance(res, BaseException):
+            sys.stderr.write(f"atip-trust: error: {one_line(error_message(res)[0])}\n")
+        else:
+            render_verify_text(res.to_json(), stream, quiet=args.quiet)
+
+
+def _print_provenance(args: argparse.Namespace, results: list[Verification | BaseException]) -> None:
+    """slsa-verifier's ``--print-provenance``: the statement of each VERIFIED artifact's passing
+    provenance on standard output, the report on standard error."""
+    _write_text(args, results, sys.stderr)
+    for res in results:
+        if isinstance(res, Verification) and res.exit_code == 0:
+            statement = provenance_statement(res.report, args.bundle)
+            if statement is not None:
+                sys.stdout.write(json.dumps(statement, separators=(",", ":")) + "\n")
+
+
+def _verify_one(args: argparse.Namespace, artifact: str, constraints: Constraints,
+                shared_with: tuple[str, ...] = ()) -> Verification:
     return verify(
         artifact,
         policy=args.policy,
         evidence=Evidence(bundles=args.bundle, signature=args.signature, certificate=args.cert,
                           metadata=args.metadata),
         options=VerifyOptions(constraints=constraints, trusted_root=args.trusted_root, staging=args.staging,
-                              fetch=args.fetch, cache=not args.no_cache),
+                              fetch=args.fetch, cache=not args.no_cache, shared_with=shared_with),
     )
+
+
+def _shared_pass(args: argparse.Namespace, constraints: Constraints,
+                 results: list[Verification | BaseException]) -> None:
+    """Several artifacts, one set of evidence (docs/ci.md): an artifact found COMPROMISED only by a
+    bundle that signs or names another artifact of this run is verified again knowing those digests,
+    so that bundle is about that artifact (UNSIGNED here, not COMPROMISED). Only failed ones are
+    verified twice; a real mismatch (a digest no artifact of the run has) stays COMPROMISED."""
+    if args.fetch:
+        return  # fetched material is new each time: what was fetched is not fetched again
+    digests = {i: f"sha256:{r.report.digests['sha256']}" for i, r in enumerate(results)
+               if isinstance(r, Verification) and r.report.digests.get("sha256")}
+    for i, r in enumerate(results):
+        if not isinstance(r, Verification) or r.report.trust_level.name != "COMPROMISED":
+            continue
+        others = tuple(sorted({d for j, d in digests.items() if j != i} - {digests.get(i)}))
+        if others:
+            results[i] = _verify_one(args, args.artifact[i], constraints, others)
 
 
 def _exit_code(res: Verification | BaseException) -> int:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing at run time 
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.cli.main import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import json_text, one_line
 from atip_trust.errors import UsageError
 from atip_trust.cli.identity_flags import add_identity_flags, identity_rules

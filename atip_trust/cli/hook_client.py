@@ -23,7 +23,14 @@ import _socket
 from atip_trust.cli._deps import cli_main
 
 _CAP = 1024 * 1024 + 1  # the hook input cap (agents/formats.py STDIN_CAP) plus one: larger is refused
-_OWN = ("--via-service", "--socket")
+#: The agents' hook formats (agents/formats.py AGENTS, not imported: it would load the record machinery;
+#: tests/service/test_serve.py checks the two lists agree).
+AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+
+
+def wanted(argv: list[str]) -> bool:
+    """``hook AGENT … --via-service`` (not ``hook install … --via-service``, which writes that command)."""
+    return len(argv) > 1 and argv[0] == "hook" and argv[1] in AGENTS and "--via-service" in argv
 
 
 def _split(argv: list[str]) -> tuple[str, list[str], str | None]:
@@ -125,4 +132,4 @@ def _in_process(argv: list[str], data: bytes) -> int:
     return cli_main.main(words)
 
 
-__all__ = ["default_socket", "main"]
+__all__ = ["AGENTS", "default_socket", "main", "wanted"]

@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
 
 from atip_trust.agents import install as install_mod
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli.identity_flags import GH_FLAGS
-from atip_trust.cli.main import EXIT_OK
+from atip_trust.cli.common import EXIT_OK
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 

@@ -200,6 +200,21 @@ def identity_rules(args: argparse.Namespace) -> list[IdentityRule]:
     ]
 
 
+def builder_signers() -> list[IdentityRule]:
+    """slsa-verifier's signer when only provenance flags are given (``verify-artifact
+    --provenance-path P --source-uri S``): a trusted builder of the trusted-builder map
+    (policies/trusted-builders.json), i.e. a certificate issued to one of its signer workflows by its
+    issuer. The builder the provenance names must then be in the map too (the caller requires a
+    level), and the map's signer binding ties it to this certificate (provenance/slsa.py)."""
+    rules: list[IdentityRule] = []
+    for entry in slsa.BuilderMap.default().entries:
+        binding = entry.binding
+        if binding.issuer is None:
+            continue  # an entry without an issuer names no keyless signer (key-bound builders)
+        rules += [IdentityRule(identity_regexp=w.regexp, issuer=binding.issuer) for w in binding.workflows]
+    return rules
+
+
 def signer_entries(rules: list[IdentityRule]) -> list[dict[str, Any]]:
     """The rules as policy ``trust.signers`` entries (schema/policy.schema.json)."""
     out: list[dict[str, Any]] = []
@@ -215,5 +230,5 @@ def signer_entries(rules: list[IdentityRule]) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["CLAIM_FLAGS", "GH_FLAGS", "add_identity_flags", "gh_predicate_type", "identity_rules",
+__all__ = ["CLAIM_FLAGS", "GH_FLAGS", "add_identity_flags", "builder_signers", "gh_predicate_type", "identity_rules",
            "signer_entries"]

@@ -26,7 +26,7 @@ def _started() -> None:
 
 def main() -> int:
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"] and "--via-service" in argv:  # a thin client of `serve` (docs/serve.md)
+    if hook_client.wanted(argv):  # a thin client of `serve` (docs/serve.md)
         return hook_client.main(argv)
     gc.disable()
     try:

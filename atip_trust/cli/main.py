@@ -21,35 +21,30 @@ import importlib
 import io
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
-from atip_trust.cli._deps import admit_mod, sarif, traceback
+from atip_trust.cli._deps import admit_mod, traceback
 from atip_trust._version import __version__
-from atip_trust.cli.output import (
-    FORMATS,
-    REPORT_FILE_FLAGS,
-    json_text,
-    one_line,
-    write_report_files,
+from atip_trust.cli.output import FORMATS, REPORT_FILE_FLAGS, one_line
+from atip_trust.errors import UsageError
+from atip_trust.cli.common import (
+    COMMON_DEFAULTS,
+    EXIT_ASK,
+    EXIT_ERROR,
+    EXIT_FAIL,
+    EXIT_OK,
+    add_common_options,
+    error_json,
+    error_location,
+    error_sarif,
+    is_interactive,
+    render_error,
+    report_error,
 )
-from atip_trust.errors import (
-    AtipTrustError,
-    error_code,
-    BundleError,
-    EnvironmentFailure,
-    MetadataError,
-    PolicyError,
-    TrustRootError,
-    UntrustedInputError,
-    UsageError,
-)
-from atip_trust.admission.interactive import can_ask
 
-
-EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
 
 #: Subcommand modules, each with ``register(subparsers)`` (each parser it adds takes
 #: ``add_common_options``); loaded in this order.
@@ -70,8 +65,8 @@ FOREIGN_FLAGS = {
     "--offline": "atip-trust is always offline unless --fetch is given",
     "--rekor-url": "not needed: log entries are verified offline against --trusted-root",
     "--builder-id-regexp": "use --builder-id with a glob on the ref (…@refs/tags/v*)",
-    "--digest-alg": "not needed: sha256 and sha512 are both computed",
-    "-d": "gh's --digest-alg is not needed: sha256 and sha512 are both computed",
+    "--digest-alg": "only verify takes it: sha256 and sha512 are both computed",
+    "-d": "gh's --digest-alg: only verify takes it (sha256 and sha512 are both computed)",
     "--bundle-path": "use --bundle",
     "--cert-identity-regexp": "use --certificate-identity-regexp (or gh's --cert-identity-regex)",
     "--no-public-good": "use --trusted-root FILE",
@@ -81,7 +76,7 @@ FOREIGN_FLAGS = {
     "-R": "gh's -R is --repo: verify, admit, exec and hook take it",
     "-t": "gh's --template: no Go templates; use --format json (or --json-output FILE) and a JSON tool",
     "--template": "no Go templates; use --format json (or --json-output FILE) and a JSON tool",
-    "--jq": "no built-in jq; use --format json (or --json-output FILE) and pipe it to jq",
+    "--jq": "only verify takes gh's --jq; use --format json (or --json-output FILE) and pipe it to jq",
     "--bundle-from-oci": "not supported: download the bundle (gh attestation download) and give --bundle",
     "--hostname": "not needed: nothing is fetched from GitHub; give the bundle with --bundle",
     "--limit": "not needed: nothing is fetched from GitHub; give the bundles with --bundle",
@@ -100,8 +95,8 @@ FOREIGN_FLAGS = {
     # slsa-verifier verify-artifact
     "--source-versioned-tag": "use --source-tag with the exact tag, or the policy's trust.sources with a "
                               "ref glob (refs/tags/v1.*)",
-    "--print-provenance": "use --format json (or --json-output FILE): the provenance facts are under "
-                          "\"provenance\" and each attestation",
+    "--print-provenance": "only verify takes it; use --format json (or --json-output FILE): the provenance "
+                          "facts are under \"provenance\" and each attestation",
 }
 
 
@@ -212,24 +207,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-#: Defaults of the shared options, set once on the top-level parser (see the module docstring).
-COMMON_DEFAULTS = {"format": "text", "verbose": False}
-
-
-def add_common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """``--format`` and ``-v`` for every level of the command line. Their defaults are SUPPRESS, so a
-    sub-parser that does not see the option leaves the value an outer level parsed (argparse copies
-    every attribute a sub-parser sets over the outer namespace, defaults included)."""
-    parser.add_argument(
-        "--format", choices=FORMATS, default=argparse.SUPPRESS, help="output format (default: text)"
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-        help="print a traceback on errors"
-    )
-    return parser
-
-
 def common_options() -> argparse.ArgumentParser:
     """The shared options on a parser of their own (docs/make_cli_doc.py lists them from it)."""
     return add_common_options(_Parser(add_help=False))
@@ -286,110 +263,12 @@ def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def is_interactive(args: argparse.Namespace | None = None) -> bool:
-    """``--interactive {auto,always,never}`` (``--non-interactive`` is ``never``), read by
-    ``admission.admit.can_ask``: auto asks only with a terminal on stdin and outside CI (CI runs with
-    ``CI=true`` and no stdin; a policy's ``ask`` then becomes a denial, docs/contract.md)."""
-    if args is not None and getattr(args, "non_interactive", False):
-        return False
-    return can_ask(getattr(args, "interactive", None) or "auto")
-
-
-#: Which argument names the file an error of each kind is about (the first one given wins).
-_ERROR_INPUTS: tuple[tuple[type[AtipTrustError], tuple[str, ...]], ...] = (
-    (PolicyError, ("policy", "org_policy", "file")),
-    (TrustRootError, ("trusted_root",)),
-    (BundleError, ("bundle", "cert", "signature", "key")),
-    (MetadataError, ("metadata", "file")),
-)
-_PRIMARY_INPUTS = ("artifact", "file", "tool", "files", "check")
-
-
-def _first(value: Any) -> str | None:
-    if isinstance(value, list | tuple):
-        value = value[0] if value else None
-    return value if isinstance(value, str) and value else None
-
-
-def error_location(err: BaseException, args: argparse.Namespace | None) -> str | None:
-    """The file an exit-2 error is about, for SARIF: the error's own path when it names a file (not a
-    JSON path), else the input of that kind on the command line, else the command's main input."""
-    where = err.path if isinstance(err, AtipTrustError) else None
-    if where and not where.startswith("$") and where != "<stdout>":
-        return where
-    if args is None:
-        return None
-    names: tuple[str, ...] = ()
-    for kind, attrs in _ERROR_INPUTS:
-        if isinstance(err, kind):
-            names = attrs
-            break
-    for name in (*names, *_PRIMARY_INPUTS):
-        found = _first(getattr(args, name, None))
-        if found:
-            return found
-    return None
-
-
-def error_json(err: BaseException, command: str | None) -> dict[str, Any]:
-    """An exit-2 error as JSON: a denial whose reason is the error (docs/contract.md)."""
-    message, where = error_message(err)
-    code = error_code(err)
-    return {
-        "command": command,
-        "error": {"code": code, "type": type(err).__name__, "message": message, "path": where},
-        "trust_level": None,
-        "decision": {"behavior": "deny", "reasons": [{"code": code, "message": message}]},
-    }
-
-
-def error_message(err: BaseException) -> tuple[str, str | None]:
-    """The one-line message of an error and the path it names (an unexpected one names its type only)."""
-    if isinstance(err, AtipTrustError):
-        return err.diagnostics(), err.path
-    return f"internal error: {type(err).__name__}: {err} (run with -v for a traceback)", None
-
-
-def error_sarif(err: BaseException, command: str | None, location: str | None) -> tuple[dict[str, Any], Any]:
-    """An exit-2 error as one SARIF result at ``location`` (the working directory when no file is
-    known), with its rule: a CI job that uploads the log sees why its gate failed."""
-    message, where = error_message(err)
-    code = error_code(err)
-    rid = sarif.error_rule_id(code)
-    result = sarif.sarif_result(rid, message, location, props={"command": command, "path": where},
-                                identity=(command, where))
-    return result, (rid, sarif.error_rule(code))
-
-
-def render_error(err: BaseException, fmt: str, command: str | None, location: str | None = None) -> str:
-    """The error in ``fmt`` as standard output or a report file holds it ("" for text: stderr has it)."""
-    if fmt == "json":
-        return json_text(error_json(err, command))
-    if fmt == "sarif":
-        result, (rid, rule) = error_sarif(err, command, location)
-        return json_text(sarif.sarif_log([result], {rid: rule}, version=__version__))
-    return ""
-
-
-def report_error(
-    err: BaseException, fmt: str, command: str | None, location: str | None = None,
-    files: Mapping[str, str] | None = None,
-) -> None:
-    """Print an error in the requested format: JSON and SARIF on stdout, text on stderr (one line);
-    and into the report files asked for (``--json-output``/``--sarif-output``), so the CI step that
-    reads them finds the failure. A report file that cannot be written is one more line on stderr."""
-    sys.stdout.write(render_error(err, fmt, command, location))
-    try:
-        write_report_files(files or {}, lambda f: render_error(err, f, command, location))
-    except AtipTrustError as file_err:
-        sys.stderr.write(f"atip-trust: error: {one_line(file_err.diagnostics())}\n")
-    sys.stderr.write(f"atip-trust: error: {one_line(error_message(err)[0])}\n")
-
-
 class _PipeGuard(io.FileIO):
-    """Standard output's file descriptor, for which a reader that went away ends the output, not the
-    command: on EPIPE the descriptor is pointed at the null device (so later writes, and the
-    interpreter's final flush, succeed) and the write reports success."""
+    """Standard output's (or error's) file descriptor, for which a reader that went away ends the
+    output, not the command: on EPIPE the descriptor is pointed at the null device (so later writes,
+    and the interpreter's final flush, succeed) and the write reports success. The exit code stays
+    the verdict's whenever the reader leaves (docs/cli-guide.md: ``exec … 2>&1 | head -1`` is 1 for a
+    refusal every time, not 2 when ``head`` happens to exit before the last reason line)."""
 
     reader_gone = False
 
@@ -413,35 +292,41 @@ def _stdout_to_devnull(fd: int) -> None:
         pass
 
 
-class _GuardedStdout:
-    """Route the process's real standard output through ``_PipeGuard`` while a command runs.
+class _GuardedStream:
+    """Route the process's real standard output (``name="stdout"``) or error through ``_PipeGuard``
+    while a command runs.
 
-    Only the interpreter's own stdout is wrapped (tests that capture output into a buffer are left
-    alone); encoding, error handler and line buffering stay as they were. (A class rather than
-    ``contextlib.contextmanager``: contextlib is not imported on a warm admission, docs/caching.md.)
+    Only the interpreter's own stream is wrapped (tests that capture output into a buffer are left
+    alone); encoding, error handler and line buffering stay as they were (standard error is line
+    buffered, as Python's own). (A class rather than ``contextlib.contextmanager``: contextlib is not
+    imported on a warm admission, docs/caching.md.)
     """
 
+    def __init__(self, name: str = "stdout") -> None:
+        self.name = name
+
     def __enter__(self) -> None:
-        self.original = original = sys.stdout
+        self.original = original = getattr(sys, self.name)
         self.wrapped: io.TextIOWrapper | None = None
         try:
-            self.fd = original.fileno() if original is sys.__stdout__ and original is not None else -1
+            own = getattr(sys, f"__{self.name}__")
+            self.fd = original.fileno() if original is own and original is not None else -1
         except (AttributeError, ValueError, io.UnsupportedOperation):
             self.fd = -1
         if self.fd < 0:
             return
         original.flush()
         raw = _PipeGuard(self.fd, "w", closefd=False)
-        self.wrapped = sys.stdout = io.TextIOWrapper(
-            io.BufferedWriter(raw), encoding=original.encoding, errors=original.errors,
-            line_buffering=bool(getattr(original, "line_buffering", False)),
-        )
+        line_buffered = self.name == "stderr" or bool(getattr(original, "line_buffering", False))
+        self.wrapped = io.TextIOWrapper(io.BufferedWriter(raw), encoding=original.encoding,
+                                        errors=original.errors, line_buffering=line_buffered)
+        setattr(sys, self.name, self.wrapped)
 
     def __exit__(self, *exc: object) -> None:
         wrapped = self.wrapped
         if wrapped is None:
             return
-        sys.stdout = self.original
+        setattr(sys, self.name, self.original)
         try:
             wrapped.flush()
         except (OSError, ValueError):
@@ -456,7 +341,7 @@ class _GuardedStdout:
 
 def main(argv: Sequence[str] | None = None, *, started: Callable[[], None] | None = None) -> int:
     """Run one command line; ``started`` is called once its command is about to run (cli/launch.py)."""
-    with _GuardedStdout():
+    with _GuardedStream("stdout"), _GuardedStream("stderr"):
         rc = _main(list(sys.argv[1:] if argv is None else argv), started)
         try:
             sys.stdout.flush()

@@ -180,13 +180,23 @@ def attestation_verified(att: Mapping[str, Any]) -> bool:
     return bool(att.get("applies", True) and att.get("valid") and att.get("signer_trusted"))
 
 
+def about_another_artifact(att: Mapping[str, Any]) -> bool:
+    """Evidence set aside as about another artifact (evaluation/evaluate.py ``_set_aside_others``): it
+    does not apply and none of its checks failed (its reason is a ``skip``)."""
+    return not att.get("applies", True) and not any(
+        isinstance(c, Mapping) and c.get("status") in ("fail", "error") for c in att.get("checks") or [])
+
+
 def bundles_line(out: Mapping[str, Any]) -> str | None:
-    """``N bundles: k verified, m failed`` when more than one piece of evidence was examined."""
+    """``N bundles: k verified, m failed[, o about other artifacts]`` when more than one piece of
+    evidence was examined."""
     atts = [a for a in out.get("attestations") or [] if isinstance(a, Mapping)]
     if len(atts) < 2:
         return None
     ok = sum(1 for a in atts if attestation_verified(a))
-    return f"{len(atts)} bundles: {ok} verified, {len(atts) - ok} failed"
+    other = sum(1 for a in atts if about_another_artifact(a))
+    line = f"{len(atts)} bundles: {ok} verified, {len(atts) - ok - other} failed"
+    return line + (f", {other} about other artifacts" if other else "")
 
 
 def summary_line(out: Mapping[str, Any]) -> str:
@@ -211,50 +221,92 @@ def summary_line(out: Mapping[str, Any]) -> str:
     return one_line("verified: " + ", ".join(parts))
 
 
+def evidence_hint(trust_level: str | None, evidence: int) -> str | None:
+    """A hint when a flag would have helped: nothing was checked because no signature was given (an
+    UNSIGNED report with no piece of ``evidence`` at all). (A root mismatch names its flags in its own
+    message: signature/bundle.py ``root_mismatch``.)"""
+    if trust_level == "UNSIGNED" and not evidence:
+        return ("hint: no signature or attestation was given for this file: pass its Sigstore bundle "
+                "with --bundle FILE (or --bundle-dir DIR where the command takes it)")
+    return None
+
+
+def _said(reason: Mapping[str, Any], check: Mapping[str, Any]) -> bool:
+    """Whether a decision reason is this failed check, said again (verify's ``CHECK_<NAME>_<STATUS>``)."""
+    code = f"CHECK_{str(check.get('name')).upper().replace('.', '_')}_{str(check.get('status')).upper()}"
+    return (reason.get("code") == code and reason.get("message") == (check.get("message") or check.get("name"))
+            and reason.get("expected") == check.get("expected") and reason.get("actual") == check.get("actual"))
+
+
 def render_verify_text(out: Mapping[str, Any], stream: TextIO, *, quiet: bool = False) -> None:
     """``verify``'s text output from the report JSON: the verdict line, then (unless ``quiet``) the
-    checks, the decision's reasons, what was fetched, an ``N bundles`` line and, on success, what was
-    verified. Rich on a terminal, plain lines on a pipe; every value escaped to one line."""
+    decision's reasons — the deciding one first, each failure once (a failed check a reason already
+    states is not listed again; the reason names its evidence) — a hint where a flag would help, the
+    other checks, what was fetched, an ``N bundles`` line and, on success, what was verified. Rich on
+    a terminal, plain lines on a pipe; every value escaped to one line."""
     if quiet:
         stream.write(verdict_line(out) + "\n")
         return
     dec = out.get("decision") or {}
     behavior = dec.get("behavior")
-    tail: list[str] = [reason_line(r, behavior) for r in dec.get("reasons") or []]
-    tail += [one_line(f"  fetched {f.get('url')} ({f.get('bytes')} bytes, {f.get('sha256')})")
-             for f in out.get("fetched") or []]
+    checks = [c for c in out.get("checks") or [] if isinstance(c, Mapping)]
+    head: list[str] = []
+    shown: set[int] = set()
+    for r in dec.get("reasons") or []:
+        same = next((i for i, c in enumerate(checks) if i not in shown and c.get("status") in ("fail", "error")
+                     and _said(r, c)), None)
+        line = reason_line(r, behavior)
+        if same is not None:
+            shown.add(same)
+            if checks[same].get("evidence"):
+                line += one_line(f" [{checks[same]['evidence']}]")
+        head.append(line)
+    hint = evidence_hint(out.get("trust_level"), len(out.get("attestations") or []))
+    if hint and behavior != "allow":
+        head.append(f"  {hint}")
+    checks = [c for i, c in enumerate(checks) if i not in shown]
+    tail: list[str] = [one_line(f"  fetched {f.get('url')} ({f.get('bytes')} bytes, {f.get('sha256')})")
+                       for f in out.get("fetched") or []]
     count = bundles_line(out)
     if count:
         tail.append(count)
     if behavior == "allow":
         tail.append(summary_line(out))
-    checks = out.get("checks") or []
     if is_terminal(stream):
-        from rich.console import Console
-        from rich.table import Table
-
-        console = Console(file=stream)
-        console.print(f"[bold]{rich_text(verdict_line(out))}[/bold]", highlight=False)
-        table = Table(show_header=True, header_style="bold")
-        for col in ("status", "check", "detail", "expected", "actual"):
-            table.add_column(col, overflow="fold")
-        for c in checks:
-            style = {"pass": "green", "fail": "red", "error": "red"}.get(c.get("status"), "dim")
-            ev = c.get("evidence")
-            table.add_row(
-                f"[{style}]{c.get('status')}[/{style}]",
-                rich_text(c.get("name")),
-                rich_text((c.get("message") or "") + (f" [{ev}]" if ev else "")),
-                "" if c.get("expected") is None else rich_text(show(c.get("expected"))),
-                "" if c.get("actual") is None else rich_text(show(c.get("actual"))),
-            )
-        console.print(table)
-        for line in tail:
-            console.print(rich_text(line), highlight=False)
+        _rich_verify(out, head, checks, tail, stream)
         return
     stream.write(verdict_line(out) + "\n")
+    stream.write("".join(line + "\n" for line in head))
     stream.write("".join(f"  {check_line(c)}\n" for c in checks))
     stream.write("".join(line + "\n" for line in tail))
+
+
+def _rich_verify(out: Mapping[str, Any], head: list[str], checks: list[Mapping[str, Any]], tail: list[str],
+                 stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream)
+    console.print(f"[bold]{rich_text(verdict_line(out))}[/bold]", highlight=False)
+    for line in head:
+        console.print(rich_text(line), highlight=False)
+    table = Table(show_header=True, header_style="bold")
+    for col in ("status", "check", "detail", "expected", "actual"):
+        table.add_column(col, overflow="fold")
+    for c in checks:
+        style = {"pass": "green", "fail": "red", "error": "red"}.get(str(c.get("status")), "dim")
+        ev = c.get("evidence")
+        table.add_row(
+            f"[{style}]{c.get('status')}[/{style}]",
+            rich_text(c.get("name")),
+            rich_text((c.get("message") or "") + (f" [{ev}]" if ev else "")),
+            "" if c.get("expected") is None else rich_text(show(c.get("expected"))),
+            "" if c.get("actual") is None else rich_text(show(c.get("actual"))),
+        )
+    if checks:  # every failure was said above, and nothing else ran: no empty table
+        console.print(table)
+    for line in tail:
+        console.print(rich_text(line), highlight=False)
 
 
 def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False,
@@ -281,6 +333,7 @@ __all__ = [
     "reports_to_sarif",
     "print_report_text",
     "render_verify_text",
+    "evidence_hint",
     "verdict_line",
     "bundles_line",
     "summary_line",

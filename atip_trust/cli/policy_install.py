@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust.cli._deps import policy_install_mod
-from atip_trust.cli.main import EXIT_OK, add_common_options
+from atip_trust.cli.common import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 
 

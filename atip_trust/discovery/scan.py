@@ -65,10 +65,6 @@ class Candidate(Record):
     resolved: str
     directory: str
 
-    @property
-    def via_link(self) -> bool:
-        return self.path != self.resolved
-
 
 class ScanResult(Record, frozen=False):
     directories: list[str] = field(default_factory=list)

@@ -62,7 +62,6 @@ from atip_trust.facts.report import (
 )
 from atip_trust.signature.identity import (
     CertificateFacts,
-    IdentityRule,
     match_identities,
 )
 from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
@@ -72,7 +71,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.provenance.slsa import AllowedSource, BuilderMap, BuildSigner
+    from atip_trust.provenance.slsa import BuilderMap, BuildSigner
     from atip_trust.signature.bundle import BundleInput
     from atip_trust.signature.keyless import KeylessVerifier
 
@@ -96,6 +95,8 @@ class EvidenceResult(Record, frozen=False):
     checks: list[Check] = field(default_factory=list)
     provenance: ProvenanceResult | None = None
     provenance_passed: bool = False
+    #: Set aside: about another artifact while another bundle verifies this one (``_set_aside_others``).
+    set_aside: bool = False
 
     def summary(self) -> EvidenceSummary:
         return EvidenceSummary(
@@ -131,8 +132,11 @@ class Evaluation:
         trust_root: TrustRoot,
         *,
         keyless: KeylessVerifier | None = None,
+        shared_with: Sequence[str] = (),
     ) -> None:
         self.artifact = artifact
+        #: Digests of the other artifacts this evidence was given for (``VerifyOptions.shared_with``).
+        self.shared_with = frozenset(shared_with)
         self.constraints = constraints
         self.trust_root = trust_root.check()
         self._keyless = keyless
@@ -233,6 +237,34 @@ class Evaluation:
                 r.checks.extend(checks)
             elif r.key_digest is not None:
                 r.trusted = True  # verified against a key the caller named as trusted
+        self._set_aside_others()
+
+    def _set_aside_others(self) -> None:
+        """A shared attestations file (docs/ci.md: one ``attestations.jsonl`` for every artifact of a
+        release) holds, for each artifact, the bundles of all the others. Once a bundle verifies this
+        artifact (valid, trusted, naming it), a bundle that names or signs another digest is not about
+        this artifact: it is set aside (not applying, not tampering, its failures kept in its own
+        entry only), so it neither prints a FAIL line nor adds a SARIF result. With nothing verifying
+        this artifact a signed digest that is not this file's stays tampering (COMPROMISED,
+        docs/decisions.md): that is how a changed file looks, and a file holding only another
+        artifact's bundles can never make this one VERIFIED."""
+        verified = any(r.valid and r.trusted and r.applies for r in self.results)
+        for r in self.results:
+            other = _other_artifact_check(r)
+            if other is None:
+                continue
+            if verified:
+                why = "it names or signs another digest, and another bundle verifies this one"
+            elif _digests_in(other.actual) & self.shared_with:
+                # Evidence given for several artifacts at once (verify A B --bundle shared.jsonl): a
+                # bundle about another of them says nothing about this one, which is then UNSIGNED,
+                # not COMPROMISED ("COMPROMISED only for evidence given for this artifact alone").
+                why = "it names or signs another artifact the same evidence was given for"
+            else:
+                continue
+            r.applies, r.compromised, r.valid, r.trusted, r.set_aside = False, False, False, False, True
+            r.checks = [Check(other.name, "skip", f"not about this artifact: {why}", other.expected,
+                              other.actual, r.label)]
 
     def _trusted_keys(self) -> list[keys.PublicKey]:
         """The trusted keys, read and parsed once per evaluation, not once per bundle."""
@@ -384,8 +416,11 @@ class Evaluation:
                 check = Check(check.name, check.status, check.message, check.expected, check.actual,
                               check.evidence, impact="unverified")
             r.compromised = check.impact == "compromised"
-            r.checks.append(Check(check.name, check.status,
-                                  f"{check.message} (trusted root {root.name})"
+            mismatch = None if r.compromised else bundles_mod.root_mismatch(b, check.message, root.name)
+            # A timestamp by a TSA the root does not list keeps its step's name; the rest is the chain.
+            named = "certificate.chain" if mismatch and check.name != "timestamp" else check.name
+            r.checks.append(Check(named, check.status,
+                                  mismatch or f"{check.message} (trusted root {root.name})"
                                   f"{b.instance_hint(check.message)}", check.expected, check.actual,
                                   check.evidence, check.impact))
             return
@@ -505,7 +540,8 @@ class Evaluation:
         rep.claims = self.claims
         rep.checks = list(self.checks)
         for r in self.results:
-            rep.checks.extend(r.checks)
+            if not r.set_aside:  # its own entry (attestations) keeps it; the artifact's checks do not
+                rep.checks.extend(r.checks)
         rep.attestations = [r.summary() for r in self.results]
         best = _best(self.results)
         if best is not None:
@@ -554,6 +590,24 @@ def _best(results: list[EvidenceResult]) -> EvidenceResult | None:
             if pred(r):
                 return r
     return None
+
+
+def _other_artifact_check(r: EvidenceResult) -> Check | None:
+    """The failed check that shows ``r`` is about another artifact, or None: a DSSE attestation whose
+    subjects do not name this artifact, or a message signature whose only failure is a signed digest
+    that is not this file's (keyless, key and legacy routes all name that check ``digest``)."""
+    failed = [c for c in r.checks if c.failed]
+    if r.content == "dsse" and not r.applies:
+        return next((c for c in failed if c.name == "subject"), None)
+    if r.content == "message_signature" and failed and all(c.name == "digest" for c in failed):
+        return failed[0]
+    return None
+
+
+def _digests_in(actual: object) -> set[str]:
+    """The ``sha256:<hex>`` digests a failed check's ``actual`` names (one, or a list of them)."""
+    values = actual if isinstance(actual, list) else [actual]
+    return {v for v in values if isinstance(v, str) and v.startswith("sha256:")}
 
 
 def _subject_digests(b: BundleInput) -> list[str]:
@@ -638,6 +692,7 @@ def evaluate(
     *,
     keyless: KeylessVerifier | None = None,
     require_anchor: bool = True,
+    shared_with: Sequence[str] = (),
 ) -> TrustReport:
     """Evaluate one opened artifact. Raises ``UsageError`` when evidence exists but no trust anchor
     (identity or key) was given: as cosign does, ``verify`` refuses to guess whom to trust.
@@ -671,7 +726,7 @@ def evaluate(
             "that lists signers (library: Constraints(signers=...) or Constraints(keys=...), or a "
             "policy= that lists signers)"
         )
-    ev = Evaluation(artifact, constraints, trust_root, keyless=keyless)
+    ev = Evaluation(artifact, constraints, trust_root, keyless=keyless, shared_with=shared_with)
     ev.digest(sha512=metadata is not None or any(b.content == "dsse" for b in bundles))
     ev.claims_from(metadata)
     ev.evidence(bundles, signature, unreadable, certificate)

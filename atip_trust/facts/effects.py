@@ -141,12 +141,6 @@ def merge_states(*layers: Mapping[str, State]) -> dict[str, State]:
     return out
 
 
-def merge_effects(
-    tool_effects: Mapping[str, Any] | None, command_effects: Mapping[str, Any] | None
-) -> dict[str, State]:
-    return merge_states(classify(tool_effects), classify(command_effects))
-
-
 def effective_states(
     effects: Mapping[str, Any] | Mapping[str, State] | None, *, verified: bool
 ) -> tuple[dict[str, State], list[str]]:

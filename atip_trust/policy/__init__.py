@@ -8,6 +8,6 @@ Load once, decide many times::
     decision = decide(policy, report, tool_name="gh", command="pr view 1", interactive=False)
 
 Modules: ``model`` (typed policy), ``load`` (schema-checked layers), ``rules`` (command rules),
-``compose`` (org + local + flags), ``constraints`` (anchors handed to verification), ``effects``,
+``compose`` (org + local + flags), ``anchors`` (the one anchor set), ``constraints`` (anchors handed to verification), ``effects``,
 ``decide``, ``explain``.
 """

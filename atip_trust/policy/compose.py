@@ -114,7 +114,8 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
     # Keyed "<source>#<index>": several org layers (standard file, ATIP_TRUST_ORG_POLICY, --org-policy)
     # must each be checked on their own.
     layer_policies: dict[str, Policy] = (
-        {f"{layer.source}#{i}": compose([layer]) for i, layer in enumerate(layers)}
+        {f"{layer.source}#{i}": _alone(layer, waivers if has_org and layer.source != "org" else None)
+         for i, layer in enumerate(layers)}
         if len(layers) > 1 else {}
     )
     return Policy(
@@ -152,6 +153,16 @@ def compose(layers: Sequence[PolicyLayer]) -> Policy:
         name=name,
         layer_policies=layer_policies,
     )
+
+
+def _alone(layer: PolicyLayer, org_waivers: list[Waiver] | None) -> Policy:
+    """One layer decided on its own (a denial in any layer stands, decide.py). Under an org policy a
+    local (or cli, default) layer takes the org's waivers: the org is the one authority that may waive
+    (a local waiver is dropped, above), so its waiver for a digest lifts that layer's gates and
+    requirements too, as it does in the composed policy, instead of the layer's own denial standing
+    un-waivable. An org layer keeps its own: another org's waiver never lifts it."""
+    alone = compose([layer])
+    return alone if org_waivers is None else replace(alone, waivers=list(org_waivers))
 
 
 def _composed_mode(layers: Sequence[PolicyLayer]) -> Mode:

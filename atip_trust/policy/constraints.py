@@ -42,18 +42,6 @@ def builder_map(policy: Policy) -> BuilderMap | None:
     )
 
 
-def trusted_root_choice(policy: Policy) -> tuple[bool, str | None]:
-    """(staging?, path or None) from ``trust.trustedRoots`` (first entry; default public-good)."""
-    if not policy.trusted_roots:
-        return False, None
-    first = policy.trusted_roots[0]
-    if first == "production":
-        return False, None
-    if first == "staging":
-        return True, None
-    return False, first
-
-
 def instance_root(instance: str) -> TrustRoot:
     """The public-good (or staging) root: the one the last ``trust-root update`` verified over TUF for
     that instance's repository, verified again from the TUF root shipped with the package (the store is

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, Literal
 
-import time
 from atip_trust._base.times import utc_text
 from atip_trust.policy._deps import datetime_mod, slsa
 from atip_trust._base.record import Record, field

@@ -7,6 +7,7 @@ from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.compose import local_allow_stands
 from atip_trust.policy.model import CommandRule, Policy
+from atip_trust.policy.verifiers import verifier_rules
 
 
 def _rule(r: CommandRule) -> str:
@@ -30,7 +31,9 @@ def explain_policy(policy: Policy) -> list[str]:
         else:
             lines.append("Trusted signers: none — no signature can make a tool VERIFIED.")
     else:
-        lines.append("Trusted signers: none stated; identity flags must name them, or nothing verifies.")
+        lines.append("Trusted signers: none stated; identity flags must name them"
+                     + (", or a VSA verifier below vouches." if verifier_rules(policy) else ", or nothing verifies."))
+    lines.extend(_verifiers(policy))
     if policy.public_keys:
         lines.append("Trusted public keys (a --key counts only when its sha256 SPKI digest is listed):")
         lines.extend(
@@ -86,8 +89,10 @@ def explain_policy(policy: Policy) -> list[str]:
     for t in policy.tool_deny:
         lines.append(f"Denied tool: {t.name or ''}{' with digest ' + t.digest if t.digest else ''} [{t.source}]")
     for source, allow in policy.tool_allowlists:
-        lines.append(f"Only these tools may run ({source} allowlist): "
+        lines.append(f"Only these tools may run ({source} allowlist, a filter: tools.allow): "
                      + ", ".join(f"{t.name or '*'}{'@' + t.digest if t.digest else ''}" for t in allow))
+        lines.append("  A tool on this list is not allowed by it: it still needs a permission (an allow rule "
+                     "in permissions.allow, or verified read-only metadata); every other tool is denied.")
     for source, tools in policy.delegation_allowlists:
         lines.append(f"Delegation ({source}): only {', '.join(tools) or 'no tools'}.")
     for cls in policy.effect_restrictions:
@@ -120,12 +125,39 @@ def explain_policy(policy: Policy) -> list[str]:
                                  "agent's own permissions decide); a tampered tool is still denied.",
                   "ask": "Agent shell hooks: a program this policy does not name is asked.",
                   "deny": "Agent shell hooks: a program this policy does not name is denied."}[policy.hooks_unlisted])
+    lines.extend(_audit(policy))
     lines.extend(f"Warning: {w}" for w in runner_warnings(policy))
     lines.extend(f"Warning: {w}" for w in table_warnings(policy))
     for w in policy.waivers:
         lines.append(f"Waiver for {w.digest or w.tool} until {w.expires.isoformat()}: {w.reason}")
     lines.extend(f"Note: {n}" for n in policy.notes)
     return lines
+
+
+def _verifiers(policy: Policy) -> list[str]:
+    """``trust.verifiers`` (docs/vsa.md): who may vouch for a tool with a VSA, and on what terms."""
+    rules = verifier_rules(policy)
+    if not rules:
+        return []
+    out = ["VSA verifiers (a PASSED VSA of the tool's digest from one of these makes it VERIFIED; a FAILED "
+           "one is evidence of failure):"]
+    for v in rules:
+        uris = "any resource" if v.resource_uris is None else "resources " + ", ".join(v.resource_uris)
+        policies = "" if v.policy_digests is None else "; policies " + ", ".join(v.policy_digests)
+        out.append(f"  - {v.describe()}: level >= {v.min_level}, at most {v.max_age_text} old, {uris}"
+                   f"{policies} [{v.source}]")
+    return out
+
+
+def _audit(policy: Policy) -> list[str]:
+    """The ``audit`` settings as they apply: which log, and whether --audit-log / --no-audit may change it."""
+    log = policy.audit_log
+    where = (f"Audit log: {log}" if log else "Audit log: the user state directory's audit.jsonl (or --audit-log)")
+    if log and policy.audit_log_pinned:
+        where += " (set by the org policy: a different --audit-log is refused)"
+    required = ("every admission must leave an audit line: --no-audit is refused (audit.required)"
+                if policy.audit_required else "--no-audit turns the line off")
+    return [f"{where}; {required}."]
 
 
 def runner_warnings(policy: Policy) -> list[str]:

@@ -141,7 +141,7 @@ def install_org(source: str, dest: str | None = None) -> Installed:
                 for role, src, dst in files]
     written = []
     try:
-        for role, src, dst, raw in contents:
+        for _role, src, dst, raw in contents:
             _safe_dir(os.path.dirname(dst))
             write_atomic(dst, raw, mode=FILE_MODE, durable=True, prefix=".atip-trust-")
             written.append((src, dst))

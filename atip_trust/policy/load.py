@@ -29,7 +29,7 @@ from atip_trust._base.files import exists, owner_problem, path_name, read_capped
 from atip_trust.policy._deps import datetime_mod, schema, serials, signed, slsa
 from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
-from atip_trust._base.shipped import shipped_file, shipped_path
+from atip_trust._base.shipped import shipped_path
 from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
 from atip_trust.facts.report import TrustLevel
@@ -54,9 +54,6 @@ from atip_trust.policy.rules import (
     signer_from_json,
 )
 from atip_trust.state.verdict_cache import VerdictCache, cache_key
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 if TYPE_CHECKING:
@@ -131,11 +128,6 @@ def org_policy_paths(extra: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
 def org_layers(extra: Sequence[str | os.PathLike[str]] = (), *, cache: bool = True) -> list[PolicyLayer]:
     """Every org layer (``org_policy_paths``), each read with the ownership and mode checks."""
     return [load_layer(p, source="org", cache=cache) for p in org_policy_paths(extra)]
-
-
-def shipped_policy_file(name: str) -> Path:
-    """A file from the shipped policies/ (``_shipped.shipped_file``)."""
-    return shipped_file("policies", name)
 
 
 def default_policy_path() -> str:

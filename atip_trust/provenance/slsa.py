@@ -502,6 +502,13 @@ class BuilderPattern(Record):
     def is_glob(self) -> bool:
         return "*" in self.text
 
+    @property
+    def regexp(self) -> str:
+        """The same match as a whole-string regexp (a signer identity rule, signature/identity.py)."""
+        if not self.is_glob:
+            return re.escape(self.text)
+        return re.escape(self.text[:-1]) + _GLOB_TAIL.pattern[1:-1]
+
     def matches(self, builder_id: str) -> bool:
         if not self.is_glob:
             return builder_id == self.text

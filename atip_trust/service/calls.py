@@ -16,7 +16,7 @@ from atip_trust._base.files import read_capped
 from atip_trust.admission.admit import admit
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.calls import check_call
-from atip_trust.cli.cmd_admit import policy_from_args
+from atip_trust.cli.policy_flags import policy_from_args
 from atip_trust.cli.main import build_parser
 from atip_trust.errors import AtipTrustError
 from atip_trust.evaluation.evaluate import Evidence

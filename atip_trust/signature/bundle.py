@@ -454,6 +454,19 @@ def _github_attestations(doc: dict[str, Any], label: str) -> list[BundleInput]:
 
 
 #: How sigstore-python and cryptography word a chain that does not reach the trusted root.
+def root_mismatch(b: BundleInput, message: str, root_name: str) -> str | None:
+    """The failure named as what it is when ``message`` (sigstore's or ours) says the certificate or
+    timestamp does not chain to the trusted root: a root mismatch (the bundle belongs to another
+    Sigstore instance, or the root given is the wrong one), with the flag that selects the right
+    root; None for any other failure."""
+    if not _CHAIN_FAILURE.search(message):
+        return None
+    hint = b.instance_hint() or ("; it may come from another Sigstore instance (staging: --staging; "
+                                 "GitHub's or a private one: --trusted-root FILE)")
+    return (f"root mismatch: the signing certificate or its timestamp does not chain to trusted root "
+            f"{root_name} ({message}){hint}")
+
+
 _CHAIN_FAILURE = re.compile(
     r"certificate chain|candidates exhausted|unable to get local issuer|chain to a trusted root|"
     r"not signed by a trusted|invalid signing cert|no valid certificate path|"

@@ -50,7 +50,7 @@ from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check
 from atip_trust.signature.algorithms import Scheme, key_fits, verify_signature
-from atip_trust.signature.bundle import BundleInput, digest_text
+from atip_trust.signature.bundle import BundleInput, digest_text, root_mismatch
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.identity import CertificateFacts
 from atip_trust.signature.tlog import (
@@ -154,7 +154,7 @@ def _unparsable_timestamp(doc: Any, evidence: str) -> Check | None:
         if not isinstance(raw, str):
             continue
         try:
-            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time
+            rfc3161_client.decode_timestamp_response(base64.b64decode(raw, validate=True)).tst_info.gen_time  # noqa: B018 - decoding is the check
         except binascii.Error:
             continue  # not base64: the bundle parser names it
         except Exception as err:  # noqa: BLE001 - the Rust parser raises several types
@@ -406,6 +406,10 @@ class KeylessVerifier:
             inconsistent = any(m in msg for m in _INCONSISTENT_ENTRY)
             tampered = inconsistent and out.applies
             out.compromised = tampered
+            mismatch = None if inconsistent else root_mismatch(b, msg, self.trust_root.name)
+            if mismatch is not None:  # named as what it is, not by the step that noticed (issue 34)
+                out.checks.append(Check("certificate.chain", "fail", mismatch, evidence=ev, impact="unverified"))
+                return
             out.checks.append(Check(
                 "tlog.body" if inconsistent else _stage(msg), "fail",
                 f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint(msg)}",

@@ -45,9 +45,6 @@ from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
 from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).

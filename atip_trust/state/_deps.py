@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     import tuf.api.metadata as tuf_metadata
     import tuf.ngclient.fetcher as tuf_fetcher
     import tuf.ngclient.updater as tuf_updater
-    import tuf.api.metadata as tuf_metadata
 
     from atip_trust.net import fetch
 else:
@@ -33,10 +32,9 @@ else:
     tuf_exceptions = lazy_import("tuf.api.exceptions")
     tuf_config = lazy_import("tuf.ngclient.config")  # (python-tuf)
     tuf_fetcher = lazy_import("tuf.ngclient.fetcher")  # (python-tuf)
-    tuf_metadata = lazy_import("tuf.api.metadata")  # (python-tuf) a store's own root.json, read back
-    tuf_updater = lazy_import("tuf.ngclient.updater")  # (python-tuf)
-    # Only when a stored public-good root is verified again (its expiry), state/tufroot.py.
+    # (python-tuf) a store's own root.json, read back; a stored public-good root verified again (its expiry).
     tuf_metadata = lazy_import("tuf.api.metadata")
+    tuf_updater = lazy_import("tuf.ngclient.updater")  # (python-tuf)
     fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
 
 __all__ = [

@@ -130,7 +130,9 @@ def _write_all(fd: int, line: bytes) -> None:
 
     Under an exclusive ``flock`` (other ``admit`` processes wait), the end of the file is noted, the
     line is written in a loop (a short write, e.g. at a file-size limit or a full disk, continues
-    where it stopped), and on any failure the file is truncated back to that end.
+    where it stopped), and on any failure the file is truncated back to that end. A log whose last
+    line was cut short (a writer killed mid-line, a log without locks) does not swallow the new
+    record: it starts on a fresh line, and the fragment stays visible on its own line.
     """
     locked = False
     if fcntl is not None:
@@ -141,6 +143,8 @@ def _write_all(fd: int, line: bytes) -> None:
             locked = False  # a file system without locks: still append, without the rollback guard
     try:
         start = os.fstat(fd).st_size
+        if start and _torn(fd, start):
+            line = b"\n" + line
         view = memoryview(line)
         try:
             while view:
@@ -159,6 +163,14 @@ def _write_all(fd: int, line: bytes) -> None:
     finally:
         if locked:
             fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _torn(fd: int, size: int) -> bool:
+    """Whether the log's last byte is not a newline (False when it cannot be read: a write-only log)."""
+    try:
+        return os.pread(fd, 1, size - 1) != b"\n"
+    except (OSError, AttributeError):  # EBADF on a write-only descriptor; no pread (Windows)
+        return False
 
 
 def append_audit(record: dict[str, Any], path: str | os.PathLike[str] | None = None) -> str:

@@ -248,7 +248,7 @@ def _offline_workflow(folder: str, url: str, shipped: bytes, files: dict[str, by
             if info is None:
                 raise TrustRootError(f"the TUF store {folder}: the targets metadata names no {TARGET}")
             info.verify_length_and_hashes(target)
-    
+
     except TrustRootError:
         raise
     except Exception as err:  # noqa: BLE001 - python-tuf's refusals (RepositoryError, LengthOrHashMismatch...)

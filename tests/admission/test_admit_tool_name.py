@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 
 from atip_trust.admission.admit import tool_name_of
 
@@ -26,7 +27,7 @@ def test_a_crafted_path_names_the_tool_pathlib_names(path: str) -> None:
     assert tool_name_of(path) == expected
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.sampled_from(["", ".", "..", "gh", "a b", "x.y", "\u00a0", "-", "\\"]), min_size=1,
                 max_size=6).map("/".join))
 def test_any_slash_joined_path_names_the_tool_pathlib_names(path: str) -> None:

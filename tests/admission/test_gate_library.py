@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import ISSUER, ORG_ID, World
+from world import ISSUER, World
 
 import atip_trust
 from atip_trust import AtipTrustError, TrustLevel

@@ -4,7 +4,8 @@ names, its bundle, the trusted root, a waiver's clock — and the next call must
 fresh ``admit`` would; each promise is checked against ``admit`` itself.
 
 Files are first let age past the same-timestamp window (2 s: a file changed within it is never taken
-as unchanged), and each test checks the held report is in use (``cache == "held"``) before it attacks.
+as unchanged; conftest.py ``settle``), and each test checks the held report is in use
+(``cache == "held"``) before it attacks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from test_verdict_memo import ISSUER, OTHER_ID, SETTLE, SIGNED, rewrite_same_size, world  # noqa: F401
+from test_verdict_memo import ISSUER, OTHER_ID, SIGNED, rewrite_same_size, world  # noqa: F401
 
 from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.admission.admit import Admission, admit, load_admission_policy
@@ -53,7 +54,7 @@ def admitted_again(w: dict[str, Any], held: HeldTool, level: str) -> Admission:
 
 def steady(w: dict[str, Any], policy: Any = None) -> HeldTool:
     """A held tool whose files have aged past the window, with its report in use."""
-    time.sleep(SETTLE)
+    w["settle"]()
     held = hold(w, policy)
     assert held.admit("status", audit=False).cache in ("hit", "miss")  # the admission that made it
     assert held.admit("status", audit=False).cache == "held"
@@ -147,6 +148,7 @@ def test_a_held_tool_whose_pinned_trusted_root_was_replaced_is_verified_against_
         same(after, fresh(world, "status"))
 
 
+@pytest.mark.slow
 def test_an_expired_waiver_takes_effect_on_a_held_tool(world, tmp_path: Path) -> None:
     """The report is held, the decision is not: a waiver stops lifting the minimum at its expiry."""
     ts = testsigstore.TestSigstore(seed=31)
@@ -159,7 +161,7 @@ def test_an_expired_waiver_takes_effect_on_a_held_tool(world, tmp_path: Path) ->
                         "expires": expires.isoformat().replace("+00:00", "Z")}]}
     pol = tmp_path / "waived.json"
     pol.write_text(json.dumps(doc))
-    time.sleep(SETTLE)
+    world["settle"]()
     with HeldTool.open(world["tool"], policy=load_admission_policy(pol), bundles=[other],
                        trusted_root=world["root"]) as held:
         held.admit("status", audit=False)
@@ -180,7 +182,7 @@ def test_files_changed_within_the_same_timestamp_window_are_never_taken_as_uncha
     held = hold(world)
     try:
         assert "held" not in [held.admit("status", audit=False).cache for _ in range(3)]
-        time.sleep(SETTLE)
+        world["settle"]()
         assert held.admit("status", audit=False).cache in ("hit", "miss")  # held anew, now settled
         assert held.admit("status", audit=False).cache == "held"
     finally:
@@ -190,7 +192,7 @@ def test_files_changed_within_the_same_timestamp_window_are_never_taken_as_uncha
 def test_a_tool_found_through_a_shim_folder_is_admitted_in_full_on_every_call(world, tmp_path: Path) -> None:
     shims = tmp_path / "shims"
     shims.mkdir()
-    time.sleep(SETTLE)
+    world["settle"]()
     with hold(world, shim_dir=shims) as held:
         got = [held.admit("status", audit=False) for _ in range(3)]
         assert {a.cache for a in got} <= {"hit", "miss"}
@@ -266,7 +268,7 @@ def test_the_tools_own_unsigned_metadata_claiming_read_only_never_allows_and_a_s
         return admit(world["tool"], policy=pol, command="status", metadata=meta, bundles=[world["bundle"]],
                      trusted_root=world["root"], audit=False)
 
-    time.sleep(SETTLE)
+    world["settle"]()
     with HeldTool.open(world["tool"], policy=pol, metadata=meta, bundles=[world["bundle"]],
                        trusted_root=world["root"]) as held:
         calls = [held.admit("status", audit=False) for _ in range(3)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import testsigstore
@@ -14,7 +14,6 @@ from atip_trust.facts.artifact import resolve
 from atip_trust.admission.verdict_key import open_cache
 from atip_trust.signature.trustroot import TrustRoot
 
-SETTLE = 2.2  # past RACY_NS (_base/statmemo.py): only a settled file is remembered
 
 
 def test_a_cache_directory_changed_between_two_calls_in_one_process_is_the_one_used(
@@ -29,12 +28,12 @@ def test_a_cache_directory_changed_between_two_calls_in_one_process_is_the_one_u
 
 
 def test_a_trusted_root_replaced_in_place_between_two_reads_in_one_process_is_read_again(
-        tmp_path: Path) -> None:
+        tmp_path: Path, settle: Callable[[], None]) -> None:
     root = tmp_path / "trusted_root.json"
     testsigstore.TestSigstore(seed=41).write_trusted_root(root)
     root.write_text(json.dumps(json.loads(root.read_text()), indent=2))
     other = testsigstore.TestSigstore(seed=42).write_trusted_root(tmp_path / "other.json")
-    time.sleep(SETTLE)
+    settle()  # past RACY_NS (_base/statmemo.py): only a settled file is remembered
     first = TrustRoot.from_file(str(root), deferred=True)
     assert TrustRoot.from_file(str(root), deferred=True) is first  # remembered while unchanged
     # Same size, same mtime: only the ctime (which nobody can set back) tells.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import ISSUER, ORG_ID, World
+from world import World
 
 import atip_trust
 import atip_trust.errors

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verify_helpers import cli, cli_subprocess
+from verify_helpers import cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 EVIL_ID = "https://github.com/evil/hostile/.github/workflows/release.yml@refs/tags/v6.6.6"
@@ -166,7 +166,7 @@ def test_audit_log_gets_one_json_line_per_decision_without_secrets(world, monkey
 
 
 def test_default_policy_unsigned_tool_in_ci_is_denied_with_reasons(world) -> None:
-    r = cli_subprocess("admit", str(world["ok"]), "--command", "status", "--no-audit", "--format", "json",
+    r = cli("admit", str(world["ok"]), "--command", "status", "--no-audit", "--format", "json",
                        env={"CI": "true", "PATH": "/usr/bin:/bin"})
     assert r.code == 1, r.out + r.err
     out = r.json

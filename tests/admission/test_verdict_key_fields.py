@@ -94,6 +94,7 @@ OPTION_CHANGES: Mapping[type[Record], Mapping[str, Any]] = {
     VerifyOptions: {
         "constraints": Constraints(builder_id="https://example.com/other-builder"),
         "trusted_root": "/roots/staging.json", "staging": True, "fetch": True, "cache": False,
+        "shared_with": ("sha256:" + "d" * 64,),
     },
 }
 

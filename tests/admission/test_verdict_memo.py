@@ -5,15 +5,16 @@ trusted root, the policy, a key file the policy names, the entry itself (edited,
 others, removed), atip-trust's version and the entry's age. The decision is still made on every call.
 
 Each test first lets its files and the entry age past the same-timestamp window (2 s: a file changed
-within it is never remembered), then checks that the memory is in use before it changes one input.
+within it is never remembered; conftest.py ``settle``), then checks that the memory is in use before it
+changes one input.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,11 +26,10 @@ from atip_trust.admission.admit import Admission, admit, load_admission_policy
 
 OTHER_ID = "https://github.com/someone-else/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"
-SETTLE = 2.2  # past RACY_NS (_base/statmemo.py)
 
 
 @pytest.fixture()
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settle: Callable[[], None]) -> dict[str, Any]:
     monkeypatch.delenv("ATIP_TRUST_ORG_POLICY", raising=False)
     monkeypatch.delenv("ATIP_TRUST_POLICY", raising=False)
     cache = tmp_path / "cache"
@@ -45,7 +45,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                            defaults={"noMatch": "deny"})
     return {"dir": tmp_path, "cache": cache, "ts": w.ts, "root": w.root, "other_root": other_root,
             "tool": tool, "bundle": bundle, "policy": policy,
-            "loaded": load_admission_policy(policy)}
+            "loaded": load_admission_policy(policy), "settle": settle}
 
 
 def once(w: dict[str, Any], command: str = "status", interactive: bool = False) -> Admission:
@@ -63,7 +63,7 @@ def warm(w: dict[str, Any]) -> None:
     memory: the state every test below changes one input in."""
     first = once(w)
     assert (first.cache, first.report.trust_level.name) == ("miss", "VERIFIED")
-    time.sleep(SETTLE)
+    w["settle"]()
     assert once(w).cache == "hit"
     assert remembered(w) == 1
     assert once(w).cache == "hit"
@@ -88,7 +88,7 @@ def entry_of(w: dict[str, Any]) -> Path:
 
 def test_a_repeated_call_in_one_process_is_served_from_memory_with_the_same_answer(world) -> None:
     first = once(world)
-    time.sleep(SETTLE)
+    world["settle"]()
     from_disk, from_memory = once(world), once(world)
     assert (first.cache, from_disk.cache, from_memory.cache) == ("miss", "hit", "hit")
     assert remembered(world) == 1
@@ -195,7 +195,7 @@ def test_an_entry_past_its_age_between_two_calls_in_one_process_is_not_used(
     from atip_trust.state import verdict_cache as state_cache
 
     warm(world)
-    monkeypatch.setattr(state_cache, "MAX_AGE", 1)  # the entry is older than SETTLE seconds by now
+    monkeypatch.setattr(state_cache, "MAX_AGE", 0)  # any age is past it now
     assert once(world).cache == "miss"
 
 

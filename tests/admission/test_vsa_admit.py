@@ -21,7 +21,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from verify_helpers import cli, cli_subprocess
+from verify_helpers import cli, cli_subprocess, run_cli
 from world import World
 
 VERIFIER = "https://ci.example.com/atip-trust/verify"
@@ -197,8 +197,6 @@ def test_policy_schema_refuses_a_verifier_without_max_age(world, tmp_path: Path)
 
 def test_agent_hook_takes_the_vsa_by_digest_in_bundle_dir(world, tmp_path: Path) -> None:
     """An agent's pre-tool hook (Claude Code's JSON) allows the vouched-for program, and only with its VSA."""
-    import subprocess
-    import sys
 
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -220,9 +218,8 @@ def test_agent_hook_takes_the_vsa_by_digest_in_bundle_dir(world, tmp_path: Path)
     env.pop("ATIP_TRUST_ORG_POLICY", None)
 
     def ask() -> str:
-        p = subprocess.run([sys.executable, "-m", "atip_trust", "hook", "claude-code", "--policy", str(pol),
-                            "--bundle-dir", str(bundles), "--no-audit"], input=stdin, capture_output=True, check=False,
-                           text=True, env=env, timeout=120)
+        p = run_cli(["hook", "claude-code", "--policy", str(pol), "--bundle-dir", str(bundles), "--no-audit"],
+                    input=stdin, env=env, timeout=120)
         assert p.returncode == 0, p.stderr
         return str(json.loads(p.stdout)["hookSpecificOutput"]["permissionDecision"])
 

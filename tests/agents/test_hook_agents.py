@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from gate_world import World, make_world
 from test_hooks import decision, hook_input
+from verify_helpers import run_cli
 
 from atip_trust.cli.cmd_hook import HookTimeout
 
@@ -39,6 +40,9 @@ def readme_hook_command() -> list[str]:
 
 def run_hook(argv: list[str], stdin: str, env: dict[str, str], *, cwd: Path | None = None
              ) -> subprocess.CompletedProcess[str]:
+    """The command line as given; ``python -m atip_trust ...`` in-process (verify_helpers.run_cli)."""
+    if argv[:3] == [sys.executable, "-m", "atip_trust"]:
+        return run_cli(argv[3:], input=stdin, env=env, cwd=cwd or ROOT, timeout=120)
     return subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False,
                           cwd=cwd or ROOT)
 
@@ -196,8 +200,7 @@ def test_policy_check_warns_when_an_allow_rule_lets_an_unmodelled_runner_run_any
     policy = tmp_path / "p.json"
     policy.write_text(json.dumps({"version": 1, "permissions": {"allow": [rule]}}))
     for action in ("check", "explain"):
-        r = subprocess.run([sys.executable, "-m", "atip_trust", "policy", action, str(policy)],
-                           capture_output=True, text=True, timeout=120, check=False)
+        r = run_cli(["policy", action, str(policy)], timeout=120)
         assert r.returncode == 0, r.stderr
         assert ("Warning: allow rule" in r.stdout and "whatever it is given" in r.stdout) is warned, r.stdout
 

@@ -21,6 +21,7 @@ import pytest
 from gate_world import World, make_world
 from test_hook_agents import cursor_input
 from test_hooks import hook_input
+from verify_helpers import run_cli
 
 from atip_trust.agents.formats import AGENTS, ERROR_EXIT
 from atip_trust.agents.install import NO_ANSWER, SETTINGS
@@ -44,8 +45,7 @@ def launcher(folder: Path, body: str = "") -> Path:
 
 
 def cli(*argv: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True, env=env,
-                          timeout=120, stdin=subprocess.DEVNULL, cwd=cwd)
+    return run_cli(argv, env=env, cwd=cwd, timeout=120)  # in-process, as a fresh child would run it
 
 
 def commands(agent: str, settings: Path) -> list[str]:

@@ -24,7 +24,7 @@ from discovery_world import (
 )
 from test_discovery_lock import _lock, _scan_locked
 from test_discovery_scan import _env
-from verify_helpers import cli_subprocess
+from verify_helpers import cli
 
 from atip_trust.discovery.scan import scan_directories
 
@@ -115,7 +115,7 @@ def test_scan_fail_on_deny_fails_for_a_foreign_link_path_entry(tmp_path: Path, s
     (tmp_path / "w").mkdir()
     w = World(tmp_path / "w")
     link = _foreign_link(safe_bin, _sticky(tmp_path) / "bin")
-    r = cli_subprocess("scan", str(link), "--policy", str(w.policy()), "--fail-on", "deny", "--format", "json",
+    r = cli("scan", str(link), "--policy", str(w.policy()), "--fail-on", "deny", "--format", "json",
                        "--surface", "--no-cache", env=_env(tmp_path))
     assert r.code == 1, r.out + r.err
     assert "symlink_foreign_owner" in r.out
@@ -173,11 +173,11 @@ def test_a_cached_probe_answer_is_not_used_once_the_scripts_interpreter_is_no_lo
                                               + "'"), identity=ORG_ID)
     pol = w.policy()
     env = _env(tmp_path)
-    first = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format",
+    first = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format",
                            "json", "--surface", env=env)
     assert '"probed"' in first.out and w.sentinel("script").exists(), first.out + first.err
     # Same cache, but the interpreter's evidence is gone: a run would be refused, so must the cache be.
-    again = cli_subprocess("scan", str(b), "--policy", str(pol), "--format", "json", "--surface", env=env)
+    again = cli("scan", str(b), "--policy", str(pol), "--format", "json", "--surface", env=env)
     assert "script_refused" in again.out, again.out
     assert '"status": "probed"' not in again.out
 
@@ -190,8 +190,8 @@ def test_a_locked_tool_whose_directory_is_no_longer_scanned_is_removed_not_drift
     w.tool(b, "tb", agent_script(agent_json("tb")), identity=ORG_ID)
     lock, pol = tmp_path / "atip-trust.lock", w.policy()
     common = ["--bundle-dir", str(w.bundles), "--policy", str(pol), "--lock", str(lock)]
-    assert cli_subprocess("lock", *common, str(a), str(b), env=_env(tmp_path)).code == 0
-    r = cli_subprocess("scan", *common, str(a), "--locked", "--format", "json", "--surface", env=_env(tmp_path))
+    assert cli("lock", *common, str(a), str(b), env=_env(tmp_path)).code == 0
+    r = cli("scan", *common, str(a), "--locked", "--format", "json", "--surface", env=_env(tmp_path))
     assert r.code == 0, r.out + r.err
     assert [(c["tool"], c["kind"]) for c in r.json["lock"]["changes"]] == [("tb", "removed")]
 
@@ -206,10 +206,10 @@ def test_a_locked_tool_made_unsafe_is_not_replaced_by_a_same_named_tool_later_on
     w.tool(c, "t", body, identity=ORG_ID)
     lock, pol = tmp_path / "atip-trust.lock", w.policy()
     common = ["--bundle-dir", str(w.bundles), "--policy", str(pol), "--lock", str(lock), str(a), str(c)]
-    assert cli_subprocess("lock", *common, env=_env(tmp_path)).code == 0
+    assert cli("lock", *common, env=_env(tmp_path)).code == 0
     (a / "t").write_bytes(agent_script(agent_json("t", destructive=True), "rewritten by the group"))
     (a / "t").chmod(0o775)
-    r = cli_subprocess("scan", *common, "--locked", "--format", "json", "--surface", env=_env(tmp_path))
+    r = cli("scan", *common, "--locked", "--format", "json", "--surface", env=_env(tmp_path))
     assert r.code == 1, r.out + r.err
     assert [(c["tool"], c["kind"]) for c in r.json["lock"]["changes"]] == [("t", "not_scanned")]
     skipped = {(Path(s["path"]).parent.name, s["reason"]) for s in r.json["surface"]["skipped"]}

@@ -158,6 +158,7 @@ def test_fetch_takes_both_the_signature_bundle_and_the_provenance(httpserver: HT
     assert r.json["trust_level"] == "VERIFIED"
 
 
+@pytest.mark.slow
 def test_verify_fetch_from_a_header_trickling_server_exits_2_timed_out_within_its_documented_10_s(
         trickle: TrickleServer, tmp_path: Path) -> None:
     # Through the CLI as users call it (docs/network.md: 10 s in total). The old client waited the trickle out.

@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from verify_helpers import run_cli
 
 SPELLINGS = ["bin//tool", "./bin/./tool", "bin/../bin/tool", "{tmp}/bin//tool", "{tmp}/bin/./tool"]
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "atip_trust", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, input=stdin, timeout=120, check=False)
+    return run_cli(args, cwd=cwd, env=env, input=stdin, timeout=120)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from verify_helpers import cli, cli_subprocess
+from verify_helpers import cli
 from world import ISSUER, ORG_ID, World
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -295,7 +295,7 @@ def test_cli_trusted_root_cannot_replace_the_orgs_implied_public_good_root(world
     org("signers-only-cli", {"signers": [SIGNER]})
     p = local(world, "nothing", {})
     env = {**os.environ}
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(world["signed"]), "--policy", str(p),
+    r = cli("verify", str(world["tool"]), "--bundle", str(world["signed"]), "--policy", str(p),
                        "--trusted-root", str(world["root"]), "--format", "json", env=env)
     assert r.code == 2, r.out + r.err
     assert "production" in r.err and str(world["root"]) in r.err

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from verify_helpers import Run, cli, cli_subprocess
+from verify_helpers import Run, cli, run_cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 EVIL_ID = "https://github.com/evil/hostile/.github/workflows/release.yml@refs/tags/v6.6.6"
@@ -276,6 +276,9 @@ def test_metadata_swapped_after_reading_is_not_what_the_signature_is_checked_ove
 
 def _run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
          timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """In-process (verify_helpers.run_cli); a child when the test hands it its own stdout (``stdout=``)."""
+    if not kw:
+        return run_cli(argv, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
     return subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output="stdout" not in kw,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd,
                           env={**os.environ, **(env or {})}, **kw)
@@ -339,7 +342,7 @@ def test_audit_write_cut_short_leaves_no_partial_line_and_is_not_an_allow(world,
 def test_policy_that_fails_to_load_is_audited_to_the_default_log(world, tmp_path: Path) -> None:
     bad = _dump(tmp_path / "broken.json", {"version": 1, "trust": {"signers": "everyone"}})
     state = tmp_path / "state"
-    r = cli_subprocess("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive",
+    r = cli("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive",
                        env={**os.environ, "XDG_STATE_HOME": str(state), "HOME": str(tmp_path)})
     assert r.code == 2
     (log,) = list(state.rglob("audit.jsonl"))

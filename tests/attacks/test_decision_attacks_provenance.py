@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import testsigstore
 from conftest import FIXTURES
-from verify_helpers import Run, cli_subprocess
+from verify_helpers import Run, cli
 from world import World
 
 ISS = "https://token.actions.githubusercontent.com"
@@ -68,7 +68,7 @@ def verify(world: dict[str, Any], *bundles: Path, identity: str | None = None, r
     if regexp is not None:
         argv += ["--certificate-identity-regexp", regexp]
     argv += ["--certificate-oidc-issuer", ISS, *extra]
-    r = cli_subprocess(*argv)
+    r = cli(*argv)
     assert "Traceback" not in r.err, r.err
     return r
 
@@ -173,14 +173,14 @@ def test_builder_entry_without_signer_binding_grants_no_level(ts, world) -> None
             "permissions": {"allow": ["Bash"]},
         })
 
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(b), "--policy", str(policy({})),
+    r = cli("verify", str(world["tool"]), "--bundle", str(b), "--policy", str(policy({})),
                        "--format", "json")
     assert r.code == 1, r.out + r.err
     assert r.json["trust_level"] == "PROVENANCE_FAIL"
     (bs,) = checks(r, "builder_signer")
     assert bs["status"] == "skip" and "states no signer binding" in bs["message"]
     bound = policy({"signerWorkflow": TENANT.rsplit("@", 1)[0] + "@refs/tags/v*", "signerIssuer": ISS})
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(b), "--policy", str(bound),
+    r = cli("verify", str(world["tool"]), "--bundle", str(b), "--policy", str(bound),
                        "--format", "json")
     assert r.code == 0, r.out + r.err
     assert r.json["provenance"]["slsa_level"] == 2
@@ -190,7 +190,7 @@ def test_committed_generator_fixture_carries_the_generators_build_signer() -> No
     manifest = json.loads((SIG / "manifest.json").read_text())
     row = next(f for f in manifest["files"] if f["file"] == "good/hello-tool.dsse.sigstore.json")
     assert row["identity"] == GENERATOR
-    r = cli_subprocess("verify", str(SIG / "artifacts" / "hello-tool"), "--bundle", str(SIG / row["file"]),
+    r = cli("verify", str(SIG / "artifacts" / "hello-tool"), "--bundle", str(SIG / row["file"]),
                        "--trusted-root", str(SIG / "trusted_root.json"), "--certificate-identity", GENERATOR,
                        "--certificate-oidc-issuer", ISS, "--min-slsa-level", "3", "--format", "json")
     assert r.code == 0, r.out
@@ -217,7 +217,7 @@ def test_sbom_attestation_does_not_satisfy_provenance_required(ts, world) -> Non
         "requirements": {"provenanceRequired": True},
         "permissions": {"allow": ["Bash"]},
     })
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(b), "--policy", str(pol), "--format", "json")
+    r = cli("verify", str(world["tool"]), "--bundle", str(b), "--policy", str(pol), "--format", "json")
     assert r.code == 1, r.out + r.err
     out = r.json
     assert out["trust_level"] == "PROVENANCE_FAIL" and out["decision"]["behavior"] == "deny"
@@ -289,7 +289,7 @@ def test_key_bundle_time_year_10000_fails_closed_and_other_bundle_still_counts(t
     doc = json.loads(good.read_text())
     doc["verificationMaterial"]["tlogEntries"][0]["integratedTime"] = "253402300800"
     bad = dump(tmp_path / "key-time.json", doc)
-    r = cli_subprocess("verify", str(SIG / "artifacts" / "readme.txt"), "--bundle", str(bad), "--bundle", str(good),
+    r = cli("verify", str(SIG / "artifacts" / "readme.txt"), "--bundle", str(bad), "--bundle", str(good),
                        "--key", str(SIG / "keys" / "managed-key.pub"), "--trusted-root",
                        str(SIG / "trusted_root.json"), "--format", "json")
     assert "Traceback" not in r.err
@@ -312,7 +312,7 @@ def test_unparsable_rfc3161_time_fails_closed_and_other_bundle_still_counts(ts, 
     doc["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"][0]["signedTimestamp"] = (
         base64.b64encode(token).decode())
     bad = dump(world["dir"] / "tsa-year1.json", doc)
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(bad), "--bundle", str(good),
+    r = cli("verify", str(world["tool"]), "--bundle", str(bad), "--bundle", str(good),
                        "--trusted-root", str(root), "--certificate-identity", TENANT,
                        "--certificate-oidc-issuer", ISS, "--format", "json")
     assert "Traceback" not in r.err

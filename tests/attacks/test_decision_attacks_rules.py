@@ -1,5 +1,5 @@
 """Command rules that cannot be sidestepped: each test is an attack on the rule layer, through the CLI
-(``atip-trust admit`` in a real subprocess, as a user meets it) where the attack reaches the CLI, and the
+(``atip-trust admit`` as a user meets it: verify_helpers.cli) where the attack reaches the CLI, and the
 library where only the library exposes it (``to_agent_tool``, ``compile_rule``).
 
 The attacks: an option before the sub-command (``git -C . push --force``, ``gh --yes=true repo delete``)
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verify_helpers import cli, cli_subprocess
+from conftest import examples
+from verify_helpers import cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 from atip_trust.errors import PolicyError
@@ -75,7 +76,7 @@ def _codes(out: dict[str, Any]) -> list[str]:
 
 
 def _admit(*args: str) -> Any:
-    return cli_subprocess("admit", *args, "--non-interactive", "--no-audit", "--format", "json")
+    return cli("admit", *args, "--non-interactive", "--no-audit", "--format", "json")
 
 
 # -- 10. an option before the sub-command --------------------------------------------------------------
@@ -352,7 +353,7 @@ def test_ask_rule_qualifier_cannot_let_less_trusted_binary_skip_question(tmp_pat
     assert r.code == 2, r.out + r.err
     assert "$.permissions.ask[0].minTrustLevel" in r.err
     assert "less trusted tool skip the question" in r.err
-    r = cli_subprocess("policy", "check", str(policy))
+    r = cli("policy", "check", str(policy))
     assert r.code == 2 and "$.permissions.ask[0].minTrustLevel" in r.err, r.err
     signer = _dump(tmp_path / "signer-ask.json", {"version": 1, "permissions": {"ask": [
         {"prefix": ["gh", "pr", "merge"], "signer": {"identity": ORG_ID, "issuer": ISSUER}}]}})
@@ -385,7 +386,7 @@ def test_64k_command_with_wildcard_rules_decides_linearly(tmp_path: Path) -> Non
     git = _tool(tmp_path / "bin", "git", b"#!/bin/sh\nexit 0\n")
     command = "push " + " ".join(["a"] * (64 * 1024 // 2))
     assert len(command) >= 64 * 1024
-    # A backtracking matcher does not finish this within the subprocess bound (cli_subprocess:
+    # A backtracking matcher does not finish this within the run's bound (verify_helpers.run_cli:
     # timeout=120 s); the linear one decides as for any command: allowed by "Bash(git push *)".
     r = _admit(str(git), f"--command={command}", "--policy", str(policy))
     assert r.code == 0, r.err
@@ -413,7 +414,7 @@ def _reference(parts: tuple[str, ...], text: str) -> bool:
     return re.fullmatch(".*".join(re.escape(p) for p in parts), text, re.DOTALL) is not None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.text("ab *", max_size=4), min_size=1, max_size=5), st.text("ab *", max_size=12))
 def test_glob_match_agrees_with_a_reference_matcher(parts: list[str], text: str) -> None:
     assert glob_match(tuple(parts), text) is _reference(tuple(parts), text)

@@ -74,6 +74,7 @@ def test_lines_the_grammar_once_misread_are_refused_or_read_as_bash_does(world: 
     check(world, line)
 
 
+@pytest.mark.slow
 def test_bash_runs_exactly_the_words_the_model_read(world: Path) -> None:
     seen = {"read": 0}
 

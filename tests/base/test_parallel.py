@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from verify_helpers import cli_subprocess
+from verify_helpers import cli
 
 from atip_trust._base.parallel import WorkerLost, map_processes, map_threads
 from atip_trust.evaluation.evaluate import Constraints
@@ -60,6 +60,7 @@ def test_a_worker_that_dies_fails_only_its_own_item() -> None:
     assert isinstance(out[2].error, WorkerLost) and "died" in str(out[2].error)
 
 
+@pytest.mark.slow
 def test_a_hanging_item_times_out_alone_and_the_batch_does_not_hang() -> None:
     started = time.monotonic()
     out = map_processes(_hang_on_one, list(range(4)), workers=2, timeout=3)
@@ -108,7 +109,7 @@ def test_hash_of_many_files_prints_in_the_order_given(tmp_path: Path) -> None:
         p.write_bytes(os.urandom(1 << 16) if i % 3 else b"")
         names.append(str(p))
     names.insert(7, str(tmp_path / "absent"))
-    r = cli_subprocess("hash", *names)
+    r = cli("hash", *names)
     assert r.code == 2 and "absent" in r.err
     printed = [line.split("  ", 1) for line in r.out.splitlines()]
     assert [name for _, name in printed] == [n for n in names if not n.endswith("absent")]

@@ -204,6 +204,7 @@ SourceRule(("v1",), "github.com/acme/tool")  # E
 '''
 
 
+@pytest.mark.slow
 def test_mypy_refuses_swapped_missing_and_unknown_constructor_arguments(tmp_path: Path) -> None:
     """Where a hand-written ``__init__`` passing two values in swapped order passed mypy (issue 23), the
     annotations are now the signature mypy checks."""

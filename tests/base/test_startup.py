@@ -53,6 +53,7 @@ def tops(out: dict[str, Any]) -> set[str]:
     return {m.split(".")[0] for m in out["modules"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["--version"], ["hash", "./README.md"], ["hash", "--format", "json",
                                                                             "./pyproject.toml"]])
 def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
@@ -63,6 +64,7 @@ def test_version_and_hash_load_no_verification_stack(argv: list[str]) -> None:
     assert bare["rc"] == 0 and off_path(bare, path, bare=True) == [], "\n".join(off_path(bare, path, bare=True))
 
 
+@pytest.mark.slow
 def test_hash_of_many_files_loads_no_process_pool_or_sarif() -> None:
     """Threads hash many files; the process pool (verification's) and SARIF (--format sarif, or a
     file that fails) are not loaded for it."""
@@ -92,6 +94,7 @@ ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.
 ISS = "https://token.actions.githubusercontent.com"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["file", "embedded"])
 def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_library(
         tmp_path: Path, root: str) -> None:
@@ -192,6 +195,7 @@ def test_the_console_entry_and_a_library_caller_answer_a_usage_error_alike(tmp_p
     assert "the following arguments are required: TOOL" in run("launch", ["admit"])[1]
 
 
+@pytest.mark.slow
 def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_path: Path) -> None:
     """``verify`` has the same warm path as ``admit``: the second identical run takes the report from the
     verdict cache and loads no verifier, HTTP client (``--fetch`` only), metadata model or dataclasses."""
@@ -217,6 +221,7 @@ def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_
         "\n".join(off_path(bare, "verify-hit", bare=True))
 
 
+@pytest.mark.slow
 def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(tmp_path: Path) -> None:
     """The pre-tool hook runs before every shell command an agent runs: for a command whose program has
     no evidence it answers (here denied: the policy denies programs it does not name); the first time it

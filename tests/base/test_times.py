@@ -13,7 +13,9 @@ from atip_trust._base.times import utc_text
 
 
 @pytest.mark.parametrize("ns", [0, 1_000, 999_999_999, 1_700_000_000_000_000_000, 1_700_000_000_123_456_789,
-                                4_102_444_799_999_999_000, time.time_ns()])
+                                4_102_444_799_999_999_000,
+                                # named, not numbered: pytest-xdist's workers must collect the same ids
+                                pytest.param(time.time_ns(), id="now")])
 def test_a_decision_time_reads_as_datetime_writes_it(ns: int) -> None:
     when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ns // 1000)  # exact, no float
     assert utc_text(ns) == when.isoformat()

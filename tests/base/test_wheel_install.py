@@ -111,6 +111,7 @@ AS_MODULE = [sys.executable, "-c", ALONE + "import runpy; runpy.run_module('atip
              "alter_sys=True)"]
 
 
+@pytest.mark.slow
 def test_installed_wheel_imports_every_module_of_the_checkout_from_the_install(
         installed: Path, tmp_path: Path) -> None:
     wanted = sorted(checkout_packages() | {"atip_trust._schema", "atip_trust._policies"})
@@ -140,6 +141,7 @@ def readme_main_job() -> list[str]:
     return [str(ROOT / w) if (ROOT / w).exists() and not w.startswith("-") else w for w in words]
 
 
+@pytest.mark.slow
 def test_installed_wheel_runs_the_readme_main_job_from_outside_the_checkout(
         installed: Path, tmp_path: Path) -> None:
     env = outside_env(installed, tmp_path / "cache")
@@ -153,6 +155,7 @@ def test_installed_wheel_runs_the_readme_main_job_from_outside_the_checkout(
     assert as_script.returncode == 0, as_script.stdout + as_script.stderr
 
 
+@pytest.mark.slow
 def test_installed_wheel_admits_a_tool_through_a_signed_registry_shim(
         installed: Path, tmp_path: Path, httpserver: HTTPServer) -> None:
     """The defect's own path: a policy naming a registry, the shim fetched from it and verified."""

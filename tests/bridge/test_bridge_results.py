@@ -102,7 +102,7 @@ def test_tool_calls_are_parsed_as_the_reference_parses_them() -> None:
         calls = [c.to_json() for c in parse_tool_call(provider, case["response"])]
         assert dump(calls) == dump(case["calls"])
         assert calls
-    for provider, calls in data["empty"].items():
+    for _provider, calls in data["empty"].items():
         assert calls == []
     assert parse_tool_call("openai", {"choices": [{"message": {"content": "hi"}}]}) == []
     assert parse_tool_call("gemini", {"candidates": [{"content": {"parts": [{"text": "hi"}]}}]}) == []

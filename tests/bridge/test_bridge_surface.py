@@ -1,5 +1,5 @@
 """The trusted surface: a model is offered only the commands policy admits, through ``atip-trust
-compile`` as a user runs it (a real subprocess, a real tool on PATH, real verification)."""
+compile`` as a user runs it (the real CLI, a real tool on PATH, real verification)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from reference_examples import reference_example
-from verify_helpers import Run, cli_subprocess
+from verify_helpers import Run, cli
 from world import World
 
 from atip_trust.bridge import compile_surface, compile_tools
@@ -51,7 +51,7 @@ def upstream_unsigned(world: dict[str, Any]) -> Path:
 
 
 def compile_cli(world: dict[str, Any], *argv: str) -> tuple[Run, dict[str, Any]]:
-    run = cli_subprocess("compile", *argv, env=world["env"])
+    run = cli("compile", *argv, env=world["env"])
     try:
         out = json.loads(run.out)
     except ValueError:
@@ -122,18 +122,18 @@ def test_ask_is_compiled_with_a_confirmation_note_or_blocked_as_policy_says(worl
 def test_all_compiles_every_command_without_a_trust_decision_and_says_so(world: dict[str, Any]) -> None:
     env = {**world["env"], "PATH": "/nonexistent"}  # no tool needed: nothing is verified
     upstream_gh = reference_example("gh.json")
-    run = cli_subprocess("compile", "--provider", "gemini", "--all", str(upstream_gh), env=env)
+    run = cli("compile", "--provider", "gemini", "--all", str(upstream_gh), env=env)
     assert run.code == 0, run.err
     out = json.loads(run.out)
     assert out["trust"] == "not evaluated (--all)" and out["blocked"] == []
     assert out["tools"] == compile_tools([json.loads(upstream_gh.read_text())], "gemini")["tools"]
-    run = cli_subprocess("compile", "--provider", "gemini", "--all", "--policy", "x.json", str(upstream_gh))
+    run = cli("compile", "--provider", "gemini", "--all", "--policy", "x.json", str(upstream_gh))
     assert run.code == 2 and "not allowed with argument" in run.err
 
 
 def test_a_tool_that_cannot_be_found_or_invalid_metadata_is_exit_2_not_a_surface(world: dict[str, Any]) -> None:
     env = {**world["env"], "PATH": str(world["dir"] / "empty")}
-    run = cli_subprocess("compile", "--provider", "openai", "--no-audit", str(world["meta"]), env=env)
+    run = cli("compile", "--provider", "openai", "--no-audit", str(world["meta"]), env=env)
     assert run.code == 2 and run.out == "" and "gh" in run.err
     bad = world["dir"] / "bad.json"
     doc = json.loads(world["meta"].read_text())

@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from world import ISSUER, World
+from world import World
 from cryptography.hazmat.primitives.asymmetric import ec
+from verify_helpers import run_cli
 
 import atip_trust
 from atip_trust.bridge.loop import run_tool_call
@@ -58,9 +58,8 @@ def compile_cli(world: dict[str, Any], *evidence: str, policy: str = "policy") -
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATIP_TRUST_", "PYTHON"))}
     env["PATH"] = f"{world['bins']}:/usr/bin:/bin"
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    r = subprocess.run([sys.executable, "-m", "atip_trust", "compile", "--provider", "openai", "--policy",
-                        str(world[policy]), "--no-audit", "--no-cache", str(world["meta"]), *evidence],
-                       capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    r = run_cli(["compile", "--provider", "openai", "--policy", str(world[policy]), "--no-audit", "--no-cache",
+                 str(world["meta"]), *evidence], timeout=120, env=env)
     return r.returncode, json.loads(r.stdout) if r.stdout else {}, r.stderr
 
 

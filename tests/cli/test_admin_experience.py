@@ -1,6 +1,6 @@
 """What an admin or CI engineer meets at the command line: evidence never turns a decision into "could not
 evaluate", identity flags with the names gh and cosign users type, and reason lists that name the cause
-once. Every test runs the real CLI in a subprocess on the project's own test Sigstore fixtures."""
+once. Every test runs the real CLI (in-process as a fresh child would, verify_helpers.py) on the project's own test Sigstore fixtures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from verify_helpers import cli_subprocess
+from verify_helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]
 FX = REPO / "fixtures" / "sigstore"
@@ -29,7 +29,7 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def admit(*argv: str, **extra: str):  # type: ignore[no-untyped-def]
-    return cli_subprocess("admit", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
+    return cli("admit", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
                           "--no-audit", "--format", "json", *argv, env=env(**extra))
 
 
@@ -94,7 +94,7 @@ def test_matched_deny_rule_is_not_followed_by_no_matching_rule(tmp_path: Path) -
       "generator_generic_slsa3.yml", "--deny-self-hosted-runners"], "VERIFIED"),
 ])
 def test_verify_accepts_gh_flag_names_with_full_match_semantics(flags: list[str], level: str) -> None:
-    r = cli_subprocess("verify", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
+    r = cli("verify", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
                        "--format", "json", *flags, env=env())
     assert json.loads(r.out)["trust_level"] == level, r.out + r.err
     assert r.code == (0 if level == "VERIFIED" else 1)
@@ -129,7 +129,7 @@ def _org(tmp_path: Path, audit: dict[str, object]) -> Path:
 
 
 def _admit_audited(*argv: str, **extra: str):  # type: ignore[no-untyped-def]
-    return cli_subprocess("admit", str(TOOL), "--format", "json", *argv, env=env(**extra))
+    return cli("admit", str(TOOL), "--format", "json", *argv, env=env(**extra))
 
 
 def test_org_policy_fixes_the_audit_log_for_every_admission(tmp_path: Path) -> None:
@@ -164,7 +164,7 @@ def test_atip_trust_policy_names_the_default_policy(tmp_path: Path) -> None:
 
 
 def test_admit_help_shows_the_actual_audit_path() -> None:
-    r = cli_subprocess("admit", "--help", env=env(XDG_STATE_HOME="/tmp/xdg-state-probe"))
+    r = cli("admit", "--help", env=env(XDG_STATE_HOME="/tmp/xdg-state-probe"))
     assert "/tmp/xdg-state-probe/atip-trust/audit.jsonl" in "".join(r.out.split())
 
 
@@ -175,18 +175,18 @@ def test_malformed_bundle_among_several_is_that_bundles_failure_not_exit_2(tmp_p
     bad.write_text(bad_text)
     base = ["verify", str(TOOL), "--trusted-root", str(ROOT), "--format", "json",
             "--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER]
-    both = cli_subprocess(*base, "--bundle", str(bad), "--bundle", str(BUNDLE), env=env())
+    both = cli(*base, "--bundle", str(bad), "--bundle", str(BUNDLE), env=env())
     assert both.code == 0, both.out + both.err  # the good bundle still verifies the artifact
     out = json.loads(both.out)
     (failed,) = [c for c in out["checks"] if c["name"] == "bundle" and c["evidence"] == bad.name]
     assert failed["status"] == "fail"
-    alone = cli_subprocess(*base, "--bundle", str(bad), env=env())
+    alone = cli(*base, "--bundle", str(bad), env=env())
     assert alone.code == 2  # the only evidence unreadable: could not evaluate
 
 
 def test_abbreviated_flags_are_refused_not_guessed() -> None:
     # "--certificate-ident" would have matched --certificate-identity under argparse's default.
-    r = cli_subprocess("verify", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
+    r = cli("verify", str(TOOL), "--bundle", str(BUNDLE), "--trusted-root", str(ROOT),
                        "--certificate-ident", GENERATOR, "--certificate-oidc-issuer", ISSUER, env=env())
     assert r.code == 2 and "unrecognized arguments: --certificate-ident" in r.err
 
@@ -194,16 +194,15 @@ def test_abbreviated_flags_are_refused_not_guessed() -> None:
 @pytest.mark.parametrize(("flag", "hint"), [
     ("--insecure-ignore-tlog", "transparency-log proof"),
     ("--certificate-chain", "--trusted-root"),
-    ("--print-provenance", "--format json"),
     ("--new-bundle-format", "v0.1-v0.3"),
 ])
 def test_another_tools_flag_gets_a_hint_naming_ours(flag: str, hint: str) -> None:
-    r = cli_subprocess("verify", str(TOOL), "--bundle", str(BUNDLE), flag, "x", env=env())
+    r = cli("verify", str(TOOL), "--bundle", str(BUNDLE), flag, "x", env=env())
     assert r.code == 2 and hint in r.err, r.err
 
 
 def test_slsa_verifier_and_gh_spellings_of_bundle_and_root_are_accepted() -> None:
-    r = cli_subprocess("verify", str(TOOL), "--provenance-path", str(BUNDLE), "--custom-trusted-root",
+    r = cli("verify", str(TOOL), "--provenance-path", str(BUNDLE), "--custom-trusted-root",
                        str(ROOT), "--cert-identity", GENERATOR, "--cert-oidc-issuer", ISSUER,
                        "--builder-id", GENERATOR.rsplit("@", 1)[0] + "@refs/tags/v*", env=env())
     assert r.code == 0, r.out + r.err
@@ -235,7 +234,7 @@ def test_digests_in_output_are_always_sha256_hex(tmp_path: Path, bundle: str) ->
     """One vocabulary: a bundle's declared digest is reported as sha256:<hex>, never SHA2_256:<hex>."""
     other = tmp_path / "hello-tool"
     other.write_bytes(TOOL.read_bytes() + b"\n# changed\n")
-    r = cli_subprocess("verify", str(other), "--bundle", str(FX / "good" / bundle), "--trusted-root",
+    r = cli("verify", str(other), "--bundle", str(FX / "good" / bundle), "--trusted-root",
                        str(ROOT), "--certificate-identity-regexp", ".*",
                        "--certificate-oidc-issuer-regexp", ".*", "--format", "json", env=env())
     assert r.code == 1, r.out + r.err
@@ -250,7 +249,7 @@ def test_bundle_from_another_sigstore_instance_says_so_and_names_the_flags(bundl
     """Signed on the project's test instance, checked against the embedded production root (as a
     staging-signed bundle would be): the failure says the material may come from another instance and
     names --staging / --trusted-root."""
-    r = cli_subprocess("verify", str(TOOL), "--bundle", str(FX / "good" / bundle),
+    r = cli("verify", str(TOOL), "--bundle", str(FX / "good" / bundle),
                        "--certificate-identity-regexp", ".*", "--certificate-oidc-issuer-regexp", ".*",
                        "--no-cache", "--format", "json", env=env())
     assert r.code == 1, r.out + r.err
@@ -265,7 +264,7 @@ def test_the_same_concept_has_the_same_check_name_on_every_route() -> None:
     names: dict[str, set[str]] = {}
     for bundle in ("hello-tool.v0.3.sigstore.json", "hello-tool.dsse.sigstore.json",
                    "hello-tool.intoto.sigstore.json", "hello-tool.v0.1.sigstore.json"):
-        r = cli_subprocess("verify", str(TOOL), "--bundle", str(FX / "good" / bundle), "--trusted-root",
+        r = cli("verify", str(TOOL), "--bundle", str(FX / "good" / bundle), "--trusted-root",
                            str(ROOT), "--certificate-identity-regexp", ".*",
                            "--certificate-oidc-issuer-regexp", ".*", "--no-cache", "--format", "json",
                            env=env())
@@ -307,6 +306,6 @@ def test_local_policy_cannot_point_the_audit_log_at_a_device(tmp_path: Path) -> 
     pol = tmp_path / "p.json"
     pol.write_text(json.dumps({"version": 1, "audit": {"log": "/dev/null"},
                                "permissions": {"allow": ["Bash(hello-tool *)"]}}))
-    r = cli_subprocess("admit", str(TOOL), "--policy", str(pol), "--command", "run", "--format", "json",
+    r = cli("admit", str(TOOL), "--policy", str(pol), "--command", "run", "--format", "json",
                        env=env())
     assert r.code == 2, r.out + r.err

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from verify_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FX = ROOT / "fixtures" / "sigstore"
@@ -29,8 +29,7 @@ SIGNER = ("--trusted-root", str(FX / "trusted_root.json"), "--certificate-identi
 
 def run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATIP_TRUST_")}
-    return subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL, cwd=cwd, env={**env, "CI": "true"})
+    return run_cli(argv, timeout=120, cwd=cwd, env={**env, "CI": "true"})
 
 
 def lines(log: Path) -> list[dict[str, Any]]:
@@ -122,12 +121,9 @@ def test_a_command_line_that_does_not_parse_is_audited_as_a_denial(tmp_path: Pat
 
 
 @pytest.mark.parametrize("flag, hint", [
-    ("-d", "sha256 and sha512 are both computed"),
     ("-t", "--format json"),
-    ("--jq", "--format json"),
     ("--new-bundle-format", "v0.1-v0.3"),
     ("--source-versioned-tag", "--source-tag"),
-    ("--print-provenance", "--format json"),
     ("--ca-roots", "--trusted-root"),
     ("--use-signed-timestamps", "timestamp authorities"),
 ])

@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from conftest import examples
 from make_metadata_fixtures import VALID
 
 from atip_trust.cli.main import main
@@ -37,7 +38,7 @@ from atip_trust.facts.metadata import load_metadata, parse_metadata
 
 CLI = [sys.executable, "-m", "atip_trust"]
 FUZZ = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 
 import jsonschema
 import pytest
+from verify_helpers import run_cli
 from world import World
 
 CLI = [sys.executable, "-m", "atip_trust"]
@@ -44,8 +45,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def run(world: dict[str, Any], *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "CI": "true", **(env or {})}
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120, cwd=world["dir"],
-                          stdin=subprocess.DEVNULL, env=environ)
+    return run_cli(argv, timeout=120, cwd=world["dir"], env=environ)
 
 
 def verify(world: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
@@ -331,9 +331,14 @@ def test_successful_verify_says_what_was_verified(world) -> None:
 
 
 def test_many_bundles_get_a_count_line(world) -> None:
-    r = verify(world, "--bundle", "good.json", "--bundle", "other.json", *IDENTITY)
+    r = verify(world, "--bundle", "good.json", "--bundle", "malformed.json", *IDENTITY)
     assert "2 bundles: 1 verified, 1 failed" in r.stdout.splitlines()
-    assert not any(line.startswith("verified:") for line in r.stdout.splitlines())  # it was denied
+    # Another file's signature beside one that verifies this file is about that file (issue 34, item 4).
+    r = verify(world, "--bundle", "good.json", "--bundle", "other.json", *IDENTITY)
+    assert "2 bundles: 1 verified, 0 failed, 1 about other artifacts" in r.stdout.splitlines()
+    assert r.returncode == 0 and "FAIL" not in r.stdout
+    alone = verify(world, "--bundle", "other.json", *IDENTITY)  # given alone: this file is not the one signed
+    assert alone.returncode == 1 and "COMPROMISED" in alone.stdout.splitlines()[0]
 
 
 @pytest.mark.parametrize("argv", [

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from make_metadata_fixtures import CURL_HASH, EMPTY_HASH, VALID, Case, malformed_cases
+import verify_helpers
 
 from atip_trust.cli.main import main
 
@@ -25,7 +26,7 @@ INCOMPLETE = [
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], check=False, capture_output=True, text=True, timeout=timeout)
+    return verify_helpers.run_cli(args, timeout=timeout)
 
 
 def assert_refused(res: subprocess.CompletedProcess[str], where: str) -> None:

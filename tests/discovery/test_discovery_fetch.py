@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from discovery_world import ISSUER, REGISTRY_ID, SAFE_EFFECTS, World, sentinel_script
 from pytest_httpserver import HTTPServer
-from verify_helpers import cli_subprocess
+from verify_helpers import cli
 
 EVIL_ID = "https://github.com/evil/shims/.github/workflows/sign.yml@refs/heads/main"
 
@@ -61,7 +61,7 @@ def serve_shim(server: HTTPServer, setup: dict[str, Any], identity: str = REGIST
 
 
 def scan(setup: dict[str, Any], *flags: str, **env: str) -> dict[str, Any]:
-    r = cli_subprocess("scan", "--bundle-dir", str(setup["w"].bundles), str(setup["bin"]), "--policy", str(setup["policy"]), "--format", "json", "--surface",
+    r = cli("scan", "--bundle-dir", str(setup["w"].bundles), str(setup["bin"]), "--policy", str(setup["policy"]), "--format", "json", "--surface",
                        *flags, env={**setup["env"], **env})
     assert r.code == 0, r.err
     [row] = json.loads(r.out)["surface"]["tools"]

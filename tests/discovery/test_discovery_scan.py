@@ -1,4 +1,5 @@
-"""Discovery end to end through `atip-trust scan` in a real subprocess: real scripts, real bundles from
+"""Discovery end to end through `atip-trust scan` as a user runs it (in-process as a fresh child
+would run it, verify_helpers.py): real scripts, real bundles from
 the local test Sigstore, real processes. Tools that must never run leave a sentinel file if they do."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 from discovery_world import ORG_ID, process_alive, World, agent_json, agent_script, sentinel_script
-from verify_helpers import cli, cli_subprocess
+from verify_helpers import cli
 
 from atip_trust.discovery.scan import scan_directories
 
@@ -55,7 +56,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _scan(world: dict[str, Any], tmp: Path, *args: str) -> tuple[Any, float]:
     start = time.monotonic()
-    r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
+    r = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
                        "--format", "json", "--surface", *args, env=_env(tmp))
     return r, time.monotonic() - start
 
@@ -126,12 +127,12 @@ def test_a_second_scan_reuses_the_cached_verdicts_and_probe_outcomes(world: dict
 
 def test_scan_text_on_a_pipe_is_plain_lines_and_sarif_names_each_finding(world: dict[str, Any],
                                                                          tmp_path: Path) -> None:
-    r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy", str(world["policy"]), env=_env(tmp_path))
+    r = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy", str(world["policy"]), env=_env(tmp_path))
     assert r.code == 0, r.err
     assert "\x1b[" not in r.out
     line = next(ln for ln in r.out.splitlines() if ln.startswith("unsigned "))
     assert "UNSIGNED" in line and "not_probed (not_verified)" in line  # the state as JSON names it
-    s = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
+    s = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), str(world["ww"]), "--policy", str(world["policy"]),
                        "--format", "sarif", env=_env(tmp_path))
     results = json.loads(s.out)["runs"][0]["results"]
     ids = {(x["ruleId"], x["message"]["text"].split(":")[0]) for x in results}
@@ -179,11 +180,11 @@ def test_a_verified_script_whose_interpreter_is_not_admitted_is_never_probed(tmp
     b = tmp_path / "bin"
     w.tool(b, "signedscript", sentinel_script(w.sentinel("script")), identity=ORG_ID)
     pol = w.policy()
-    r = cli_subprocess("scan", str(b), "--policy", str(pol), "--format", "json", "--surface", "--no-cache", env=_env(tmp_path))
+    r = cli("scan", str(b), "--policy", str(pol), "--format", "json", "--surface", "--no-cache", env=_env(tmp_path))
     assert not w.sentinel("script").exists(), "the script ran on an interpreter nobody admitted"
     assert "script_refused" in r.out, r.out
     # With the interpreter's evidence it is probed (the control: the refusal is about the interpreter).
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format", "json", "--surface",
+    r = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(pol), "--format", "json", "--surface",
                        "--no-cache", env=_env(tmp_path))
     assert w.sentinel("script").exists(), r.out + r.err
 
@@ -191,7 +192,7 @@ def test_a_verified_script_whose_interpreter_is_not_admitted_is_never_probed(tmp
 def test_scan_json_is_the_contracts_list_of_verification_objects(world: dict[str, Any], tmp_path: Path) -> None:
     """docs/contract.md: `scan --format json` prints a list of the verification objects `admit` prints (artifact
     path and sha256, trust level, signature, provenance, checks, decision), each with the tool's name."""
-    r = cli_subprocess("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy",
+    r = cli("scan", "--bundle-dir", str(world["w"].bundles), str(world["bin"]), "--policy",
                        str(world["policy"]), "--format", "json", env=_env(tmp_path))
     items = json.loads(r.out)
     assert isinstance(items, list) and items, r.out
@@ -216,7 +217,7 @@ def test_a_verified_tools_own_agent_claims_of_safety_and_trust_do_not_relax_its_
     doc = json.loads(agent_json("claimer"))
     doc["trust"] = {"source": "org", "verified": True}
     w.tool(b, "claimer", agent_script(json.dumps(doc)), identity=ORG_ID)
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()),
+    r = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()),
                        "--format", "json", "--no-cache", env=_env(tmp_path))
     [item] = json.loads(r.out)
     assert item["scan"]["probe"]["status"] == "probed", r.out

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import pytest
-from world import ISSUER, World
+from world import World
 
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from discovery_world import ORG_ID, World, agent_json, agent_script, sentinel_script
-from verify_helpers import cli_subprocess
+from verify_helpers import cli, cli_subprocess
 
 from atip_trust.registry import LocalRegistry
 
@@ -23,7 +23,7 @@ def test_rfc_4_3_scan_update_registry_indexes_verified_tools_with_metadata(tmp_p
     env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "c"),
            "XDG_STATE_HOME": str(tmp_path / "s"), "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("ATIP_TRUST_ORG_POLICY", None)
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()),
+    r = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()),
                        "--format", "json", "--update-registry", env=env)
     assert r.code == 0, r.out + r.err
     assert "indexed 1 tool" in r.err
@@ -73,6 +73,6 @@ def test_scan_update_registry_where_the_data_folder_is_a_file_is_a_clear_error(t
     env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "s"),
            "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("ATIP_TRUST_ORG_POLICY", None)
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()), "--format",
-                       "json", "--update-registry", str(blocked / "registry.json"), env=env)
+    r = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()), "--format",
+            "json", "--update-registry", str(blocked / "registry.json"), env=env)
     assert r.code == 2 and "cannot write the local registry" in r.err and "internal error" not in r.err, r.err

@@ -266,15 +266,14 @@ def test_unloadable_policy_is_audited_to_the_explicit_or_the_default_log(world, 
     # must not make admissions leave no trace.
     state = tmp_path / "state"
     env = {**os.environ, "XDG_STATE_HOME": str(state), "HOME": str(tmp_path)}
-    r = cli_subprocess("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive", env=env)
+    r = cli("admit", str(world["tool"]), "--policy", str(bad), "--non-interactive", env=env)
     assert r.code == 2
     (default_log,) = list(state.rglob("audit.jsonl"))
     (rec,) = _lines(default_log)
     assert rec["decision"] == "deny" and rec["policy_digest"] is None and "surprise" in rec["error"]["message"]
     # After the policy loaded, a failure goes to the default log too.
     good = key_policy(world["dir"], "audit-policy", None)
-    r = cli_subprocess("admit", str(tmp_path / "no-such-tool"), "--policy", str(good), "--non-interactive",
-                       env=env)
+    r = cli("admit", str(tmp_path / "no-such-tool"), "--policy", str(good), "--non-interactive", env=env)
     assert r.code == 2
     rec = _lines(default_log)[-1]
     assert rec["decision"] == "deny" and rec["tool"] == "no-such-tool"
@@ -514,7 +513,7 @@ def test_verify_policy_composes_the_standard_org_policy(world, signed, tmp_path:
     monkeypatch.setattr(load, "standard_org_policy_path", lambda: tmp_path / "none.json")
     env = {**os.environ, "ATIP_TRUST_ORG_POLICY": str(org)}
     p = world["dir"] / "v-under-org.json"
-    r = cli_subprocess("verify", str(world["tool"]), "--bundle", str(signed), "--policy", str(p), env=env)
+    r = cli("verify", str(world["tool"]), "--bundle", str(signed), "--policy", str(p), env=env)
     assert r.code == 1, r.out + r.err
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 from gate_world import World, make_world
 
 from atip_trust.errors import UsageError
@@ -213,7 +214,7 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
     """`TOOL --agent` of a #! tool (discovery/probe.py): the interpreter reads the sealed copy too. The tool
     answers metadata only when its script comes from the memfd; from its own file it leaves a sentinel."""
     from discovery_world import ORG_ID, World as DiscoveryWorld, agent_json
-    from verify_helpers import cli_subprocess
+    from verify_helpers import cli
 
     w = DiscoveryWorld(tmp_path)
     b = tmp_path / "bin"
@@ -222,8 +223,8 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
     body = (f"#!/bin/sh\ncase \"$(readlink \"$0\")\" in /{MEMFD}*) printf '%s' '{quoted}'; exit 0;; esac\n"
             f"touch '{sentinel}'\n").encode()
     w.tool(b, "memtool", body, identity=ORG_ID)
-    r = cli_subprocess("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()), "--format",
-                       "json", "--surface", "--no-cache", env=_scan_env(tmp_path))
+    r = cli("scan", "--bundle-dir", str(w.bundles), str(b), "--policy", str(w.policy()), "--format",
+            "json", "--surface", "--no-cache", env=_scan_env(tmp_path))
     assert not sentinel.exists(), r.out + r.err
     assert "memtool" in r.out and '"metadata"' in r.out, r.out
 
@@ -340,7 +341,7 @@ _OPTION_LIKE = st.sampled_from(["--", "-", "-h", "--help", "--policy", "--expect
                                 "--bundle-dir=x", "-v", "--interactive", "@file", "%s", "--=", ""])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.one_of(_WORD, _OPTION_LIKE), max_size=8))
 def test_exec_hands_every_word_after_the_tool_over_unchanged(words: list[str]) -> None:
     """The exec command line's parser (the same one `atip-trust exec` uses): whatever the words after

@@ -1,5 +1,5 @@
 """Everything a tool declares is read (issue 27): one table test per RFC statement, through
-``atip-trust admit`` as a user calls it (``python -m atip_trust`` in a subprocess), under the *shipped* default policy with a signer added
+``atip-trust admit`` as a user calls it (the CLI's parser and catch point, verify_helpers.cli), under the *shipped* default policy with a signer added
 (``--certificate-identity``), with the tool and its metadata signed by that signer so the metadata is
 verified and the read-only default can allow.
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from verify_helpers import cli_subprocess
+from verify_helpers import cli
 
 from atip_trust.facts.aip14 import parse_tool_md
 from atip_trust.facts.effects import EFFECT_CLASSES, classify, command_lookup, read_only
@@ -68,7 +68,7 @@ class Signed:
     def admit(self, command: str, meta_flags: list[str], *, policy: Path | None = None) -> dict[str, Any]:
         """``admit`` as CI runs it: no one to answer, so an ask is a denial."""
         pol = ["--policy", str(policy)] if policy is not None else []  # none: the embedded default
-        r = cli_subprocess("admit", str(self.tool), f"--command={command}", *pol, *meta_flags,
+        r = cli("admit", str(self.tool), f"--command={command}", *pol, *meta_flags,
                 "--trusted-root", str(self.d / "trusted_root.json"), "--bundle", str(self.bundle),
                 "--certificate-identity", ORG_ID, "--certificate-oidc-issuer", ISSUER,
                 "--non-interactive", "--no-audit", "--no-cache", "--format", "json")
@@ -259,7 +259,7 @@ def test_rfc_8_2_compile_never_flags_a_declared_change_read_only(tmp_path: Path,
                         "zap": {"description": "Zap", "effects": effects}}}
     path = tmp_path / "gh.json"
     path.write_text(json.dumps(doc))
-    r = cli_subprocess("compile", "--provider", "openai", "--all", str(path))
+    r = cli("compile", "--provider", "openai", "--all", str(path))
     assert r.code == 0, r.out + r.err
     described = {t["function"]["name"]: t["function"]["description"] for t in json.loads(r.out)["tools"]}
     assert "READ-ONLY" in described["gh_view"] and "READ-ONLY" not in described["gh_zap"], described
@@ -287,7 +287,7 @@ def test_rfc_4_10_4_and_atip_0_4_trust_fields_are_accepted_and_reported_as_claim
            "commands": {"pr": {"description": "Pull requests"}}}
     path = tmp_path / "gh-0.4.json"
     path.write_text(json.dumps(doc))
-    r = cli_subprocess("metadata", "check", str(path), "--format", "json")
+    r = cli("metadata", "check", str(path), "--format", "json")
     assert r.code == 0, r.out + r.err  # was exit 2 for each of the four fields
     out = json.loads(r.out)
     assert out["claims"]["legacy_0_4"] == {k: doc["trust"][k] for k in ("checksum", "signedBy", "attestation")}

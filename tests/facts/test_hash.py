@@ -12,12 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import verify_helpers
 
 CLI = [sys.executable, "-m", "atip_trust"]
 TIMEOUT = 60
 
 
 def run_cli(*args: str, timeout: float = TIMEOUT, **kw: object) -> subprocess.CompletedProcess[str]:
+    """In-process (verify_helpers.run_cli); with ``subprocess.run`` options (``preexec_fn``), a child."""
+    if not kw:
+        return verify_helpers.run_cli(args, timeout=timeout)
     return subprocess.run(
         [*CLI, *args], check=False, capture_output=True, text=True, timeout=timeout, **kw  # type: ignore[call-overload]
     )

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from verify_helpers import run_cli
 
 CLI = [sys.executable, "-m", "atip_trust"]
 TIMEOUT = 60
@@ -23,7 +24,7 @@ NAMES = [b"plain", b"with space", b"new\nline", b"back\\slash", b"carriage\rretu
 
 
 def ours(cwd: Path, *args: str | bytes, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, timeout=TIMEOUT, input=stdin)
+    return run_cli(args, cwd=cwd, timeout=TIMEOUT, input=stdin, text=False)
 
 
 def coreutils(cwd: Path, *args: str | bytes, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from conftest import examples
 
 from atip_trust.policy.rules import (
     command_line,
@@ -64,14 +65,14 @@ def test_the_rule_index_never_leaves_out_a_rule_that_matches_a_listed_command() 
     assert skipped > 40  # the index does leave out other tools' rules
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(words=st.lists(WORDS, min_size=1, max_size=7), behavior=st.sampled_from(["allow", "deny"]))
 def test_the_rule_index_never_leaves_out_a_rule_that_matches_any_command(words: list[str],
                                                                           behavior: str) -> None:
     _check(words, behavior)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(pattern=st.lists(st.sampled_from(["a", "b", " ", "ab", "*", "gh ", " *"]), min_size=1, max_size=6),
        text=st.text(alphabet="ab *gh", max_size=12), behavior=st.sampled_from(["allow", "deny"]))
 def test_a_compiled_matcher_answers_as_the_rule_matcher_does(pattern: list[str], text: str,

@@ -7,6 +7,7 @@ import shlex
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 
 from atip_trust.errors import PolicyError
 from atip_trust.policy.rules import (
@@ -105,7 +106,7 @@ def test_malformed_rules_are_refused_with_their_path(bad: str) -> None:
     assert info.value.path == "$.permissions.deny[3]"
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab-_./:=@%+,*;#&| \t\r\n\x0b\x0c\xa0'\"\\")), max_size=24))
 def test_a_command_line_is_split_into_the_words_shlex_gives_whatever_its_characters(text: str) -> None:
     """split_command skips shlex for plain lines (a cache-hit admission's "--command status"); the

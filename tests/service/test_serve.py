@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from serve_helpers import Served, start, token_file
 from shell_lines import ShellWorld, line, make_world
-from verify_helpers import cli
+from verify_helpers import cli, run_cli
 
 from atip_trust.cli.main import main
 
@@ -112,10 +112,9 @@ def _thin(world: ShellWorld, sock: str, command: str, *extra: str) -> subprocess
 
 
 def _direct(world: ShellWorld, command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "atip_trust", "hook", "claude-code", "--policy",
-                           str(world.policy), "--bundle-dir", _bundle_dir(world), "--no-audit"],
-                          input=hook_json(command, str(world.dir)), capture_output=True, text=True,
-                          env=env_of(world), timeout=120, cwd=world.dir)
+    return run_cli(["hook", "claude-code", "--policy", str(world.policy), "--bundle-dir", _bundle_dir(world),
+                    "--no-audit"], input=hook_json(command, str(world.dir)), env=env_of(world), timeout=120,
+                   cwd=world.dir)  # in-process, as a fresh child would run it
 
 
 THIN_LINES = ("tool x", "evil", "ls && tool y", "./tool x", "./gh pr", "tool $(evil)")
@@ -422,3 +421,19 @@ def test_load_loses_no_answer_and_no_audit_line(shell_world: ShellWorld, short_d
         assert svc.stop() == 0
     assert len(statuses) == clients * each and set(statuses) == {200}
     assert len(_audit_lines(log)) == clients * each
+
+
+def test_the_thin_clients_agent_list_is_the_hook_formats() -> None:
+    from atip_trust.agents.formats import AGENTS
+    from atip_trust.cli.hook_client import AGENTS as CLIENT_AGENTS
+    assert CLIENT_AGENTS == AGENTS
+
+
+def test_hook_install_keeps_via_service_in_the_installed_command(tmp_path: Path) -> None:
+    """``hook install AGENT --via-service`` is an install, not a thin-client call: the flag must reach the
+    installed command (an earlier launcher took it for a client call and dropped it)."""
+    code = "from atip_trust.cli.launch import main; raise SystemExit(main())"
+    run = subprocess.run([sys.executable, "-c", code, "hook", "install", "claude-code", "--via-service", "--print"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    assert "hook claude-code --via-service" in run.stdout

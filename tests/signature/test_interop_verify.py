@@ -4,13 +4,12 @@ run through the CLI as a user would (see interop_cases.py). Skips cleanly when t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import INTEROP
 from interop_cases import GITHUB_ROOT, build, load_rows
+from verify_helpers import run_cli
 
 ROWS = load_rows(INTEROP) if (INTEROP / "index.json").is_file() else []
 
@@ -29,10 +28,7 @@ def _param(row: dict) -> object:
 @pytest.mark.parametrize("row", [_param(r) for r in ROWS])
 def test_interop_case_agrees_with_declared_outcome(row: dict, interop_dir: Path, tmp_path: Path) -> None:
     case = build(row, interop_dir, tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "atip_trust", *case.argv, "--format", "json"],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
+    proc = run_cli([*case.argv, "--format", "json"])  # in-process, as a fresh child would run it
     assert "Traceback" not in proc.stderr, proc.stderr
     out = json.loads(proc.stdout)
     if case.expect_ok:

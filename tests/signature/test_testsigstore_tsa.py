@@ -28,7 +28,7 @@ from rfc3161_client import VerifierBuilder, decode_timestamp_response
 from sigstore.errors import VerificationError
 from sigstore.models import Bundle, TrustedRoot
 from sigstore.verify import Verifier, policy
-from verify_helpers import cli, cli_subprocess
+from verify_helpers import cli
 
 TSA_DIR = FIXTURES / "sigstore" / "tsa"
 IDENTITY = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
@@ -371,13 +371,13 @@ def test_committed_tsa_bundle_gets_its_expected_outcome_from_atip_trust(row: dic
                                             ("trusted_root.tsa-end-1s-before-gentime.json", 1)])
 def test_tsa_validity_end_is_inclusive_through_the_cli(root: str, code: int) -> None:
     """protobuf-specs TimeRange is closed: a timestamp exactly at validFor.end is inside, the tightest
-    earlier end (1 µs, the resolution sigstore compares at) is not. As users run it: a subprocess."""
+    earlier end (1 µs, the resolution sigstore compares at) is not. As users run it: the CLI."""
     row = {"artifact": "../artifacts/hello-tool", "file": "good/hello-tool.rekor2.sigstore.json",
            "trusted_root": root, "identity": COMMITTED_IDENTITY, "issuer": ISSUER}
     assert json.loads((TSA_DIR / root).read_text())["timestampAuthorities"][0]["validFor"]["end"].startswith(
         "2025-09-01T1"
     )
-    r = cli_subprocess(*_argv(row))
+    r = cli(*_argv(row))
     assert r.code == code, r.out
     assert r.json["trust_level"] == ("VERIFIED" if code == 0 else "UNVERIFIED")
     if code:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from verify_helpers import run_cli
 
 from atip_trust.signature.trustroot import TrustRoot
 
@@ -22,12 +22,9 @@ GEN_TIME = "2025-06-12T12:02:20Z"
 
 
 def _verify(case: Path, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "atip_trust", "verify", str(case / "a.txt"),
-         "--bundle", str(case / "bundle.sigstore.json"), "--trusted-root", str(root),
-         "--certificate-identity", IDENTITY, "--certificate-oidc-issuer", ISSUER, "--format", "json"],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
+    return run_cli(["verify", str(case / "a.txt"), "--bundle", str(case / "bundle.sigstore.json"),
+                    "--trusted-root", str(root), "--certificate-identity", IDENTITY,
+                    "--certificate-oidc-issuer", ISSUER, "--format", "json"])
 
 
 def _root_with_tsa_end(case: Path, tmp_path: Path, end: str) -> Path:

@@ -23,6 +23,7 @@ import testsigstore
 from world import World
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from verify_helpers import run_cli
 
 CLI = [sys.executable, "-m", "atip_trust"]
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
@@ -86,9 +87,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def verify(d: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CI": "true"}
-    return subprocess.run([*CLI, "verify", *argv, "--trusted-root", "trusted_root.json", "--format", "json",
-                           "--no-cache"], capture_output=True, text=True, timeout=120, cwd=d,
-                          stdin=subprocess.DEVNULL, env=env)
+    return run_cli(["verify", *argv, "--trusted-root", "trusted_root.json", "--format", "json", "--no-cache"],
+                   timeout=120, cwd=d, env=env)
 
 
 def failed(p: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
@@ -195,8 +195,8 @@ def test_incomplete_pair_flags_are_usage_errors(world: Path, argv: list[str], sa
 
 
 def test_admit_names_the_flags_it_takes_instead_of_cert(world: Path) -> None:
-    p = subprocess.run([*CLI, "admit", "tool", "--cert", "tool.pem"], capture_output=True, text=True,
-                       timeout=120, cwd=world, stdin=subprocess.DEVNULL, env={**os.environ, "CI": "true"})
+    p = run_cli(["admit", "tool", "--cert", "tool.pem"], timeout=120, cwd=world,
+                env={**os.environ, "CI": "true"})
     assert p.returncode == 2 and "only verify takes --cert" in p.stderr and "--bundle" in p.stderr, p.stderr
 
 
@@ -223,11 +223,10 @@ def test_the_verdict_cache_does_not_serve_another_certificates_verdict(world: Pa
     (tmp_path / "c.pem").write_bytes((world / "tool.pem").read_bytes())
 
     def run() -> int:
-        return subprocess.run([*CLI, "verify", str(world / "tool"), "--cert", str(tmp_path / "c.pem"),
-                               "--signature", str(world / "tool.sig"), "--bundle",
-                               str(world / "tool.cosign.bundle"), "--trusted-root",
-                               str(world / "trusted_root.json"), *IDENTITY], capture_output=True,
-                              timeout=120, stdin=subprocess.DEVNULL, env=env).returncode
+        return run_cli(["verify", str(world / "tool"), "--cert", str(tmp_path / "c.pem"),
+                        "--signature", str(world / "tool.sig"), "--bundle", str(world / "tool.cosign.bundle"),
+                        "--trusted-root", str(world / "trusted_root.json"), *IDENTITY], timeout=120,
+                       env=env).returncode
 
     assert run() == 0
     (tmp_path / "c.pem").write_bytes((world / "again.pem").read_bytes())

@@ -257,6 +257,16 @@ def test_attack_a_planted_public_good_root_with_its_record_does_not_verify(
     assert "the TUF store" in why and "timestamp.json not found" in why, why
 
 
+def test_doctor_warns_about_a_store_that_is_not_used(tmp_path: Path, sigstore: testsigstore.TestSigstore) -> None:
+    from atip_trust.cli.cmd_doctor import trusted_root
+
+    assert not [f for f in trusted_root(None) if "TUF store" in f.message]
+    folder = _plant(tufroot.PRODUCTION_URL, json.dumps(sigstore.trusted_root()).encode())
+    (warning,) = [f for f in trusted_root(None) if "TUF store" in f.message]
+    assert warning.status == "warning" and warning.path == str(folder), warning
+    assert "the production TUF store is not used" in warning.message and "shipped with the sigstore package" in warning.message
+
+
 def test_attack_a_planted_root_beside_real_metadata_does_not_verify(
         tmp_path: Path, shipped: str, repo: TufRepo, sigstore: testsigstore.TestSigstore) -> None:
     """The store's metadata is real (a real update ran), only the root and its record are the attacker's:

@@ -1,7 +1,9 @@
 """The verdict cache (state/verdict_cache.py, docs/caching.md): a second identical admission reuses the
 trust report instead of verifying signatures again, while the decision is made fresh every time; any
 change to what the report depends on misses; an entry that is not the user's own, untouched work is
-ignored and rebuilt. Through the CLI in real subprocesses, on tools signed by the local test Sigstore."""
+ignored and rebuilt. Through the CLI, each call as a fresh process would make it (in-process with no
+memo left over, verify_helpers.py; the many-writer test in real subprocesses), on tools signed by the
+local test Sigstore."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 import testsigstore
-from verify_helpers import Run, cli_subprocess
+from verify_helpers import Run, cli
 from world import ISSUER, ORG_ID, World
 
 SIGNED = b"#!/bin/sh\necho signed\n"
@@ -44,7 +46,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def admit(world: dict[str, Any], *extra: str, tool: Path | None = None, command: str = "status",
           bundle: Path | None = None, policy: Path | None = None, root: Path | None = None) -> Run:
-    return cli_subprocess(
+    return cli(
         "admit", str(tool or world["tool"]), "--command", command, "--format", "json",
         "--policy", str(policy or world["policy"]), "--bundle", str(bundle or world["bundle"]),
         "--trusted-root", str(root or world["root"]), "--no-audit", *extra, env=dict(os.environ))
@@ -170,11 +172,11 @@ def test_no_cache_neither_reads_nor_writes(world, cache_dir: Path) -> None:
 
 
 def test_unchanged_file_is_not_hashed_again_but_an_edit_in_place_is_seen(world, cache_dir: Path,
-                                                                         tmp_path: Path) -> None:
+                                                                         tmp_path: Path, settle) -> None:
     tool = tmp_path / "signed"
     tool.write_bytes(SIGNED)
     tool.chmod(0o755)
-    time.sleep(2.2)  # past the window in which a same-timestamp edit could go unseen
+    settle()  # past the window in which a same-timestamp edit could go unseen
     assert admit(world, tool=tool).json["cache"] == "miss"
     assert len(entries(cache_dir, "s-")) == 1  # the stat fast path remembered this file
     assert admit(world, tool=tool).json["cache"] == "hit"
@@ -188,27 +190,27 @@ def test_verify_hit_gives_the_same_output_and_a_changed_flag_misses(world, cache
     args = ("verify", str(world["tool"]), "--bundle", str(world["bundle"]), "--trusted-root",
             str(world["root"]), "--certificate-identity", ORG_ID, "--certificate-oidc-issuer", ISSUER,
             "--format", "json")
-    first, second = cli_subprocess(*args, env=dict(os.environ)), cli_subprocess(*args, env=dict(os.environ))
+    first, second = cli(*args, env=dict(os.environ)), cli(*args, env=dict(os.environ))
     assert (first.code, second.code) == (0, 0)
     assert (first.json["cache"], second.json["cache"]) == ("miss", "hit")
     assert without_cache(first.json) == without_cache(second.json)
-    flagged = cli_subprocess(*args, "--source-uri", "github.com/example-org/other", env=dict(os.environ))
+    flagged = cli(*args, "--source-uri", "github.com/example-org/other", env=dict(os.environ))
     assert flagged.json["cache"] == "miss" and flagged.code == 1
-    off = cli_subprocess(*args, "--no-cache", env=dict(os.environ))
+    off = cli(*args, "--no-cache", env=dict(os.environ))
     assert (off.code, off.json["cache"]) == (0, "off")
 
 
 def test_cache_stats_counts_and_clear_empties(world, cache_dir: Path) -> None:
     admit(world)
     admit(world, command="deploy prod")  # same report: no new entry
-    stats = cli_subprocess("cache", "stats", "--format", "json", env=dict(os.environ))
+    stats = cli("cache", "stats", "--format", "json", env=dict(os.environ))
     assert stats.code == 0
     assert stats.json["path"] == str(cache_dir)
     assert stats.json["entries"] == len(list(cache_dir.glob("*.json"))) >= 1
     assert stats.json["bytes"] == sum(p.stat().st_size for p in cache_dir.glob("*.json"))
-    cleared = cli_subprocess("cache", "clear", env=dict(os.environ))
+    cleared = cli("cache", "clear", env=dict(os.environ))
     assert cleared.code == 0 and "removed" in cleared.out
-    after = cli_subprocess("cache", "stats", "--format", "json", env=dict(os.environ))
+    after = cli("cache", "stats", "--format", "json", env=dict(os.environ))
     assert after.json["entries"] == 0 and after.json["bytes"] == 0
     assert admit(world).json["cache"] == "miss"
 
@@ -291,13 +293,13 @@ def test_another_atip_trust_version_misses(world, cache_dir: Path, monkeypatch: 
 
 
 def test_same_size_rewrite_that_restores_the_old_mtime_misses(world, cache_dir: Path,
-                                                              tmp_path: Path) -> None:
+                                                              tmp_path: Path, settle) -> None:
     """The stat fast path keys on ctime too, which no user can set back: restoring the size and the
     mtime after swapping the bytes does not make the old digest (and its VERIFIED report) apply."""
     tool = tmp_path / "signed"
     tool.write_bytes(SIGNED)
     tool.chmod(0o755)
-    time.sleep(2.2)  # outside the same-timestamp window, so the stat fast path remembers the file
+    settle()  # outside the same-timestamp window, so the stat fast path remembers the file
     first = admit(world, tool=tool)
     assert (first.json["cache"], first.json["trust_level"]) == ("miss", "VERIFIED")
     assert len(entries(cache_dir, "s-")) == 1
@@ -310,6 +312,7 @@ def test_same_size_rewrite_that_restores_the_old_mtime_misses(world, cache_dir: 
     assert again.json["cache"] == "miss" and again.json["trust_level"] != "VERIFIED" and again.code == 1
 
 
+@pytest.mark.slow
 def test_an_expired_waiver_takes_effect_on_a_cache_hit(world, cache_dir: Path, tmp_path: Path) -> None:
     """The report is cached, the decision is not: a waiver that lifted the policy's minimum trust
     level stops doing so the moment it expires, although the next call reuses the report."""
@@ -351,6 +354,7 @@ def test_a_cache_entry_replaced_by_a_symlink_is_not_followed(world, cache_dir: P
     assert not entry.is_symlink()  # replaced by a real file
 
 
+@pytest.mark.slow
 def test_sixteen_processes_deciding_and_writing_at_once_leave_no_corrupt_entry(
         world, cache_dir: Path) -> None:
     import subprocess
