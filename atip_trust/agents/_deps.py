@@ -11,6 +11,7 @@ from atip_trust._base.lazy import lazy_import
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
+    import hashlib
     import resource
     import shlex
 
@@ -19,11 +20,13 @@ if TYPE_CHECKING:
 else:
     resource = lazy_import("resource")  # only for a line long enough to parse under a budget
     shlex = lazy_import("shlex")  # only for --pin
+    hashlib = lazy_import("hashlib")  # identity.py: only when a program has a named program's size
     # Bash's grammar: on the hook path only; admission and verification never parse shell.
     tree_sitter = lazy_import("tree_sitter")
     tree_sitter_bash = lazy_import("tree_sitter_bash")  # (with tree_sitter)
 
 __all__ = [
+    "hashlib",
     "resource",
     "shlex",
     "tree_sitter",
