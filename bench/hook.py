@@ -6,6 +6,9 @@
   (must be 0).
 * **parse**: ``shell_model.programs`` and the whole in-process decision on lines of 1 to 20 KB, in ms and
   ms per KB (linear means a flat ms/KB).
+* **adversarial**: the whole in-process decision on the shapes that made the grammar super-linear (issue 32:
+  ``a=(b=(`` chains, open pipelines, runner chains, deep nesting, long quotes) at 4 to 64 KB, in ms per KB
+  (flat means bounded: a budgeted parse is cancelled, the answer a denial or a question).
 * **warm hook**: ``atip-trust hook claude-code`` answering a signed ``gh pr list`` (verdict cache warm,
   parser loaded) from a copy installed as ``pip install .`` makes it, against that venv's
   ``python -c pass`` (goal <= 3.5x).
@@ -79,6 +82,25 @@ def parse(work: Path) -> None:
               f"whole decision {whole * 1e3:8.1f} ms ({whole * 1e3 / kb:6.1f} ms/KB)", flush=True)
 
 
+ADVERSARIAL = {"a=(b=(": "a=(b=(", "open pipeline": "ls|", "runner chain": "env ", "nesting": "(",
+               "long quote": "'x", "substitutions": '"$('}
+
+
+def adversarial(work: Path) -> None:
+    world = make_world(work / "adversarial")
+    policy = load_admission_policy(str(world.policy))
+    options = Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles), path_env=world.env["PATH"])
+    for name, unit in ADVERSARIAL.items():
+        cells = []
+        for kb in (4, 16, 64):
+            request = HookRequest("claude-code", "Bash", unit * (kb * 1024 // len(unit)), cwd=str(world.dir))
+            took = statistics.median(_time(lambda: decide_command(request, policy=policy, options=options))
+                                     for _ in range(3))
+            verdict = decide_command(request, policy=policy, options=options)
+            cells.append(f"{kb:2d} KB {took * 1e3 / kb:6.2f} ms/KB ({verdict.behavior if verdict else None})")
+        print(f"adversarial {name:14s} " + "  ".join(cells), flush=True)
+
+
 def _time(fn: object) -> float:
     t = time.perf_counter()
     fn()  # type: ignore[operator]
@@ -130,6 +152,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="atip-bench-hook-") as tmp:
         work = Path(tmp)
         parse(work)
+        adversarial(work)
         if not args.skip_installed:
             warm_hook(work)
         oracle(work, args.lines)

@@ -12,11 +12,13 @@ from atip_trust._base.lazy import lazy_import
 TYPE_CHECKING = False  # typing's constant without importing typing at run time
 if TYPE_CHECKING:
     import hashlib
+    import resource
     import shlex
 
     import tree_sitter
     import tree_sitter_bash
 else:
+    resource = lazy_import("resource")  # only for a line long enough to parse under a budget
     shlex = lazy_import("shlex")  # only for --pin
     hashlib = lazy_import("hashlib")  # identity.py: only when a program has a named program's size
     # Bash's grammar: on the hook path only; admission and verification never parse shell.
@@ -25,6 +27,7 @@ else:
 
 __all__ = [
     "hashlib",
+    "resource",
     "shlex",
     "tree_sitter",
     "tree_sitter_bash",

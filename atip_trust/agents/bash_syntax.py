@@ -6,14 +6,24 @@ check parses with tree-sitter-bash for the same reason). The grammar is not bash
 is only trusted where the walker (``shell_model``) recognises every node and every byte of the line
 is accounted for: :func:`parse` refuses a tree with an error or missing node, and
 :func:`uncovered` names any input the tree skipped (a backslash-newline between words, for one).
+
+The grammar's C parser is not linear on every input: a chain of ``a=(b=(`` spends time per token that
+grows with the line, and an open pipeline (``ls|`` repeated) makes its error recovery allocate memory
+quadratically at the end of input (issue 32: 14.6 s for 64 KiB; 1.3 GB for 30 KB, then SIGSEGV). A
+Python signal cannot interrupt it, so every parse runs under a :class:`Budget` checked from the
+parser's own progress callback: CPU time and peak memory may grow only linearly with the bytes read
+so far, and a parse over budget is cancelled (:class:`OverBudget`, a denial naming the cause).
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterator
+
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust.agents._deps import tree_sitter, tree_sitter_bash
+from atip_trust.agents._deps import resource, tree_sitter, tree_sitter_bash
 
 if TYPE_CHECKING:
     from tree_sitter import Node as Node  # re-exported for the walker's annotations
@@ -21,6 +31,61 @@ if TYPE_CHECKING:
 
 class SyntaxRefused(ValueError):
     """The grammar could not read the line completely; the message says where."""
+
+
+class OverBudget(Exception):
+    """The grammar took more CPU time or memory than its budget for the line's size; the message
+    names which, and how much of the line it had read."""
+
+
+#: The parse budget: CPU seconds and bytes of peak memory growth, each ``BASE + PER_KB`` per KiB read
+#: so far. Ordinary lines parse at about 0.2 ms and well under 100 KiB per KiB (bench/hook.py); the
+#: budget is ten times that and more, so only inputs that make the parser super-linear reach it.
+CPU_BASE, CPU_PER_KB = 0.25, 0.002
+MEMORY_BASE, MEMORY_PER_KB = 96 * 1024 * 1024, 1024 * 1024
+#: '|' characters a line may hold. An open pipeline of N parts makes the grammar's error recovery at the
+#: end of input allocate memory growing with N squared in one step, between two progress callbacks
+#: (1,000 parts: 33 MB; 4,000: 238 MB); a count before parsing is the only place to stop it.
+MAX_BARS = 1024
+#: Lines up to this many bytes are parsed without the budget: at this size the slowest known shape costs
+#: tens of milliseconds, and an ordinary line pays no callback.
+UNBUDGETED = 2048
+#: Bytes handed to the parser per read (it asks again for the rest). Small, because a tree parsed from a
+#: callback reads each node's ``text`` back through it: a large chunk copied for every word read made the
+#: walk grow faster than the line.
+_CHUNK = 128
+
+
+class Budget:
+    """The progress callback of one parse: True (cancel) once CPU time or peak memory outgrow the
+    budget for the bytes read so far (module docstring)."""
+
+    __slots__ = ("cpu0", "rss0", "why")
+
+    def __init__(self) -> None:
+        self.cpu0 = time.process_time()
+        self.rss0 = _peak_rss()
+        self.why = ""
+
+    def __call__(self, offset: int, has_error: bool) -> bool:
+        kb = offset / 1024
+        cpu = time.process_time() - self.cpu0
+        if cpu > CPU_BASE + CPU_PER_KB * kb:
+            self.why = (f"the shell grammar used {cpu:.2f} s of CPU time to read {offset} bytes of the line, "
+                        f"over its budget of {CPU_BASE:g} s + {CPU_PER_KB * 1000:g} ms per KiB")
+            return True
+        grown = _peak_rss() - self.rss0
+        if grown > MEMORY_BASE + MEMORY_PER_KB * kb:
+            self.why = (f"the shell grammar grew memory by {grown >> 20} MiB to read {offset} bytes of the "
+                        f"line, over its budget of {MEMORY_BASE >> 20} MiB + {MEMORY_PER_KB >> 20} MiB per KiB")
+            return True
+        return False
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes (Linux reports KiB; macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 class _Parser:
@@ -38,12 +103,39 @@ class _Parser:
 
 
 _PARSER = _Parser()
+#: The last line parsed under the budget and its tree: a line refused by :func:`parse` is read again at
+#: once by :func:`parse_lenient` (hooks.py, the programs its text plainly names), and a second budgeted
+#: parse of the same bytes would double the cost of the slowest lines.
+_LAST: list[tuple[bytes, Node]] = []
+
+
+def _budgeted(source: bytes) -> Node:
+    """The root of ``source``'s tree, parsed under a :class:`Budget` (:class:`OverBudget` past it)."""
+    bars = source.count(b"|")
+    if bars > MAX_BARS:
+        raise OverBudget(f"the line holds {bars} '|' characters; the shell grammar is given at most {MAX_BARS} "
+                         "(its memory grows with the square of a pipeline's length)")
+    parser = _PARSER.get()
+    if len(source) <= UNBUDGETED:
+        return parser.parse(source).root_node
+    if _LAST and _LAST[0][0] == source:
+        return _LAST[0][1]
+    budget = Budget()
+    try:
+        tree = parser.parse(lambda offset, _point: source[offset:offset + _CHUNK], progress_callback=budget)
+    except ValueError:  # py-tree-sitter's answer to a cancelled parse
+        tree = None
+    if tree is None:
+        parser.reset()  # a cancelled parser would otherwise resume this parse on its next call
+        raise OverBudget(budget.why or "the shell grammar did not finish reading the line")
+    _LAST[:] = [(source, tree.root_node)]
+    return tree.root_node
 
 
 def parse(source: bytes) -> Node:
     """The root node of ``source``'s syntax tree; :class:`SyntaxRefused` when any part of it is an
-    error or a node the grammar had to invent."""
-    root = _PARSER.get().parse(source).root_node
+    error or a node the grammar had to invent, :class:`OverBudget` when reading it costs too much."""
+    root = _budgeted(source)
     if root.has_error:
         bad = next((n for n in walk(root) if n.is_error or n.is_missing), root)
         raise SyntaxRefused(f"the shell grammar cannot read the line at byte {bad.start_byte} "
@@ -52,8 +144,9 @@ def parse(source: bytes) -> Node:
 
 
 def parse_lenient(source: bytes) -> Node:
-    """The tree as far as the grammar could read it, errors and all (for best-effort reading only)."""
-    return _PARSER.get().parse(source).root_node
+    """The tree as far as the grammar could read it, errors and all (for best-effort reading only);
+    :class:`OverBudget` as :func:`parse`."""
+    return _budgeted(source)
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -71,7 +164,7 @@ def uncovered(root: Node, source: bytes) -> int | None:
     to bash and two to the grammar)."""
     pos = 0
     for leaf in walk(root):
-        if leaf.child_count:
+        if leaf.child_count and leaf.type != "heredoc_body":  # a body's text is all the document's
             continue
         gap = source[pos:leaf.start_byte]
         if gap.strip(b" \t\n"):
@@ -83,4 +176,4 @@ def uncovered(root: Node, source: bytes) -> int | None:
     return None
 
 
-__all__ = ["SyntaxRefused", "parse", "parse_lenient", "uncovered", "walk"]
+__all__ = ["Budget", "OverBudget", "SyntaxRefused", "parse", "parse_lenient", "uncovered", "walk"]

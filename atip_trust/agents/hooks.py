@@ -33,6 +33,7 @@ import os
 import re
 from atip_trust.agents._deps import shlex
 from atip_trust._base.record import Record, replace
+from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents import identity, spellings
 from atip_trust.agents.git_repository import check_repository
@@ -124,6 +125,14 @@ def names_program(policy: Policy, name: str) -> bool:
     return any(t.name == name for t in tools) or any(name in names for _, names in policy.delegation_allowlists)
 
 
+def names_none(policy: Policy) -> bool:
+    """The policy names no program at all (no permission rule, tool entry or delegation list), as the
+    shipped default: its only opinions are on a program's own evidence (a tampered file, verified
+    effects), so a line whose programs cannot all be known is still none of its business."""
+    return not (policy.deny_rules or policy.ask_rules or policy.allow_rules or policy.tool_allow
+                or policy.tool_deny or policy.tool_allowlists or policy.delegation_allowlists)
+
+
 def _unlisted(program: Program, adm: Admission, policy: Policy) -> bool:
     """The policy has no opinion on this program (module docstring, passthrough)."""
     return (adm.report.trust_level != TrustLevel.COMPROMISED and not adm.effects_verified
@@ -162,10 +171,38 @@ def _cap(program: Program, path: str, pinned: bool) -> str | None:
     return None
 
 
+def locate(name: str, path_env: str | None, cwd: str | None, moved: bool) -> str:
+    """The file bash runs for the bare ``name``: ``ArtifactAccessError`` when there is none,
+    :class:`Unprovable` when a relative entry that cannot be placed comes before it.
+
+    A shell takes a relative PATH entry (``node_modules/.bin``, ``.``, an empty entry) relative to its
+    *current* directory (POSIX XCU 2.9.1.1). The hook runs in a directory of its own, so such an entry
+    is read against the ``cwd`` the hook input names, where the line starts (issue 32, item 6). After a
+    ``cd`` (or ``env -C``) the line is elsewhere, and without a ``cwd`` nobody knows where it is: then a
+    relative entry the search reaches before it finds the program makes the name unprovable.
+    ``facts.artifact.which`` searches the entries made absolute."""
+    entries = (os.environ.get("PATH", os.defpath) if path_env is None else path_env).split(os.pathsep)
+    placed: list[str] = []
+    for entry in entries:
+        if os.path.isabs(entry):
+            placed.append(entry)
+            continue
+        if moved or cwd is None or not os.path.isabs(cwd):
+            where = ("an earlier 'cd' (or a runner) changed the directory" if moved
+                     else "the hook input names no absolute cwd")
+            try:
+                return which(name, os.pathsep.join(placed))
+            except ArtifactAccessError:  # not found before it: the relative entry decides
+                raise Unprovable(f"PATH has the relative entry {entry or '(empty)'!r} before any {name!r} and "
+                                 f"{where}: which file runs is not known") from None
+        placed.append(os.path.normpath(os.path.join(cwd, entry or ".")))
+    return which(name, os.pathsep.join(placed))
+
+
 def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
     name = program.argv[0]
     if "/" not in name:
-        return which(name, program.search if program.search is not None else path_env)
+        return locate(name, program.search if program.search is not None else path_env, cwd, program.moved)
     if os.path.isabs(name):
         return name
     if program.moved:
@@ -250,6 +287,11 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     except Unprovable as why:
         return Part(program.argv, "ask", f"{line}: {why}", program=program)
     except ArtifactAccessError as err:
+        if not program.after_writer and not names_program(policy, os.path.basename(program.argv[0])):
+            # Not installed, not governed, and nothing earlier in the line can make it: no opinion
+            # (issue 32, item 9); the shell will say "command not found".
+            return Part(program.argv, policy.hooks_unlisted, f"{line}: not found, and the policy names no rule "
+                        f"for it (hooks.unlisted {policy.hooks_unlisted}): {err.diagnostics()}", program=program)
         # Not there now (a file the line itself may make): nothing to check, so a person decides.
         return Part(program.argv, "ask", f"{line}: cannot be checked: {err.diagnostics()}", program=program)
     except AtipTrustError as err:
@@ -331,6 +373,11 @@ def _pin(line: str, parts: list[Part], options: Options) -> tuple[str | None, st
         if program is None or program.span is None or part.digest is None or part.path is None:
             return None, (f"{' '.join(part.argv)}: --pin can only rewrite a program named at the top of "
                           "the line, not one a runner or a shell string runs")
+        if program.env:
+            # bash gives NAME=VALUE to the command it starts, which the rewrite makes the launcher: its
+            # configuration (HOME, XDG_*, ATIP_*) would then come from the line (issue 32, item 7).
+            return None, (f"{' '.join(part.argv)}: --pin cannot keep the assignments "
+                          f"{', '.join(n + '=' for n in program.env)} from reaching its launcher")
         words = pinned_argv(os.path.abspath(part.path), f"sha256:{part.digest}", (),
                             program=options.pin or (), options=options.pin_options)
         edits.append((*program.span, shlex.join(words).encode()))
@@ -349,6 +396,9 @@ def _unprovable(request: HookRequest, policy: Policy, why: Unprovable, options: 
     if denied:
         return Verdict("deny", "atip-trust: " + " | ".join(p.reason for p in denied) + " | " + question,
                        tuple(denied))
+    if names_none(policy) and policy.hooks_unlisted == "passthrough":
+        # Whatever the line runs, this policy names none of it (issue 32, item 9): no opinion.
+        return Verdict("passthrough", f"atip-trust: no opinion: {question}; the policy names no program")
     return Verdict("ask", "atip-trust: " + question)
 
 
@@ -375,12 +425,15 @@ def decide_command(request: HookRequest, *, policy: Policy, options: Options | N
     # Every program is admitted as one an agent's user can be asked about (module docstring).
     options = replace(options, admit=replace(options.admit, interactive=True))
     try:
-        if request.tool_name == "powershell":
-            raise Unprovable("PowerShell commands are not read by bash's grammar")
-        found = programs_of_argv(request.command) if isinstance(request.command, list) \
-            else programs(request.command)
-    except Unprovable as why:
-        return _unprovable(request, policy, why, options)
+        try:
+            if request.tool_name == "powershell":
+                raise Unprovable("PowerShell commands are not read by bash's grammar")
+            found = programs_of_argv(request.command) if isinstance(request.command, list) \
+                else programs(request.command)
+        except Unprovable as why:
+            return _unprovable(request, policy, why, options)
+    except OverBudget as why:  # issue 32, item 8: over budget is a denial naming the cause
+        return Verdict("deny", f"atip-trust: the line is not read: {why}")
     parts = _admit_each(found, request, policy, options)
     if not parts:
         return None
@@ -408,5 +461,5 @@ def answer(agent: str, data: bytes, *, policy: Policy, options: Options | None =
     return render(agent, verdict.behavior, verdict.reason, verdict.rewritten)
 
 
-__all__ = ["GENERIC_REASONS", "Options", "Part", "Verdict", "answer", "changeable", "decide_command",
-           "names_program"]
+__all__ = ["GENERIC_REASONS", "Options", "Part", "Verdict", "answer", "changeable", "decide_command", "locate",
+           "names_none", "names_program"]

@@ -12,9 +12,17 @@ assignment standing alone...). Within what is read:
 * ``test``/``[`` that evaluate a subscript (``test -v 'a[$(x)]'``) refuse, and a program with a table
   (facts/program_tables.py) refuses the variables, options and sub-commands outside it (agents/tables.py);
 * runners are unwrapped by their own grammar (runners.py); ``sh -c STRING`` is parsed again;
-* each program records whether something earlier in the line can write files (an earlier program, an
-  output redirection) and whether an earlier ``cd`` moved the directory relative names resolve in,
-  for the hook's time-of-check rules.
+* each program records whether a part of the line that can write files runs before it (writes.py
+  says which parts can: an output redirection, a program not known to only read) and whether an
+  earlier ``cd`` moved the directory relative names resolve in, for the hook's time-of-check rules.
+  Order is time, not text (issue 32, item 5): inside a loop (``while``, ``until``, ``for``, ``find
+  -exec``, ``xargs``) or a pipeline every part may run after every other, and a background job
+  (``&``) runs alongside the rest of the line, so a writer there counts for every program of the
+  loop or pipeline, and for every program of the line once any job runs in the background;
+* ``for NAME in WORDS``, here-documents, and assignments or ``export`` standing alone are read (issue
+  32, item 9) when the variable changes neither which program runs nor what it loads; a command
+  substitution inside a double-quoted argument (Claude Code's ``git commit -m "$(cat <<'EOF' ...)"``)
+  is walked as the line it is, its programs running before the command whose word it fills.
 """
 
 from __future__ import annotations
@@ -23,10 +31,13 @@ import re
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
-from atip_trust._base.record import Record
+from collections.abc import Callable
+
+from atip_trust._base.record import Record, replace
 from atip_trust.agents import bash_syntax, tables
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
+from atip_trust.agents.writes import can_write
 from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -53,7 +64,8 @@ class Program(Record):
     state_dependent: bool = False
     #: Byte range of the command word in the line when it is a plain top-level command (for --pin).
     span: tuple[int, int] | None = None
-    #: Variables the line sets for it, before it or through the runners that run it (agents/tables.py).
+    #: Variables the line sets for it, before it or through the runners that run it (agents/tables.py),
+    #: or on their own earlier in the line (``export X=1; prog``). They reach a --pin launcher too.
     env: tuple[str, ...] = ()
 
 
@@ -73,6 +85,8 @@ DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
 #: Statement nodes whose children are statements (and the keywords and operators between them).
 _CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command",
                          "do_group", "if_statement", "elif_clause", "else_clause", "while_statement"})
+#: Statements whose parts may run in any order relative to one another (module docstring).
+_LOOPS = frozenset({"while_statement", "for_statement", "pipeline"})
 _TOKENS = frozenset({";", "&", "&&", "||", "|", "|&", "(", ")", "{", "}", "!", "if", "then", "else", "elif",
                      "fi", "while", "until", "do", "done", "\n", "comment"})
 _OUTPUT = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
@@ -80,31 +94,72 @@ _OPERATORS = _OUTPUT | {"<", "<&", ">&", "<&-", ">&-"}
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 MAX_SHELL_DEPTH = 3
 MAX_NESTING = 200
+#: Runners inside runners (``env nice timeout ... prog``): each is a level of the walk, and no real line
+#: needs many; past this the line is unprovable rather than a recursion the input can deepen.
+MAX_RUNNERS = 16
+#: Variables that, assigned or exported on their own, change where programs find their configuration
+#: (``HOME=. ; git status`` reads a repository-shipped .gitconfig) or what ``cd`` means; and ``ATIP_*``,
+#: this project's own (a --pin launcher's policy and cache).
+_CONFIG_PLACES = frozenset({"HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS",
+                            "ZDOTDIR", "CDPATH", "ENV", "SHELLOPTS", "BASHOPTS", "POSIXLY_CORRECT", "TMPDIR"})
 
 
 class _Walk:
-    """The walk's running state: what has happened earlier in the line."""
+    """The walk's running state: what has happened earlier in the line, and the loops it is inside."""
 
-    __slots__ = ("programs", "writer", "moved", "env")
+    __slots__ = ("programs", "writer", "moved", "loops", "background", "wrote", "env")
 
     def __init__(self, env: tuple[str, ...] = ()) -> None:
         self.programs: list[Program] = []
         self.writer = False
         self.moved = False
-        #: Variables assigned for the command being read (inherited by everything it runs).
+        #: Variables assigned for the command being read (inherited by everything it runs), and those
+        #: the line set on its own before it.
         self.env = env
+        #: For each loop or pipeline the walk is inside: whether a part of it can write.
+        self.loops: list[bool] = []
+        #: A job runs in the background (``&``); some part of the line can write.
+        self.background = False
+        self.wrote = False
 
     def add(self, program: Program) -> None:
         if len(self.programs) >= LIMITS.command_words:
             raise Unprovable("the line runs too many programs to check each")
         self.programs.append(program)
 
+    def write(self) -> None:
+        """A part that can write files runs here (writes.py)."""
+        self.writer = self.wrote = True
+        if self.loops:
+            self.loops[-1] = True
+
+    def loop(self, body: Callable[[], None]) -> None:
+        """Walk ``body`` as a loop or pipeline: a writer anywhere in it comes before all its programs."""
+        first = len(self.programs)
+        self.loops.append(False)
+        body()
+        wrote = self.loops.pop()
+        if wrote:
+            self._after_writer(first)
+            if self.loops:
+                self.loops[-1] = True
+
+    def finish(self) -> list[Program]:
+        """The programs, with a background job and a writer anywhere making every one after a writer."""
+        if self.background and self.wrote:
+            self._after_writer(0)
+        return self.programs
+
+    def _after_writer(self, first: int) -> None:
+        self.programs[first:] = [p if p.after_writer else replace(p, after_writer=True)
+                                 for p in self.programs[first:]]
+
 
 def programs(line: str) -> list[Program]:
     """Every program ``line`` can execute, in order, or :class:`Unprovable` (module docstring)."""
     state = _Walk()
     _line(line, state, depth=0, via=())
-    return state.programs
+    return state.finish()
 
 
 def programs_of_argv(argv: list[str], env: tuple[str, ...] = ()) -> list[Program]:
@@ -117,7 +172,7 @@ def programs_of_argv(argv: list[str], env: tuple[str, ...] = ()) -> list[Program
         raise Unprovable("the argv holds a NUL character")
     state = _Walk(env)
     _dispatch([Word(w) for w in argv], state, 0, (), external=True, inner=Inner())
-    return state.programs
+    return state.finish()
 
 
 def visible_programs(line: str) -> list[Program]:
@@ -175,13 +230,19 @@ def _statement(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesti
     if nesting > MAX_NESTING:
         raise Unprovable("the line nests deeper than the gate follows")
     kind = node.type
+    if kind in _LOOPS and (kind != "pipeline" or node.named_child_count > 1):
+        state.loop(lambda: _compound(node, state, depth, via, nesting))
+        return
     if kind in _CONTAINERS:
-        for child in node.children:
-            if child.type in _TOKENS:
-                continue
-            _statement(child, state, depth, via, nesting + 1)
+        _compound(node, state, depth, via, nesting)
         return
     if kind == "comment":
+        return
+    if kind == "variable_assignment":
+        _standing_assignment(node, state)
+        return
+    if kind == "declaration_command":
+        _export(node, state)
         return
     if kind == "redirected_statement":
         body = node.child_by_field_name("body")
@@ -198,10 +259,73 @@ def _statement(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesti
             _statement(body, state, depth, via, nesting + 1)
         return
     if kind == "command":
-        _command(node, state, depth, via)
+        _command(node, state, depth, via, nesting)
         return
     raise Unprovable(f"the line holds {kind.replace('_', ' ')} ({_text(node)[:40]!r}), which the gate "
                      "does not read: it cannot know what runs")
+
+
+def _compound(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting: int) -> None:
+    """A statement made of statements. ``a && b && c`` nests to the left in the grammar's tree; its
+    chain is followed in a loop, so a long list is not a deep one."""
+    chain = [node]
+    while node.type == "list" and node.children and node.children[0].type == "list":
+        node = node.children[0]
+        chain.append(node)
+    children = [c for n in reversed(chain) for c in (n.children[1:] if n is not chain[-1] else n.children)]
+    if chain[0].type == "for_statement":
+        _for_head(chain[0], state)
+    for child in children:
+        if child.type == "&":
+            state.background = True
+            continue
+        if child.type in _TOKENS or (chain[0].type == "for_statement" and child.type != "do_group"):
+            continue
+        _statement(child, state, depth, via, nesting + 1)
+
+
+def _for_head(node: Node, state: _Walk) -> None:
+    """``for NAME [in WORDS]``: NAME is assigned each word in turn, which may not change what runs (and,
+    as it may be exported already, later programs are checked with it, agents/tables.py)."""
+    name = node.child_by_field_name("variable")
+    if name is None or name.type != "variable_name" or not node.children or node.children[0].type != "for":
+        raise Unprovable(f"the loop {_text(node)[:40]!r} is not 'for NAME in WORDS'")
+    _settable(_text(name))
+    state.env = (*state.env, _text(name))
+    for value in node.children_by_field_name("value"):
+        word(value)  # a substitution among the words runs code
+
+
+def _settable(name: str) -> None:
+    """A variable the line may set on its own (module docstring): none that changes what runs."""
+    if changes_lookup(name) or name in _CONFIG_PLACES or name.startswith("ATIP_"):
+        raise Unprovable(f"the line sets {name}, which changes which program runs, what it loads or where "
+                         "it finds its configuration")
+
+
+def _standing_assignment(node: Node, state: _Walk) -> None:
+    """``NAME=VALUE`` on its own: later programs may see NAME (it may be exported already), so it joins
+    the variables every later program of the line is checked with (agents/tables.py)."""
+    name = node.child_by_field_name("name")
+    if name is None or name.type != "variable_name":
+        raise Unprovable(f"the assignment {_text(node)[:40]!r} is not to a plain name")
+    _settable(_text(name))
+    state.env = (*state.env, _assignment(node))
+
+
+def _export(node: Node, state: _Walk) -> None:
+    """``export NAME[=VALUE]...`` with no options: each name settable, each value free of code."""
+    keyword = node.children[0].type if node.children else ""
+    if keyword != "export":
+        raise Unprovable(f"{keyword!r} changes variables, names or options that decide what later words run")
+    for child in node.children[1:]:
+        if child.type == "variable_assignment":
+            _standing_assignment(child, state)
+        elif child.type == "variable_name":
+            _settable(_text(child))
+            state.env = (*state.env, _text(child))
+        else:
+            raise Unprovable(f"export {_text(child)[:40]!r}: only plain names and assignments are read")
 
 
 def _text(node: Node) -> str:
@@ -214,6 +338,9 @@ def _redirect(node: Node, state: _Walk) -> None:
         if len(node.named_children) != 1:
             raise Unprovable(f"the here-string {_text(node)[:40]!r} is read with other than one word")
         word(node.named_children[0])  # a substitution in it runs code
+        return
+    if node.type == "heredoc_redirect":
+        _heredoc(node, state)
         return
     if node.type != "file_redirect":
         raise Unprovable(f"the redirection {_text(node)[:40]!r} ({node.type.replace('_', ' ')}) is not "
@@ -241,7 +368,35 @@ def _redirect(node: Node, state: _Walk) -> None:
                              "descriptor number")
         return  # 2>&1: a descriptor copied (or closed), no file opened
     if ops[0] in _OUTPUT and (not value.literal or value.text not in _HARMLESS_TARGETS):
-        state.writer = True
+        state.write()
+
+
+def _heredoc(node: Node, state: _Walk) -> None:
+    """``<<WORD`` / ``<<-WORD``: standard input from the lines that follow (bash(1) Here Documents). With
+    the delimiter quoted the body is taken as written; unquoted, bash expands it, so a substitution in
+    it runs code (refused, as in a word) while a plain ``$name`` only fills in text. Redirections written
+    after the delimiter on the same line belong to the command."""
+    for child in node.children:
+        kind = child.type
+        if kind in ("<<", "<<-", "heredoc_start", "heredoc_end", "heredoc_content"):
+            continue
+        if kind == "heredoc_body":
+            start = node.child_by_field_name("heredoc_start") or next(
+                (c for c in node.children if c.type == "heredoc_start"), None)
+            quoted = start is not None and any(q in _text(start) for q in "'\\\"")
+            if not quoted:
+                for part in child.named_children or [child]:
+                    if part.type not in ("heredoc_content", "heredoc_body"):
+                        word(part)  # $name passes; $(...), $((...)) and ${x[...]} are refused
+                    elif any(c in _text(part) for c in "$`"):
+                        raise Unprovable(f"the here-document {_text(node)[:40]!r} holds an expansion the "
+                                         "grammar left as text; bash expands it")
+            continue
+        if kind in ("file_redirect", "herestring_redirect"):
+            _redirect(child, state)
+            continue
+        raise Unprovable(f"the here-document {_text(node)[:40]!r} holds {kind.replace('_', ' ')}, which the "
+                         "gate does not read")
 
 
 def _glued(prev: Node | None, child: Node) -> bool:
@@ -258,12 +413,15 @@ def _glued(prev: Node | None, child: Node) -> bool:
 
 
 _REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect"})
+#: Runners that run their command again and again (find -exec per file, xargs per batch): a loop.
+_REPEATS = frozenset({"find", "xargs"})
 
 
-def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None:
+def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting: int) -> None:
     name_node: Node | None = None
     words: list[Word] = []
     assigned: list[str] = []
+    subs: list[Node] = []
     prev: Node | None = None
     for child in node.children:
         if _glued(prev, child):
@@ -281,13 +439,20 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None
                 raise Unprovable(f"the command name {_text(child)!r} is not one word")
             words.append(word(inner[0]))
         elif child.is_named:
-            words.append(word(child))
+            found = len(subs)
+            words.append(word(child, subs))
+            if len(subs) > found and not _fills_option(words):
+                raise Unprovable(f"the command substitution in {_text(child)[:40]!r} gives the command a word "
+                                 "that is not an option's value: what it prints decides what runs")
         else:
             # A bare token inside a command (the grammar reads a lone "$" so, and drops it): bash passes
             # it on as a word, so the words would not be the ones checked.
             raise Unprovable(f"the shell grammar read {_text(child)!r} inside a command as a token")
     if name_node is None or not words:
         raise Unprovable(f"{_text(node)[:40]!r} sets variables without running a command")
+    for sub in subs:  # they run first, each a line of its own (module docstring)
+        for statement in sub.named_children:
+            _statement(statement, state, depth, via, nesting + 1)
     keyword = _text(name_node) == words[0].text  # a quoted 'time' is a program, not the keyword
     span = (name_node.start_byte, name_node.end_byte) if depth == 0 and not via else None
     outer = state.env
@@ -296,6 +461,15 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...]) -> None
         _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span)
     finally:
         state.env = outer
+
+
+def _fills_option(words: list[Word]) -> bool:
+    """The last word, holding a command substitution, is an option's value: ``-m "$(...)"`` (after a
+    literal option word) or ``--message="$(...)"``."""
+    last = words[-1].text
+    if last.startswith("--") and "=" in last.split("$(", 1)[0].split("`", 1)[0]:
+        return True
+    return len(words) > 2 and words[-2].literal and words[-2].text.startswith("-") and words[-2].text != "--"
 
 
 def _assignment(node: Node) -> str:
@@ -314,6 +488,8 @@ def _assignment(node: Node) -> str:
 def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], *, external: bool,
               keyword: bool = False, span: tuple[int, int] | None = None, inner: Inner | None = None) -> None:
     """One command's words: a builtin, a shell runner, or a program (and what a runner runs)."""
+    if len(via) > MAX_RUNNERS:
+        raise Unprovable(f"the line nests more than {MAX_RUNNERS} runners ({' '.join(via[:4])} ...)")
     first = words[0]
     if not first.literal:
         raise Unprovable(f"the program name {first.text!r} is not known before the shell runs")
@@ -333,20 +509,25 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
     if not script:
         tables.check(base, words, state.env)
     model = RUNNERS.get(base)
-    if model is not None and not script:
+    modelled = model is not None and not script
+    if model is not None and modelled:
         outcome = model(words)
         if open_args and not outcome.inner:
             raise Unprovable(f"{via[-1] if via else 'a runner'} feeds its input to {base}: the program "
                              "it runs comes from that input")
         if outcome.writes:
-            state.writer = True
+            state.write()
         outer = state.env
         state.env = (*outer, *outcome.env)
         try:
-            _inner(outcome.inner, state, depth, (*via, base), open_args)
+            if base in _REPEATS and outcome.inner:
+                state.loop(lambda: _inner(outcome.inner, state, depth, (*via, base), open_args))
+            else:
+                _inner(outcome.inner, state, depth, (*via, base), open_args)
         finally:
             state.env = outer
-    state.writer = True  # any program may write files before the next one runs
+    if can_write(base, tuple(w.text for w in words), runner=modelled):
+        state.write()  # it may write files before the next program runs (writes.py)
 
 
 def _builtin(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], keyword: bool) -> bool:
@@ -391,7 +572,14 @@ def _inner(inners: tuple[Inner, ...], state: _Walk, depth: int, via: tuple[str, 
             inner = Inner(inner.words, inner.search, True, inner.chdir, None, inner.script)
         if inner.chdir and "/" in inner.words[0].text and not inner.words[0].text.startswith("/"):
             raise Unprovable(f"{via[-1]} changes directory before it runs {inner.words[0].text!r}")
-        _dispatch(list(inner.words), state, depth, via, external=True, inner=inner)
+        # A runner's directory change holds for everything it runs, however deep (env -C d nice ./x,
+        # and a relative PATH entry read there: found by the oracle, issue 32 item 6).
+        saved = state.moved
+        state.moved = saved or inner.chdir
+        try:
+            _dispatch(list(inner.words), state, depth, via, external=True, inner=inner)
+        finally:
+            state.moved = saved
 
 
 __all__ = ["DIRECTORY_BUILTINS", "INERT_BUILTINS", "Program", "STATEFUL_BUILTINS", "Unprovable", "programs",

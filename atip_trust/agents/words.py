@@ -88,9 +88,10 @@ def _text(node: Node) -> str:
     return (node.text or b"").decode("utf-8", "surrogateescape")
 
 
-def _parts(node: Node, out: list[tuple[str, bool]]) -> bool:
+def _parts(node: Node, out: list[tuple[str, bool]], subs: list[Node] | None = None) -> bool:
     """Append ``node``'s characters (with whether each was quoted) to ``out``; False when some part
-    expands to a value only the running shell knows."""
+    expands to a value only the running shell knows. ``subs``: where a command substitution inside
+    double quotes is handed back to the caller to walk (:func:`word`), instead of being refused."""
     kind = node.type
     if kind in ("word", "number"):
         _unquote_bare(_text(node), out)
@@ -105,6 +106,9 @@ def _parts(node: Node, out: list[tuple[str, bool]]) -> bool:
                 continue
             if child.type == "string_content":
                 _unquote_double(_text(child), out)
+            elif child.type == "command_substitution" and subs is not None:
+                subs.append(child)  # quoted: one word whatever it prints, no splitting, no globbing
+                known = False
             else:
                 known = _parts(child, out) and known
         out.append(("", True))  # "" is a word even when empty
@@ -115,7 +119,7 @@ def _parts(node: Node, out: list[tuple[str, bool]]) -> bool:
             if child.start_byte != end:
                 raise Unprovable(f"the grammar split the word {_text(node)!r} where bash does not")
             end = child.end_byte
-            known = _parts(child, out) and known
+            known = _parts(child, out, subs) and known
         return known
     if kind in _CODE_EXPANSIONS:
         what = kind.replace("_", " ")
@@ -167,7 +171,7 @@ def _contiguous(node: Node) -> None:
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.child_count:
+        if n.child_count and n.type != "command_substitution":  # its inside is a line, walked on its own
             stack.extend(reversed(n.children))
             continue
         if end is not None and n.start_byte != end:
@@ -175,10 +179,12 @@ def _contiguous(node: Node) -> None:
         end = n.end_byte
 
 
-def word(node: Node) -> Word:
-    """The argv entry bash makes of ``node`` (module docstring)."""
+def word(node: Node, subs: list[Node] | None = None) -> Word:
+    """The argv entry bash makes of ``node`` (module docstring). With ``subs``, a command substitution
+    inside double quotes is appended there for the caller to walk as a line of its own, and the word
+    is not literal; without it, any substitution is refused."""
     chars: list[tuple[str, bool]] = []
-    known = _parts(node, chars)  # first: a substitution is refused for what it is
+    known = _parts(node, chars, subs)  # first: a substitution is refused for what it is
     _contiguous(node)
     if not known or _expands(chars):
         return Word(_text(node), literal=False)

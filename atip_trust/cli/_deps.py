@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
     from atip_trust.agents import formats as agent_formats
+    from atip_trust.cli import hook_child
     from atip_trust.cli import hook_install
     from atip_trust.cli import hook_client
     from atip_trust.cli import main as cli_main
@@ -43,6 +44,7 @@ else:
     agent_formats = lazy_import("atip_trust.agents.formats")  # the thin hook client's late denial only
     # Imported inside launch.main(), so that its whole import runs with the collector paused.
     cli_main = lazy_import("atip_trust.cli.main")
+    hook_child = lazy_import("atip_trust.cli.hook_child")  # only for a hook input over CHILD_BYTES
     hook_client = lazy_import("atip_trust.cli.hook_client")  # only for hook --via-service (docs/serve.md)
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
     # Only `admit -v`, which says which run-time boundary `exec` would give (docs/sandbox.md).
@@ -64,6 +66,7 @@ __all__ = [
     "exec_mod",
     "sandbox_mod",
     "gate_vsa",
+    "hook_child",
     "hook_client",
     "hook_install",
     "pathlib",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from types import FrameType
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
@@ -25,9 +26,12 @@ from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.hooks import Options, answer
 from atip_trust.cli.common import add_common_options
 from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags, policy_from_args
-from atip_trust.cli._deps import hook_install
+from atip_trust.cli._deps import hook_child, hook_install
 from atip_trust.errors import AtipTrustError, UsageError
 
+#: Hook input bytes above which the decision runs in a forked child that may die without taking the
+#: answer with it (cli/hook_child.py); an ordinary line is decided here, its parse bounded in place.
+CHILD_BYTES = 4096
 DEFAULT_TIMEOUT = 25  # seconds: under Copilot CLI's 30 s default, Claude Code's and Gemini's 60 s
 
 
@@ -131,10 +135,13 @@ def pin_words(argv: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
             skip = True
         elif word not in ("--pin", "--via-service") and not word.startswith(("--timeout=", "--socket=")):
             flags.append(word)
-    return (sys.executable, "-m", "atip_trust", *argv[1:at]), tuple(flags)
+    # -I: the launcher imports neither the working directory (a project shipping its own atip_trust/
+    # package) nor user site-packages, and reads no PYTHON* variable (issue 32, item 7).
+    return (sys.executable, "-I", "-m", "atip_trust", *argv[1:at]), tuple(flags)
 
 
 def _answer(args: argparse.Namespace) -> HookAnswer:
+    deadline = time.monotonic() + (args.timeout if args.timeout > 0 else 365 * 86400.0)
     if args.pin and args.agent not in CAN_REWRITE:
         raise UsageError(f"--pin rewrites the command, which only {' and '.join(sorted(CAN_REWRITE))} "
                          f"hooks may do; {args.agent}'s cannot")
@@ -147,7 +154,10 @@ def _answer(args: argparse.Namespace) -> HookAnswer:
                          audit=not args.no_audit, audit_log=args.audit_log, cache=not args.no_cache)
     options = Options(admit=admit, bundle_dir=args.bundle_dir, pin=program if args.pin else None,
                       pin_options=flags)
-    return answer(args.agent, data, policy=policy, options=options)
+    if len(data) <= CHILD_BYTES:
+        return answer(args.agent, data, policy=policy, options=options)
+    return hook_child.answer_guarded(args.agent, lambda: answer(args.agent, data, policy=policy, options=options),
+                                     deadline)
 
 
 __all__ = ["HookTimeout", "pin_words", "register", "run"]

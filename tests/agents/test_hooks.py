@@ -172,7 +172,9 @@ def test_shell_lines_split_into_every_command_they_run(line: str, argvs: list[li
 @pytest.mark.parametrize("line", [
     "gh $(echo repo) delete", "gh `echo repo` delete", "LD_PRELOAD=/tmp/x.so gh pr list",
     "PATH=/tmp/evil gh pr list", "gh() { rm -rf ~; }; gh pr list", "alias gh=rm; gh pr list",
-    "cat <<EOF\nx\nEOF", "env -S 'rm -rf ~'", "sudo -s", "x=1", "g* pr list",
+    "cat <<EOF\n$(rm -rf ~)\nEOF", "env -S 'rm -rf ~'", "sudo -s", "x=$(rm -rf ~)", "g* pr list",
+    "export HOME=.; git status", "for PATH in /tmp; do ls; done", "echo \"$(rm -rf ~)\"",
+    "export ATIP_TRUST_POLICY=./p.json; gh pr list", "XDG_CONFIG_HOME=.; git status",
     "eval 'rm -rf ~'", "diff <(ls) <(ls)", "sudo -u root gh repo delete x", "gh $CMD",
 ])
 def test_lines_that_cannot_be_proven_are_refused_by_the_model(line: str) -> None:

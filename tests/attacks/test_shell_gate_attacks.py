@@ -29,8 +29,10 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy
 
 def attack(oracle: tuple[ShellWorld, Policy], text: str, *, runs: bool = True) -> str | None:
     world, policy = oracle
+    # find -execdir refuses to run anything while PATH holds a relative entry (the world's last one)
+    path = world.env["PATH"].rsplit(":", 1)[0] if "-execdir" in text else None
     if runs:
-        assert run_in_bash(world, text), f"the oracle does not run an unsigned program for {text!r}"
+        assert run_in_bash(world, text, path=path), f"the oracle does not run an unsigned program for {text!r}"
     answer = judge(world, policy, text)
     assert answer != "allow", f"allowed, and bash runs an unsigned program: {text!r}"
     return answer

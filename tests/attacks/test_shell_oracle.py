@@ -7,16 +7,22 @@ allows is then run by real bash in a world whose unsigned programs append to a s
 denied commands (``gh repo delete``, a force push) append to another: neither may ever be written.
 ``test_the_oracle_at_scale`` (``pytest -m slow``) draws ``ATIP_ORACLE_LINES`` lines (default 10,000 in
 CI, which fits its time budget) from a seeded ``random.Random``; issue 32's measure is the same test with
-``ATIP_ORACLE_LINES=100000``, run as root and as an unprivileged user (17 to 29 minutes each here).
+``ATIP_ORACLE_LINES=100000``, run as root and as an unprivileged user
+(17 to 29 minutes each here; ``test_the_oracle_at_scale_as_an_unprivileged_user`` runs it under
+``setpriv``). Every tenth allowed line is also judged with ``--pin`` and its rewritten line run by bash in
+the world's folder, which ships its own ``atip_trust/`` package (its import would leave the sentinel too).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +31,7 @@ from shell_lines import ShellWorld, line, make_world
 
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
+from atip_trust.cli.cmd_hook import pin_words
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.policy.model import Policy
@@ -47,15 +54,27 @@ def judge(world: ShellWorld, policy: Policy, text: str) -> str | None:
     return None if verdict is None else verdict.behavior
 
 
-def run_in_bash(world: ShellWorld, text: str) -> bool:
+def judge_pinned(world: ShellWorld, policy: Policy, text: str) -> str | None:
+    """The line ``atip-trust hook claude-code --pin`` would have the agent run, or None when not allowed."""
+    program, flags = pin_words(["atip-trust", "hook", "claude-code", "--pin", "--no-audit", "--policy",
+                                str(world.policy), "--bundle-dir", str(world.bundles)])
+    verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
+                             options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
+                                             path_env=world.env["PATH"], pin=program, pin_options=flags))
+    return verdict.rewritten if verdict is not None and verdict.behavior == "allow" else None
+
+
+def run_in_bash(world: ShellWorld, text: str, *, path: str | None = None) -> bool:
     """True when bash ran an unsigned program for ``text`` (:func:`ran`)."""
-    return ran(world, text)[0]
+    return ran(world, text, path=path)[0]
 
 
-def ran(world: ShellWorld, text: str) -> tuple[bool, bool]:
+def ran(world: ShellWorld, text: str, *, path: str | None = None) -> tuple[bool, bool]:
     """Run ``text`` as an agent's shell would (its background jobs waited for, the whole process group
-    killed if it outlives 20 s); whether an unsigned program ran, and whether a denied command did."""
-    proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=world.env,
+    killed if it outlives 20 s), with ``path`` for PATH if given; whether an unsigned program ran, and
+    whether a denied command did."""
+    env = world.env if path is None else {**world.env, "PATH": path}
+    proc = subprocess.Popen(["/bin/bash", "-c", text + "\nwait"], cwd=world.dir, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -109,6 +128,9 @@ def test_no_line_the_gate_allows_runs_an_unsigned_program(oracle: tuple[ShellWor
         seen["allowed"] += 1
         if any(ran(world, text)):
             escaped.append(text)
+        pinned = judge_pinned(world, policy, text) if seen["allowed"] % 10 == 0 else None
+        if pinned is not None and any(ran(world, pinned)):
+            escaped.append(f"--pin: {pinned}")
         assert not escaped, f"allowed, and bash ran an unsigned program or a denied command: {text!r}"
 
     check()
@@ -134,6 +156,29 @@ def test_the_oracle_at_scale(oracle: tuple[ShellWorld, Policy]) -> None:
         counts["denied"] += denied
         if unsigned or denied:
             escaped.append(text)
+        pinned = judge_pinned(world, policy, text) if counts["allowed"] % 10 == 0 else None
+        if pinned is not None and any(ran(world, pinned)):
+            escaped.append(f"--pin: {pinned}")
     print(f"oracle, {SLOW_LINES} lines as uid {os.getuid()}: {counts}")  # the figure (pytest -s)
     assert not escaped, (counts, escaped[:20])
     assert counts["allowed"] >= SLOW_LINES // 40, counts
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to start a process as another user (setpriv)")
+def test_the_oracle_at_scale_as_an_unprivileged_user(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same run as nobody (uid 65534): the decision depends on the real uid (hooks.changeable asks
+    the kernel), so it is a pytest of :func:`test_the_oracle_at_scale` started by ``setpriv``."""
+    home = tempfile.mkdtemp(prefix="atip-oracle-user-")
+    os.chown(home, 65534, 65534)
+    env = {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "ATIP_CACHE_DIR": f"{home}/cache",
+           "ATIP_ORACLE_LINES": str(SLOW_LINES)}
+    try:
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                            "pytest", "-q", "-s", "-p", "no:cacheprovider", "-m", "slow", "--basetemp", f"{home}/t",
+                            f"{__file__}::test_the_oracle_at_scale"], cwd=Path(__file__).resolve().parents[2],
+                           env=env, capture_output=True, text=True, timeout=4 * 3600, check=False)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert r.returncode == 0 and "as uid 65534" in r.stdout, (r.stdout[-3000:], r.stderr[-2000:])
