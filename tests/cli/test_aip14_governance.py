@@ -134,6 +134,7 @@ def test_aip14_timeout_ms_defaults_to_30_seconds() -> None:
     assert parse_tool_md(front.encode()).timeout_ms == DEFAULT_TIMEOUT_MS == 30000
 
 
+@pytest.mark.slow
 def test_aip14_default_timeout_ms_ceiling_stops_a_real_slow_tool(signed: Signed, tmp_path: Path) -> None:
     """A contract that declares no timeout_ms still has AIP-14's 30 s ceiling: a tool that would run
     45 s is stopped by SIGALRM (``exec sleep``: the interval timer survives execve, no busy loop)."""
