@@ -2,7 +2,7 @@
 
 Why: an admission check runs before every tool call an agent makes, and with the verdict cache warm
 (state/verdict_cache.py) it needs no verifier at all; importing sigstore, cryptography's x509 or jsonschema
-anyway would be most of its cost (docs/caching.md). Imports inside functions are forbidden
+anyway would be most of its cost (docs/adr/0001-start-up.md). Imports inside functions are forbidden
 (docs/architecture.md: they hide the dependency graph), so a deferred import is written at module
 level, in the open, with a literal module name::
 

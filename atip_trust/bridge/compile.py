@@ -56,6 +56,7 @@ SAFETY_FLAGS: Mapping[str, str] = {
     "NOT_IDEMPOTENT": "\u26a0\ufe0f NOT IDEMPOTENT",
     "DELETES_FILES": "\U0001f5d1\ufe0f DELETES FILES",
     "BILLABLE": "\U0001f4b0 BILLABLE",
+    "INTERACTIVE": "\u2328\ufe0f NEEDS A TERMINAL OR INPUT",
     "READ_ONLY": "\U0001f512 READ-ONLY",
 }
 
@@ -141,6 +142,12 @@ def safety_suffix(effects: Mapping[str, Any] | None) -> str:
         flags.append(SAFETY_FLAGS["DELETES_FILES"])
     if isinstance(cost, Mapping) and cost.get("billable") is True:
         flags.append(SAFETY_FLAGS["BILLABLE"])
+    inter = effects.get("interactive")
+    if isinstance(inter, Mapping) and (inter.get("tty") is True or inter.get("stdin") in ("required", "password")):
+        # RFC §3.6 HIGH: a command that needs a terminal or typed input cannot run here (the call loop
+        # refuses it, INTERACTIVE_REQUIRED); the model is told before it tries. ``prompts`` alone is no
+        # need (a prompt on end of file is the tool's "no"), so it adds nothing.
+        flags.append(SAFETY_FLAGS["INTERACTIVE"])
     # Read-only only when both are explicitly false: an empty filesystem object says nothing. A declared
     # creation, modification, deletion or subprocess is never read-only (docs/effects.md), which the
     # reference's flag does not check.

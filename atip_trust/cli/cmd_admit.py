@@ -24,6 +24,7 @@ from atip_trust.cli.common import add_common_options, is_interactive
 from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
 from atip_trust.cli.output import (
     add_report_file_flags,
+    check_line,
     evidence_hint,
     json_text,
     one_line,
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     # (6) Render, audit, print: the line is written only for output that is ready to go, and a
     # failure to print after it is recorded as a second (error) line.
     try:
-        text = _render(args.format, admission)
+        text = _render(args.format, admission, verbose=getattr(args, "verbose", False))
         if not args.no_audit:
             write_audit(admission)
     except Exception as err:
@@ -124,7 +125,9 @@ def _audit_failure(args: argparse.Namespace, err: BaseException, policy: Policy 
         sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
 
 
-def _render(fmt: str, admission: Admission) -> str:
+def _render(fmt: str, admission: Admission, *, verbose: bool = False) -> str:
+    """The output in ``fmt``; text with ``verbose`` also lists every check that did not pass (why a
+    file that is present does not count: an unsigned or stale metadata file, an override ignored)."""
     report, decision = admission.report, admission.decision
     if fmt == "json":
         return json_text(admission.to_json())
@@ -137,6 +140,8 @@ def _render(fmt: str, admission: Admission) -> str:
     hint = evidence_hint(report.trust_level.name, len(report.attestations)) if decision.behavior != "allow" else None
     if hint:
         lines.append(f"  {hint}")
+    if verbose:
+        lines.extend(f"  {check_line(c)}" for c in report.checks if c.status != "pass")
     return "".join(x + "\n" for x in lines)
 
 

@@ -42,7 +42,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-        help="print a traceback on errors"
+        help="print a traceback on errors; admit's text also lists every check that did not pass"
     )
     return parser
 

@@ -2,7 +2,7 @@
 
 Start-up builds tens of thousands of objects — modules, classes, functions — that all live until the
 process exits, and the cyclic garbage collector walks them again at every full collection it starts
-meanwhile: ~10 ms of a warm admission (docs/caching.md, ``python -m bench --only admit``). So
+meanwhile: ~10 ms of a warm admission (docs/adr/0001-start-up.md, ``python -m bench --only admit``). So
 the collector is paused while the command's modules load and its arguments are parsed; then what
 start-up built is moved out of its sight (``gc.freeze``) and it runs again for the command itself, so a
 long ``scan`` or ``compile`` is collected as usual. Reference counting frees everything else

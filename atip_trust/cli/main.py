@@ -1,7 +1,5 @@
-"""Entry point: argparse, one catch point, docs/contract.md exit codes (docs/architecture.md practice 5).
-
-Exit codes: 0 verified/allowed, 1 failed/denied, 2 could not evaluate (also a denial), 3 ask.
-No error path returns 0; a traceback is printed only with ``-v``.
+"""Entry point: argparse, one catch point, the exit codes of docs/contract.md (docs/architecture.md
+practice 5). No error path returns 0; a traceback is printed only with ``-v``.
 
 A reader that leaves early (``atip-trust verify ... | grep -q VERIFIED``, ``| head -1``) is not an
 error of ours: the first write that meets a closed pipe points standard output at the null device, and

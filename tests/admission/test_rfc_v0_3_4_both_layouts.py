@@ -136,3 +136,13 @@ def test_xdg_data_dirs_doctor_says_which_present_files_cannot_count(tree: Tree) 
     found = {f["path"]: f for f in json.loads(p.stdout)["findings"] if f["area"] == "agent-tools"}
     assert found[str(planted)]["status"] == "warning" and "writable by group or others" in found[str(planted)]["message"]
     assert found[str(unsigned)]["status"] == "none" and "claim" in found[str(unsigned)]["message"]
+
+
+def test_rfc_v0_3_4_admit_text_says_why_a_present_file_does_not_count(tree: Tree) -> None:
+    other = hashlib.sha256(OTHER).hexdigest()
+    path = tree.place(tree.data / "tools" / "gh.json", tree.doc(READ_ONLY, digest=other))
+    p = tree.w.run("admit", "gh", "--command=issue list", "--trusted-root", str(tree.root), "--bundle",
+                   str(tree.bundle), "--certificate-identity", ORG_ID, "--certificate-oidc-issuer", ISSUER,
+                   "--non-interactive", "--no-audit", "-v", env=tree.env())
+    line = next((x for x in p.stdout.splitlines() if "agent_tools.stale" in x), p.stdout + p.stderr)
+    assert str(path) in line and "another build" in line, p.stdout

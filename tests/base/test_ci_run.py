@@ -8,15 +8,17 @@ import re
 import tomllib
 from pathlib import Path
 
+from readme_commands import joined, sh_blocks
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_test_command() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Run the tests"):]
-    found = re.search(r"```sh\n(.+?)\n```", section, re.S)
-    assert found, "README's 'Run the tests' has no sh block"
-    return found.group(1).strip()
+    """The first sh block of "Run the tests", its continuation lines joined (tests/readme_commands.py)."""
+    blocks = sh_blocks("## Run the tests")
+    assert blocks, "README's 'Run the tests' has no sh block"
+    (command,) = joined(blocks[0])
+    return command
 
 
 def test_the_readme_command_runs_the_default_suite_on_every_core() -> None:

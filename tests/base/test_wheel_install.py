@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 import testsigstore
 from pytest_httpserver import HTTPServer
+from readme_commands import readme_main_job
 
 ROOT = Path(__file__).resolve().parents[2]
 ISSUER = "https://token.actions.githubusercontent.com"
@@ -130,15 +130,6 @@ def test_installed_wheel_imports_every_module_of_the_checkout_from_the_install(
     for data in ("atip_trust/py.typed", "atip_trust/_schema/policy.schema.json",
                  "atip_trust/_policies/default.json"):
         assert (installed / data).is_file(), data
-
-
-def readme_main_job() -> list[str]:
-    """The README's "Set up" command (install, then run): its atip-trust arguments, checkout paths made
-    absolute so they work from any directory."""
-    line = next(ln for ln in (ROOT / "README.md").read_text().splitlines()
-                if "pip install -q ." in ln and ".venv/bin/atip-trust " in ln)
-    words = shlex.split(line.split(".venv/bin/atip-trust ", 1)[1])
-    return [str(ROOT / w) if (ROOT / w).exists() and not w.startswith("-") else w for w in words]
 
 
 @pytest.mark.slow

@@ -194,3 +194,13 @@ def test_rfc_7_2_the_reference_drops_a_snake_case_part_and_gives_no_is_error() -
     assert [c.to_json() for c in parse_tool_call("gemini", snake)] == ORACLE["gemini_parse"]["camel_case"]
     assert "is_error" not in ORACLE["anthropic_result"]["content"][0]
     assert handle_tool_result("anthropic", "toolu_1", {"status": "denied"}, is_error=True)["content"][0]["is_error"]
+
+
+@pytest.mark.parametrize(("interactive", "flagged"), [({"tty": True}, True), ({"stdin": "password"}, True),
+                                                     ({"stdin": "required"}, True), ({"prompts": True}, False),
+                                                     ({"stdin": "optional"}, False)])
+def test_rfc_3_6_interactive_needs_reach_the_description(interactive: dict[str, Any], flagged: bool) -> None:
+    tool = {"atip": {"version": "0.6"}, "name": "ssh", "version": "1.0.0", "description": "ssh",
+            "commands": {"login": {"description": "Log in", "effects": {"interactive": interactive}}}}
+    [d] = compile_tools([tool], "openai", True)["tools"]
+    assert (SAFETY_FLAGS["INTERACTIVE"] in d["function"]["description"]) == flagged

@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -153,13 +152,12 @@ def test_aip14_default_timeout_ms_ceiling_stops_a_real_slow_tool(signed: Signed,
     doc["permissions"] = {"allow": ["gh *", "sh"]}
     policy.write_text(json.dumps(doc))
     path, bundle = _contract(signed, PURE_READ)
-    start = time.monotonic()
     r = subprocess.run(
         [sys.executable, "-m", "atip_trust", "exec", "--policy", str(policy), "--trusted-root",
          str(signed.d / "trusted_root.json"), "--certificate-identity", ORG_ID, "--certificate-oidc-issuer",
          ISSUER, "--bundle-dir", str(tmp_path / "bundles"), *_flags(path, bundle), "--no-audit",
          "--non-interactive", "--", str(slow), "status"],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
-    took = time.monotonic() - start
+    # Killed by the ceiling's SIGALRM (the tool itself would have ended with 0 after 45 s): the signal
+    # is the proof, not the clock.
     assert r.returncode == -signal.SIGALRM, (r.returncode, r.stdout, r.stderr)
-    assert took < 44, took  # stopped by the ceiling, not by the tool finishing

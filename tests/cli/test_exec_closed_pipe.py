@@ -1,6 +1,6 @@
 """``exec``'s exit code is its verdict whatever the reader of its output does (issue 34, item 8;
-docs/cli-guide.md: "A reader that closes the pipe early (`| head -1`, `| grep -q`) does not change the
-exit code"). A refusal writes its reasons to standard error; piped into ``head -1`` (``2>&1``), head may
+docs/contract.md, "Exit codes": "A reader that closes the pipe early (`| head -1`, `| grep -q`) does not
+change the code"). A refusal writes its reasons to standard error; piped into ``head -1`` (``2>&1``), head may
 leave before the last reason line, and that write's EPIPE used to turn the refusal (1) into an error (2)
 in some runs. Here the reader is gone before anything is written (a pipe whose read end is closed), so
 every write fails: the race's losing side, every time."""

@@ -7,14 +7,18 @@ bounded wait.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +98,19 @@ def start(sock: Path, *flags: str, env: dict[str, str] | None = None, python: st
     return Served(proc, str(sock), port)
 
 
+@contextlib.contextmanager
+def serving(*flags: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """A service on a socket in a short private folder (a socket path may hold 108 bytes at most),
+    stopped and its folder removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="ats", dir="/tmp"))
+    served = start(folder / "s.sock", *flags, env=env)
+    try:
+        yield served
+    finally:
+        served.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def token_file(folder: Path, token: str = "t0ken-for-the-tests-0123456789") -> Path:
     path = folder / "token"
     path.write_text(token + "\n")
@@ -101,4 +118,4 @@ def token_file(folder: Path, token: str = "t0ken-for-the-tests-0123456789") -> P
     return path
 
 
-__all__ = ["Served", "UnixConnection", "start", "token_file"]
+__all__ = ["Served", "UnixConnection", "serving", "start", "token_file"]

@@ -8,14 +8,12 @@ import configparser
 import json
 import plistlib
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serve_helpers import Served, start
+from serve_helpers import Served, serving
 from shell_lines import ShellWorld, make_world
 from test_serve import env_of, hook_json
 from verify_helpers import cli
@@ -36,14 +34,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> ShellWorld:
 
 @pytest.fixture(scope="module")
 def svc(world: ShellWorld) -> Iterator[Served]:
-    folder = Path(tempfile.mkdtemp(prefix="atc", dir="/tmp"))
-    served = start(folder / "s.sock", "--policy", str(world.policy), "--bundle-dir", str(world.bundles),
-                   "--no-audit", env=env_of(world))
-    try:
+    with serving("--policy", str(world.policy), "--bundle-dir", str(world.bundles),
+                 "--no-audit", env=env_of(world)) as served:
         yield served
-    finally:
-        served.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _example_body(path: str, world: ShellWorld) -> bytes:

@@ -10,12 +10,11 @@ import hashlib
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serve_helpers import Served, start
+from serve_helpers import Served, serving
 from shell_lines import ShellWorld, make_world
 from test_serve import env_of
 
@@ -48,13 +47,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> ShellWorld:
 
 @pytest.fixture(scope="module")
 def svc(world: ShellWorld) -> Iterator[Served]:
-    folder = Path(tempfile.mkdtemp(prefix="atts", dir="/tmp"))
-    served = start(folder / "s.sock", "--policy", str(world.policy), "--no-audit", env=env_of(world))
-    try:
+    with serving("--policy", str(world.policy), "--no-audit", env=env_of(world)) as served:
         yield served
-    finally:
-        served.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def node(client: Path, svc: Served, *argv: str, socket: str | None = None) -> subprocess.CompletedProcess[str]:
