@@ -1,6 +1,6 @@
 """atip-trust: supply-chain trust verification and policy for the tools AI agents run.
 
-The public API is exactly ``__all__``: at most 30 names, what the three users need (an admission
+The public API is exactly ``__all__``: at most 32 names, what the three users need (an admission
 check before a tool runs, a CI verification job, an agent runtime), read from the one table ``_API``
 below. Every name is imported lazily on first use (PEP 562 module ``__getattr__``), so ``import
 atip_trust`` costs nothing until a name is needed and ``atip-trust --version`` or ``hash`` never load
@@ -22,12 +22,18 @@ Typical use::
     raise SystemExit(result.exit_code)
 
 Each call takes what is offered about the tool (``Evidence``, untrusted) and how to decide (one options
-value, ``AdmitOptions``; ``verify``'s is ``atip_trust.admission.options.VerifyOptions``); their fields may
-also be given as keywords (``bundles=[...]``, ``audit=False``).
+value, ``AdmitOptions``; ``verify``'s is ``VerifyOptions``); their fields may also be given as keywords
+(``bundles=[...]``, ``audit=False``). ``decide``'s input is one ``DecisionInput`` (or its fields as
+keywords). Every type a public function takes is one of these names (docs/library.md, "Every public
+name"); a value of another type is refused at the call with a ``TypeError`` naming both
+(``atip_trust.errors.ArgumentTypeError``).
 
 The steps under those pipelines live in their packages: ``atip_trust.evaluation.evaluate.evaluate`` checks an
 opened ``Artifact`` against ``Evidence`` and ``Constraints`` (a ``TrustReport``), and ``decide``
 judges that report under a ``Policy`` (a ``Decision`` with its ``Reason`` list).
+
+The budget was 30 names (issue 23); it is 32 since issue 35 required every type a public function needs
+to be public: ``verify`` takes a ``VerifyOptions`` and ``decide`` a ``DecisionInput``.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ _API: dict[str, str] = {
     "Policy": "atip_trust.policy.model",
     "load_policy": "atip_trust.policy.compose",
     "decide": "atip_trust.policy.decide",
+    "DecisionInput": "atip_trust.policy.decide",
     # admission check before execution
     "admit": "atip_trust.admission.admit",
     "AdmitOptions": "atip_trust.admission.options",
@@ -73,6 +80,7 @@ _API: dict[str, str] = {
     # CI verification
     "verify": "atip_trust.admission.verify",
     "Verification": "atip_trust.admission.verify",
+    "VerifyOptions": "atip_trust.admission.options",
     # agent runtime: which tools the model may see, and may this call run
     "discover": "atip_trust.discovery.discover",
     "ToolSurface": "atip_trust.discovery.discover",
@@ -90,14 +98,14 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers and ID
     from atip_trust.facts.digest import Digest
     from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
     from atip_trust.admission.admit import Admission, admit, load_admission_policy
-    from atip_trust.admission.options import AdmitOptions
+    from atip_trust.admission.options import AdmitOptions, VerifyOptions
     from atip_trust.discovery.discover import ToolSurface, discover
     from atip_trust.execution.exec import ExecRefused, exec_verified
     from atip_trust.admission.held import HeldTool
     from atip_trust.agents.calls import CallDecision, check_call
     from atip_trust.admission.verify import Verification, verify
     from atip_trust.policy.compose import load_policy
-    from atip_trust.policy.decide import decide
+    from atip_trust.policy.decide import DecisionInput, decide
     from atip_trust.policy.model import Policy
     from atip_trust.signature.identity import IdentityRule
 

@@ -18,6 +18,7 @@ exception: it is a ``TrustReport`` whose checks failed (exit 1).
     │   ├── TrustRootError              trusted root missing, unreadable or unusable
     │   └── NetworkError                a fetch failed, timed out, redirected off-host, or was too big
     └── UsageError                      misuse: bad flags, missing identity constraint, API misuse
+        └── ArgumentTypeError           a public function given a value of the wrong type (also a TypeError)
 """
 
 from __future__ import annotations
@@ -87,6 +88,24 @@ class UsageError(AtipTrustError):
     """The caller misused the CLI or the API (missing constraint, conflicting flags)."""
 
 
+class ArgumentTypeError(UsageError, TypeError):
+    """A public function was given a value of the wrong type: a plain ``dict`` where ``Evidence``
+    belongs is refused at the call, naming what was expected and what came, rather than failing later
+    inside the work as an ``AttributeError``. A ``TypeError``, as Python's own for a bad argument, and
+    a ``UsageError``, so the CLI's one catch point and a runtime catching ``AtipTrustError`` see it."""
+
+
+def expect_type(where: str, value: object, expected: type | tuple[type, ...], *,
+                optional: bool = False) -> None:
+    """Raise ``ArgumentTypeError`` unless ``value`` is an instance of ``expected`` (or None, when
+    ``optional``). ``where``: the function and parameter, as ``admit() evidence``."""
+    if isinstance(value, expected) or (optional and value is None):
+        return
+    names = [t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,))]
+    wanted = " or ".join(names + (["None"] if optional else []))
+    raise ArgumentTypeError(f"{where}: expected {wanted}, actual {type(value).__name__}")
+
+
 def error_code(err: BaseException) -> str:
     """The machine-readable code for an error, as JSON/SARIF output and the audit log name it."""
     if isinstance(err, UsageError):
@@ -115,4 +134,6 @@ __all__ = [
     "TrustRootError",
     "NetworkError",
     "UsageError",
+    "ArgumentTypeError",
+    "expect_type",
 ]

@@ -47,7 +47,6 @@ class Run:
 PROCESS_MEMOS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("atip_trust.admission.verdict_key", ("_OPEN", "_ARTIFACTS", "_EVIDENCE", "_REPORTS")),
     ("atip_trust.signature.trustroot", ("_ROOT_FILES", "_ROOTS")),
-    ("atip_trust.policy.decide", ("_PLANS",)),
     ("atip_trust.admission.admit", ("_AUDIT_SETTINGS", "_MADE")),
     ("atip_trust.admission.agent_tools", ("_LAST",)),
     # The programs found on a PATH, keyed by the PATH text: a file added under it is not seen again.

@@ -17,8 +17,15 @@ arguments and keywords against the annotations (a swapped pair of differently ty
 
 ``class X(Record, frozen=False)`` is the mutable flavour (for values filled in step by step, such as a
 ``TrustReport``): assignment allowed, unhashable, as a non-frozen dataclass. A ``__post_init__`` runs
-after the fields are set (validation; :func:`replace` runs it again). A class that really computes its
-fields from other arguments may still write its own ``__init__`` (the few that do are mutable and assign).
+after the fields are set (validation; :func:`replace` runs it again). No record writes its own
+``__init__`` (tests/base/test_record.py): one that did could not be rebuilt by :func:`replace`.
+``field(alias="x")`` gives a field to the constructor and :func:`replace` under another name (PEP 681's
+``alias``, which the type checker reads too): an internal ``_x`` whose public name is a property ``x``
+(``Decision``'s ``report_digest``, worked out on first read).
+
+A record is a value: what owns a resource (a file descriptor, a lock) is a plain class with explicit
+``close`` and context-manager methods (``facts/artifact.py`` ``Artifact``), since a value can be
+copied, pickled and compared, and a copy of a descriptor owner would close another's file.
 
 A field named ``_x`` is internal state: left out of equality and ``repr`` — unless the class has a
 property ``x``, which is then what equality and ``repr`` read (a value worked out on first read).
@@ -68,13 +75,29 @@ class _Factory:
         return "<factory>"  # as dataclasses shows it in a signature
 
 
-def field(*, default_factory: Callable[[], T]) -> T:
-    """A field's default made fresh for each instance (``field(default_factory=list)``), as
-    ``dataclasses.field``; the type checker knows the name through ``field_specifiers``."""
-    return _Factory(default_factory)  # type: ignore[return-value]  # a marker the metaclass takes away
-
-
 _MISSING = object()
+
+
+class _Alias:
+    """A field given to the constructor (and :func:`replace`) under another name: ``field(alias=...)``,
+    PEP 681's ``alias``, for an internal ``_x`` field whose public name is a property ``x``."""
+
+    __slots__ = ("alias", "default")
+
+    def __init__(self, alias: str, default: Any) -> None:
+        self.alias = alias
+        self.default = default
+
+
+def field(*, default: Any = _MISSING, default_factory: Callable[[], T] | None = None,
+          alias: str | None = None) -> T:
+    """A field's default made fresh for each instance (``field(default_factory=list)``), as
+    ``dataclasses.field``; with ``alias``, the name the constructor and :func:`replace` take it by
+    (PEP 681). The type checker knows both through ``field_specifiers``."""
+    made: Any = _Factory(default_factory) if default_factory is not None else default
+    if alias is not None:
+        made = _Alias(alias, made)
+    return made  # type: ignore[no-any-return]  # a marker the metaclass takes away
 
 
 def _is_classvar(annotation: object) -> bool:
@@ -98,9 +121,16 @@ class _RecordMeta(type):
             raise TypeError(f"{name}: cannot change frozen={was_frozen} of its base record")
         own = [f for f, ann in ns.get("__annotations__", {}).items()
                if not _is_classvar(ann) and f not in inherited]
+        inits: tuple[str, ...] = getattr(parent, "_inits", inherited)
         for f in own:
+            init = f
             if f in ns:
-                defaults[f] = ns.pop(f)  # a class attribute would shadow the slot
+                default = ns.pop(f)  # a class attribute would shadow the slot
+                if default.__class__ is _Alias:
+                    init, default = default.alias, default.default
+                if default is not _MISSING:  # field(alias=...) may have no default
+                    defaults[f] = default
+            inits += (init,)
         fields = inherited + tuple(own)
         _check_default_order(name, fields, defaults)
         extra = ns.get("__slots__", ())  # internal state that is no field (rare)
@@ -118,7 +148,8 @@ class _RecordMeta(type):
         ns["_fields"] = fields
         ns["_defaults"] = defaults
         ns["_template"] = tuple([defaults.get(f, _MISSING) for f in fields])
-        ns["_index"] = {f: i for i, f in enumerate(fields)}
+        ns["_inits"] = inits
+        ns["_index"] = {f: i for i, f in enumerate(inits)}
         ns["_required"] = len(fields) - len(defaults)
         ns["_factories"] = tuple([i for i, f in enumerate(fields) if defaults.get(f).__class__ is _Factory])
         made = super().__new__(mcs, name, bases, ns, **kwargs)
@@ -141,18 +172,15 @@ class _RecordMeta(type):
         request, so that nothing imports ``inspect`` at start-up)."""
         import inspect
 
-        if cls.__init__ is not Record.__init__:  # type: ignore[misc]  # a hand-written one
-            sig = inspect.signature(cls.__init__)  # type: ignore[misc]
-            return sig.replace(parameters=list(sig.parameters.values())[1:])
         notes: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             notes.update(klass.__dict__.get("__annotations__", {}))
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
         defaults: dict[str, Any] = getattr(cls, "_defaults", {})
         return inspect.Signature([
-            inspect.Parameter(f, kind, default=defaults.get(f, inspect.Parameter.empty),
+            inspect.Parameter(name, kind, default=defaults.get(f, inspect.Parameter.empty),
                               annotation=notes.get(f, inspect.Parameter.empty))
-            for f in getattr(cls, "_fields", ())])
+            for f, name in zip(getattr(cls, "_fields", ()), getattr(cls, "_inits", ()))])
 
 
 def _check_default_order(name: str, fields: tuple[str, ...], defaults: dict[str, Any]) -> None:
@@ -177,6 +205,8 @@ class Record(metaclass=_RecordMeta):
     __slots__ = ()
     _frozen: ClassVar[bool] = True
     _fields: ClassVar[tuple[str, ...]] = ()
+    #: The name each field is given by to the constructor and ``replace``: its own, or its alias.
+    _inits: ClassVar[tuple[str, ...]] = ()
     _defaults: ClassVar[dict[str, Any]] = {}
     #: For binding arguments (_bind): the defaults in field order (_MISSING where required), each field's
     #: position, how many lead without a default, and where a default is a factory.
@@ -266,7 +296,8 @@ def _refuse(cls: type[Record], args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             raise TypeError(f"{where} got an unexpected keyword argument {name!r}")
         if cls._index[name] < len(args):
             raise TypeError(f"{where} got multiple values for argument {name!r}")
-    missing = [f for f in fields[len(args):] if f not in kwargs and f not in cls._defaults]
+    missing = [name for f, name in zip(fields[len(args):], cls._inits[len(args):])
+               if name not in kwargs and f not in cls._defaults]
     if missing:
         names = " and ".join(", ".join(repr(m) for m in missing).rsplit(", ", 1))
         plural = "s" if len(missing) > 1 else ""
@@ -292,10 +323,12 @@ def _rebuild(cls: type[R], values: tuple[Any, ...]) -> R:
 
 def replace(obj: R, **changes: Any) -> R:
     """A copy of ``obj`` with ``changes`` applied, through its ``__init__`` (so its checks run again)."""
-    unknown = set(changes) - set(obj._fields)
+    unknown = set(changes) - set(obj._index)
     if unknown:
         raise TypeError(f"{type(obj).__name__} has no field(s) {', '.join(sorted(unknown))}")
-    values = {f: getattr(obj, f) for f in obj._fields}
+    # By the names the constructor takes (a field's alias: Decision's ``report_digest``), with each
+    # field's stored value (an internal field as kept, not its property's worked-out value).
+    values = {name: getattr(obj, f) for f, name in zip(obj._fields, obj._inits)}
     values.update(changes)
     return type(obj)(**values)
 

@@ -71,14 +71,15 @@ def memo_put(memo: dict[K, tuple[Ident, V]], key: K, ident: Ident, value: V, max
     if len(memo) >= max_items and key not in memo:
         memo.clear()
     memo[key] = (ident, value)
-    _MEMOS[id(memo)] = memo
+    if not any(m is memo for m in _MEMOS):  # a handful of memos: a list, by identity (dicts are unhashable)
+        _MEMOS.append(memo)
 
 
-#: Every memo ``memo_put`` filled (module-level dicts that live as long as the process), by id.
-_MEMOS: dict[int, dict[Any, Any]] = {}
+#: Every memo ``memo_put`` filled (module-level dicts that live as long as the process).
+_MEMOS: list[dict[Any, Any]] = []
 
 
 def forget_all() -> None:
     """Empty every memo: the next use of each file reads it again (``atip-trust serve`` on SIGHUP)."""
-    for memo in _MEMOS.values():
+    for memo in _MEMOS:
         memo.clear()

@@ -50,7 +50,7 @@ from atip_trust.admission._deps import (
     shims,
 )
 from atip_trust._base.record import Record, field
-from atip_trust.errors import AtipTrustError, UsageError, error_code
+from atip_trust.errors import ArgumentTypeError, AtipTrustError, UsageError, error_code, expect_type
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
 from atip_trust.facts.artifact import Artifact, resolve
@@ -355,6 +355,7 @@ def admit(
     ``options.registry_pin``: False leaves ``registry.json`` unread (``scan --update-registry``, which
     writes it anew from what verifies now: the one way a tool updated on purpose is pinned again).
     """
+    expect_type("admit() tool", tool, (str, os.PathLike, Artifact))
     evidence, options = split_keywords("admit", evidence, options, AdmitOptions, keywords)
     chosen = admission_policy(policy, tool=options.name or tool, command=command, audit=options.audit,
                               audit_log=options.audit_log)
@@ -374,8 +375,8 @@ def admission_policy(policy: object, *, tool: PathLike | Artifact, command: Sequ
         return policy
     try:
         if not isinstance(policy, (str, os.PathLike)):
-            raise UsageError(f"policy: expected a Policy (atip_trust.load_admission_policy) or a policy "
-                             f"file path, actual {type(policy).__name__}")
+            raise ArgumentTypeError(f"policy: expected a Policy (atip_trust.load_admission_policy) or a "
+                                    f"policy file path, actual {type(policy).__name__}")
         return load_admission_policy(policy)
     except Exception as err:
         if audit:

@@ -48,7 +48,7 @@ from atip_trust._base.record import replace
 from atip_trust._base.statmemo import Ident, regular_ident, settled
 from atip_trust.admission.options import AdmitOptions, split_keywords
 from atip_trust.evaluation.inputs import Evidence
-from atip_trust.errors import UsageError
+from atip_trust.errors import UsageError, expect_type
 from atip_trust._base.files import path_texts
 from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.admission.admit import (
@@ -128,6 +128,7 @@ class HeldTool:
         otherwise. Evidence checked on every admission (VSAs, an AIP-14 contract) is not held: each
         call is then a full ``admit``. ``bundle_dir``: the tool's VSAs kept by its digest
         (``<hex>.vsa.jsonl``, docs/vsa.md), looked up for the bytes there at each call."""
+        expect_type("HeldTool.open() tool", tool, (str, os.PathLike))
         evidence, options = split_keywords("HeldTool.open", evidence, options, AdmitOptions, keywords)
         name, audit, audit_log = options.name, options.audit, options.audit_log
         chosen = admission_policy(policy, tool=name or tool, command=None, audit=audit, audit_log=audit_log)

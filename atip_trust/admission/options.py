@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from atip_trust._base.record import Record, replace
+from atip_trust.errors import expect_type
 from atip_trust.evaluation.inputs import Constraints, Evidence
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
@@ -93,6 +94,10 @@ class VerifyOptions(Record):
     #: not tampering with this one (evaluation/evaluate.py ``_set_aside_others``).
     shared_with: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # A dict of flags where the Constraints value belongs would fail later, inside verification.
+        expect_type("VerifyOptions constraints", self.constraints, Constraints, optional=True)
+
     #: As ``AdmitOptions.NOT_IN_KEY``.
     NOT_IN_KEY: ClassVar[Mapping[str, str]] = {
         "fetch": "with fetch nothing is cached (fetched material is new each time): there is no key",
@@ -113,7 +118,11 @@ def split_keywords(function: str, given: Evidence | None, options: O | None, kin
                    keywords: Mapping[str, Any]) -> tuple[Evidence, O]:
     """``Evidence`` and the options value (of class ``kind``) with the keyword arguments of the older
     call form applied: each keyword is a field of one of the two (``Evidence`` first), anything else
-    a ``TypeError`` naming it, as Python's own for an unknown keyword."""
+    a ``TypeError`` naming it, as Python's own for an unknown keyword. A value of another type where
+    ``Evidence`` or the options value belongs (a plain dict) is an ``ArgumentTypeError`` (a
+    ``TypeError``) here, at the door, not an ``AttributeError`` deep in the call."""
+    expect_type(f"{function}() evidence", given, Evidence, optional=True)
+    expect_type(f"{function}() options", options, kind, optional=True)
     if not keywords:
         return (given if given is not None else _NO_EVIDENCE), (
             options if options is not None else _DEFAULTS[kind])  # type: ignore[return-value]  # kind's own

@@ -25,7 +25,7 @@ from atip_trust.admission._deps import bundles_mod, evaluate_mod, net_fetch
 from atip_trust._base.record import Record, replace
 from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
-from atip_trust.errors import UsageError
+from atip_trust.errors import UsageError, expect_type
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
@@ -139,6 +139,8 @@ def verify(
     with ``fetch``: fetched material is new each time); the decision is always made anew. ``False``
     neither reads nor writes the cache.
     """
+    expect_type("verify() artifact", artifact, (str, os.PathLike, Digest))
+    expect_type("verify() policy", policy, (Policy, str, os.PathLike), optional=True)
     evidence, options = split_keywords("verify", evidence, options, VerifyOptions, keywords)
     unread = [f for f in ("metadata_bundle", "contract", "contract_bundle", "vsas") if getattr(evidence, f)]
     if unread:

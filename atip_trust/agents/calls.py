@@ -37,7 +37,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 from atip_trust._base.record import Record, field
-from atip_trust.errors import UsageError
+from atip_trust.errors import UsageError, expect_type
 from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
 from atip_trust.facts.effects import (
@@ -264,6 +264,9 @@ def validate_call(
     command that needs more (RFC §3.6 ``interactive``) is ``INTERACTIVE_REQUIRED`` (``_step_interactive``)."""
     if stdin not in ("tty", "pipe", "none"):
         raise UsageError(f"stdin: expected tty, pipe or none, actual {stdin!r}")
+    expect_type("validate_call() policy", policy, Policy)
+    expect_type("validate_call() report", report, TrustReport)
+    expect_type("validate_call() metadata", metadata, (MetadataDocument, Mapping), optional=True)
     meta = _metadata_dict(metadata)
     tool = tool_name or (str(meta.get("name")) if meta is not None and meta.get("name") else None) or (
         PurePath(name[0]).name if not isinstance(name, str) and name else str(name))
@@ -461,6 +464,8 @@ def check_call(
     runtime gives the command's standard input (``tty``, ``pipe``, default ``none``): a command that
     needs more is ``INTERACTIVE_REQUIRED``, asked or denied by policy. Errors in the input (a
     malformed metadata document, a bad delegation object) raise ``AtipTrustError``: a denial."""
+    expect_type("check_call() admission_or_report", admission_or_report, (Admission, TrustReport))
+    expect_type("check_call() policy", policy, Policy)
     if isinstance(metadata, (bytes, bytearray)):
         metadata = parse_metadata(bytes(metadata))
     if isinstance(admission_or_report, Admission):
@@ -472,9 +477,6 @@ def check_call(
                              effects_verified=verified, metadata_source=adm.metadata_source if verified else None,
                              delegation=delegation, contracts=contracts, contracts_verified=contracts_verified,
                              interactive=interactive, now=now, stdin=stdin)
-    if not isinstance(admission_or_report, TrustReport):
-        raise UsageError(f"check_call needs an Admission or a TrustReport, got "
-                             f"{type(admission_or_report).__name__}")
     return validate_call(metadata, name, arguments, policy=policy, report=admission_or_report,
                          effects_verified=False, delegation=delegation, contracts=contracts,
                          contracts_verified=contracts_verified, interactive=interactive, now=now,

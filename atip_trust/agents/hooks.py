@@ -17,6 +17,11 @@ allow; formats.ORDER):
   unknown effects, trust below a minimum); ``hooks.unlisted`` makes that ``ask`` or ``deny``;
 * otherwise admission's ask or deny.
 
+What a program is comes from its bytes, not its name (agents/identity.py: a copy of ``env`` called
+``wrap`` is read as env, a link to ``gh`` is admitted as gh); git is refused a repository other than the
+working directory's (agents/git_repository.py); deny and ask rules also see the options as the program
+reads them (agents/spellings.py: ``-fu`` is ``-f -u``). Issue 32.
+
 ``--pin`` (agents that may rewrite the command: formats.CAN_REWRITE) rewrites each program of an
 allowed line to ``atip-trust exec --expect-digest sha256:<hex> -- /abs/path ...``, so what runs is the
 bytes that were admitted; a line whose programs cannot all be rewritten (one run by a runner) is asked.

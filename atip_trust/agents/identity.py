@@ -17,11 +17,11 @@ files of the same size are ever hashed), so an ordinary line costs a few ``stat`
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable
 from stat import S_ISREG
 
+from atip_trust.agents._deps import hashlib
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
 from atip_trust.facts.artifact import path_entries
 from atip_trust.facts.program_tables import TABLES
@@ -53,15 +53,21 @@ def governed_names(policy: Policy) -> frozenset[str]:
 class _Index:
     """The named programs found on one PATH: by (device, inode), and by size for the hash comparison."""
 
-    __slots__ = ("by_inode", "by_size", "digests")
+    __slots__ = ("by_inode", "by_size", "digests", "known")
 
     def __init__(self, names: frozenset[str], path_env: str | None) -> None:
+        self.known = names
         self.by_inode: dict[tuple[int, int], set[str]] = {}
         self.by_size: dict[int, list[tuple[str, str, tuple[int, int]]]] = {}
         self.digests: dict[str, str | None] = {}
         seen: set[str] = set()
         entries = [e for e, usable in path_entries(path_env) if usable] + DEFAULT_PATH.split(":")
+        listed: set[str] = set()
         for entry in dict.fromkeys(entries):
+            real = os.path.realpath(entry)  # /bin is /usr/bin on a merged-/usr system: list it once
+            if real in listed:
+                continue
+            listed.add(real)
             try:
                 present = names.intersection(os.listdir(entry))
             except OSError:
@@ -109,7 +115,7 @@ def _index(governed: frozenset[str], path_env: str | None) -> _Index:
 def names_of(found: str, governed: frozenset[str], path_env: str | None) -> frozenset[str]:
     """The names the file at ``found`` is known by here (module docstring); empty when none."""
     index = _index(governed, path_env)
-    known = frozenset(RUNNERS) | frozenset(TABLES) | UNMODELLED | governed
+    known = index.known
     real = os.path.basename(os.path.realpath(found))
     try:
         st = os.stat(found)

@@ -110,6 +110,8 @@ def settings_paths(agent: str, project_dir: str | None = None) -> list[str]:
     """Every file the agent reads hooks from, user scope first: its two settings files, and for Copilot
     CLI every ``*.json`` in its two hooks folders (it loads them all)."""
     paths = [settings_path(agent, scope, project_dir) for scope in ("user", "project")]
+    if agent == "claude-code":  # the project's own, not checked in, read after the others
+        paths.append(os.path.join(os.path.dirname(paths[1]), "settings.local.json"))
     if agent == "copilot":
         for folder in [os.path.dirname(p) for p in paths]:
             try:
@@ -189,22 +191,52 @@ def _hook_program(command: Any, agent: str) -> tuple[list[str], bool] | None:
     return words[:start], wrapped
 
 
-def _entries(doc: Any, row: AgentSettings) -> list[dict[str, Any]]:
-    """Every hook entry (a dict with the command key) under the agent's event, groups unpacked."""
+def _grouped(doc: Any, row: AgentSettings) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Every hook entry (a dict with the command key) under the agent's event, with the matcher group
+    it sits in (None: it sits in the event's list itself)."""
     hooks = doc.get("hooks") if isinstance(doc, dict) else None
     items = hooks.get(row.event) if isinstance(hooks, dict) else None
-    found: list[dict[str, Any]] = []
+    found: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for item in items if isinstance(items, list) else ():
         if isinstance(item, dict) and row.command_key in item:
-            found.append(item)
+            found.append((item, None))
         for inner in item.get("hooks", ()) if isinstance(item, dict) and isinstance(item.get("hooks"), list) else ():
             if isinstance(inner, dict) and row.command_key in inner:
-                found.append(inner)
+                found.append((inner, item))
     return found
 
 
-def judge(agent: str, path: str, entry: dict[str, Any]) -> HookEntry | None:
-    """``entry`` as a guard: None when it does not run atip-trust's hook for ``agent``."""
+def _entries(doc: Any, row: AgentSettings) -> list[dict[str, Any]]:
+    """Every hook entry (a dict with the command key) under the agent's event, groups unpacked."""
+    return [entry for entry, _ in _grouped(doc, row)]
+
+
+def _runs_for_shell(row: AgentSettings, group: dict[str, Any] | None) -> str | None:
+    """Why the agent never runs an entry of ``group`` for its shell tool (None: it does). The agent
+    matches a group's ``matcher`` against the tool's name: absent, empty and ``*`` match every tool,
+    anything else must match the whole name (a regular expression: ``Bash|Edit``); an entry outside a
+    group is not run by the agents that group their hooks."""
+    if row.matcher is None:
+        return None
+    if group is None:
+        return f"the entry is not inside a {{\"matcher\": \"{row.matcher}\", \"hooks\": [...]}} group: never run"
+    matcher = group.get("matcher")
+    if matcher is None or matcher in ("", "*"):
+        return None
+    import re  # only doctor judges matchers: not on the hook's warm path
+
+    try:
+        if isinstance(matcher, str) and re.fullmatch(matcher, row.matcher):
+            return None
+    except re.error:
+        pass
+    return f"its group's matcher {json.dumps(matcher)} does not match the {row.matcher} tool: shell lines run unhooked"
+
+
+def judge(agent: str, path: str, entry: dict[str, Any],
+          group: dict[str, Any] | None | bool = False) -> HookEntry | None:
+    """``entry`` as a guard: None when it does not run atip-trust's hook for ``agent``. ``group``: the
+    matcher group it sits in (None: none; False: not known, not judged)."""
     row = SETTINGS[agent]
     command = entry.get(row.command_key)
     found = _hook_program(command, agent)
@@ -220,6 +252,9 @@ def judge(agent: str, path: str, entry: dict[str, Any]) -> HookEntry | None:
     elif not os.access(program[0], os.X_OK) or not os.path.isfile(program[0]):
         problems.append(f"{program[0]} is missing or not executable: every call is "
                         f"{'blocked' if wrapped else 'let through'}")
+    unmatched = None if isinstance(group, bool) else _runs_for_shell(row, group)
+    if unmatched is not None:
+        problems.append(unmatched)
     if row.fail_closed is not None and entry.get(row.fail_closed[0]) != row.fail_closed[1]:
         problems.append(f"no {row.fail_closed[0]}: {json.dumps(row.fail_closed[1])} (the agent's own timeout "
                         "lets the call through)")
@@ -334,6 +369,19 @@ def read_settings(path: str) -> str | None:
     return read_capped(path, _SETTINGS_CAP, what="agent settings file").decode("utf-8", "surrogateescape")
 
 
+def hooks_disabled(agent: str, path: str) -> bool:
+    """``path`` turns every hook of the agent off (Claude Code's ``disableAllHooks: true``, in any of its
+    settings files); a file that cannot be read is reported by ``find_hooks``."""
+    if agent != "claude-code":
+        return False
+    try:
+        text = read_settings(path)
+        doc = _parse(text, SETTINGS[agent], path) if text is not None else {}
+    except (UsageError, EnvironmentFailure):
+        return False
+    return doc.get("disableAllHooks") is True
+
+
 def find_hooks(agent: str, path: str) -> list[HookEntry]:
     """The atip-trust hooks ``path`` holds for ``agent``, judged; a file that does not parse holds none
     (``doctor`` says so)."""
@@ -341,7 +389,8 @@ def find_hooks(agent: str, path: str) -> list[HookEntry]:
     if text is None:
         return []
     doc = _parse(text, SETTINGS[agent], path)
-    return [e for entry in _entries(doc, SETTINGS[agent]) if (e := judge(agent, path, entry)) is not None]
+    return [e for entry, group in _grouped(doc, SETTINGS[agent])
+            if (e := judge(agent, path, entry, group)) is not None]
 
 
 def _render(doc: dict[str, Any]) -> str:
@@ -376,6 +425,10 @@ def install(agent: str, path: str, command: str | None, *, write: bool = True) -
     if agent not in AGENTS:
         raise UsageError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
     target = os.path.realpath(path)  # a settings file kept as a link (dotfiles) stays one
+    if target != os.path.abspath(path) and not os.path.lexists(target):
+        # A link to nothing would have the file (and its folders) created wherever it points.
+        raise UsageError(f"{path} leads through a link to {target}, which does not exist: a settings file "
+                         "is not created through a link (create the target, or remove the link)", path=path)
     old, new = _planned(agent, target, command)
     warnings = []
     if SETTINGS[agent].form == "toml" and command is not None:
@@ -417,4 +470,4 @@ def _backup(target: str, old: str) -> str:
 
 
 __all__ = ["AgentSettings", "HookEntry", "InstallResult", "NO_ANSWER", "SETTINGS", "find_hooks", "hook_command",
-           "install", "judge", "settings_path", "settings_paths", "wrapper_script"]
+           "hooks_disabled", "install", "judge", "settings_path", "settings_paths", "wrapper_script"]

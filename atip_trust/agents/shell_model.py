@@ -9,6 +9,8 @@ assignment standing alone...). Within what is read:
 * every command word, and every word a runner treats as its command, must be literal (words.py);
 * builtins that change lookup or loading (``read``, ``declare``, ``hash``, ``set``, ``source``...) and
   assignments to variables that do (``PATH=``, ``LD_*``, ``GIT_*``, runners.changes_lookup) refuse;
+* ``test``/``[`` that evaluate a subscript (``test -v 'a[$(x)]'``) refuse, and a program with a table
+  (facts/program_tables.py) refuses the variables, options and sub-commands outside it (agents/tables.py);
 * runners are unwrapped by their own grammar (runners.py); ``sh -c STRING`` is parsed again;
 * each program records whether something earlier in the line can write files (an earlier program, an
   output redirection) and whether an earlier ``cd`` moved the directory relative names resolve in,
@@ -17,11 +19,11 @@ assignment standing alone...). Within what is read:
 
 from __future__ import annotations
 
+import re
+
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
 from atip_trust._base.record import Record
-import re
-
 from atip_trust.agents import bash_syntax, tables
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word

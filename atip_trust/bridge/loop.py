@@ -68,7 +68,7 @@ from atip_trust.bridge.lifecycle import (
 )
 from atip_trust.bridge.safety import DEFAULT_MAX_RESULT_LENGTH, create_result_filter
 from atip_trust.bridge.surface import Surface, SurfaceCommand
-from atip_trust.errors import ArtifactAccessError, AtipTrustError, UsageError
+from atip_trust.errors import ArgumentTypeError, ArtifactAccessError, AtipTrustError, UsageError, expect_type
 from atip_trust.facts.effects import classify
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Reason
@@ -147,8 +147,9 @@ def run_tool_call(
     ``redact_patterns``: the result filter's (``create_result_filter``)."""
     chosen = check_provider(provider)
     if not isinstance(surface, Surface):
-        raise UsageError(f"run_tool_call needs the Surface build_surface returns (it knows which file "
-                         f"each offered name runs), got {type(surface).__name__}")
+        raise ArgumentTypeError(f"run_tool_call() surface: expected Surface (what build_surface returns: it "
+                                f"knows which file each offered name runs), actual {type(surface).__name__}")
+    expect_type("run_tool_call() policy", policy, Policy)
     if surface.provider != chosen:
         raise UsageError(f"the surface was compiled for {surface.provider}, the call is from {chosen}")
     target = audit_target(policy, audit, audit_log)

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from atip_trust.admission import agent_tools as agent_tools_mod
     from atip_trust.admission import policy_test
     from atip_trust.admission import vsa as gate_vsa
+    from atip_trust.agents import formats as agent_formats
     from atip_trust.cli import hook_install
+    from atip_trust.cli import hook_client
     from atip_trust.cli import main as cli_main
     from atip_trust.cli import sarif
     from atip_trust.policy import install as policy_install_mod
@@ -36,8 +38,10 @@ else:
     # Signing: only with --emit-vsa (a warm verify loads no cryptography).
     gate_vsa = lazy_import("atip_trust.admission.vsa")
     hook_install = lazy_import("atip_trust.cli.hook_install")  # only `hook install`
+    agent_formats = lazy_import("atip_trust.agents.formats")  # the thin hook client's late denial only
     # Imported inside launch.main(), so that its whole import runs with the collector paused.
     cli_main = lazy_import("atip_trust.cli.main")
+    hook_client = lazy_import("atip_trust.cli.hook_client")  # only for hook --via-service (docs/serve.md)
     sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
     signed_mod = lazy_import("atip_trust.policy.signed")  # only `policy sign` signs
     policy_install_mod = lazy_import("atip_trust.policy.install")  # only `policy install`
@@ -48,10 +52,12 @@ else:
 __all__ = [
     "ElementTree",
     "admit_mod",
+    "agent_formats",
     "agent_tools_mod",
     "audit_mod",
     "cli_main",
     "gate_vsa",
+    "hook_client",
     "hook_install",
     "pathlib",
     "policy_install_mod",

@@ -173,6 +173,9 @@ def agent_hooks(project: str | None) -> list[Finding]:
         paths = hooks_install.settings_paths(agent, project)
         entries = []
         for path in paths:
+            if hooks_install.hooks_disabled(agent, path):
+                found.append(Finding("agent hooks", "problem", f"{agent}: {path} says disableAllHooks: true, so no "
+                                     "hook runs, atip-trust's included", path))
             try:
                 entries += hooks_install.find_hooks(agent, path)
             except AtipTrustError as err:

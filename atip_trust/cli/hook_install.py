@@ -76,6 +76,13 @@ def run(args: argparse.Namespace, actions: list[argparse.Action]) -> int:
     if agent is None:
         raise UsageError(f"hook install needs the agent: one of {', '.join(AGENTS)}")
     path = args.settings or install_mod.settings_path(agent, args.scope)
+    if args.scope == "project" and not args.settings:
+        # The project chooses its own files, links among them (a cloned repository): --scope project
+        # writes inside the project, never through a link to a file of the user's elsewhere.
+        here, real = os.path.realpath(os.getcwd()), os.path.realpath(path)
+        if os.path.commonpath([here, real]) != here:
+            raise UsageError(f"{path} leads to {real}, outside the project {here}: not written (remove the "
+                             "link, or name the file with --settings)", path=path)
     command = None
     if not args.uninstall:
         command = install_mod.hook_command(agent, program(args.executable), hook_flags(args, actions))

@@ -15,8 +15,16 @@ from __future__ import annotations
 import gc
 import sys
 
-from atip_trust.cli import hook_client
-from atip_trust.cli._deps import cli_main
+from atip_trust.cli._deps import cli_main, hook_client
+
+#: The agents' hook formats (agents/formats.py AGENTS, not imported here: it would load the record
+#: machinery on every start; tests/service/test_serve.py checks the two lists agree).
+AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+
+
+def via_service(argv: list[str]) -> bool:
+    """``hook AGENT … --via-service`` (not ``hook install … --via-service``, which writes that command)."""
+    return len(argv) > 1 and argv[0] == "hook" and argv[1] in AGENTS and "--via-service" in argv
 
 
 def _started() -> None:
@@ -26,7 +34,7 @@ def _started() -> None:
 
 def main() -> int:
     argv = sys.argv[1:]
-    if hook_client.wanted(argv):  # a thin client of `serve` (docs/serve.md)
+    if via_service(argv):  # a thin client of `serve` (docs/serve.md); loaded only then
         return hook_client.main(argv)
     gc.disable()
     try:
@@ -36,4 +44,4 @@ def main() -> int:
             gc.enable()
 
 
-__all__ = ["main"]
+__all__ = ["AGENTS", "main", "via_service"]

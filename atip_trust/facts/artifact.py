@@ -18,12 +18,14 @@ from types import TracebackType
 
 from atip_trust._base.files import open_regular, path_name
 from atip_trust.facts._deps import fcntl, tempfile
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from atip_trust.facts.digest import Algorithm
 
 #: memfd_create(2)'s MFD_NOEXEC_SEAL and MFD_EXEC (Linux 6.3; Python 3.11 has no names for them): a
@@ -163,21 +165,38 @@ def resolve(target: str | os.PathLike[str], *, lookup: bool = True) -> str:
         raise ArtifactAccessError(f"invalid path: {err}", path=text) from err
 
 
-class Artifact(Record, frozen=False):
+class Artifact:
     """An opened regular file: its resolved path, descriptor, identity and (lazily) its digests.
 
-    Use as a context manager, or call ``close()``. Digests are computed from the descriptor on first
-    request and cached; ``digests(("sha256", "sha512"))`` computes both in one pass over the file.
+    It owns its descriptor, so it is no value (``Record``): equal only to itself, never copied or
+    pickled (a copy closing "its" descriptor would close whatever file the number names by then).
+    Use it as a context manager, or call ``close()`` (idempotent; the descriptor is -1 after). Nothing
+    closes it behind its owner's back (no ``__del__``): a runner may hold ``exec_fd()``'s number.
+    Digests are computed from the descriptor on first request and cached; ``digests(("sha256",
+    "sha512"))`` computes both in one pass over the file.
     """
 
     # ``_path`` holds the resolved path as text, read through ``path``: plain text paths are the one
     # internal path type (a warm path never imports pathlib, docs/caching.md).
-    # Made by ``open`` (the constructor to call), which passes the resolved path as text.
-    _no_repr = frozenset({"_digests"})
-    _path: str
-    fd: int
-    identity: FileIdentity
-    _digests: dict[Algorithm, Digest] = field(default_factory=dict)
+    __slots__ = ("_digests", "_path", "fd", "identity")
+
+    def __init__(self, path: str, fd: int, identity: FileIdentity,
+                 digests: dict[Algorithm, Digest] | None = None) -> None:
+        """Take ownership of ``fd``, opened from ``path`` (resolved, as text) and ``fstat``ed as
+        ``identity``. ``open`` is the constructor to call."""
+        self._path = path
+        self.fd = fd
+        self.identity = identity
+        self._digests: dict[Algorithm, Digest] = {} if digests is None else digests
+
+    def __repr__(self) -> str:
+        state = "closed" if self.fd < 0 else f"fd={self.fd}"
+        return f"Artifact(path={self._path!r}, {state}, identity={self.identity!r})"
+
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        # copy.copy, copy.deepcopy and pickle all come here: a descriptor cannot be duplicated by value.
+        raise TypeError(f"an Artifact owns its file descriptor and cannot be copied or pickled "
+                        f"({self._path}): open the path again, or pass the Artifact itself")
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, resolved: bool = False, lookup: bool = True) -> Artifact:
@@ -294,9 +313,10 @@ class Artifact(Record, frozen=False):
         return out
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Close the descriptor, once: later calls do nothing (the number may name another file by then)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def __enter__(self) -> Artifact:
         return self

@@ -196,30 +196,19 @@ class Decision(Record, frozen=False):
     """allow / ask / deny, with its reasons and the digests of the policy and report decided on."""
 
     behavior: Behavior
-    reasons: list[Reason]
-    policy_digest: str | None
-    #: Stored ``report_digest`` (the property), None until known.
-    _report_digest: str | None
+    reasons: list[Reason] = field(default_factory=list)
+    policy_digest: str | None = None
+    #: Stored ``report_digest`` (the property; the constructor and ``replace`` take it by that name),
+    #: None until known.
+    _report_digest: str | None = field(default=None, alias="report_digest")
     #: Where the deciding rule came from (``org``, ``local``, ``cli``, ``default``).
-    rule_source: str | None
-    mode: str
-    #: The report decided on, until its digest is worked out (internal state, no field).
-    _report: TrustReport | None
-
-    def __init__(self, behavior: Behavior, reasons: list[Reason] | None = None,
-                 policy_digest: str | None = None, report_digest: str | None = None,
-                 rule_source: str | None = None, mode: str = "enforce",
-                 report: TrustReport | None = None) -> None:
-        """``report``: the report decided on, when its digest is not given: the digest (~15 µs of
-        canonical JSON) is then worked out on first read of ``report_digest`` — the audit line and the
-        output read it at once; a runtime that only wants allow/deny never pays for it."""
-        self.behavior = behavior
-        self.reasons = [] if reasons is None else reasons
-        self.policy_digest = policy_digest
-        self._report_digest = report_digest
-        self._report = report if report_digest is None else None
-        self.rule_source = rule_source
-        self.mode = mode
+    rule_source: str | None = None
+    mode: str = "enforce"
+    #: ``report=``: the report decided on, when its digest is not given: the digest (~15 µs of
+    #: canonical JSON) is then worked out on first read of ``report_digest`` — the audit line and the
+    #: output read it at once; a runtime that only wants allow/deny never pays for it. Internal state,
+    #: no compared field; dropped once the digest is known.
+    _report: TrustReport | None = field(default=None, alias="report")
 
     @property
     def report_digest(self) -> str | None:

@@ -88,7 +88,19 @@ def plan(source: str, dest: str) -> list[tuple[str, str, str]]:
     companions = [(role, source + suffix, dest + suffix) for role, suffix in (
         ("signers", signed.SIGNERS_SUFFIX), ("signature", signed.SIGNATURE_SUFFIX),
         ("signature", signed.BUNDLE_SUFFIX)) if exists(source + suffix, what=f"policy {role} file", error=PolicyError)]
+    for role, src, _dst in [*anchors, *companions]:
+        _not_linked(src_dir, src, role)
     return [*anchors, *companions, ("policy", source, dest)]
+
+
+def _not_linked(src_dir: str, src: str, role: str) -> None:
+    """Refuse a release file reached through a link below the release's folder. The install runs as
+    root and publishes each copy 0644: ``keys/k.pem -> /etc/shadow`` in a folder someone else prepared
+    would be read as root and handed to every user (the policy file itself is the one the admin named)."""
+    expected = os.path.join(os.path.realpath(src_dir), os.path.relpath(src, src_dir))
+    if os.path.realpath(src) != os.path.normpath(expected):
+        raise UsageError(f"the policy {role} file {src} is a link (or lies under one) to {os.path.realpath(src)}: "
+                         "put the file itself in the release folder; nothing was written", path=src)
 
 
 def _safe_dir(path: str) -> None:

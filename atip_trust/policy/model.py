@@ -337,6 +337,11 @@ class Policy(Record):
     (a record) and nothing changes its lists in place: ``decide`` compiles the rules once per policy
     (``rules.RuleIndex``)."""
 
+    #: Not a field: what ``decide`` works out once from this policy (policy/decide.py ``_plan_of``),
+    #: kept with the value it is derived from, so that it lives and dies with it (no cache keyed by
+    #: ``id()``, docs/adr/0001-start-up.md). Never compared, copied, pickled or replaced.
+    __slots__ = ("_decide_plan",)
+
     layers: tuple[PolicyLayer, ...]
     digest: str
     mode: Mode

@@ -30,6 +30,7 @@ from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.admission.verdict_key import HITS
+from atip_trust.cli.hook_client import decision_env
 from atip_trust.cli.main import main
 from atip_trust.service.calls import check_call_request
 from atip_trust.agents.formats import AGENTS, STDIN_CAP, render_error
@@ -221,6 +222,10 @@ class Service:
         flags = self.hook_flags
         cwd = path_env = None
         if command_form and "x-atip-argv" in headers:  # a thin client's own flags (cli/hook_client.py)
+            if headers.get("x-atip-env") != decision_env(os.environ).encode("utf-8", "surrogateescape").hex():
+                # Its environment names another policy, org policy, CI or state than this process reads:
+                # the CLI there could decide otherwise, so the client decides itself (any non-200).
+                return Response(409, {"error": "the client's decision environment differs from the service's"})
             words = bytes.fromhex(headers["x-atip-argv"]).decode("utf-8", "surrogateescape")
             flags = [w for w in words.split("\0") if w] if words else []
             cwd = bytes.fromhex(headers.get("x-atip-cwd", "")).decode("utf-8", "surrogateescape") or None
@@ -293,7 +298,7 @@ class Service:
                 or not all(isinstance(m, str) for m in metadata):
             return Response(400, {"error": "expected {\"provider\": str, \"metadata\": [paths]}"})
         flags = [w for w in self.admit_flags if w not in ("--min-trust-level",)]
-        argv = ["compile", "--provider", provider, *metadata, *_compile_flags(flags)]
+        argv = ["compile", "--provider=" + provider, *_compile_flags(flags), "--", *metadata]
 
         def work() -> Response:
             run = run_cli(argv)
@@ -351,12 +356,15 @@ def _admit_argv(req: dict[str, Any], defaults: Sequence[str]) -> list[str] | Res
     unknown = sorted(set(req) - set(ADMIT_FIELDS) - {"tool", "command"})
     if unknown:  # fail closed: a field we would ignore might be one the caller relies on
         return Response(400, {"error": f"unknown fields: {', '.join(unknown)}"})
-    argv = ["admit", tool, "--format", "json"]
+    # Every value rides in its flag's own word (``--command=--help``) and the tool comes after ``--``:
+    # a model names both, and a word like ``--help`` or ``--policy=FILE`` must never be read as admit's
+    # own flag (``--help`` exits 0, which would read as "allow").
+    argv = ["admit", "--format", "json"]
     if isinstance(command, list) and all(isinstance(w, str) and w and not any(c.isspace() for c in w)
                                          for w in command):
-        argv += ["--command", " ".join(command)]
+        argv += ["--command=" + " ".join(command)]
     elif isinstance(command, str):
-        argv += ["--command", command]
+        argv += ["--command=" + command]
     elif command is not None:
         return Response(400, {"error": "expected \"command\": a string or a list of words without spaces"})
     for field, flag in ADMIT_FIELDS.items():
@@ -364,9 +372,8 @@ def _admit_argv(req: dict[str, Any], defaults: Sequence[str]) -> list[str] | Res
         values = value if isinstance(value, list) else [] if value is None else [value]
         if not all(isinstance(v, str) for v in values):
             return Response(400, {"error": f"expected {field!r}: a string or a list of strings"})
-        for v in values:
-            argv += [flag, v]
-    return [*argv, *defaults]
+        argv += [f"{flag}={v}" for v in values]
+    return [*argv, *defaults, "--", tool]
 
 
 __all__ = ["CliRun", "Response", "Service", "forwarded_flags", "run_cli", "strip_options"]

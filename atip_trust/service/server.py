@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import socket
 import stat
@@ -30,6 +31,7 @@ from socketserver import TCPServer, ThreadingMixIn, UnixStreamServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from atip_trust.agents.formats import render_error
 from atip_trust.errors import UsageError
 from atip_trust.service.app import Response, Service
 
@@ -141,7 +143,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _refusal(self) -> Response | None:
         if not self.server.peer_ok(self.connection):
             return Response(403, {"error": "only the user who started the service may use it"})
-        host = self.headers.get("Host")
+        if not self.path.startswith("/"):
+            # The absolute form (http://host/...) names a host of its own, which overrides Host (RFC 9112
+            # section 3.2.2): a loopback Host would not vouch for it. Only origin-form paths are served.
+            return Response(400, {"error": f"expected a request target of the form /path, actual {self.path[:100]!r}"})
+        hosts = self.headers.get_all("Host") or []
+        host = hosts[0] if len(hosts) == 1 else None  # two Host fields: 400 in RFC 9112 section 3.2
         if host is None or not loopback_host(host):
             return Response(421, {"error": f"the Host header must name a loopback host, actual {host!r}"})
         if self.headers.get("Origin") is not None:
@@ -160,13 +167,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> bytes | Response:
         if self.headers.get("Transfer-Encoding") is not None:
             return Response(411, {"error": "send a Content-Length, not a chunked body"})
-        length_text = self.headers.get("Content-Length", "0" if self.command == "GET" else None)
-        if length_text is None:
+        given = self.headers.get_all("Content-Length") or []
+        if not given and self.command != "GET":
             return Response(411, {"error": "a Content-Length is required"})
-        try:
-            length = int(length_text)
-        except ValueError:
-            return Response(400, {"error": f"Content-Length is not a number: {length_text!r}"})
+        length_text = given[0].strip() if given else "0"
+        # One field of ASCII digits (RFC 9112 section 6.3): two fields, or "+2" and "0_2" that int()
+        # accepts, are where a proxy and this service could disagree on where the request ends.
+        if len(given) > 1 or not (length_text.isascii() and length_text.isdigit()):
+            return Response(400, {"error": f"expected one Content-Length of digits, actual {given!r}"})
+        length = int(length_text)
         if length < 0 or length > self.server.max_request_bytes:
             return Response(413, {"error": f"the body may be at most {self.server.max_request_bytes} bytes, "
                                            f"actual {length}"})
@@ -175,7 +184,25 @@ class _Handler(BaseHTTPRequestHandler):
             return Response(400, {"error": "the body ended before its Content-Length"})
         return data
 
+    def _hook_answer(self, response: Response) -> Response:
+        """An http hook (Claude Code) reads any answer but a 2xx as a non-blocking error and runs the
+        line unless its settings say ``onFailure: block``: so on a hook path (not the thin client's
+        ``?form=command``, which decides in-process on any error) every refusal — size, Host, Origin,
+        token, an unknown agent — is answered as the agent's deny object (docs/serve.md)."""
+        parts = urlsplit(self.path)
+        if response.status == 200 or not parts.path.startswith("/v1/hooks/") \
+                or dict(parse_qsl(parts.query)).get("form") == "command":
+            return response
+        try:
+            reason = json.loads(response.body).get("error") or ""
+        except (ValueError, AttributeError):
+            reason = ""
+        agent = parts.path[len("/v1/hooks/"):]
+        denial = render_error(agent, f"the service refused the request ({response.status}): {reason}")
+        return Response(200, denial.stdout, "application/json")
+
     def _send(self, response: Response, started: float) -> None:
+        response = self._hook_answer(response)
         try:
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)

@@ -126,7 +126,7 @@ def test_a_push_that_is_not_forced_is_allowed(oracle: tuple[ShellWorld, Policy])
     assert ran(world, "git push origin main") == (False, False)  # rejected: not a fast-forward
 
 
-@pytest.mark.parametrize("text", ["gh repo {x}<<<y delete", "gh repo {fd}>/dev/null delete"])
+@pytest.mark.parametrize("text", ["gh repo {x}<<<y delete", "gh repo {fd}>/dev/null delete", "gh repo 0<&- delete"])
 def test_a_word_glued_to_a_redirection_cannot_hide_the_sub_command(oracle: tuple[ShellWorld, Policy],
                                                                    text: str) -> None:
     attack(oracle, text, denied=True)

@@ -1,4 +1,5 @@
-"""The public API is ``atip_trust.__all__``: at most 30 names (issue 23), read from the one table
+"""The public API is ``atip_trust.__all__``: at most 32 names (30 in issue 23; 32 since issue 35 made
+``VerifyOptions`` and ``DecisionInput`` public, the types ``verify`` and ``decide`` take), read from the one table
 ``atip_trust._API``. Type checkers cannot read that table, so ``atip_trust/__init__.py`` also imports
 the same names under ``TYPE_CHECKING``; this test checks that the two views name the same names from
 the same modules, so the list is written once and checked, not kept in a third copy here. Every name
@@ -15,7 +16,7 @@ from pathlib import Path
 import atip_trust
 
 INIT = Path(atip_trust.__file__)
-MAX_PUBLIC_NAMES = 30
+MAX_PUBLIC_NAMES = 32
 
 
 def static_view(source: str) -> dict[str, str]:
@@ -30,7 +31,7 @@ def static_view(source: str) -> dict[str, str]:
     return found
 
 
-def test_public_api_has_at_most_30_names() -> None:
+def test_public_api_has_at_most_32_names() -> None:
     assert len(atip_trust.__all__) <= MAX_PUBLIC_NAMES, sorted(atip_trust.__all__)
 
 

@@ -298,7 +298,7 @@ def test_an_oversized_body_is_refused_unread(served: Served) -> None:
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(60)
         s.connect(served.sock)
-        s.sendall(b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1048577\r\n\r\n")
+        s.sendall(b"POST /v1/admit HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1048577\r\n\r\n")
         answer = b""
         for _ in range(100):  # the service closes the connection after its answer
             chunk = s.recv(4096)
@@ -425,7 +425,7 @@ def test_load_loses_no_answer_and_no_audit_line(shell_world: ShellWorld, short_d
 
 def test_the_thin_clients_agent_list_is_the_hook_formats() -> None:
     from atip_trust.agents.formats import AGENTS
-    from atip_trust.cli.hook_client import AGENTS as CLIENT_AGENTS
+    from atip_trust.cli.launch import AGENTS as CLIENT_AGENTS
     assert CLIENT_AGENTS == AGENTS
 
 

@@ -65,7 +65,10 @@ def test_every_route_the_service_answers_is_documented(svc: Served) -> None:
     assert sorted(agents) == sorted(AGENTS)
     for agent in agents:
         assert svc.request("POST", f"/v1/hooks/{agent}", b"{}")[0] == 200
-    assert svc.request("POST", "/v1/hooks/nobody", b"{}")[0] == 404
+    assert svc.request("POST", "/v1/hooks/nobody?form=command", b"{}")[0] == 404
+    # Claude Code's http hook would read a 404 as a non-blocking error and run the line: a deny object.
+    status, _, answer = svc.request("POST", "/v1/hooks/nobody", b"{}")
+    assert status == 200 and json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_the_admit_schema_names_exactly_the_fields_the_service_takes() -> None:
