@@ -139,7 +139,7 @@ def run_cli(argv: Sequence[str | bytes | os.PathLike[str]], *, env: Mapping[str,
     data = input.encode() if isinstance(input, str) else input
     out, err = _stream(), _stream()
     forget_process_state()
-    faulthandler.dump_traceback_later(timeout, exit=True)
+    faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__ or sys.stderr)
     try:
         with _process(env, cwd), _stdin(data):
             saved = sys.stdout, sys.stderr, sys.argv

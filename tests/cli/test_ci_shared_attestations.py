@@ -16,13 +16,13 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import testsigstore
 from world import ISSUER, World
+from verify_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FX = ROOT / "fixtures" / "sigstore"
@@ -50,8 +50,7 @@ def ci_command() -> list[str]:
 
 def run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATIP_TRUST_")}
-    return subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL, cwd=cwd, env={**env, "CI": "true"})
+    return run_cli(argv, timeout=120, cwd=cwd, env={**env, "CI": "true"})
 
 
 def release(w: World, names: tuple[str, ...], *, kinds: tuple[str, ...] = ("dsse", "message"),

@@ -12,13 +12,13 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import testsigstore
 from gate_world import make_world
+from verify_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FX = ROOT / "fixtures" / "sigstore"
@@ -32,9 +32,7 @@ SIGNER = ("--certificate-identity", GENERATOR, "--certificate-oidc-issuer",
 def run(*argv: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("ATIP_TRUST_")}
-    return subprocess.run([sys.executable, "-m", "atip_trust", *argv], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, input=stdin, env={**base, "CI": "true", **(env or {})},
-                          stdin=None if stdin is not None else subprocess.DEVNULL)
+    return run_cli(argv, timeout=120, cwd=cwd, input=stdin, env={**base, "CI": "true", **(env or {})})
 
 
 def lines(log: Path) -> list[dict[str, Any]]:

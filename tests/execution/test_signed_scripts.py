@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from world import World
+from verify_helpers import run_cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32" or not os.path.exists("/bin/sh"), reason="POSIX /bin/sh")
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +47,8 @@ def w(tmp_path: Path) -> World:
 
 def run(w: World, argv: list[str], **more_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in w.env().items() if not k.startswith("ATIP_TRUST_")}
-    return subprocess.run([sys.executable, "-m", "atip_trust", *argv[:1], "--trusted-root", str(w.root),
-                           "--no-audit", *argv[1:]], capture_output=True, text=True, timeout=120, cwd=w.dir,
-                          env={**env, "CI": "true", **more_env}, stdin=subprocess.DEVNULL)
+    return run_cli([*argv[:1], "--trusted-root", str(w.root), "--no-audit", *argv[1:]], timeout=120, cwd=w.dir,
+                   env={**env, "CI": "true", **more_env})
 
 
 def with_policy(w: World, **changes: Any) -> None:

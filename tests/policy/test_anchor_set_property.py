@@ -22,6 +22,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from conftest import examples
 from test_vsa_admit import write_vsa
 from world import ISSUER, ORG_ID, World
 
@@ -187,7 +188,7 @@ def test_adding_a_local_layer_or_flags_never_adds_an_anchor_the_org_states_or_im
     _assert_narrower(org_only, compose(_layers(world, orgs, local, flag)))
 
 
-@settings(max_examples=400, deadline=None, derandomize=True,
+@settings(max_examples=examples(400), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(orgs=st.lists(layer_doc(org=True), min_size=1, max_size=2), local=layer_doc(org=False), flag=flags(),
        level=st.sampled_from(list(TrustLevel)))

@@ -10,14 +10,13 @@ import os
 import stat
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from atip_trust.errors import AtipTrustError, MalformedInputError
 from atip_trust.registry import LocalRegistry
-from atip_trust.registry import local as local_mod
 
 
 def _tool(path: Path, body: bytes) -> Path:
@@ -26,15 +25,10 @@ def _tool(path: Path, body: bytes) -> Path:
     return path
 
 
-@pytest.fixture
-def quick_racy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_mod, "RACY_NS", 50_000_000)  # 50 ms instead of 2 s: sleep less
-
-
 def test_lookup_trusts_the_recorded_digest_only_while_the_file_identity_is_unchanged(
-        tmp_path: Path, quick_racy: None) -> None:
+        tmp_path: Path, settle: Callable[[], None]) -> None:
     tool = _tool(tmp_path / "gh", b"#!/bin/sh\necho v1\n")
-    time.sleep(0.1)
+    settle()  # past the same-timestamp window (conftest.py): the digest may be taken on trust
     reg = LocalRegistry(tmp_path / "registry.json")
     added = reg.put("gh", tool)
     assert str(added.digest) == "sha256:" + hashlib.sha256(b"#!/bin/sh\necho v1\n").hexdigest()
