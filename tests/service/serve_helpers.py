@@ -76,7 +76,7 @@ class Served:
 
 def start(sock: Path, *flags: str, env: dict[str, str] | None = None, python: str = sys.executable) -> Served:
     """Start ``atip-trust serve --socket SOCK FLAGS`` and wait for its "listening" lines."""
-    proc = subprocess.Popen([python, "-m", "atip_trust", "serve", "--socket", str(sock), *flags],
+    proc = subprocess.Popen([python, "-I", "-m", "atip_trust", "serve", "--socket", str(sock), *flags],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     assert proc.stdout is not None

@@ -188,7 +188,7 @@ def test_a_thin_client_whose_environment_names_another_policy_is_not_answered_by
     body = hook_json("tool x", str(shell_world.dir))
     thin = subprocess.run([sys.executable, "-I", "-c", code, *common, "--via-service", "--socket", served.sock],
                           input=body, capture_output=True, text=True, env=env, timeout=120, cwd=shell_world.dir)
-    direct = subprocess.run([sys.executable, "-m", "atip_trust", *common], input=body, capture_output=True,
+    direct = subprocess.run([sys.executable, "-I", "-m", "atip_trust", *common], input=body, capture_output=True,
                             text=True, env=env, timeout=120, cwd=shell_world.dir)
     assert '"allow"' not in direct.stdout, direct.stdout  # the oracle: the CLI in that environment
     assert (thin.stdout, thin.returncode) == (direct.stdout, direct.returncode)
