@@ -23,9 +23,13 @@ from collections.abc import Iterator
 
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 
+from importlib.machinery import ExtensionFileLoader, ModuleSpec, PathFinder
+from types import ModuleType
+
 from atip_trust.agents._deps import resource, tree_sitter, tree_sitter_bash
 
 if TYPE_CHECKING:
+    from tree_sitter import Parser
     from tree_sitter import Node as Node  # re-exported for the walker's annotations
 
 
@@ -88,17 +92,57 @@ def _peak_rss() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
+# Bash's parser, built from the two compiled bindings alone (issue 32 Measure, docs/adr/0001-start-up.md).
+# Why: the grammar package's ``__init__`` (tree_sitter_bash) imports importlib.resources for highlight
+# queries this project never reads, which brings pathlib, tempfile, shutil, random and zipfile; the
+# bindings package's ``__init__`` (tree_sitter) imports typing for one Protocol. Together they were a fifth
+# of the instructions of a warm hook answer. The parser and the grammar live in the compiled ``_binding``
+# of each package, so those are loaded by their files, and registered in ``sys.modules`` under their own
+# names: a later ``import tree_sitter`` (a test, a tool) finds the same binding and so the same types.
+# When a binding is not found as its package lays it out, the package is imported as usual: slower, same
+# parser.
+
+
+def _binding(package: str) -> ModuleType | None:
+    """``package``'s compiled ``_binding`` module, loaded without running the package's ``__init__``;
+    None when the package is not laid out that way (then the caller imports the package itself)."""
+    name = package + "._binding"
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    outer = PathFinder.find_spec(package)  # finds, does not execute
+    if outer is None or not outer.submodule_search_locations:
+        return None
+    spec = PathFinder.find_spec(name, list(outer.submodule_search_locations))
+    if spec is None or not isinstance(spec.loader, ExtensionFileLoader) or spec.origin is None:
+        return None
+    loader = ExtensionFileLoader(name, spec.origin)
+    module = loader.create_module(ModuleSpec(name, loader, origin=spec.origin))
+    loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def _new_parser() -> Parser:
+    """A tree-sitter parser for bash's grammar."""
+    core, bash = _binding("tree_sitter"), _binding("tree_sitter_bash")
+    if core is None or bash is None:
+        return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    parser: Parser = core.Parser(core.Language(bash.language()))
+    return parser
+
+
 class _Parser:
     """One parser per process, made on first use (the language object is immutable)."""
 
     __slots__ = ("parser",)
 
     def __init__(self) -> None:
-        self.parser: tree_sitter.Parser | None = None
+        self.parser: Parser | None = None
 
-    def get(self) -> tree_sitter.Parser:
+    def get(self) -> Parser:
         if self.parser is None:
-            self.parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+            self.parser = _new_parser()
         return self.parser
 
 
