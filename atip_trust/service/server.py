@@ -132,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send(refusal, started)
             return
+        # Authenticated: no longer one of the waiting connections a newcomer may cut (its body is still
+        # bounded by the deadline and the size cap).
+        self.server.leave_waiting(self.connection)
         body = self._body()
         if isinstance(body, Response):
             self.close_connection = True
@@ -140,7 +143,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._disarm()
         # Read and authenticated: only now may it wait for a decision slot, for what is left of its
         # deadline (a flood of idle or token-less connections never holds one).
-        self.server.leave_waiting(self.connection)
         left = self.server.request_deadline - (time.monotonic() - self._armed_at)
         if not self.server.slots.acquire(timeout=max(left, 0.0)):
             self.close_connection = True
