@@ -416,6 +416,24 @@ def _admit_each(found: list[Program], request: HookRequest, policy: Policy, opti
     return parts
 
 
+def _quiet_by_bytes(found: list[Program], request: HookRequest, options: Options) -> list[Program]:
+    """The programs, every other one counted after a writer when one counted as not writing by its name
+    (shell_model.Program.quiet) is not that program's bytes (identity.is_system): a copy of ``cp`` called
+    ``cat`` writes (issue 32, items 1 and 5). Where it runs among the others is not re-read: all count."""
+    for i, program in enumerate(found):
+        if not program.quiet:
+            continue
+        try:
+            path = _locate(program, request.cwd, options.path_env)
+        except ArtifactAccessError:
+            continue  # not there: it runs nothing and writes nothing (its own part says so)
+        except Unprovable:
+            path = None
+        if path is None or not identity.is_system(path, os.path.basename(program.argv[0])):
+            return [p if k == i else replace(p, after_writer=True) for k, p in enumerate(found)]
+    return found
+
+
 def decide_command(request: HookRequest, *, policy: Policy, options: Options | None = None) -> Verdict | None:
     """The verdict for a shell command, or None (no opinion) for another tool or a line of shell
     builtins only. Each program's admission writes its own audit line."""
@@ -434,7 +452,7 @@ def decide_command(request: HookRequest, *, policy: Policy, options: Options | N
             return _unprovable(request, policy, why, options)
     except OverBudget as why:  # issue 32, item 8: over budget is a denial naming the cause
         return Verdict("deny", f"atip-trust: the line is not read: {why}")
-    parts = _admit_each(found, request, policy, options)
+    parts = _admit_each(_quiet_by_bytes(found, request, options), request, policy, options)
     if not parts:
         return None
     worst = max(parts, key=lambda p: ORDER[p.behavior]).behavior

@@ -132,6 +132,46 @@ def names_of(found: str, governed: frozenset[str], path_env: str | None) -> froz
     return frozenset(names)
 
 
+_SYSTEM: dict[str, tuple[tuple[int, int], int, str | None] | None] = {}
+
+
+def is_system(found: str, name: str) -> bool:
+    """The file at ``found`` is the ``name`` of glibc's default path (``/usr/bin/cat``): the same file
+    or the same bytes. A name proves nothing (a copy of ``cp`` called ``cat`` writes), so tables keyed
+    by name (writes.READ_ONLY) hold only for these bytes."""
+    if name not in _SYSTEM:
+        _SYSTEM[name] = None
+        for entry in DEFAULT_PATH.split(":"):
+            path = os.path.join(entry, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if S_ISREG(st.st_mode):
+                _SYSTEM[name] = ((st.st_dev, st.st_ino), st.st_size, None)
+                _SYSTEM_PATHS[name] = path
+                break
+    known = _SYSTEM[name]
+    try:
+        st = os.stat(found)
+    except OSError:
+        return False
+    if known is None or not S_ISREG(st.st_mode):
+        return False
+    inode, size, digest = known
+    if (st.st_dev, st.st_ino) == inode:
+        return True
+    if st.st_size != size:
+        return False
+    if digest is None:
+        digest = _sha256(_SYSTEM_PATHS[name])
+        _SYSTEM[name] = (inode, size, digest)
+    return digest is not None and _sha256(found) == digest
+
+
+_SYSTEM_PATHS: dict[str, str] = {}
+
+
 def identity(typed: str, names: Iterable[str], governed: frozenset[str]) -> str | None:
     """The name to read a program typed as ``typed`` by, when its bytes make it another program, or None.
 
@@ -150,4 +190,4 @@ def identity(typed: str, names: Iterable[str], governed: frozenset[str]) -> str 
     return next((n for n in names if n in governed), None)
 
 
-__all__ = ["governed_names", "identity", "names_of"]
+__all__ = ["governed_names", "identity", "is_system", "names_of"]

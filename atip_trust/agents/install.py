@@ -21,8 +21,11 @@ named by its absolute path (an agent's PATH is not the user's)::
   ``onFailure: "block"`` (2.1.295 and later; older versions ignore it) and Cursor's ``failClosed: true``.
   They also cover what the wrapper cannot: the agent's own timeout killing the hook.
 
-Each agent's settings are one row of ``SETTINGS`` (a later ``serve`` can add Claude Code's ``http`` hook
-form as another entry shape). Files are merged, never overwritten: other settings and other hooks stay,
+Each agent's settings are one row of ``SETTINGS``; Claude Code's ``http`` hook form (a POST to a running
+``atip-trust serve``, docs/serve.md) is the same row with the entry's shape from ``http_settings``: a
+loopback URL, the bearer token from an environment variable the agent may expand (``allowedEnvVars``),
+and ``onFailure: "block"`` (a service that is down, or slow, blocks the call). One agent has one
+atip-trust hook: installing either form replaces the other. Files are merged, never overwritten: other settings and other hooks stay,
 an earlier atip-trust hook entry for the same agent (the README's bare ``atip-trust hook AGENT``) is
 replaced, a changed file is first copied to ``FILE.atip-trust-<UTC time>.bak``, and installing twice
 changes nothing. ``uninstall`` removes only atip-trust's entries (and a file left with nothing else).
@@ -37,14 +40,16 @@ import os
 import shlex
 import time
 import tomllib
+from urllib.parse import urlsplit
 TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from atip_trust._base.files import exists, read_capped, write_atomic
-from atip_trust._base.record import Record, field
+from atip_trust._base.record import Record, field, replace
 from atip_trust.agents.formats import AGENTS, ERROR_EXIT, render, render_error
 from atip_trust.errors import EnvironmentFailure, UsageError
+from atip_trust.net.fetch import is_loopback  # install and doctor only: never on the hook's path
 
 #: The shell every wrapper runs in: a POSIX shell at a path that does not depend on PATH.
 SHELL = "/bin/sh"
@@ -93,6 +98,56 @@ SETTINGS: dict[str, AgentSettings] = {
         "cursor", ".cursor/hooks.json", ".cursor/hooks.json", "json", "beforeShellExecution", None, "command",
         (("failClosed", True),), (("version", 1),), fail_closed=("failClosed", True)),
 }
+
+
+#: Agents whose settings can post the hook to ``atip-trust serve`` instead of running a command.
+HTTP_AGENTS = frozenset({"claude-code"})
+DEFAULT_TOKEN_ENV = "ATIP_TRUST_TOKEN"
+
+
+def service_url(url: str, agent: str) -> str:
+    """``url`` as the hook's address: plain ``http://`` to a loopback host (the service serves nothing
+    else, docs/serve.md), no credentials or query in it; a bare ``http://HOST:PORT`` gets the agent's
+    path ``/v1/hooks/AGENT``, and another path is refused."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as err:
+        raise UsageError(f"--http {url!r}: not a URL ({err})") from err
+    want = f"/v1/hooks/{agent}"
+    if parts.scheme != "http" or not is_loopback(host):
+        raise UsageError(f"--http expects http://127.0.0.1:PORT{want} (a loopback service), actual {url!r}")
+    if parts.username is not None or parts.query or parts.fragment:
+        raise UsageError(f"--http {url!r}: no credentials, query or fragment in the URL (the token goes in a "
+                         "header)")
+    if parts.path not in ("", "/", want):
+        raise UsageError(f"--http {url!r}: expected the path {want}, actual {parts.path!r}")
+    return f"http://{parts.netloc}{want}"
+
+
+def http_settings(agent: str, token_env: str) -> AgentSettings:
+    """``agent``'s row for the http form: the entry's ``url`` and the fields that send the token."""
+    if agent not in HTTP_AGENTS:
+        raise UsageError(f"--http: {agent} has no http hooks (only {', '.join(sorted(HTTP_AGENTS))})")
+    if not (token_env.isascii() and token_env.replace("_", "a").isalnum() and not token_env[0].isdigit()):
+        raise UsageError(f"--token-env expects an environment variable's name, actual {token_env!r}")
+    return replace(SETTINGS[agent], command_key="url", extra=(
+        ("type", "http"), ("headers", {"Authorization": f"Bearer ${token_env}"}),
+        ("allowedEnvVars", [token_env]), ("onFailure", "block")))
+
+
+def _is_http_hook(entry: Any, agent: str) -> bool:
+    """``entry`` posts to atip-trust's service for ``agent`` (its URL's path is the service's)."""
+    if agent not in HTTP_AGENTS or not isinstance(entry, dict) or entry.get("type") != "http":
+        return False
+    url = entry.get("url")
+    return isinstance(url, str) and url.partition("?")[0].rstrip("/").endswith(f"/v1/hooks/{agent}")
+
+
+def _is_ours(entry: Any, agent: str) -> bool:
+    return isinstance(entry, dict) and (_hook_program(entry.get(SETTINGS[agent].command_key), agent) is not None
+                                        or _is_http_hook(entry, agent))
 
 
 def settings_path(agent: str, scope: str, project_dir: str | None = None) -> str:
@@ -156,6 +211,8 @@ class HookEntry(Record):
     program: str
     #: Problems that leave calls unguarded, in words; empty: the entry is fail-closed.
     problems: tuple[str, ...] = ()
+    #: ``command`` (the program runs), or ``http`` (the agent posts to ``atip-trust serve`` at ``command``).
+    kind: str = "command"
 
     @property
     def fail_closed(self) -> bool:
@@ -163,7 +220,7 @@ class HookEntry(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "settings": self.path, "command": self.command, "program": self.program,
-                "fail_closed": self.fail_closed, "problems": list(self.problems)}
+                "fail_closed": self.fail_closed, "problems": list(self.problems), "kind": self.kind}
 
 
 def _words(command: Any) -> list[str] | None:
@@ -198,10 +255,10 @@ def _grouped(doc: Any, row: AgentSettings) -> list[tuple[dict[str, Any], dict[st
     items = hooks.get(row.event) if isinstance(hooks, dict) else None
     found: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for item in items if isinstance(items, list) else ():
-        if isinstance(item, dict) and row.command_key in item:
+        if isinstance(item, dict) and (row.command_key in item or _is_http_hook(item, row.agent)):
             found.append((item, None))
         for inner in item.get("hooks", ()) if isinstance(item, dict) and isinstance(item.get("hooks"), list) else ():
-            if isinstance(inner, dict) and row.command_key in inner:
+            if isinstance(inner, dict) and (row.command_key in inner or _is_http_hook(inner, row.agent)):
                 found.append((inner, item))
     return found
 
@@ -238,6 +295,8 @@ def judge(agent: str, path: str, entry: dict[str, Any],
     """``entry`` as a guard: None when it does not run atip-trust's hook for ``agent``. ``group``: the
     matcher group it sits in (None: none; False: not known, not judged)."""
     row = SETTINGS[agent]
+    if _is_http_hook(entry, agent):
+        return _judge_http(agent, path, entry, group)
     command = entry.get(row.command_key)
     found = _hook_program(command, agent)
     if found is None:
@@ -261,6 +320,35 @@ def judge(agent: str, path: str, entry: dict[str, Any],
     return HookEntry(agent, path, str(command), " ".join(program), tuple(problems))
 
 
+def _judge_http(agent: str, path: str, entry: dict[str, Any], group: dict[str, Any] | None | bool) -> HookEntry:
+    """An http hook to the service: the URL loopback, ``onFailure: "block"``, and the bearer token taken
+    from a variable the agent may expand (else it sends the literal ``$VAR``: every request 401, which
+    the service answers with a denial, so every line is blocked)."""
+    url = str(entry.get("url"))
+    problems = []
+    try:
+        loopback = urlsplit(url).scheme == "http" and is_loopback(urlsplit(url).hostname or "")
+    except ValueError:
+        loopback = False
+    if not loopback:
+        problems.append(f"the URL {url} is not http:// on a loopback host: the service serves loopback only")
+    if entry.get("onFailure") != "block":
+        problems.append('no onFailure: "block" (a service that is down or slow lets every call through)')
+    headers = entry.get("headers")
+    auth = headers.get("Authorization") if isinstance(headers, dict) else None
+    allowed = entry.get("allowedEnvVars")
+    names: list[Any] = allowed if isinstance(allowed, list) else []
+    var = auth[len("Bearer $"):].strip("{}") if isinstance(auth, str) and auth.startswith("Bearer $") else None
+    if var is None:
+        problems.append("no Authorization: Bearer $VARIABLE header: the service answers every request with a denial")
+    elif var not in names:
+        problems.append(f"{var} is not in allowedEnvVars: the agent sends the literal ${var}, and every call is denied")
+    unmatched = None if isinstance(group, bool) else _runs_for_shell(SETTINGS[agent], group)
+    if unmatched is not None:
+        problems.append(unmatched)
+    return HookEntry(agent, path, url, url, tuple(problems), kind="http")
+
+
 def _new_entry(row: AgentSettings, command: str) -> dict[str, Any]:
     entry: dict[str, Any] = {k: v for k, v in row.extra if k == "type"}
     entry[row.command_key] = command
@@ -276,11 +364,10 @@ def _without_ours(doc: dict[str, Any], row: AgentSettings) -> dict[str, Any]:
         return out
     kept = []
     for item in hooks[row.event]:
-        if isinstance(item, dict) and _hook_program(item.get(row.command_key), row.agent) is not None:
+        if _is_ours(item, row.agent):
             continue
         if isinstance(item, dict) and isinstance(item.get("hooks"), list):
-            inner = [h for h in item["hooks"]
-                     if not (isinstance(h, dict) and _hook_program(h.get(row.command_key), row.agent) is not None)]
+            inner = [h for h in item["hooks"] if not _is_ours(h, row.agent)]
             if not inner and item["hooks"]:
                 continue
             item = {**item, "hooks": inner}
@@ -397,9 +484,8 @@ def _render(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def _planned(agent: str, path: str, command: str | None) -> tuple[str | None, str]:
+def _planned(agent: str, path: str, command: str | None, row: AgentSettings) -> tuple[str | None, str]:
     """(the file's current text or None, the text it should hold; "" for a file to remove)."""
-    row = SETTINGS[agent]
     text = read_settings(path)
     if command is None and text is None:
         return None, ""
@@ -420,8 +506,11 @@ def _planned(agent: str, path: str, command: str | None) -> tuple[str | None, st
     return text, _render(new_doc)
 
 
-def install(agent: str, path: str, command: str | None, *, write: bool = True) -> InstallResult:
-    """Merge (``command``) or remove (None) atip-trust's hook for ``agent`` in the settings file ``path``."""
+def install(agent: str, path: str, command: str | None, *, write: bool = True,
+            row: AgentSettings | None = None) -> InstallResult:
+    """Merge (``command``) or remove (None) atip-trust's hook for ``agent`` in the settings file ``path``;
+    ``row``: the entry's shape (default the agent's command form; ``http_settings`` for the http form,
+    ``command`` then being the URL)."""
     if agent not in AGENTS:
         raise UsageError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
     target = os.path.realpath(path)  # a settings file kept as a link (dotfiles) stays one
@@ -429,7 +518,7 @@ def install(agent: str, path: str, command: str | None, *, write: bool = True) -
         # A link to nothing would have the file (and its folders) created wherever it points.
         raise UsageError(f"{path} leads through a link to {target}, which does not exist: a settings file "
                          "is not created through a link (create the target, or remove the link)", path=path)
-    old, new = _planned(agent, target, command)
+    old, new = _planned(agent, target, command, row or SETTINGS[agent])
     warnings = []
     if SETTINGS[agent].form == "toml" and command is not None:
         others = [e for e in _entries(_parse(new, SETTINGS[agent], path), SETTINGS[agent])
@@ -469,5 +558,6 @@ def _backup(target: str, old: str) -> str:
     return backup
 
 
-__all__ = ["AgentSettings", "HookEntry", "InstallResult", "NO_ANSWER", "SETTINGS", "find_hooks", "hook_command",
-           "hooks_disabled", "install", "judge", "settings_path", "settings_paths", "wrapper_script"]
+__all__ = ["DEFAULT_TOKEN_ENV", "HTTP_AGENTS", "AgentSettings", "HookEntry", "InstallResult", "NO_ANSWER", "SETTINGS",
+           "find_hooks", "hook_command", "hooks_disabled", "http_settings", "install", "judge", "service_url",
+           "settings_path", "settings_paths", "wrapper_script"]

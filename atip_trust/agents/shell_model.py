@@ -37,7 +37,7 @@ from atip_trust._base.record import Record, replace
 from atip_trust.agents import bash_syntax, tables
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
-from atip_trust.agents.writes import can_write
+from atip_trust.agents.writes import READ_ONLY, can_write
 from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ class Program(Record):
     #: Variables the line sets for it, before it or through the runners that run it (agents/tables.py),
     #: or on their own earlier in the line (``export X=1; prog``). They reach a --pin launcher too.
     env: tuple[str, ...] = ()
+    #: Counted as a part that cannot write because of its name (writes.py): hooks.py holds the line to
+    #: that only when its bytes are that program's (issue 32, item 1 for item 5's table).
+    quiet: bool = False
 
 
 #: Builtins and keywords after which the line's later words or lookups are not what the text says
@@ -422,6 +425,7 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting
     words: list[Word] = []
     assigned: list[str] = []
     subs: list[Node] = []
+    owners: list[int] = []  # the word each substitution fills
     prev: Node | None = None
     for child in node.children:
         if _glued(prev, child):
@@ -444,15 +448,22 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting
             if len(subs) > found and not _fills_option(words):
                 raise Unprovable(f"the command substitution in {_text(child)[:40]!r} gives the command a word "
                                  "that is not an option's value: what it prints decides what runs")
+            owners.extend([len(words) - 1] * (len(subs) - found))
         else:
             # A bare token inside a command (the grammar reads a lone "$" so, and drops it): bash passes
             # it on as a word, so the words would not be the ones checked.
             raise Unprovable(f"the shell grammar read {_text(child)!r} inside a command as a token")
     if name_node is None or not words:
         raise Unprovable(f"{_text(node)[:40]!r} sets variables without running a command")
-    for sub in subs:  # they run first, each a line of its own (module docstring)
+    only_read: dict[int, bool] = {}
+    for sub, owner in zip(subs, owners):  # they run first, each a line of its own (module docstring)
+        before = len(state.programs)
         for statement in sub.named_children:
             _statement(statement, state, depth, via, nesting + 1)
+        only_read[owner] = only_read.get(owner, True) and _only_reads(state.programs[before:])
+    for i, quiet in only_read.items():
+        if quiet:
+            words[i] = replace(words[i], data=True)
     keyword = _text(name_node) == words[0].text  # a quoted 'time' is a program, not the keyword
     span = (name_node.start_byte, name_node.end_byte) if depth == 0 and not via else None
     outer = state.env
@@ -461,6 +472,13 @@ def _command(node: Node, state: _Walk, depth: int, via: tuple[str, ...], nesting
         _dispatch(words, state, depth, via, external=False, keyword=keyword, span=span)
     finally:
         state.env = outer
+
+
+def _only_reads(programs: list[Program]) -> bool:
+    """A substitution's programs are all named at its top, with known words, and only read
+    (writes.READ_ONLY: ``cat`` of a here-document): what it prints is data, nothing else it does matters.
+    Each is still admitted on its own; writes.py's table follows bytes there (hooks.py)."""
+    return all(p.literal and not p.via and "/" not in p.argv[0] and p.argv[0] in READ_ONLY for p in programs)
 
 
 def _fills_option(words: list[Word]) -> bool:
@@ -500,16 +518,18 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
         return
     base = name.rsplit("/", 1)[-1]
     open_args = inner is not None and inner.open_args
-    state.add(Program(
-        argv=tuple(w.text for w in words), literal=all(w.literal for w in words) and not open_args,
-        search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
-        moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
-        state_dependent=base == "git", span=span, env=state.env))
     script = inner is not None and inner.script
-    if not script:
-        tables.check(base, words, state.env)
     model = RUNNERS.get(base)
     modelled = model is not None and not script
+    writes = can_write(base, tuple(w.text for w in words), runner=modelled)
+    state.add(Program(
+        argv=tuple(w.text for w in words), literal=not open_args and all(
+            w.literal or tables.data_value(base, words, i) for i, w in enumerate(words)),
+        search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
+        moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
+        state_dependent=base == "git", span=span, env=state.env, quiet=not writes))
+    if not script:
+        tables.check(base, words, state.env)
     if model is not None and modelled:
         outcome = model(words)
         if open_args and not outcome.inner:
@@ -526,7 +546,7 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
                 _inner(outcome.inner, state, depth, (*via, base), open_args)
         finally:
             state.env = outer
-    if can_write(base, tuple(w.text for w in words), runner=modelled):
+    if writes:
         state.write()  # it may write files before the next program runs (writes.py)
 
 

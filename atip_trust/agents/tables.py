@@ -63,6 +63,32 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
             raise Unprovable(f"{name} {subname + ' ' if after else ''}{w.text}: {why} (docs/agents.md)")
 
 
+def data_value(name: str, words: Sequence[Word], i: int) -> bool:
+    """``words[i]`` is a data word (words.Word.data) that is the value of an option ``name``'s table says
+    is plain data, after a sub-command where it is: ``-m "$(...)"`` or ``--message="$(...)"`` after
+    ``git commit`` (issue 32, item 9). Clusters and abbreviations are not read: a question, not a guess."""
+    table = TABLES.get(name)
+    w = words[i]
+    if table is None or not w.data or i < 2:
+        return False
+    prev, glued = words[i - 1], any(o.startswith("--") and w.text.startswith(o + "=") for o in table.data)
+    option = i if glued else i - 1
+    if not glued:
+        before = words[i - 2]  # not an option that takes "-m" as its own value (git commit -F -m ...)
+        if not (prev.literal and prev.text in table.data) or not before.literal or \
+                (before.text.startswith("-") and before.text not in _FLAGS):
+            return False
+    if not table.data_after:
+        return True
+    sub = git_subcommand(list(words)) if name == "git" else None
+    return sub is not None and sub < option and words[sub].literal and words[sub].text in table.data_after
+
+
+#: Options known to take no value, so a ``-m`` after them is an option (git-commit(1)).
+_FLAGS = frozenset({"-a", "--all", "-q", "--quiet", "-s", "--signoff", "-v", "--verbose", "--amend",
+                    "--allow-empty", "-n", "--no-verify"})
+
+
 def _is_value(table: Table, prev: Word) -> bool:
     """The word after ``prev`` is an option's value: ``prev`` is an option the table says takes one, or a
     short cluster ending in one (``-am``)."""

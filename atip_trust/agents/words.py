@@ -29,6 +29,9 @@ class Word(Record):
     text: str
     #: No expansion can change the text: it is exactly the argv entry the program gets.
     literal: bool = True
+    #: Not literal, but one word (double-quoted) whose command substitutions run only read-only programs
+    #: (shell_model._data_word): as a data option's value it cannot change what runs (issue 32, item 9).
+    data: bool = False
 
 
 #: Characters that, unquoted, make bash expand a word (pathname expansion, extglob, parameter and

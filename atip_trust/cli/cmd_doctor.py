@@ -182,7 +182,11 @@ def agent_hooks(project: str | None) -> list[Finding]:
             except AtipTrustError as err:
                 found.append(Finding("agent hooks", "warning", f"{agent}: cannot read {path}: {err.message}", path))
         for e in entries:
-            if e.fail_closed and e.program != this:
+            if e.fail_closed and e.kind == "http":
+                found.append(Finding("agent hooks", "ok", f"{agent}: {e.path} posts to the service at {e.command} "
+                                     "(loopback, token variable allowed); a hook that cannot be answered blocks",
+                                     e.path, e.to_json()))
+            elif e.fail_closed and e.program != this:
                 found.append(Finding("agent hooks", "warning", f"{agent}: {e.path} runs {e.program}, which is "
                                      f"there and blocks when it cannot answer, but is not the atip-trust running "
                                      f"this check ({this}): is it the one you meant?", e.path, e.to_json()))
@@ -191,7 +195,7 @@ def agent_hooks(project: str | None) -> list[Finding]:
                                      "a hook that cannot answer blocks", e.path, e.to_json()))
             else:
                 found.append(Finding("agent hooks", "problem", f"{agent}: {e.path}: " + "; ".join(e.problems) +
-                                     f" (fix: atip-trust hook install {agent})", e.path, e.to_json()))
+                                     f" (fix: atip-trust hook install {agent}{' --http URL' if e.kind == 'http' else ''})", e.path, e.to_json()))
         if not entries:
             found.append(Finding("agent hooks", "none", f"{agent}: no atip-trust hook in {' or '.join(paths[:2])}"))
     return found

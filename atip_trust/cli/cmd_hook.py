@@ -83,6 +83,12 @@ def add_install_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--uninstall", action="store_true", help="remove atip-trust's hook from the settings")
     g.add_argument("--executable", metavar="PATH",
                    help="the atip-trust program the hook runs (default: this one, by its absolute path)")
+    g.add_argument("--http", metavar="URL",
+                   help="write Claude Code's http hook form instead: POST to a running 'atip-trust serve' at "
+                   "this loopback URL (http://127.0.0.1:PORT), onFailure block (docs/serve.md)")
+    g.add_argument("--token-env", metavar="VAR",
+                   help="with --http: the environment variable holding the service's bearer token "
+                   "(default ATIP_TRUST_TOKEN)")
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:
@@ -93,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if args.agent == "install":
         return hook_install.run(args, args.hook_actions)
     if args.target is not None or args.scope != "user" or args.settings or args.print or args.uninstall \
-            or args.executable:
-        raise UsageError("--scope, --settings, --print, --uninstall and --executable belong to "
+            or args.executable or args.http or args.token_env:
+        raise UsageError("--scope, --settings, --print, --uninstall, --executable, --http and --token-env belong to "
                          f"`hook install {args.agent}`")
     previous = None
     try:

@@ -43,7 +43,9 @@ def register(sub: Any) -> None:
     p.add_argument("--request-deadline", type=float, default=10.0, metavar="SECONDS",
                    help="a connection must send a whole request within this time (default 10)")
     p.add_argument("--max-connections", type=int, default=64, metavar="N",
-                   help="connections served at once; more are answered 503 (default 64)")
+                   help="requests decided at once, taken after a request is read and authenticated; "
+                        "a request that finds none within its deadline is answered 503 (a hook: a deny) "
+                        "(default 64)")
     add_policy_flags(p)
     p.add_argument("--shim-dir", metavar="DIR", help="local shim folder, looked up by digest")
     p.add_argument("--bundle-dir", metavar="DIR",

@@ -21,7 +21,8 @@ from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 
 #: The hook parser's options that are not the hook's own (the command line's, and install's).
-NOT_HOOK_FLAGS = frozenset({"help", "format", "verbose", "scope", "settings", "print", "uninstall", "executable"})
+NOT_HOOK_FLAGS = frozenset({"help", "format", "verbose", "scope", "settings", "print", "uninstall", "executable",
+                            "http", "token_env"})
 _PATH_METAVARS = frozenset({"FILE", "DIR"})
 
 
@@ -83,10 +84,18 @@ def run(args: argparse.Namespace, actions: list[argparse.Action]) -> int:
         if os.path.commonpath([here, real]) != here:
             raise UsageError(f"{path} leads to {real}, outside the project {here}: not written (remove the "
                              "link, or name the file with --settings)", path=path)
-    command = None
-    if not args.uninstall:
+    command, row = None, None
+    if args.token_env and not args.http:
+        raise UsageError("--token-env goes with --http (the http hook's token variable)")
+    if args.http and not args.uninstall:
+        if hook_flags(args, actions) or args.executable:
+            raise UsageError("with --http the service decides with its own flags: give --policy, --bundle-dir "
+                             "and the rest to `atip-trust serve`, not to the hook")
+        row = install_mod.http_settings(agent, args.token_env or install_mod.DEFAULT_TOKEN_ENV)
+        command = install_mod.service_url(args.http, agent)
+    elif not args.uninstall:
         command = install_mod.hook_command(agent, program(args.executable), hook_flags(args, actions))
-    result = install_mod.install(agent, path, command, write=not args.print)
+    result = install_mod.install(agent, path, command, write=not args.print, row=row)
     if args.format == "json":
         dump_json({"command": "hook install", **result.to_json(),
                    **({"content": result.content} if args.print else {})})
@@ -100,7 +109,8 @@ def run(args: argparse.Namespace, actions: list[argparse.Action]) -> int:
         if result.backup:
             sys.stdout.write(one_line(f"backup of the previous file: {result.backup}") + "\n")
         if result.command and result.action == "installed":
-            sys.stdout.write(one_line(f"hook command: {result.command}") + "\n")
+            what = "hook URL (start `atip-trust serve --http` there)" if row is not None else "hook command"
+            sys.stdout.write(one_line(f"{what}: {result.command}") + "\n")
     for warning in result.warnings:
         sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
     return EXIT_OK

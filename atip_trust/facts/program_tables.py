@@ -62,6 +62,11 @@ class Table(Record):
     #: Options known to take the next word as their value (whatever it holds): a word that is not
     #: literal there is a value, never an option (``git commit -m "$msg"``).
     valued: tuple[str, ...] = ()
+    #: Options whose value is plain data the program stores or prints, never a file, program or
+    #: configuration it reads (``git commit -m``): a command substitution may fill it (issue 32, item 9).
+    data: tuple[str, ...] = ()
+    #: The sub-commands after which ``data`` holds (``git checkout -m`` is a flag, its next word an operand).
+    data_after: tuple[str, ...] = ()
 
 
 def _r(why: str, *options: str, after: tuple[str, ...] = ()) -> tuple[Refused, ...]:
@@ -101,6 +106,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           refused_subcommands=("for-each-repo", "maintenance", "help"),
           valued=("-m", "--message", "--author", "--date", "--format", "--pretty", "-b", "-B", "-t", "--grep",
                   "-e"),
+          data=("-m", "--message"), data_after=("commit", "tag"),
           files=_GIT_FILES),
     Table("gh", "aliases and extensions (any sub-command not built in), a browser, pager or editor, "
           "git for the sub-commands that clone or push", env=("GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "GH_REPO",

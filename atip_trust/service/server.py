@@ -8,8 +8,11 @@ decision service needs (docs/serve.md, "Security"):
   from a 0600 file (compared in constant time); tokens are never read from the URL;
 * both: the ``Host`` header must be a loopback name (DNS rebinding), a request with an ``Origin``
   (a browser's) is refused and no CORS header is ever sent; bodies need a ``Content-Length`` within the
-  cap (no chunked bodies); each connection has a deadline for sending its request; at most
-  ``max_connections`` are served at once, the rest answered 503 at once;
+  cap (no chunked bodies); each connection has a deadline for sending its request; a request is read
+  and authenticated before it may take one of the ``max_connections`` decision slots, so connections
+  that send nothing (or no token) never hold a slot: they are bounded on their own (``waiting_limit``,
+  the oldest cut when a new one arrives) and cut at the deadline. A request that finds no slot within
+  its deadline is answered 503, and on a hook path the agent's deny object (never a bare error);
 * every request read is answered, also while stopping: the sockets stop accepting, the requests in
   flight are decided and answered, then the process exits.
 """
@@ -92,6 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _arm(self) -> None:
         """Cut the connection unless a whole request arrives within the deadline (slow senders)."""
         self._disarm()
+        self._armed_at = time.monotonic()
         self._timer = threading.Timer(self.server.request_deadline, self._cut)
         self._timer.daemon = True
         self._timer.start()
@@ -128,16 +132,31 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send(refusal, started)
             return
+        # Authenticated: no longer one of the waiting connections a newcomer may cut (its body is still
+        # bounded by the deadline and the size cap).
+        self.server.leave_waiting(self.connection)
         body = self._body()
         if isinstance(body, Response):
             self.close_connection = True
             self._send(body, started)
             return
         self._disarm()
-        parts = urlsplit(self.path)
-        query = dict(parse_qsl(parts.query))
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        self._send(self.server.service.handle(self.command, parts.path, query, headers, body), started)
+        # Read and authenticated: only now may it wait for a decision slot, for what is left of its
+        # deadline (a flood of idle or token-less connections never holds one).
+        left = self.server.request_deadline - (time.monotonic() - self._armed_at)
+        if not self.server.slots.acquire(timeout=max(left, 0.0)):
+            self.close_connection = True
+            self._send(Response(503, {"error": "the service is busy: no decision slot within the deadline"},
+                                headers={"Retry-After": "1"}), started)
+            return
+        try:
+            parts = urlsplit(self.path)
+            query = dict(parse_qsl(parts.query))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._send(self.server.service.handle(self.command, parts.path, query, headers, body), started)
+        finally:
+            self.server.slots.release()
+        self.server.enter_waiting(self.connection)  # kept alive: waiting for its next request again
         self._arm()
 
     def _refusal(self) -> Response | None:
@@ -235,26 +254,40 @@ class _Settings:
 
     def setup_limits(self, max_connections: int) -> None:
         self.slots = threading.BoundedSemaphore(max_connections)
+        # Connections not yet holding a read, authenticated request: bounded apart from the slots, and
+        # a new one cuts the oldest, so a flood cannot keep a real client from being read at all.
+        self.waiting_limit = 4 * max_connections
+        self._waiting: dict[socket.socket, None] = {}  # insertion order: the oldest first
+        self._waiting_lock = threading.Lock()
 
     def peer_ok(self, connection: socket.socket) -> bool:
         return True
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            try:  # answered, not dropped: the client may retry
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                                b"Retry-After: 1\r\nConnection: close\r\n\r\n")
+    def enter_waiting(self, connection: socket.socket) -> None:
+        with self._waiting_lock:
+            self._waiting[connection] = None
+            oldest = next(iter(self._waiting)) if len(self._waiting) > self.waiting_limit else None
+            if oldest is not None:
+                del self._waiting[oldest]
+        if oldest is not None:
+            try:  # its thread reads the end of the stream and leaves
+                oldest.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-            self.shutdown_request(request)  # type: ignore[attr-defined]
-            return
+
+    def leave_waiting(self, connection: socket.socket) -> None:
+        with self._waiting_lock:
+            self._waiting.pop(connection, None)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.enter_waiting(request)  # in the accepting thread: the order of arrival is the order of age
         super().process_request(request, client_address)  # type: ignore[misc]
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)  # type: ignore[misc]
         finally:
-            self.slots.release()
+            self.leave_waiting(request)
 
 
 class _Unix(_Settings, ThreadingMixIn, UnixStreamServer):

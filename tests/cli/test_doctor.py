@@ -98,6 +98,43 @@ def test_cursor_without_fail_closed_is_named(home: Path, tmp_path: Path, capsys:
     assert rc == 1 and "no failClosed" in problems(out, "agent hooks")[0]
 
 
+def _claude_http(home: Path, **changes: Any) -> None:
+    settings = home / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    entry = doc["hooks"]["PreToolUse"][0]["hooks"][0]
+    for key, value in changes.items():
+        if value is None:
+            del entry[key]
+        else:
+            entry[key] = value
+    settings.write_text(json.dumps(doc))
+
+
+def test_the_http_hook_install_writes_is_in_force(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hook", "install", "claude-code", "--http", "http://127.0.0.1:8787"]) == 0
+    capsys.readouterr()
+    rc, out = doctor(capsys)
+    (ok,) = [f for f in out["findings"] if f["area"] == "agent hooks" and f["status"] == "ok"]
+    assert rc == 0 and "http://127.0.0.1:8787/v1/hooks/claude-code" in ok["message"], out
+    assert ok["details"]["kind"] == "http" and ok["details"]["fail_closed"]
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"onFailure": None}, 'no onFailure: "block"'),  # a service that is down lets every line through
+    ({"url": "http://192.0.2.7:8787/v1/hooks/claude-code"}, "not http:// on a loopback host"),
+    ({"allowedEnvVars": []}, "ATIP_TRUST_TOKEN is not in allowedEnvVars"),
+    ({"headers": None}, "no Authorization: Bearer $VARIABLE header"),
+], ids=["no-on-failure", "not-loopback", "variable-not-allowed", "no-token-header"])
+def test_an_http_hook_that_fails_open_or_cannot_authenticate_is_a_problem(
+        home: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any], named: str) -> None:
+    assert main(["hook", "install", "claude-code", "--http", "http://127.0.0.1:8787"]) == 0
+    capsys.readouterr()
+    _claude_http(home, **changes)
+    rc, out = doctor(capsys)
+    (message,) = problems(out, "agent hooks")
+    assert rc == 1 and named in message and "--http URL" in message, message
+
+
 def write_org(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))

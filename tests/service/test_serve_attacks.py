@@ -120,6 +120,38 @@ def test_an_http_hook_without_the_token_gets_a_deny_object(shell_world: ShellWor
         assert svc.stop() == 0
 
 
+def test_a_flood_of_idle_and_token_less_connections_does_not_starve_an_authenticated_hook(
+        shell_world: ShellWorld, short_dir: Path) -> None:
+    """Any local user can connect to the HTTP port: 12 connections that send nothing, half a request, or
+    a request without the token (12 > 4 x --max-connections 2, so the waiting bound cuts the oldest)
+    must not keep Claude Code's authenticated http hook from being decided — before, they held every
+    slot and the hook got a bare 503, which Claude Code runs the line on."""
+    token = token_file(short_dir)
+    svc = start(short_dir / "f.sock", "--http", "127.0.0.1:0", "--token-file", str(token), "--max-connections",
+                "2", "--request-deadline", "30", "--policy", str(shell_world.policy), "--bundle-dir",
+                str(shell_world.bundles), "--no-audit", env=env_of(shell_world))
+    assert svc.port is not None
+    flood: list[socket.socket] = []
+    try:
+        for i in range(12):
+            s = socket.create_connection(("127.0.0.1", svc.port), timeout=60)
+            flood.append(s)
+            if i % 3 == 1:  # slow: half a request line, then nothing
+                s.sendall(b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: loc")
+            elif i % 3 == 2:  # complete, without the token, never reading the answer
+                s.sendall(b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}")
+        body = hook_json("tool x", str(shell_world.dir))
+        auth = {"Authorization": "Bearer " + token.read_text().strip()}
+        # http.client's 60 s timeout bounds the wait (the deadline is 30 s): no timing assertion.
+        status, _, answer = svc.request("POST", "/v1/hooks/claude-code", body, headers=auth, tcp=True)
+        assert status == 200, answer
+        assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow", answer
+    finally:
+        for s in flood:
+            s.close()
+        assert svc.stop() == 0
+
+
 @pytest.mark.parametrize("lengths", [[b"2", b"40"], [b"2", b"2"], [b"+2"], [b"0_2"], [b"\xd9\xa2"]],
                          ids=["differing", "repeated", "plus-sign", "underscore", "arabic-digit"])
 def test_a_smuggled_content_length_is_refused(served: Served, lengths: list[bytes]) -> None:
