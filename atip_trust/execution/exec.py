@@ -391,6 +391,34 @@ def _refusal_record(base: dict[str, Any], reasons: Sequence[Reason], behavior: s
     return record
 
 
+def _refuse_interactive(main: Opened, name: str, args: list[str]) -> None:
+    """RFC §3.6 interactive: a command that needs input nobody provides is refused, never run silently."""
+    need = command_interactive_need(main.admission.metadata.doc if main.admission.metadata else None, args)
+    if need is not None and not stdin_provides(need[0]):
+        raise ExecRefused("deny", [Reason(
+            "INTERACTIVE_REQUIRED", f"{name} {' '.join(args)} needs {need[1]}, and none is provided",
+            rule="builtin:interactive", expected=need[1],
+            actual="stdin closed, /dev/null or not a terminal")], main.admission)
+
+
+def _make_plan(main: Opened, argv: list[str], env: dict[str, str], policy: Policy, options: AdmitOptions,
+               bundle_dir: PathLike | None, sandbox: str | None, record: dict[str, Any],
+               opened: list[Opened]) -> ExecPlan:
+    """What runs: the tool, or a script's admitted interpreter (added to ``opened``), inside the boundary
+    its verified effects give; ``record`` gains the exec and sandbox fields."""
+    plan = ExecPlan(argv=argv, env=env, tool=main)
+    planned = script_interpreter(main, policy=policy, env=env, options=options, bundle_dir=bundle_dir)
+    if planned is not None:
+        opened.append(planned[0])
+        _plan_script(plan, *planned, record)
+    record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
+    plan.sandbox, sandbox_record = exec_boundary(main.admission, policy, sandbox)
+    if sandbox_record is not None:
+        record["sandbox"] = sandbox_record
+    plan.audit_record = record
+    return plan
+
+
 def exec_verified(
     tool: PathLike,
     args: Sequence[str] = (),
@@ -445,23 +473,8 @@ def exec_verified(
         if main.admission.behavior != "allow":
             # The admission's own line says why (its reasons): nothing to add.
             raise ExecRefused(main.admission.behavior, main.admission.decision.reasons, main.admission)
-        need = command_interactive_need(main.admission.metadata.doc if main.admission.metadata else None, args)
-        if need is not None and not stdin_provides(need[0]):  # RFC §3.6 interactive: never a silent run
-            raise ExecRefused("deny", [Reason(
-                "INTERACTIVE_REQUIRED", f"{name} {' '.join(args)} needs {need[1]}, and none is provided",
-                rule="builtin:interactive", expected=need[1],
-                actual="stdin closed, /dev/null or not a terminal")], main.admission)
-
-        plan = ExecPlan(argv=[argv0, *args], env=env, tool=main)
-        planned = script_interpreter(main, policy=policy, env=env, options=options, bundle_dir=bundle_dir)
-        if planned is not None:
-            opened.append(planned[0])
-            _plan_script(plan, *planned, record)
-        record["exec"] = {"path": plan.exec_target.admission.path, "argv": plan.argv}
-        plan.sandbox, sandbox_record = exec_boundary(main.admission, policy, sandbox)
-        if sandbox_record is not None:
-            record["sandbox"] = sandbox_record
-        plan.audit_record = record
+        _refuse_interactive(main, name, args)
+        plan = _make_plan(main, [argv0, *args], env, policy, options, bundle_dir, sandbox, record, opened)
         if audit:
             append_audit(record, log)
             written = True

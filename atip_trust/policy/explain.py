@@ -17,6 +17,16 @@ def _rule(r: CommandRule) -> str:
 
 
 def explain_policy(policy: Policy) -> list[str]:
+    """What ``policy`` does, in lines a person reads (``atip-trust policy explain``), one step a part."""
+    lines: list[str] = []
+    for step in (_header, _anchors, _builders_and_sources, _requirements_and_tools, _rules, _defaults):
+        lines.extend(step(policy))
+    lines.extend(f"Note: {n}" for n in policy.notes)
+    return lines
+
+
+def _header(policy: Policy) -> list[str]:
+    """The policy, its mode, and what is always denied."""
     lines: list[str] = []
     name = policy.name or "policy"
     lines.append(f"{name} ({policy.digest}), mode {policy.mode}"
@@ -24,6 +34,12 @@ def explain_policy(policy: Policy) -> list[str]:
                     "warn": ": denials are reported but allowed.",
                     "audit": ": decisions are only logged, everything is allowed."}[policy.mode])
     lines.append("Tools whose bytes show tampering (COMPROMISED) are always denied.")
+    return lines
+
+
+def _anchors(policy: Policy) -> list[str]:
+    """Who and what may vouch: signers, verifiers, keys, the log requirement, trusted roots."""
+    lines: list[str] = []
     if policy.signers_declared:
         if policy.signers:
             lines.append("Trusted signers (regexps match the whole string):")
@@ -52,6 +68,12 @@ def explain_policy(policy: Policy) -> list[str]:
     roots = policy.trusted_roots or ["production"]
     lines.append("Sigstore trusted root: " + ", ".join(
         {"production": "public-good (embedded)", "staging": "staging (embedded)"}.get(r, r) for r in roots))
+    return lines
+
+
+def _builders_and_sources(policy: Policy) -> list[str]:
+    """Trusted builders (the SLSA level comes from them), sources and shim registries."""
+    lines: list[str] = []
     if policy.trusted_builders:
         lines.append("Trusted builders (SLSA level comes from this list, never from the provenance):")
         for b in policy.trusted_builders:
@@ -75,6 +97,12 @@ def explain_policy(policy: Policy) -> list[str]:
     for reg in policy.registries:
         lines.append(f"Shim registry {reg.name or reg.url} (priority {reg.priority}, {reg.mode}), "
                      f"shims signed by: " + ("; ".join(s.describe() for s in reg.signers) or "nobody"))
+    return lines
+
+
+def _requirements_and_tools(policy: Policy) -> list[str]:
+    """Requirements, tool lists, delegation, and local allow rules the org ignores."""
+    lines: list[str] = []
     req = policy.requirements
     if req.min_trust_level is not None:
         lines.append(f"Every tool must be at least {req.min_trust_level.name}.")
@@ -104,6 +132,12 @@ def explain_policy(policy: Policy) -> list[str]:
         lines.append("Allow rules ignored (the org policy sets permissions.localAllow false: only its own "
                      "allow rules count):")
         lines.extend(f"  - {r}" for r in policy.ignored_allow_rules)
+    return lines
+
+
+def _rules(policy: Policy) -> list[str]:
+    """Command rules and capability gates."""
+    lines: list[str] = []
     for title, rules in (("Denied", policy.deny_rules), ("Asked", policy.ask_rules),
                          ("Allowed", policy.allow_rules)):
         if rules:
@@ -116,6 +150,12 @@ def explain_policy(policy: Policy) -> list[str]:
                 if g.min_trust_level > TrustLevel.COMPROMISED else ""
             always = f"{g.always} at any trust level" if g.always else ""
             lines.append(f"  - {cls}: {'; '.join(x for x in (needs, always) if x)}")
+    return lines
+
+
+def _defaults(policy: Policy) -> list[str]:
+    """What happens to anything else; audit, warnings and waivers."""
+    lines: list[str] = []
     d = policy.defaults
     if d.allow_verified_read_only:
         lines.append(f"A command that verified metadata declares read-only is allowed for "
@@ -130,7 +170,6 @@ def explain_policy(policy: Policy) -> list[str]:
     lines.extend(f"Warning: {w}" for w in table_warnings(policy))
     for w in policy.waivers:
         lines.append(f"Waiver for {w.digest or w.tool} until {w.expires.isoformat()}: {w.reason}")
-    lines.extend(f"Note: {n}" for n in policy.notes)
     return lines
 
 

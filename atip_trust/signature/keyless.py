@@ -333,6 +333,25 @@ class KeylessVerifier:
             )
         return out
 
+    def _refused(self, b: BundleInput, text: str, out: KeylessOutcome) -> None:
+        """The check for a bundle sigstore refused (its signature itself was not the failure)."""
+        ev = b.label
+        msg = text.splitlines()[0]
+        # Step (8) runs only after the chain, SCT and log entry verified: an authentic log entry
+        # that disagrees with the bundle (CVE-2022-36056) is tampering evidence when the bundle is
+        # about this artifact. The messages are pinned by tests/signature/test_verify_keyless.py.
+        inconsistent = any(m in msg for m in _INCONSISTENT_ENTRY)
+        tampered = inconsistent and out.applies
+        out.compromised = tampered
+        mismatch = None if inconsistent else root_mismatch(b, msg, self.trust_root.name)
+        if mismatch is not None:  # named as what it is, not by the step that noticed (issue 34)
+            out.checks.append(Check("certificate.chain", "fail", mismatch, evidence=ev, impact="unverified"))
+            return
+        out.checks.append(Check(
+            "tlog.body" if inconsistent else _stage(msg), "fail",
+            f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint(msg)}",
+            evidence=ev, impact="compromised" if tampered else "unverified"))
+
     def _verify(
         self, b: BundleInput, digests: dict[str, Digest], sha256: Digest, out: KeylessOutcome
     ) -> None:
@@ -354,35 +373,10 @@ class KeylessVerifier:
         out.facts = CertificateFacts.from_certificate(cert)
         out.integrated_time = _integrated_time(b.doc)
 
-        # (A) Bind the bundle to this artifact: the declared message digest (a comparison), and for DSSE
-        # whether the statement names this artifact. The signature itself is verified once, by
-        # sigstore's step (7) over the digest we computed; our own ECDSA check runs only when sigstore
-        # fails, to tell tampering (a signature that does not verify: COMPROMISED) from any other
-        # failure. On success it would verify the very same signature over the very same bytes again.
-        payload_info: tuple[str, bytes] | None = None
-        if b.content == "message_signature":
-            ms = b.doc.get("messageSignature") or {}
-            md = ms.get("messageDigest") or {}
-            declared = md.get("digest")
-            if declared is not None:
-                try:
-                    declared_hex = base64.b64decode(str(declared), validate=True).hex()
-                except (binascii.Error, ValueError):
-                    declared_hex = f"<not base64: {str(declared)[:40]}>"
-                if md.get("algorithm") not in (None, "SHA2_256") or declared_hex != sha256.hex:
-                    out.compromised = True
-                    out.checks.append(Check(
-                        "digest", "fail", OTHER_BYTES,
-                        expected=str(sha256), actual=digest_text(md.get("algorithm"), declared_hex),
-                        evidence=ev, impact="compromised"))
-                    return
-        else:
-            payload_info = b.dsse_payload()
-            if payload_info is None:
-                out.checks.append(Check("bundle", "fail", "DSSE envelope payload is not base64",
-                                        evidence=ev, impact="unverified"))
-                return
-            out.applies = names_artifact(payload_info[1], digests)
+        # (A) Bind the bundle to this artifact (``_bind_to_artifact``).
+        bound, payload_info = _bind_to_artifact(b, digests, sha256, out)
+        if not bound:
+            return
 
         # (B) sigstore-python: chain, SCT, profile, log entry, times, signature, entry consistency.
         # The certificate's public key is loaded only for our own check, which runs only on failure.
@@ -399,21 +393,7 @@ class KeylessVerifier:
         except SigstoreError as err:
             if _signature_fails(b, cert.public_key(), sha256, payload_info, message_sig, out):
                 return
-            msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-            # Step (8) runs only after the chain, SCT and log entry verified: an authentic log entry
-            # that disagrees with the bundle (CVE-2022-36056) is tampering evidence when the bundle is
-            # about this artifact. The messages are pinned by tests/signature/test_verify_keyless.py.
-            inconsistent = any(m in msg for m in _INCONSISTENT_ENTRY)
-            tampered = inconsistent and out.applies
-            out.compromised = tampered
-            mismatch = None if inconsistent else root_mismatch(b, msg, self.trust_root.name)
-            if mismatch is not None:  # named as what it is, not by the step that noticed (issue 34)
-                out.checks.append(Check("certificate.chain", "fail", mismatch, evidence=ev, impact="unverified"))
-                return
-            out.checks.append(Check(
-                "tlog.body" if inconsistent else _stage(msg), "fail",
-                f"{msg} (checked against trusted root {self.trust_root.name}){b.instance_hint(msg)}",
-                evidence=ev, impact="compromised" if tampered else "unverified"))
+            self._refused(b, str(err) or type(err).__name__, out)
             return
         except Exception:
             # An exception sigstore lets escape (module docstring) is still a failure of this bundle:
@@ -434,6 +414,43 @@ class KeylessVerifier:
         out.checks.append(Check("signature", "pass", "signature verified", evidence=ev))
 
         _time_check(out, ev)
+
+
+def _bind_to_artifact(b: BundleInput, digests: dict[str, Digest], sha256: Digest,
+                      out: KeylessOutcome) -> tuple[bool, tuple[str, bytes] | None]:
+    """Step (A) of ``_verify``: (whether verification goes on, the DSSE payload). A message signature's
+    declared digest must be this artifact's (else COMPROMISED); a DSSE statement says whether it names it."""
+    ev = b.label
+    # Bind the bundle to this artifact: the declared message digest (a comparison), and for DSSE
+    # whether the statement names this artifact. The signature itself is verified once, by
+    # sigstore's step (7) over the digest we computed; our own ECDSA check runs only when sigstore
+    # fails, to tell tampering (a signature that does not verify: COMPROMISED) from any other
+    # failure. On success it would verify the very same signature over the very same bytes again.
+    payload_info: tuple[str, bytes] | None = None
+    if b.content == "message_signature":
+        ms = b.doc.get("messageSignature") or {}
+        md = ms.get("messageDigest") or {}
+        declared = md.get("digest")
+        if declared is not None:
+            try:
+                declared_hex = base64.b64decode(str(declared), validate=True).hex()
+            except (binascii.Error, ValueError):
+                declared_hex = f"<not base64: {str(declared)[:40]}>"
+            if md.get("algorithm") not in (None, "SHA2_256") or declared_hex != sha256.hex:
+                out.compromised = True
+                out.checks.append(Check(
+                    "digest", "fail", OTHER_BYTES,
+                    expected=str(sha256), actual=digest_text(md.get("algorithm"), declared_hex),
+                    evidence=ev, impact="compromised"))
+                return False, None
+    else:
+        payload_info = b.dsse_payload()
+        if payload_info is None:
+            out.checks.append(Check("bundle", "fail", "DSSE envelope payload is not base64",
+                                    evidence=ev, impact="unverified"))
+            return False, None
+        out.applies = names_artifact(payload_info[1], digests)
+    return True, payload_info
 
 
 __all__ = ["KeylessVerifier", "KeylessOutcome", "CLOCK_SKEW", "names_artifact", "signed_times", "subjects_of"]
