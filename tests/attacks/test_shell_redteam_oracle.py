@@ -1,0 +1,450 @@
+"""A second, independent oracle for the shell gate: an outside attacker's seeded generator, run by real bash.
+
+tests/attacks/test_shell_oracle.py draws lines from the project's own grammar (fixtures/shell_lines.py);
+this one composes them differently, class by class, the way an outside tester would (issue 32 listed 13
+classes found so): a *payload* (an unsigned program, a command a deny rule names, a signed tool) reached
+through a *route*:
+
+* ``identity``: runners under other names (copies, symlinks, chains of symlinks, a copy outside PATH:
+  ``run`` is bash, ``xa`` a link to xargs, ``nn``/``ti``/``fnd``/``ss`` copies of nice, timeout, find,
+  setsid, ``gt`` of git, ``tools/w2 -> w1 -> env``), and chains of them;
+* ``spelling``: the force pushes and ``gh repo delete`` in every spelling (clusters, abbreviations,
+  ``=value``, ``--``, ``+refspec``, global options before the sub-command, a word glued to a descriptor);
+* ``config``: what git and shells read to choose code (HOME, XDG_*, GIT_*, BASH_ENV, PS4, SHELLOPTS as
+  prefix, standing, exported or ``env`` assignments; ``-C``; a committed bare repository reached by
+  ``find -execdir``; start-up files a login shell reads after the line wrote them);
+* ``builtin``: builtins that evaluate subscripts or arithmetic (``test -v``, ``printf -v``, ``read``,
+  ``let``, ``declare``, ``shift``/``exit``/``kill`` with a subscript);
+* ``time``: loops, ``&`` jobs, pipelines and runners that background their command (``setsid -f``)
+  around a part that rewrites the tool before it runs;
+* ``place``: relative PATH entries after ``cd``, ``pushd``, ``env -C``, a subshell, ``find -execdir``;
+* ``glued``: here-strings and descriptors glued to words, quoting that splits or joins words;
+* ``deep``: long runner chains, deep nesting, long lines (the gate must answer, never raise).
+
+Each line the gate allows is run by bash in the world of fixtures/shell_lines.py, extended here; the
+lines it passes through (no opinion) are run too. Neither may run a command a deny rule names, and an
+allowed line may not run unverified bytes (``evil`` leaves the sentinel); every tenth allowed line is
+also judged with ``--pin`` and its rewritten line run in the world's folder (which ships an
+``atip_trust/`` package). ``ATIP_REDTEAM_LINES`` sets the size (default 1,500: well under 90 s on two
+busy cores with ``-n auto``); the seed is ``ATIP_REDTEAM_SEED`` (default 2026).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import testsigstore
+from shell_lines import ISSUER, SIGNER, ShellWorld, _reset_remote, make_world
+from test_shell_oracle import judge, judge_pinned, ran
+
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.agents import hooks
+from atip_trust.policy.model import Policy
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
+LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "1500"))
+SEED = int(os.environ.get("ATIP_REDTEAM_SEED", "2026"))
+
+#: Allowed names whose bytes are another program's (identity by bytes): name -> (how, the program).
+DISGUISES = {"run": ("copy", "bash"), "xa": ("link", "xargs"), "nn": ("copy", "nice"), "ti": ("copy", "timeout"),
+             "fnd": ("copy", "find"), "gt": ("copy", "git"), "ss": ("copy", "setsid"), "tr2": ("copy", "tar")}
+#: A signed bash script (reads BASH_ENV, imports functions) and GNU time as a program.
+BTOOL = b'#!/bin/bash\necho "btool $*"\n'
+
+
+def _system(name: str) -> Path:
+    found = shutil.which(name, path="/usr/bin:/bin")
+    assert found is not None, name
+    return Path(found)
+
+
+def make_redteam_world(base: Path) -> ShellWorld:
+    """fixtures/shell_lines.make_world, with disguised runners, a signed bash script, a remote whose
+    update hook tells a force push (``denied``) from a deletion (no deny rule names it), and a policy
+    that allows every disguise by name."""
+    world = make_world(base)
+    ts = testsigstore.TestSigstore(seed=21)  # the same deterministic keys make_world signed with
+    bundles = world.bundles / "sha256"
+
+    def sign(data: bytes) -> None:
+        bundle = ts.sign_artifact(data, identity=SIGNER, issuer=ISSUER)
+        (bundles / f"{hashlib.sha256(data).hexdigest()}.sigstore.json").write_text(json.dumps(bundle))
+
+    for name, (how, program) in DISGUISES.items():
+        target = world.bin / name
+        if how == "link":
+            target.symlink_to(_system(program))
+        else:
+            data = _system(program).read_bytes()
+            sign(data)
+            target.write_bytes(data)
+            target.chmod(0o755)
+            world.originals[target] = data
+    (base / "tools" / "w1").symlink_to(_system("env"))
+    (base / "tools" / "w2").symlink_to(base / "tools" / "w1")
+    runner = _system("env").read_bytes()
+    world.originals[base / "d" / "runner"] = runner
+    sign(BTOOL)
+    world.originals[world.bin / "btool"] = BTOOL
+    if shutil.which("time", path="/usr/bin:/bin"):
+        sign(_system("time").read_bytes())
+    hook = base / "remote.git" / "hooks" / "update"
+    hook.write_text(f'#!/bin/sh\ncase "$3" in *[!0]*) ;; *) exit 0;; esac\n'
+                    f'git merge-base --is-ancestor "$2" "$3" 2>/dev/null || echo hit >> {world.denied}\n')
+    policy = json.loads(world.policy.read_text())
+    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time"]
+    policy["permissions"]["allow"] += [{"rule": f"{n} *", "minTrustLevel": "VERIFIED"} for n in names]
+    policy["permissions"]["allow"] += [{"rule": n, "minTrustLevel": "VERIFIED"} for n in names]
+    world.policy.write_text(json.dumps(policy))
+    world.reset()
+    _keep_repository(world)
+    return world
+
+
+def _keep_repository(world: ShellWorld) -> None:
+    """Lines may commit, configure or add hooks: the world's repository is put back after each."""
+    git = world.dir / ".git"
+    for rel in ("HEAD", "config", "refs/heads/main", "index"):
+        if (git / rel).is_file():
+            world.originals[git / rel] = (git / rel).read_bytes()
+
+
+def reset(world: ShellWorld) -> None:
+    """Beyond ShellWorld.reset: files a line may create that later lines would read."""
+    for rel in (".profile", ".bash_profile", ".bash_login", ".gitconfig", ".config/git/config", "d/go", "d/go2", "d/lock",
+                "out.txt", "tool2"):
+        (world.dir / rel).unlink(missing_ok=True)
+    hooks = world.dir / ".git" / "hooks"
+    if hooks.is_dir():
+        for hook in hooks.iterdir():
+            if not hook.name.endswith(".sample"):
+                hook.unlink()
+    (world.dir / ".git" / "packed-refs").unlink(missing_ok=True)
+    shutil.rmtree(world.dir / "d" / "c", ignore_errors=True)
+    remote_main = world.dir / "remote.git" / "refs" / "heads" / "main"
+    if not remote_main.is_file() or remote_main.read_text().strip() != world.remote_main:
+        _reset_remote(world)
+
+
+# --- the generator ---------------------------------------------------------------------------------
+
+#: What a route finally runs: unsigned bytes, a command a deny rule names, or a signed tool (control).
+UNSIGNED = ["./evil", "evil", "d/evil", "$E", "./[e]vil", "${F}", "e\\vil"]
+DENIED = ["gh repo delete x", "tools/hub repo delete x", "git push -f origin main", "git push origin +main",
+          "bin/gh repo delete x"]
+SIGNED = ["tool", "tool x", "gh pr list", "ls", "git status", "ntool", "btool x", "cat d/list"]
+#: Runners as a line spells them, and disguised ones (DISGUISES): {} is what they run.
+RUNNERS = ["env {}", "env -i {}", "env -- {}", "nice {}", "nice -n1 {}", "nohup {}", "timeout 9 {}",
+           "stdbuf -oL {}", "setsid {}", "setsid -w {}", "xargs -a /dev/null {}", "flock d/lock {}",
+           "ionice -c3 {}", "taskset 1 {}", "chrt -o 0 {}", "prlimit --nofile=64 {}", "setarch -R {}",
+           "command {}", "exec {}", "time {}", "/usr/bin/time -q {}", "'time' {}", "find . -maxdepth 0 -exec {} ;",
+           "sh -c '{}'", "bash -c '{}'", "bash -lc '{}'", "dash -c '{}'", "sh -ec '{}' x",
+           "run -c '{}'", "xa -a /dev/null {}", "nn {}", "ti 9 {}", "fnd . -maxdepth 0 -exec {} ;", "ss {}",
+           "ss -w {}", "wrap {}", "tools/w2 {}", "tools/w1 -- {}", "d/runner {}", "bin/wrap -i {}",
+           "run {}", "nn -n 2 wrap {}", "env -S'nice' {}", "env --split-s='nice -n1' {}", "nice --adj=1 {}",
+           "timeout -s9 9 {}", "timeout --sig=KILL 9 {}", "env -u HOME {}", "env -iC . {}"]
+#: Option spellings a program reads as the denied command (shipped force-push rules, gh repo delete).
+SPELLINGS = ["git push -fu origin main", "git push -uf origin main", "git push -qvf origin main",
+             "git push --force-w origin main", "git push --force-with-lease=main origin main",
+             "git push --forc origin main", "git push --fo origin main", "git push --mi origin",
+             "git push --mirror=x origin", "git push origin +HEAD:main", "git push origin '+refs/heads/main'",
+             "git push origin main:main --force", "git push --repo=origin -f", "git push -f -- origin main",
+             "git -c user.name=x push -f origin main", "git --no-pager push -f origin main",
+             "git -C . push --force origin main", "git push origin main -f", "git push -o x -f origin main",
+             "git push --no-verify --force-if-includes --force-with-lease origin main",
+             "git push origin main --force-w", "git push --verbose=1 -f origin main", "git push origin :main",
+             "git push -d origin main", "git push --atomic origin +main", "git push --all -f origin",
+             "git push --set-upstream -f origin main", "git push --thin --force origin main",
+             "gh repo delete", "gh repo delete -- x", "gh repo delete --yes x", "gh 'repo' \"delete\" x",
+             "gh repo de''lete x", "gh repo 2>/dev/null delete x", "gh repo {fd}>&- delete x",
+             "gh repo 3<<<y delete x", "gh repo delete<<<y x", "gh repo <&- delete x", "gh repo\\\n delete x",
+             "gh re\\po delete x", "\\gh repo delete x", "'gh' repo delete x", "command gh repo delete x",
+             "gh repo delete x 0<&- ", "gh repo '' delete x"]
+#: Configuration a program reads to choose code.
+CONFIG_VARS = ["HOME=d", "XDG_CONFIG_HOME=d", "GIT_DIR=vendor/lib.git", "GIT_CONFIG_GLOBAL=d/.gitconfig",
+               "GIT_CONFIG_COUNT=1", "BASH_ENV=./evil", "ENV=./evil", "PS4='$(./evil)'", "SHELLOPTS=xtrace",
+               "BASHOPTS=extdebug", "GIT_EXEC_PATH=d", "EDITOR=./evil", "PAGER=./evil", "GIT_PAGER=./evil",
+               "LESSOPEN='|./evil %s'", "GIT_SSH_COMMAND=./evil", "TAR_OPTIONS=-I./evil", "PROMPT_COMMAND=./evil",
+               "XDG_CONFIG_DIRS=d", "GIT_CEILING_DIRECTORIES=/", "HOME=.", "ZDOTDIR=d"]
+CONFIG_READERS = ["git status", "git log -1", "git diff", "bash -c true", "bash -xc true", "sh -xc true",
+                  "btool x", "tar -cf out.txt d/list", "git -p log -1", "env git status", "nice git status",
+                  "bash -lc true", "sh -lc true", "dash -xc true"]
+CONFIG_LINES = ["git -C vendor/lib.git status", "git -C vendor/lib.git/refs status", "git -C ./vendor/../vendor/lib.git log",
+                "git --git-dir=vendor/lib.git status", "git --work-tree=. --git-dir vendor/lib.git status",
+                "find vendor/lib.git/refs -maxdepth 0 -execdir git status ;",
+                "find vendor/lib.git -maxdepth 1 -name refs -execdir git status {} +",
+                "find vendor -maxdepth 2 -name HEAD -execdir git log -1 ;",
+                "cd vendor/lib.git && git status", "pushd vendor/lib.git; git status",
+                "env -C vendor/lib.git git status", "(cd vendor/lib.git; git status)",
+                "git -c core.fsmonitor=./evil status", "git -c Core.FsMonitor=./evil status",
+                "git -c user.name=x -c core.pager=./evil log", "git --config-env=core.pager=E log",
+                "git grep -O./evil evil d/list", "git grep --open=./evil evil", "git grep --no-index -nO./evil evil d",
+                "git clone -u ./evil remote.git d/c", "git clone --upload-p=./evil remote.git d/c",
+                "git ls-remote --upload-pack=./evil remote.git", "git fetch --upload-pa ./evil origin",
+                "git push --receive-pack=./evil origin main", "git push --exec=./evil origin main",
+                "git archive --remote=remote.git --exec=./evil HEAD", "tar -I ./evil -cf out.txt d/list",
+                "tar --use-compress-program=./evil -cf out.txt d/list", "tar cIf ./evil out.txt d/list",
+                "tar -c --checkpoint=1 --checkpoint-act=exec=./evil -f out.txt d/list", "tar -cf out.txt --to-com=./evil d/list",
+                "tar -xf out.txt --to-command=./evil", "tar -cvzf out.txt -I./evil d/list",
+                "sort --compress-program=./evil -S 1 d/list", "sort --compress-p=./evil d/list",
+                "git -c alias.st=!./evil st", "git -c core.hooksPath=d commit --allow-empty -m x",
+                "git commit --allow-empty -m x", "git --exec-path=d status",
+                "git submodule foreach ./evil", "git bisect run ./evil", "git rebase -x ./evil HEAD",
+                "git rebase --exe=./evil HEAD", "git difftool -x ./evil", "git -c diff.external=./evil diff",
+                "git config core.fsmonitor ./evil && git status", "git config --global core.pager ./evil; git log",
+                "cp d/.gitconfig .gitconfig && git status", "mkdir -p .config/git && cp d/git/config .config/git/config && git status",
+                "echo ./evil > .profile; bash -lc true", "cp d/script .bash_profile && bash -lc true",
+                "echo ./evil > .profile && sh -lc true", "tee .profile < d/script >/dev/null; bash --login -c :",
+                "cp ./evil .git/hooks/pre-commit && git commit --allow-empty -m x",
+                "git commit --allow-empty -m x & cp ./evil .git/hooks/post-commit",
+                "git commit --allow-empty -m \"$(cat d/list)\"", "git commit --allow-empty -m \"$(./evil)\"",
+                "git commit --allow-empty -F \"$(echo d/list)\"", "git commit --allow-empty -m \"$(ls; ./evil)\"",
+                "git commit --allow-empty --message=\"$(cat d/list)\"",
+                "git commit --allow-empty -m \"$(cat <<'EOF'\nx\nEOF\n)\"",
+                "git commit --allow-empty -m \"$(cat <<EOF\n$(./evil)\nEOF\n)\""]
+BUILTINS = ["test -v 'a[$(./evil)]'", "[ -v 'a[$(./evil)]' ]", "test -R 'a[$(./evil)]'", "builtin test -v 'a[$(./evil)]'",
+            "command test -v 'a[$(./evil)]'", "test ! -v 'a[`./evil`]'", "test x -a -v 'a[$(./evil)]'",
+            "printf -v 'a[$(./evil)]' x", "printf -va'[$(./evil)]' x", "command printf -v 'a[$(./evil)]' x",
+            "read 'a[$(./evil)]' <<< x", "let 'a[$(./evil)]'", "declare 'a[$(./evil)]=1'", "local 'a[$(./evil)]'",
+            "unset 'a[$(./evil)]'", "shift 'a[$(./evil)]'", "exit 'a[$(./evil)]'", "kill -l 'a[$(./evil)]'",
+            "printf %d 'a[$(./evil)]'", "test 'a[$(./evil)]' -eq 1", "[ 'a[$(./evil)]' -gt 0 ]",
+            "echo $(( a[$(./evil)] ))", "x='a[$(./evil)]'; test -v \"$x\"", "wait 'a[$(./evil)]'",
+            "ulimit -n 'a[$(./evil)]'", "export 'a[$(./evil)]=1'", "a[$(./evil)]=1", "type 'a[$(./evil)]'",
+            "dirs +'a[$(./evil)]'", "return 'a[$(./evil)]'", "break 'a[$(./evil)]'",
+            "true 'a[$(./evil)]'", "echo 'a[$(./evil)]'", "test -v a", "test -v x -o -n y", "[ -n x ]",
+            "getopts a 'a[$(./evil)]'", "mapfile 'a[$(./evil)]' < d/list"]
+#: Parts that rewrite the tool (or gh) before a later run of it.
+WRITERS = ["cp ./evil bin/tool", "cat ./evil > bin/tool", "cp ./evil bin/gh", "tee bin/tool < ./evil >/dev/null",
+           "install ./evil bin/tool", "cp ./evil node_modules/.bin/ntool", "ln -sf ../evil bin/tool"]
+#: {r} runs the tool, {w} rewrites it; a job that outlives its runner signals ``d/go2`` when done, and the
+#: line waits for it (``test``, not ``[``, which the gate does not read).
+_LATER = "bash -c 'until test -e d/go; do :; done; {r}; : > d/go2'"
+_JOIN = "{w}; : > d/go; until test -e d/go2; do :; done"
+TIME_SHAPES = ["{r} & {w}", "{w} & {r}", "for i in 1 2; do {r}; {w}; done", "while {r}; do {w}; done",
+               "until ! {r}; do {w}; done", "{r} | {w}", "{w} | {r}", "( {r} & ) ; {w}",
+               *(f"{runner} {_LATER}; {_JOIN}" for runner in (
+                   "setsid -f", "ss -f", "setsid --fork", "setsid --f", "setsid -cf", "setsid setsid", "nice setsid -f",
+                   "env setsid -f", "timeout 20 setsid -f", "setsid -w setsid -f", "nohup setsid -f")),
+               f"nohup {_LATER} >/dev/null & {_JOIN}", f"{_LATER} & {_JOIN}",
+               "find . -maxdepth 1 -name 'd' -exec bash -c '{r}; {w}' ; -exec {r} ;",
+               "printf '1\\n2\\n' | xargs -I{{}} bash -c '{r}; {w}'",
+               "{r} && {w} && {r}", "{w}; {r}", "if {r}; then {w}; fi; {r}"]
+TIME_RUNS = ["tool", "tool x", "bin/tool", "gh pr list", "ntool", "env tool", "wrap tool"]
+PLACES = ["cd d; ntool", "cd d && ntool", "pushd d >/dev/null; ntool", "(cd d; ntool)", "env -C d ntool",
+          "env --chdir=d ntool", "env -Cd ntool", "env --ch d ntool", "find d -maxdepth 0 -execdir ntool ;",
+          "bash -c 'cd d; ntool'", "cd d; bash -c ntool", "{ cd d; } ; ntool", "cd d || true; ntool",
+          "d/runner -C d ntool", "wrap -C d ntool", "run -c 'cd d; ntool'", "cd -P d; ntool",
+          "cd d; cd ..; ntool", "ntool", "pushd d; popd; ntool", "cd; ntool", "cd ~; ntool", "CDPATH=. cd d; ntool",
+          "cd d; ../bin/tool", "cd d; ./evil", "cd d; command ntool", "cd d; exec ntool", "cd d; nice ntool",
+          "cd d; xargs -a /dev/null ntool", "cd d 2>/dev/null; ntool"]
+GLUED = ["tool{x}<<<y ./evil", "tool 0<&- ./evil", "echo x|tool", "tool>/dev/null;./evil", "tool;./evil",
+         "tool&&./evil", "tool||./evil", "tool\n./evil", "tool #\n./evil", "tool '#' ./evil", "tool x2>&1",
+         "tool<<<'$(./evil)'", "tool <<< \"$(./evil)\"", "tool <<EOF\n$(./evil)\nEOF", "tool <<'EOF'\n$(./evil)\nEOF",
+         "tool <<-EOF\n\t`./evil`\n\tEOF", "tool 2>&-./evil", "tool >&2./evil", "tool $'\\x3b' ./evil",
+         "tool \\; ./evil", "tool ';' ./evil", "tool ${E}", "tool ~/evil", "tool $(echo ./evil)",
+         "tool {a,b}", "tool !(x)", "tool @(./evil)", "tool x=$(./evil)", "tool --x=$(./evil)",
+         "tool -m \"$(./evil)\"", "tool -m \"$(cat d/list)\"", "tool \"`./evil`\"", "tool <(./evil)",
+         "tool >(./evil)", "tool 1>x 2>&1 | ./evil", "time -p ./evil", "time ./evil", "! ./evil", "coproc ./evil",
+         "tool & disown; ./evil", "tool |& ./evil", "tool >| bin/tool", "tool &>> d/list"]
+
+
+def _deep(rng: random.Random) -> str:
+    """A long or deep line (the gate must answer within its limits, never raise)."""
+    n = rng.choice((20, 200, 2000))
+    kind = rng.choice(("runners", "subshell", "list", "pipe", "quote", "args", "assign", "braces", "sub"))
+    if kind == "runners":
+        return " ".join(rng.choice(("env", "nice", "nohup", "timeout 9", "wrap", "nn", "command")) for _ in range(n)) \
+            + " ./evil"
+    if kind == "subshell":
+        return "(" * n + "tool" + ")" * n
+    if kind == "list":
+        return " && ".join(["tool"] * n) + " && ./evil"
+    if kind == "pipe":
+        return "ls|" * n + "tool"
+    if kind == "quote":
+        return "tool '" + "x" * (n * 30) + "'"
+    if kind == "args":
+        return "tool " + " ".join(["x"] * n) + " ; ./evil"
+    if kind == "assign":
+        return "a=(b=(" * min(n, 200) + "tool"
+    if kind == "braces":
+        return "{ " * n + "tool; " + "}; " * n
+    return "tool \"$(" * min(n, 50) + "cat d/list" + ")\"" * min(n, 50)
+
+
+def _payload(rng: random.Random) -> str:
+    roll = rng.random()
+    return rng.choice(UNSIGNED if roll < 0.45 else DENIED if roll < 0.7 else SIGNED)
+
+
+def _route(rng: random.Random, payload: str) -> str:
+    """Wrap ``payload`` in one to three runners (quoting for the shell-string ones)."""
+    out = payload
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        runner = rng.choice(RUNNERS)
+        if "'{}'" in runner:
+            out = runner.replace("'{}'", "'" + out.replace("'", "'\\''") + "'")
+        elif runner.endswith(";"):
+            out = runner.replace("{} ;", out + " \\;")
+        else:
+            out = runner.replace("{}", out)
+    return out
+
+
+def _time(rng: random.Random) -> str:
+    shape = rng.choice(TIME_SHAPES)
+    return shape.format(r=rng.choice(TIME_RUNS), w=rng.choice(WRITERS))
+
+
+def _config(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return rng.choice(CONFIG_LINES)
+    var, reader = rng.choice(CONFIG_VARS), rng.choice(CONFIG_READERS)
+    name = var.split("=", 1)[0]
+    form = rng.choice(("{v} {r}", "env {v} {r}", "{v}; {r}", "export {v}; {r}", "export {v} && {r}",
+                       "{v} nice {r}", "wrap {v} {r}", "export {n}; {n}=${{{n}}}; {r}", "for {n} in x; do {r}; done",
+                       "declare -x {v}; {r}", "{v} export {n}; {r}"))
+    return form.format(v=var, r=reader, n=name)
+
+
+def _spelling(rng: random.Random) -> str:
+    text = rng.choice(SPELLINGS)
+    if rng.random() < 0.3:
+        text = _route(rng, text)
+    return text
+
+
+CLASSES: dict[str, Callable[[random.Random], str]] = {
+    "identity": lambda rng: _route(rng, _payload(rng)),
+    "spelling": _spelling,
+    "config": _config,
+    "builtin": lambda rng: rng.choice(BUILTINS) + rng.choice(("", "; tool", " && ls")),
+    "time": _time,
+    "place": lambda rng: rng.choice(PLACES),
+    "glued": lambda rng: rng.choice(GLUED),
+    "deep": _deep,
+}
+
+
+def redteam_line(rng: random.Random) -> tuple[str, str]:
+    """One line and its class; a quarter of the lines join two classes with an operator."""
+    kind = rng.choice(list(CLASSES))
+    text = CLASSES[kind](rng)
+    if kind != "deep" and rng.random() < 0.25:
+        other = rng.choice([k for k in CLASSES if k != "deep"])
+        text = f"{text}{rng.choice((' ; ', ' && ', ' | ', ' & ', chr(10)))}{CLASSES[other](rng)}"
+        kind = f"{kind}+{other}"
+    return text, kind
+
+
+# --- running it ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def redteam(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy]:
+    world = make_redteam_world(tmp_path_factory.mktemp("redteam"))
+    return world, load_admission_policy(str(world.policy))
+
+
+def bash_ran(world: ShellWorld, text: str) -> tuple[bool, bool]:
+    """(unsigned bytes ran, a denied command ran) for ``text`` run by bash (test_shell_oracle.ran), the
+    world put back afterwards."""
+    try:
+        return ran(world, text)
+    finally:
+        reset(world)
+        world.reset()
+
+
+def examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple[str, str | None]:
+    """``(answer, escape)`` for one line: the gate's answer, and why it is an escape (or None). A line
+    with ``-execdir`` is judged and run with PATH's relative entry left out (find refuses -execdir under
+    a PATH with one, which would hide what it runs)."""
+    if "-execdir" not in text:
+        return _examine(world, policy, text, pin=pin)
+    saved = world.env["PATH"]
+    world.env["PATH"] = ":".join(e for e in saved.split(":") if os.path.isabs(e))
+    try:
+        return _examine(world, policy, text, pin=pin)
+    finally:
+        world.env["PATH"] = saved
+
+
+def _examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple[str, str | None]:
+    try:
+        answer = judge(world, policy, text)
+    except Exception as err:  # noqa: BLE001 - the finding is that the gate did not answer
+        return "raised", f"the gate raised {type(err).__name__}: {err}"[:300]
+    shown = str(answer)  # None: no opinion, the gate found only shell builtins
+    if answer not in ("allow", "passthrough", None):
+        return shown, None
+    unsigned, denied = bash_ran(world, text)
+    if denied:
+        return shown, f"{shown}, and bash ran a command a deny rule names"
+    if unsigned and answer != "passthrough":
+        return shown, f"{shown}, and bash ran unverified bytes"
+    if pin and answer == "allow":
+        pinned = judge_pinned(world, policy, text)
+        if pinned is not None and any(bash_ran(world, pinned)):
+            return shown, f"--pin: {pinned!r} ran unverified bytes or a denied command"
+    return shown, None
+
+
+def test_the_redteam_world_can_fail(redteam: tuple[ShellWorld, Policy]) -> None:
+    """The oracle can fail: these lines do run an unsigned program or a denied command in the world."""
+    world, _ = redteam
+    for text in ("./evil", "run -c ./evil", "xa -a d/list env", "tools/w2 ./evil", "d/runner ./evil",
+                 "git push -f origin main", "gh repo delete x", "HOME=d git status", "ss -w ./evil"):
+        assert any(bash_ran(world, text)), text
+    assert not any(bash_ran(world, "git push origin :main")), "a deletion is not a force push"
+    assert not any(bash_ran(world, "tool x && btool y && gt status && tools/w2 tool")), "the signed tools run clean"
+
+
+def as_owner(world: ShellWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judge as an unprivileged user who owns the world's folder and nothing else would be judged
+    (hooks.changeable asks the kernel; as root every file is changeable, which asks every line the time
+    rules touch and so hides their escapes). Only where this process runs as root: a user is judged as
+    they are."""
+    if os.geteuid() != 0:
+        return
+    root = os.path.realpath(world.dir) + os.sep
+
+    def owned(path: str) -> bool:
+        return any(p.startswith(root) for p in (os.path.realpath(path), os.path.abspath(path)))
+    monkeypatch.setattr(hooks, "changeable", owned)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("who", ["as-is", "owner"])
+def test_no_line_of_the_redteam_generator_escapes(redteam: tuple[ShellWorld, Policy], who: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LINES`` seeded lines (module docstring), as this process's user and as the world's owner
+    (:func:`as_owner`): 0 allowed lines run unverified bytes, 0 allowed or passed-through lines run a
+    command a deny rule names, and the gate answers every line."""
+    world, policy = redteam
+    if who == "owner":
+        as_owner(world, monkeypatch)
+    rng = random.Random(SEED + (who == "owner"))
+    answers: Counter[str] = Counter()
+    classes: Counter[str] = Counter()
+    escaped: list[str] = []
+    allowed = 0
+    for _ in range(LINES):
+        text, kind = redteam_line(rng)
+        answer, escape = examine(world, policy, text, pin=allowed % 10 == 0)
+        allowed += answer == "allow"
+        answers[answer] += 1
+        classes[kind.split("+")[0]] += 1
+        if escape is not None:
+            escaped.append(f"[{kind}] {text!r}: {escape}")
+    print(f"redteam oracle, {LINES} lines (seed {SEED}) {who} as uid {os.getuid()}: {dict(answers)} {dict(classes)}")
+    assert not escaped, f"{len(escaped)} escapes:\n" + "\n".join(escaped[:40])
+    assert answers["allow"] >= LINES // 50, answers  # the oracle is exercised: enough lines are allowed
