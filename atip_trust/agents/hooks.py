@@ -41,7 +41,15 @@ from atip_trust.agents import identity, spellings
 from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.git_repository import check_repository
-from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
+from atip_trust.agents.shell_model import (
+    Program,
+    Unprovable,
+    programs,
+    programs_of_argv,
+    reads_state,
+    visible_programs,
+)
+from atip_trust.agents.words import Word
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
 from atip_trust.execution.env import exec_environment
 from atip_trust.execution.exec import (
@@ -171,7 +179,8 @@ def _cap(program: Program, path: str, pinned: bool) -> str | None:
         return ("the words it gets are not all known before it runs (an expansion, or input a runner "
                 "appends), so they were not all checked")
     if program.after_writer and program.state_dependent:
-        return "git reads configuration and hooks, which an earlier part of the line can write"
+        return ("it reads files that choose what it runs (git's configuration and hooks, a login shell's "
+                "start-up files), which an earlier part of the line can write")
     if program.after_writer and not pinned and changeable(path):
         return (f"an earlier part of the line can write files and {path} is a file you can change: what "
                 "runs may not be what was checked")
@@ -284,6 +293,8 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     try:
         if found is None:
             found = _locate(program, request.cwd, options.path_env)
+            if program.script:
+                program = _script_identity(program, found, policy, options)
             again = None if program.script else _reread(program, found, policy, options)
             if again is not None:
                 return _admit_as(again, found, request, policy, options, depth)
@@ -344,11 +355,22 @@ def _reread(program: Program, found: str, policy: Policy, options: Options) -> l
         return None
     again = programs_of_argv([name, *program.argv[1:]], env=program.env)
     first = replace(program, argv=(name, *program.argv[1:]), span=None,
-                    state_dependent=program.state_dependent or name == "git")
+                    state_dependent=program.state_dependent or reads_state(name, [Word(w) for w in program.argv]))
     inner = [replace(p, after_writer=p.after_writer or program.after_writer, moved=p.moved or program.moved,
                      via=(*program.via, name, *p.via), literal=p.literal and program.literal)
              for p in again[1:]]
     return [first, *inner]
+
+
+def _script_identity(program: Program, found: str, policy: Policy, options: Options) -> Program:
+    """A script a shell reads (``bash FILE ARGS``) under the name its bytes are: ``bash tools/hub repo
+    delete x``, where ``tools/hub`` links to gh's script, is gh's ``repo delete`` to the rules (found by
+    tests/attacks/test_shell_redteam_oracle.py; the file is read, not executed, so no runner model
+    applies: only the name)."""
+    governed = identity.governed_names(policy)
+    name = identity.identity(os.path.basename(program.argv[0]),
+                             identity.names_of(found, governed, options.path_env), governed)
+    return program if name is None else replace(program, argv=(name, *program.argv[1:]))
 
 
 def _admit_as(again: list[Program], found: str, request: HookRequest, policy: Policy, options: Options,

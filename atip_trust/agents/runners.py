@@ -57,6 +57,8 @@ class Outcome(Record):
     writes: bool = False
     #: Variables the runner sets for what it runs (``env X=1 cmd``): checked against its table.
     env: tuple[str, ...] = ()
+    #: The runner returns before its command has run (``setsid -f``, ``sudo -b``): a background job.
+    background: bool = False
 
 
 NOTHING = Outcome()
@@ -176,7 +178,9 @@ def _find(words: list[Word]) -> Outcome:
         if w.text.endswith("dir") and "/" in cmd[0].text and not cmd[0].text.startswith("/"):
             raise Unprovable(f"find {w.text} runs {cmd[0].text!r} relative to each file's directory")
         marked = tuple(c if "{}" not in c.text else Word(c.text, literal=False) for c in cmd)
-        inner.append(Inner(marked, open_args=words[end].text == "+"))
+        # -execdir runs the command in each found file's folder: git there reads that folder's
+        # repository (a committed bare one), a relative PATH entry means another file (issue 32).
+        inner.append(Inner(marked, open_args=words[end].text == "+", chdir=w.text.endswith("dir")))
         i = end + 1
     return Outcome(tuple(inner), writes)
 
@@ -226,7 +230,7 @@ def _sudo(words: list[Word]) -> Outcome:
         return NOTHING
     rest = _assignments(words, parsed.rest, "sudo")
     ran = _elevated(words, rest, "sudo", parsed.has("-D", "--chdir"))
-    return replace(ran, env=_names(words[parsed.rest:rest]))
+    return replace(ran, env=_names(words[parsed.rest:rest]), background=parsed.has("-b", "--background"))
 
 
 def _doas(words: list[Word]) -> Outcome:
@@ -354,6 +358,18 @@ _SETPRIV = Grammar(flags="dhV", long_flags=("dump", "nnp", "no-new-privs", "init
                                 "apparmor-profile", "landlock-access", "landlock-rule", "seccomp-filter"))
 
 
+_SETSID = Grammar(flags="cfw", long_flags=("ctty", "fork", "wait", "help", "version"))
+
+
+def _setsid(words: list[Word]) -> Outcome:
+    """setsid(1) forks when told to (``-f``) or when it is a process group leader already (``setsid
+    setsid``, a shell with job control), and then returns at once unless ``-w``: what it runs may run
+    after the rest of the line, as a background job (issue 32, item 5; found by
+    tests/attacks/test_shell_redteam_oracle.py)."""
+    parsed = parse_options(words, 1, _SETSID, "setsid")
+    return replace(_command(words, parsed.rest), background=not parsed.has("-w", "--wait"))
+
+
 def _setpriv(words: list[Word]) -> Outcome:
     parsed = parse_options(words, 1, _SETPRIV, "setpriv")
     return _command(words, parsed.rest)
@@ -382,6 +398,22 @@ def _time(words: list[Word]) -> Outcome:
 _SHELL_FLAGS = "abefhkmnptuvxBCEHPTlr"
 _SHELL_LONG = ("norc", "noprofile", "posix", "restricted", "login", "verbose", "noediting", "help",
                "version")
+
+
+def login_shell(words: list[Word]) -> bool:
+    """``sh``/``bash``/``dash`` started as a login shell (``-l`` in a leading cluster, ``--login``): it
+    reads /etc/profile and ``~/.profile`` (``~/.bash_profile``...) first, files an earlier part of the
+    line can write (bash(1) INVOCATION)."""
+    i = 1
+    while i < len(words):
+        w = words[i]
+        t = w.text
+        if not w.literal or t in ("--", "-") or not t.startswith(("-", "+")):
+            return not w.literal
+        if t == "--login" or (t[0] == "-" and not t.startswith("--") and "l" in t[1:]):
+            return True
+        i += 2 if t in ("-o", "+o", "-O", "+O") else 1
+    return False
 
 
 def _shell(words: list[Word]) -> Outcome:
@@ -518,7 +550,7 @@ RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
     "nice": _nice,
     "nohup": _simple(Grammar(long_flags=("help", "version"))),
     "timeout": _simple(_TIMEOUT, operands=1),
-    "setsid": _simple(Grammar(flags="cfw", long_flags=("ctty", "fork", "wait", "help", "version"))),
+    "setsid": _setsid,
     "stdbuf": _simple(Grammar(valued="ioe", long_valued=("input", "output", "error"),
                               long_flags=("help", "version"))),
     "find": _find,
@@ -562,4 +594,4 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
 }
 
 __all__ = ["DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
-           "git", "git_directories", "git_subcommand"]
+           "git", "git_directories", "git_subcommand", "login_shell"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record, replace
 from atip_trust.agents import bash_syntax, tables
-from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
+from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup, login_shell
 from atip_trust.agents.words import Unprovable, Word, word
 from atip_trust.agents.writes import READ_ONLY, can_write
 
@@ -58,7 +58,8 @@ class Program(Record):
     moved: bool = False
     #: A script a shell reads (``bash ./x.sh``), not a program it executes.
     script: bool = False
-    #: Its behaviour depends on files the user can write (git: configuration and hooks).
+    #: Its behaviour depends on files the user can write (git: configuration and hooks; a login shell:
+    #: its start-up files), :func:`reads_state`.
     state_dependent: bool = False
     #: Byte range of the command word in the line when it is a plain top-level command (for --pin).
     span: tuple[int, int] | None = None
@@ -525,7 +526,7 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
             w.literal or tables.data_value(base, words, i) for i, w in enumerate(words)),
         search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
-        state_dependent=base == "git", span=span, env=state.env, quiet=not writes))
+        state_dependent=reads_state(base, words), span=span, env=state.env, quiet=not writes))
     if not script:
         tables.check(base, words, state.env)
     if model is not None and modelled:
@@ -535,6 +536,8 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
                              "it runs comes from that input")
         if outcome.writes:
             state.write()
+        if outcome.background:
+            state.background = True  # it returns before what it runs has run (runners.Outcome)
         outer = state.env
         state.env = (*outer, *outcome.env)
         try:
@@ -546,6 +549,13 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
             state.env = outer
     if writes:
         state.write()  # it may write files before the next program runs (writes.py)
+
+
+def reads_state(base: str, words: list[Word]) -> bool:
+    """The program ``base`` with ``words`` reads files that choose what it runs and that a line can
+    write (Program.state_dependent): git (configuration, hooks), a login shell (``~/.profile``: found by
+    tests/attacks/test_shell_redteam_oracle.py, ``echo ./x > ~/.profile; bash -lc true``)."""
+    return base == "git" or (base in ("sh", "bash", "dash") and login_shell(words))
 
 
 def _builtin(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], keyword: bool) -> bool:
@@ -601,4 +611,4 @@ def _inner(inners: tuple[Inner, ...], state: _Walk, depth: int, via: tuple[str, 
 
 
 __all__ = ["DIRECTORY_BUILTINS", "INERT_BUILTINS", "Program", "STATEFUL_BUILTINS", "Unprovable", "programs",
-           "programs_of_argv", "visible_programs"]
+           "programs_of_argv", "reads_state", "visible_programs"]

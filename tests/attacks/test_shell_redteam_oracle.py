@@ -42,13 +42,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import testsigstore
-from shell_lines import ISSUER, SIGNER, ShellWorld, _reset_remote, make_world
-from test_shell_oracle import judge, judge_pinned, ran
-
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import hooks
 from atip_trust.policy.model import Policy
+from test_shell_oracle import judge, judge_pinned, ran
+
+import testsigstore
+from shell_lines import ISSUER, SIGNER, ShellWorld, _reset_remote, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "1500"))
@@ -202,8 +202,8 @@ CONFIG_LINES = ["git -C vendor/lib.git status", "git -C vendor/lib.git/refs stat
                 "git rebase --exe=./evil HEAD", "git difftool -x ./evil", "git -c diff.external=./evil diff",
                 "git config core.fsmonitor ./evil && git status", "git config --global core.pager ./evil; git log",
                 "cp d/.gitconfig .gitconfig && git status", "mkdir -p .config/git && cp d/git/config .config/git/config && git status",
-                "echo ./evil > .profile; bash -lc true", "cp d/script .bash_profile && bash -lc true",
-                "echo ./evil > .profile && sh -lc true", "tee .profile < d/script >/dev/null; bash --login -c :",
+                "echo ./evil > .profile; bash -lc true", "echo ./evil > .bash_profile && bash -lc true",
+                "echo ./evil > .profile && sh -lc true", "tee .profile <<< ./evil >/dev/null; bash --login -c :",
                 "cp ./evil .git/hooks/pre-commit && git commit --allow-empty -m x",
                 "git commit --allow-empty -m x & cp ./evil .git/hooks/post-commit",
                 "git commit --allow-empty -m \"$(cat d/list)\"", "git commit --allow-empty -m \"$(./evil)\"",
@@ -232,7 +232,7 @@ _JOIN = "{w}; : > d/go; until test -e d/go2; do :; done"
 TIME_SHAPES = ["{r} & {w}", "{w} & {r}", "for i in 1 2; do {r}; {w}; done", "while {r}; do {w}; done",
                "until ! {r}; do {w}; done", "{r} | {w}", "{w} | {r}", "( {r} & ) ; {w}",
                *(f"{runner} {_LATER}; {_JOIN}" for runner in (
-                   "setsid -f", "ss -f", "setsid --fork", "setsid --f", "setsid -cf", "setsid setsid", "nice setsid -f",
+                   "setsid -f", "ss -f", "setsid --fork", "setsid --f", "setsid setsid", "nice setsid -f",
                    "env setsid -f", "timeout 20 setsid -f", "setsid -w setsid -f", "nohup setsid -f")),
                f"nohup {_LATER} >/dev/null & {_JOIN}", f"{_LATER} & {_JOIN}",
                "find . -maxdepth 1 -name 'd' -exec bash -c '{r}; {w}' ; -exec {r} ;",

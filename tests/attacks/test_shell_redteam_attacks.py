@@ -1,0 +1,128 @@
+"""The escapes tests/attacks/test_shell_redteam_oracle.py's generator found, each minimised to one line.
+
+Each line is first run by real bash in the generator's world to show it really runs unverified bytes or
+a command a deny rule names; then the gate must not allow it (nor pass it through, for a denied
+command). Lines whose danger is in time are judged as the world's owner would be (as root every file
+is changeable and the time rules ask anyway: test_shell_redteam_oracle.as_owner). Controls show the
+same programs are still allowed when nothing hostile is around them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.policy.model import Policy
+from test_shell_oracle import judge
+from test_shell_redteam_oracle import as_owner, bash_ran, make_redteam_world
+
+from shell_lines import ShellWorld
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy]:
+    made = make_redteam_world(tmp_path_factory.mktemp("redteam-attacks"))
+    return made, load_admission_policy(str(made.policy))
+
+
+@pytest.fixture
+def owner(world: tuple[ShellWorld, Policy], monkeypatch: pytest.MonkeyPatch) -> tuple[ShellWorld, Policy]:
+    as_owner(world[0], monkeypatch)
+    return world
+
+
+def attack(world: tuple[ShellWorld, Policy], text: str, *, unsigned: bool = False, denied: bool = False) -> str:
+    """Bash runs ``text`` (unverified bytes and/or a denied command, as said); the gate does not allow it,
+    and does not pass a denied command through."""
+    shell_world, policy = world
+    did = bash_ran(shell_world, text)
+    assert (did[0] or not unsigned) and (did[1] or not denied), \
+        f"bash did not do what the attack claims for {text!r}: (unsigned ran, denied ran) = {did}"
+    answer = judge(shell_world, policy, text)
+    assert answer not in ("allow", None), f"allowed, and bash runs it: {text!r} ({answer})"
+    if denied:
+        assert answer != "passthrough", f"passed through, and bash runs a denied command: {text!r}"
+    return str(answer)
+
+
+def without_relative_path(world: ShellWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PATH without the world's relative entry: find refuses ``-execdir`` under a PATH that has one."""
+    monkeypatch.setitem(world.env, "PATH", ":".join(e for e in world.env["PATH"].split(":") if os.path.isabs(e)))
+
+
+# -- identity by bytes: a script a shell reads is what its bytes are -----------------------------------
+
+@pytest.mark.parametrize("text", ["bash tools/hub repo delete x", "sh tools/hub repo delete x",
+                                  "run tools/hub repo delete x", "env bash ./tools/hub repo delete x"])
+def test_a_link_to_gh_read_by_a_shell_is_gh(world: tuple[ShellWorld, Policy], text: str) -> None:
+    """``tools/hub`` links to gh's script: ``bash tools/hub repo delete x`` is gh's repo delete, whose
+    deny rule applies, not an unknown script passed through."""
+    assert attack(world, text, denied=True) == "deny"
+
+
+def test_gh_read_by_a_shell_for_a_listing_is_not_denied(world: tuple[ShellWorld, Policy]) -> None:
+    shell_world, policy = world
+    assert judge(shell_world, policy, "bash tools/hub pr list") in ("allow", "ask")
+    assert judge(shell_world, policy, "bash bin/tool x") == "allow"
+
+
+# -- time: a runner that returns before its command runs is a background job ---------------------------
+
+LATER = "bash -c 'until test -e d/go; do :; done; tool; : > d/go2'"
+JOIN = "cp ./evil bin/tool; : > d/go; until test -e d/go2; do :; done"
+
+
+@pytest.mark.parametrize("runner", ["setsid -f", "setsid --fork", "ss -f", "nice setsid -f", "setsid setsid"])
+def test_a_runner_that_forks_its_command_is_a_background_job(owner: tuple[ShellWorld, Policy],
+                                                              runner: str) -> None:
+    """``setsid -f`` returns at once and its command runs after the rest of the line, which rewrote the
+    tool: as with ``&``, every changeable program of the line is asked."""
+    attack(owner, f"{runner} {LATER}; {JOIN}", unsigned=True)
+
+
+def test_setsid_that_waits_is_not_a_background_job(owner: tuple[ShellWorld, Policy]) -> None:
+    shell_world, policy = owner
+    assert judge(shell_world, policy, "setsid -w tool x; ls") == "allow"
+    assert judge(shell_world, policy, f"setsid -w {LATER}; cp ./evil bin/tool") == "allow"  # it ran before
+
+
+# -- config inputs: a login shell reads start-up files a line can write ----------------------------------
+
+@pytest.mark.parametrize("text", ["echo ./evil > .profile; bash -lc true", "echo ./evil > .profile && sh -lc true",
+                                  "echo ./evil > .bash_profile && bash -l -c :", "echo ./evil > .profile; run -lc :",
+                                  "echo ./evil > .profile; bash --login -c true",
+                                  "echo ./evil > .profile; bash -o errexit -l -c true"])
+def test_a_login_shell_after_a_writer_is_asked(owner: tuple[ShellWorld, Policy], text: str) -> None:
+    """``bash -l`` reads ``~/.profile`` (HOME is the world's folder), which the line has just written."""
+    attack(owner, text, unsigned=True)
+
+
+def test_a_login_shell_alone_is_allowed(owner: tuple[ShellWorld, Policy]) -> None:
+    """Codex's ``bash -lc LINE`` with nothing written before it stays allowed."""
+    shell_world, policy = owner
+    assert judge(shell_world, policy, "bash -lc 'tool x'") == "allow"
+    assert judge(shell_world, policy, "echo x > out.txt; bash -c 'ls -la'") == "allow"
+
+
+# -- config inputs: find -execdir moves git into a committed bare repository -----------------------------
+
+@pytest.mark.parametrize("text", ["find vendor/lib.git/refs -maxdepth 0 -execdir git status ;",
+                                  "find vendor/lib.git -maxdepth 1 -name refs -execdir git status {} +",
+                                  "find vendor/lib.git/refs -maxdepth 0 -execdir bash -c 'git status' ;"])
+def test_find_execdir_into_a_bare_repository_is_not_allowed(world: tuple[ShellWorld, Policy], text: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-execdir`` runs git in the found file's folder, ``vendor/lib.git``, whose configuration names
+    core.fsmonitor: git there is git somewhere else, as after ``cd``."""
+    without_relative_path(world[0], monkeypatch)
+    attack(world, text.replace(";", "\\;"), unsigned=True)
+
+
+def test_find_execdir_of_a_signed_tool_is_allowed(world: tuple[ShellWorld, Policy],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    shell_world, policy = world
+    without_relative_path(shell_world, monkeypatch)
+    assert judge(shell_world, policy, "find d -maxdepth 0 -execdir ls -la \\;") == "allow"
