@@ -203,6 +203,8 @@ def locate(name: str, path_env: str | None, cwd: str | None, moved: bool) -> str
         if os.path.isabs(entry):
             placed.append(entry)
             continue
+        if entry.startswith("~"):
+            _tilde_entry(entry, name, placed)
         if moved or cwd is None or not os.path.isabs(cwd):
             where = ("an earlier 'cd' (or a runner) changed the directory" if moved
                      else "the hook input names no absolute cwd")
@@ -213,6 +215,21 @@ def locate(name: str, path_env: str | None, cwd: str | None, moved: bool) -> str
                                  f"{where}: which file runs is not known") from None
         placed.append(os.path.normpath(os.path.join(cwd, entry or ".")))
     return which(name, os.pathsep.join(placed))
+
+
+def _tilde_entry(entry: str, name: str, placed: list[str]) -> None:
+    """A PATH entry starting with ``~``: bash (outside POSIX mode) expands it as it searches (findcmd.c),
+    env, xargs and find's execvp(3) take it as a folder named ``~``. Unprovable when its expansion (with
+    the hook's HOME, which is the agent's) holds ``name`` and no earlier entry does (found by
+    tests/attacks/test_shell_redteam_oracle.py: ``PATH=~/bin:...`` written in quotes)."""
+    home = os.path.join(os.path.expanduser(entry), name)
+    if not (os.path.isfile(home) and os.access(home, os.X_OK)):
+        return
+    try:
+        which(name, os.pathsep.join(placed))
+    except ArtifactAccessError:
+        raise Unprovable(f"PATH has the entry {entry!r} before any other {name!r}: bash reads it as "
+                         f"{os.path.dirname(home)}, other programs as a folder named {entry!r}") from None
 
 
 def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:

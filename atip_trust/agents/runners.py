@@ -28,10 +28,17 @@ from atip_trust.execution.env import changes_what_runs
 #: glibc's execvp(3) search path when PATH is unset (confstr _CS_PATH), which ``env -i`` leaves.
 DEFAULT_PATH = "/bin:/usr/bin"
 def changes_lookup(name: str) -> bool:
-    """An assignment to ``name`` changes which program runs or makes it load other code: ``PATH``, every
+    """An assignment to ``name`` changes which program runs or makes it load other code: ``PATH`` and
+    ``EXECIGNORE``, every
     variable ``exec`` drops unless a policy names it (execution/env.changes_what_runs: loader, interpreter and
     command-running variables) and git's whole namespace (``GIT_CONFIG_*`` injects configuration)."""
-    return name == "PATH" or changes_what_runs(name) or name.startswith("GIT_")
+    return name in _LOOKUP or changes_what_runs(name) or name.startswith("GIT_")
+
+
+#: bash's own variables for its command search: ``EXECIGNORE`` makes it skip matching files on PATH,
+#: so ``EXECIGNORE='*/bin/tool'; tool`` runs the next ``tool`` (bash(1) Shell Variables; found by
+#: tests/attacks/test_shell_redteam_oracle.py).
+_LOOKUP = frozenset({"PATH", "EXECIGNORE"})
 
 
 class Inner(Record):

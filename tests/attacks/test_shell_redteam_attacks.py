@@ -16,7 +16,7 @@ import pytest
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.policy.model import Policy
 from test_shell_oracle import judge
-from test_shell_redteam_oracle import as_owner, bash_ran, make_redteam_world
+from test_shell_redteam_oracle import agent_home, as_owner, bash_ran, make_redteam_world
 
 from shell_lines import ShellWorld
 
@@ -126,3 +126,22 @@ def test_find_execdir_of_a_signed_tool_is_allowed(world: tuple[ShellWorld, Polic
     shell_world, policy = world
     without_relative_path(shell_world, monkeypatch)
     assert judge(shell_world, policy, "find d -maxdepth 0 -execdir ls -la \\;") == "allow"
+
+
+# -- place: bash's own command search --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["EXECIGNORE='*/bin/tool'; tool x", "export EXECIGNORE='*/bin/tool' && tool",
+                                  "EXECIGNORE='*/bin/t*'; tool x", "for EXECIGNORE in '*/bin/tool'; do tool; done"])
+def test_execignore_that_hides_the_signed_tool_is_not_allowed(world: tuple[ShellWorld, Policy], text: str) -> None:
+    """bash skips PATH files matching EXECIGNORE: the ``tool`` that runs is the next one on PATH
+    (``bin-unsigned/tool``, unsigned), not the one the gate found."""
+    attack(world, text, unsigned=True)
+
+
+def test_a_path_entry_with_a_tilde_is_read_as_bash_reads_it(world: tuple[ShellWorld, Policy]) -> None:
+    """The world's PATH holds ``~/hbin`` literally; bash expands it as it searches and runs
+    ``~/hbin/head`` (unsigned), where env would look in a folder named ``~``."""
+    shell_world, policy = world
+    with agent_home(shell_world):
+        assert attack(world, "head -1 d/list", unsigned=True) == "ask"
+        assert judge(shell_world, policy, "ls -la") == "allow"  # not in ~/hbin: found in /usr/bin, as bash does

@@ -38,7 +38,8 @@ import random
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,12 @@ def make_redteam_world(base: Path) -> ShellWorld:
     world.originals[base / "d" / "runner"] = runner
     sign(BTOOL)
     world.originals[world.bin / "btool"] = BTOOL
+    # A later, unsigned ``tool`` on PATH (EXECIGNORE would make bash skip the signed one), and a PATH
+    # entry written with a literal ``~`` (bash expands it as it searches; HOME is the world's folder).
+    evil = world.originals[world.dir / "evil"]
+    world.originals[world.dir / "bin-unsigned" / "tool"] = evil
+    world.originals[world.dir / "hbin" / "head"] = evil
+    world.env["PATH"] = world.env["PATH"].replace(":/usr/bin:", ":~/hbin:/usr/bin:", 1)
     if shutil.which("time", path="/usr/bin:/bin"):
         sign(_system("time").read_bytes())
     hook = base / "remote.git" / "hooks" / "update"
@@ -141,7 +148,7 @@ def reset(world: ShellWorld) -> None:
 UNSIGNED = ["./evil", "evil", "d/evil", "$E", "./[e]vil", "${F}", "e\\vil"]
 DENIED = ["gh repo delete x", "tools/hub repo delete x", "git push -f origin main", "git push origin +main",
           "bin/gh repo delete x"]
-SIGNED = ["tool", "tool x", "gh pr list", "ls", "git status", "ntool", "btool x", "cat d/list"]
+SIGNED = ["tool", "tool x", "gh pr list", "ls", "git status", "ntool", "btool x", "cat d/list", "head -1 d/list"]
 #: Runners as a line spells them, and disguised ones (DISGUISES): {} is what they run.
 RUNNERS = ["env {}", "env -i {}", "env -- {}", "nice {}", "nice -n1 {}", "nohup {}", "timeout 9 {}",
            "stdbuf -oL {}", "setsid {}", "setsid -w {}", "xargs -a /dev/null {}", "flock d/lock {}",
@@ -174,10 +181,11 @@ CONFIG_VARS = ["HOME=d", "XDG_CONFIG_HOME=d", "GIT_DIR=vendor/lib.git", "GIT_CON
                "GIT_CONFIG_COUNT=1", "BASH_ENV=./evil", "ENV=./evil", "PS4='$(./evil)'", "SHELLOPTS=xtrace",
                "BASHOPTS=extdebug", "GIT_EXEC_PATH=d", "EDITOR=./evil", "PAGER=./evil", "GIT_PAGER=./evil",
                "LESSOPEN='|./evil %s'", "GIT_SSH_COMMAND=./evil", "TAR_OPTIONS=-I./evil", "PROMPT_COMMAND=./evil",
-               "XDG_CONFIG_DIRS=d", "GIT_CEILING_DIRECTORIES=/", "HOME=.", "ZDOTDIR=d"]
+               "XDG_CONFIG_DIRS=d", "GIT_CEILING_DIRECTORIES=/", "HOME=.", "ZDOTDIR=d", "EXECIGNORE='*/bin/tool'",
+               "EXECIGNORE='*/bin/t*'", "POSIXLY_CORRECT=1", "BASH_COMPAT=31", "GLOBIGNORE=x", "IFS=/"]
 CONFIG_READERS = ["git status", "git log -1", "git diff", "bash -c true", "bash -xc true", "sh -xc true",
                   "btool x", "tar -cf out.txt d/list", "git -p log -1", "env git status", "nice git status",
-                  "bash -lc true", "sh -lc true", "dash -xc true"]
+                  "bash -lc true", "sh -lc true", "dash -xc true", "tool x", "head -1 d/list", "bash -c tool"]
 CONFIG_LINES = ["git -C vendor/lib.git status", "git -C vendor/lib.git/refs status", "git -C ./vendor/../vendor/lib.git log",
                 "git --git-dir=vendor/lib.git status", "git --work-tree=. --git-dir vendor/lib.git status",
                 "find vendor/lib.git/refs -maxdepth 0 -execdir git status ;",
@@ -349,9 +357,18 @@ def redteam_line(rng: random.Random) -> tuple[str, str]:
 # --- running it ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def redteam(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy]:
+def redteam(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ShellWorld, Policy]]:
     world = make_redteam_world(tmp_path_factory.mktemp("redteam"))
-    return world, load_admission_policy(str(world.policy))
+    with agent_home(world):
+        yield world, load_admission_policy(str(world.policy))
+
+
+@contextmanager
+def agent_home(world: ShellWorld) -> Iterator[None]:
+    """The hook runs with the agent's environment: its HOME is the world's (``~`` in a PATH entry)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", world.env["HOME"])
+        yield
 
 
 def bash_ran(world: ShellWorld, text: str) -> tuple[bool, bool]:
