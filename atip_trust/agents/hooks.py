@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import TYPE_CHECKING
 
 from atip_trust._base.lazy import lazy_import
@@ -235,14 +236,39 @@ def _tilde_entry(entry: str, name: str, placed: list[str]) -> None:
 def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
     name = program.argv[0]
     if "/" not in name:
-        return locate(name, program.search if program.search is not None else path_env, cwd, program.moved)
+        return _own_file(locate(name, program.search if program.search is not None else path_env, cwd,
+                                program.moved))
     if os.path.isabs(name):
-        return name
+        return _own_file(name)
     if program.moved:
         raise Unprovable(f"{name!r} is relative to a directory an earlier 'cd' (or a runner) changed")
     if cwd is None or not os.path.isabs(cwd):
         raise Unprovable(f"{name!r} is relative and the hook input names no absolute cwd")
-    return os.path.join(cwd, name)
+    return _own_file(os.path.join(cwd, name))
+
+
+#: Where a path names a process's descriptors (``/dev/fd/3``, ``/dev/stdin``, ``/proc/self/fd/3``):
+#: the shell that runs the line opens its own, which the line chooses (``/dev/fd/3 3< tools/hub``); the
+#: hook would open its own instead.
+_PROCESS_FILES = ("/dev", "/proc")
+
+
+def _own_file(found: str) -> str:
+    """``found``, or Unprovable when it is not a file the hook reads as the line's shell would: a
+    descriptor or process file (also through a link: ``tools/fd3 -> /dev/fd/3``) or not a regular file
+    (a FIFO yields other bytes to each reader). Found by tests/attacks/test_shell_redteam_oracle.py:
+    ``bash /dev/stdin repo delete x < tools/hub`` ran gh's repo delete, passed through."""
+    for path in (os.path.abspath(found), os.path.realpath(found)):
+        if any(path == d or path.startswith(d + "/") for d in _PROCESS_FILES):
+            raise Unprovable(f"{found!r} is a descriptor or a process's file: the shell opens its own, "
+                             "which the line chooses, not the one the hook would read")
+    try:
+        regular = stat.S_ISREG(os.stat(found).st_mode)
+    except OSError:
+        return found  # not there: the caller's admission says so
+    if not regular:
+        raise Unprovable(f"{found!r} is not a regular file: what the shell reads from it is not known")
+    return found
 
 
 def _script_refusal(opened: Opened, policy: Policy, options: Options) -> ExecRefused | None:

@@ -145,3 +145,15 @@ def test_a_path_entry_with_a_tilde_is_read_as_bash_reads_it(world: tuple[ShellWo
     with agent_home(shell_world):
         assert attack(world, "head -1 d/list", unsigned=True) == "ask"
         assert judge(shell_world, policy, "ls -la") == "allow"  # not in ~/hbin: found in /usr/bin, as bash does
+
+
+# -- identity by bytes: a descriptor is the line's, not the hook's -----------------------------------------
+
+@pytest.mark.parametrize("text", ["bash /dev/stdin repo delete x < tools/hub", "/dev/fd/3 repo delete x 3< bin/gh",
+                                  "tools/fd3 repo delete x 3< tools/hub", "sh /proc/self/fd/4 repo delete x 4<bin/gh",
+                                  "env /dev/fd/3 repo delete x 3< bin/gh"])
+def test_a_program_read_through_a_descriptor_is_not_passed_through(world: tuple[ShellWorld, Policy],
+                                                                   text: str) -> None:
+    """``/dev/fd/3`` (or a link to it) is whatever the line opened on descriptor 3, here gh: the hook
+    cannot open the same file, so the line is a question, never the agent's own permissions'."""
+    assert attack(world, text, denied=True) == "ask"

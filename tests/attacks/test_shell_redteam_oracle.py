@@ -92,6 +92,7 @@ def make_redteam_world(base: Path) -> ShellWorld:
             world.originals[target] = data
     (base / "tools" / "w1").symlink_to(_system("env"))
     (base / "tools" / "w2").symlink_to(base / "tools" / "w1")
+    (base / "tools" / "fd3").symlink_to("/dev/fd/3")
     runner = _system("env").read_bytes()
     world.originals[base / "d" / "runner"] = runner
     sign(BTOOL)
@@ -145,9 +146,11 @@ def reset(world: ShellWorld) -> None:
 # --- the generator ---------------------------------------------------------------------------------
 
 #: What a route finally runs: unsigned bytes, a command a deny rule names, or a signed tool (control).
-UNSIGNED = ["./evil", "evil", "d/evil", "$E", "./[e]vil", "${F}", "e\\vil"]
+UNSIGNED = ["./evil", "evil", "d/evil", "$E", "./[e]vil", "${F}", "e\\vil", "/dev/fd/3 3<./evil", "tools/fd3 3<evil",
+            "bash /dev/stdin <./evil"]
 DENIED = ["gh repo delete x", "tools/hub repo delete x", "git push -f origin main", "git push origin +main",
-          "bin/gh repo delete x"]
+          "bin/gh repo delete x", "/dev/fd/3 repo delete x 3< tools/hub", "tools/fd3 repo delete x 3<bin/gh",
+          "bash /dev/stdin repo delete x < tools/hub", "sh /proc/self/fd/4 repo delete x 4<bin/gh"]
 SIGNED = ["tool", "tool x", "gh pr list", "ls", "git status", "ntool", "btool x", "cat d/list", "head -1 d/list"]
 #: Runners as a line spells them, and disguised ones (DISGUISES): {} is what they run.
 RUNNERS = ["env {}", "env -i {}", "env -- {}", "nice {}", "nice -n1 {}", "nohup {}", "timeout 9 {}",
