@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from atip_trust.agents.runners import git_directories
+from atip_trust.agents.runners import git_directories, git_subcommand
 from atip_trust.agents.shell_model import Program
 from atip_trust.agents.words import Unprovable, Word
 
@@ -58,6 +58,7 @@ def check_repository(program: Program, cwd: str | None) -> None:
     home = repository(cwd)
     if home is not None and home[0] == "bare":
         raise Unprovable(f"git would read the bare repository {home[1]} (its configuration can run programs)")
+    _push_into_tree(program, cwd)
     here = cwd
     for d in git_directories([Word(w) for w in program.argv]):
         here = os.path.join(here, d)
@@ -66,6 +67,21 @@ def check_repository(program: Program, cwd: str | None) -> None:
             what = f"the {found[0]} repository {found[1]}" if found is not None else "no repository"
             raise Unprovable(f"git -C {d} reads {what}, not the working directory's: its configuration can "
                              "run programs")
+
+
+def _push_into_tree(program: Program, cwd: str) -> None:
+    """``git push PATH``: receive-pack runs in the repository at PATH and runs *its* hooks (and reads its
+    ``core.hooksPath``), which a repository committed in the tree ships (githooks(5) pre-receive; found
+    by tests/attacks/test_shell_redteam_oracle.py). Any operand that names a folder, or a ``file://``
+    address, is such a repository as far as the gate can tell."""
+    words = [Word(w) for w in program.argv]
+    sub = git_subcommand(words)
+    if sub >= len(words) or words[sub].text != "push":
+        return
+    for arg in program.argv[sub + 1:]:
+        target = arg.split("=", 1)[1] if arg.startswith("--repo=") else arg
+        if target.startswith("file://") or (not target.startswith("-") and os.path.isdir(os.path.join(cwd, target))):
+            raise Unprovable(f"git push {arg}: the repository there runs its own hooks when it receives")
 
 
 __all__ = ["check_repository", "repository"]

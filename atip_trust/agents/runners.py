@@ -35,10 +35,12 @@ def changes_lookup(name: str) -> bool:
     return name in _LOOKUP or changes_what_runs(name) or name.startswith("GIT_")
 
 
-#: bash's own variables for its command search: ``EXECIGNORE`` makes it skip matching files on PATH,
-#: so ``EXECIGNORE='*/bin/tool'; tool`` runs the next ``tool`` (bash(1) Shell Variables; found by
-#: tests/attacks/test_shell_redteam_oracle.py).
-_LOOKUP = frozenset({"PATH", "EXECIGNORE"})
+#: bash's own variables for its command search and start-up: ``EXECIGNORE`` makes it skip matching
+#: files on PATH, so ``EXECIGNORE='*/bin/tool'; tool`` runs the next ``tool`` (bash(1) Shell Variables);
+#: with ``SSH_CLIENT`` (or ``SSH2_CLIENT``) set and ``SHLVL`` below 1, ``bash -c`` believes sshd
+#: started it and reads ``~/.bashrc`` first (shell.c, SSH_SOURCE_BASHRC, which Debian builds with).
+#: Found by tests/attacks/test_shell_redteam_oracle.py.
+_LOOKUP = frozenset({"PATH", "EXECIGNORE", "SSH_CLIENT", "SSH2_CLIENT", "SHLVL"})
 
 
 class Inner(Record):
@@ -388,6 +390,10 @@ def _exec(words: list[Word]) -> Outcome:
     parsed = parse_options(words, 1, Grammar(flags="cl", valued="a"), "exec")
     if parsed.has("-a"):
         raise Unprovable("exec -a gives the program another name (a multi-call binary runs that tool)")
+    if parsed.has("-l"):
+        # argv[0] becomes "-NAME": a shell started so is a login shell and reads ~/.profile first
+        # (found by tests/attacks/test_shell_redteam_oracle.py: exec -l bash -c true).
+        raise Unprovable("exec -l makes the program a login shell, which reads start-up files first")
     return _command(words, parsed.rest)
 
 
@@ -543,7 +549,19 @@ def git(words: list[Word], open_args: bool = False) -> Outcome:
         raise Unprovable(f"git {sub.text} runs a command given in its arguments")
     if any(not w.literal for w in words[parsed.rest + 1:]) and sub.text in ("submodule", "bisect", "rebase"):
         raise Unprovable(f"git {sub.text}: an argument is not known before the shell runs")
+    if sub.text in _GIT_REMOTES:
+        helper = next((a for a in rest if re.search(_REMOTE_HELPER, a)), None)
+        if helper is not None:
+            raise Unprovable(f"git {sub.text} {helper}: a TRANSPORT:: address runs the program "
+                             "git-remote-TRANSPORT found on PATH or in git's exec path")
     return NOTHING
+
+
+#: Sub-commands that take a repository address, and the ``TRANSPORT::ADDRESS`` form of one (as the word
+#: or an option's ``=value``), for which git runs ``git-remote-TRANSPORT`` (gitremote-helpers(7); found
+#: by tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote x::y``).
+_GIT_REMOTES = frozenset({"fetch", "pull", "clone", "ls-remote", "push", "archive", "remote", "submodule"})
+_REMOTE_HELPER = r"(^|=)[A-Za-z][A-Za-z0-9+.-]*::"
 
 
 _TIMEOUT = Grammar(flags="v", valued="ks", long_flags=("foreground", "preserve-status", "verbose", "help",

@@ -157,3 +157,37 @@ def test_a_program_read_through_a_descriptor_is_not_passed_through(world: tuple[
     """``/dev/fd/3`` (or a link to it) is whatever the line opened on descriptor 3, here gh: the hook
     cannot open the same file, so the line is a question, never the agent's own permissions'."""
     assert attack(world, text, denied=True) == "ask"
+
+
+@pytest.mark.parametrize("text", ["echo ./evil > .profile; exec -l bash -c true", "echo ./evil > .profile; exec -l sh -c :",
+                                  "echo ./evil > .bashrc; SSH_CLIENT=1 SHLVL=0 bash -c true",
+                                  "echo ./evil > .bashrc; env SSH2_CLIENT=x SHLVL=0 bash -c :",
+                                  "echo ./evil > .bashrc; export SSH_CLIENT=1 SHLVL=0; bash -c true"])
+def test_a_shell_made_to_read_start_up_files_after_a_writer_is_not_allowed(owner: tuple[ShellWorld, Policy],
+                                                                           text: str) -> None:
+    """``exec -l`` names the shell ``-bash`` (a login shell); ``SSH_CLIENT`` with ``SHLVL=0`` makes bash
+    believe sshd started it, and it reads ``~/.bashrc``: files the line has just written."""
+    attack(owner, text, unsigned=True)
+
+
+# -- config inputs: what git is told to talk to --------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["git ls-remote x::y", "git fetch x::y", "git clone x::y d/c", "git push x::y main",
+                                  "git archive --remote=x::y HEAD", "nice git ls-remote -q x::anything"])
+def test_a_remote_helper_address_is_not_allowed(world: tuple[ShellWorld, Policy], text: str) -> None:
+    """``x::y`` makes git run ``git-remote-x`` from PATH (here unsigned, in ``bin-unsigned``)."""
+    attack(world, text, unsigned=True)
+
+
+@pytest.mark.parametrize("text", ["git push vendor/hooked.git main", "git push ./vendor/hooked.git HEAD:x",
+                                  "git push -q vendor/hooked.git main:x", "env git push -q vendor/hooked.git main"])
+def test_a_push_into_a_repository_in_the_tree_is_not_allowed(world: tuple[ShellWorld, Policy], text: str) -> None:
+    """receive-pack runs the receiving repository's hooks: ``vendor/hooked.git`` ships a pre-receive."""
+    attack(world, text, unsigned=True)
+
+
+def test_a_push_to_a_named_remote_is_still_judged_by_its_rules(world: tuple[ShellWorld, Policy]) -> None:
+    shell_world, policy = world
+    assert judge(shell_world, policy, "git push origin main") == "allow"
+    assert judge(shell_world, policy, "git push -f origin main") == "deny"
+    assert judge(shell_world, policy, "git ls-remote origin") == "allow"

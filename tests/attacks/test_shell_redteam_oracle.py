@@ -36,6 +36,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -103,6 +104,12 @@ def make_redteam_world(base: Path) -> ShellWorld:
     world.originals[world.dir / "bin-unsigned" / "tool"] = evil
     world.originals[world.dir / "hbin" / "head"] = evil
     world.env["PATH"] = world.env["PATH"].replace(":/usr/bin:", ":~/hbin:/usr/bin:", 1)
+    # A remote helper on PATH (git-remote-x runs for x::ADDRESS) and a committed bare repository whose
+    # pre-receive hook runs when something is pushed to it.
+    world.originals[world.dir / "bin-unsigned" / "git-remote-x"] = evil
+    hooked = world.dir / "vendor" / "hooked.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(hooked)], check=True, timeout=60, capture_output=True)
+    world.originals[hooked / "hooks" / "pre-receive"] = evil
     if shutil.which("time", path="/usr/bin:/bin"):
         sign(_system("time").read_bytes())
     hook = base / "remote.git" / "hooks" / "update"
@@ -128,7 +135,7 @@ def _keep_repository(world: ShellWorld) -> None:
 
 def reset(world: ShellWorld) -> None:
     """Beyond ShellWorld.reset: files a line may create that later lines would read."""
-    for rel in (".profile", ".bash_profile", ".bash_login", ".gitconfig", ".config/git/config", "d/go", "d/go2", "d/lock",
+    for rel in (".profile", ".bashrc", ".bash_profile", ".bash_login", ".gitconfig", ".config/git/config", "d/go", "d/go2", "d/lock",
                 "out.txt", "tool2"):
         (world.dir / rel).unlink(missing_ok=True)
     hooks = world.dir / ".git" / "hooks"
@@ -137,6 +144,10 @@ def reset(world: ShellWorld) -> None:
             if not hook.name.endswith(".sample"):
                 hook.unlink()
     (world.dir / ".git" / "packed-refs").unlink(missing_ok=True)
+    hooked = world.dir / "vendor" / "hooked.git"
+    (hooked / "packed-refs").unlink(missing_ok=True)
+    shutil.rmtree(hooked / "refs" / "heads", ignore_errors=True)
+    (hooked / "refs" / "heads").mkdir(parents=True, exist_ok=True)
     shutil.rmtree(world.dir / "d" / "c", ignore_errors=True)
     remote_main = world.dir / "remote.git" / "refs" / "heads" / "main"
     if not remote_main.is_file() or remote_main.read_text().strip() != world.remote_main:
@@ -208,12 +219,20 @@ CONFIG_LINES = ["git -C vendor/lib.git status", "git -C vendor/lib.git/refs stat
                 "tar -xf out.txt --to-command=./evil", "tar -cvzf out.txt -I./evil d/list",
                 "sort --compress-program=./evil -S 1 d/list", "sort --compress-p=./evil d/list",
                 "git -c alias.st=!./evil st", "git -c core.hooksPath=d commit --allow-empty -m x",
-                "git commit --allow-empty -m x", "git --exec-path=d status",
+                "git commit --allow-empty -m x", "git --exec-path=d status", "git ls-remote x::y",
+                "git fetch x::y", "git clone x::y d/c", "git push x::y main", "git archive --remote=x::y HEAD",
+                "git pull x::y main", "git remote add r x::y && git fetch r", "git push vendor/hooked.git main",
+                "git push ./vendor/hooked.git HEAD:x", "git push --repo=vendor/hooked.git", "git push origin main",
+                "git push file://$PWD/vendor/hooked.git main", "git fetch vendor/hooked.git",
+                "git clone vendor/hooked.git d/c", "git ls-remote vendor/lib.git",
                 "git submodule foreach ./evil", "git bisect run ./evil", "git rebase -x ./evil HEAD",
                 "git rebase --exe=./evil HEAD", "git difftool -x ./evil", "git -c diff.external=./evil diff",
                 "git config core.fsmonitor ./evil && git status", "git config --global core.pager ./evil; git log",
                 "cp d/.gitconfig .gitconfig && git status", "mkdir -p .config/git && cp d/git/config .config/git/config && git status",
-                "echo ./evil > .profile; bash -lc true", "echo ./evil > .bash_profile && bash -lc true",
+                "echo ./evil > .profile; bash -lc true", "echo ./evil > .profile; exec -l bash -c true",
+                "echo ./evil > .profile; exec -cl sh -c :", "echo ./evil > .bashrc; SSH_CLIENT=1 SHLVL=0 bash -c true",
+                "echo ./evil > .bashrc; env SSH_CLIENT=1 SHLVL=0 bash -c :", "echo ./evil > .bashrc; SHLVL=0 bash -c :",
+                "echo ./evil > .bashrc; export SSH2_CLIENT=1 SHLVL=0; bash -c true", "echo ./evil > .bash_profile && bash -lc true",
                 "echo ./evil > .profile && sh -lc true", "tee .profile <<< ./evil >/dev/null; bash --login -c :",
                 "cp ./evil .git/hooks/pre-commit && git commit --allow-empty -m x",
                 "git commit --allow-empty -m x & cp ./evil .git/hooks/post-commit",
