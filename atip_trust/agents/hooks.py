@@ -42,6 +42,7 @@ from atip_trust.agents import identity, spellings
 from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.git_repository import check_repository
+from atip_trust.agents.runners import git_subcommand
 from atip_trust.agents.shell_model import (
     Program,
     Unprovable,
@@ -343,6 +344,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
                 return _admit_as(again, found, request, policy, options, depth)
         if os.path.basename(program.argv[0]) == "git":
             check_repository(program, request.cwd)
+            _git_helpers(program, request, options)
         opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
                             options=replace(options.admit, name=os.path.basename(program.argv[0])))
     except Unprovable as why:
@@ -371,6 +373,41 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
         except AtipTrustError as err:  # no audit line, no allow (docs/contract.md: a failed write is a denial)
             return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     return part
+
+
+#: Programs git runs by name from PATH, not from its own exec path (git(1), git-config(1)
+#: core.sshCommand, gpg.program, core.editor: their defaults), with the sub-commands that may run them:
+#: ssh for an ``host:path`` or ``ssh://`` address (also a remote's configured one), the signing
+#: programs (``-S``, ``commit.gpgSign``, ``--show-signature``), the editor (a message not given, with a
+#: terminal that is not dumb; Debian's default is ``editor``).
+_GIT_HELPERS = (
+    (("ssh",), frozenset({"fetch", "pull", "push", "clone", "ls-remote", "remote", "submodule", "archive"})),
+    (("gpg", "gpgsm", "ssh-keygen"), frozenset({"commit", "tag", "merge", "rebase", "cherry-pick", "revert", "am",
+                                                "pull", "verify-commit", "verify-tag", "log", "show"})),
+    (("editor", "vi"), frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "pull",
+                                  "notes"})),
+)
+
+
+def _git_helpers(program: Program, request: HookRequest, options: Options) -> None:
+    """Unprovable when a program git may run by name (:data:`_GIT_HELPERS`) is found on the line's PATH
+    and is not the system's (identity.is_system): a ``~/.local/bin/ssh`` runs unchecked under an allowed
+    ``git push`` (found by tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote localhost:x``)."""
+    words = [Word(w) for w in program.argv]
+    sub = git_subcommand(words)
+    name = words[sub].text if sub < len(words) else ""
+    search = program.search if program.search is not None else options.path_env
+    for helpers, subs in _GIT_HELPERS:
+        if name not in subs:
+            continue
+        for helper in helpers:
+            try:
+                found = locate(helper, search, request.cwd, program.moved)
+            except ArtifactAccessError:
+                continue  # not installed: git cannot run it
+            if not identity.is_system(found, helper):
+                raise Unprovable(f"git {name} may run {helper!r} by name from PATH, and the one found there "
+                                 f"({found}) is not the system's")
 
 
 def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:

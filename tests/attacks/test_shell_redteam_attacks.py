@@ -16,7 +16,7 @@ import pytest
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.policy.model import Policy
 from test_shell_oracle import judge
-from test_shell_redteam_oracle import agent_home, as_owner, bash_ran, make_redteam_world
+from test_shell_redteam_oracle import HELPERS_MARK, agent_home, as_owner, bash_ran, line_env, make_redteam_world
 
 from shell_lines import ShellWorld
 
@@ -191,3 +191,25 @@ def test_a_push_to_a_named_remote_is_still_judged_by_its_rules(world: tuple[Shel
     assert judge(shell_world, policy, "git push origin main") == "allow"
     assert judge(shell_world, policy, "git push -f origin main") == "deny"
     assert judge(shell_world, policy, "git ls-remote origin") == "allow"
+
+
+@pytest.mark.parametrize("text", ["git ls-remote localhost:x", "git clone localhost:x d/c", "git fetch ssh://localhost/x",
+                                  "git commit --allow-empty", "git commit --allow-empty -S -m x", "git tag -a v9",
+                                  "git push origin main"])
+def test_git_running_an_unsigned_helper_by_name_is_not_allowed(world: tuple[ShellWorld, Policy], text: str) -> None:
+    """git runs ssh, gpg and the editor by name from PATH; ``d/ubin`` (first on PATH here) holds unsigned
+    ones. (``git push origin main`` reaches a local remote and runs no ssh: asked all the same, as the
+    gate does not read which remote a name means.)"""
+    shell_world, _ = world
+    with line_env(shell_world, HELPERS_MARK):
+        if text == "git push origin main":
+            assert judge(shell_world, world[1], text) == "ask"
+        else:
+            attack(world, text, unsigned=True)
+
+
+def test_git_with_the_system_helpers_is_allowed(world: tuple[ShellWorld, Policy]) -> None:
+    shell_world, policy = world
+    for text in ("git push origin main", "git commit --allow-empty -m x", "git ls-remote origin", "git status"):
+        assert judge(shell_world, policy, text) in ("allow", "ask"), text
+    assert judge(shell_world, policy, "git push origin main") == "allow"

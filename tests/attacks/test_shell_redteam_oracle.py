@@ -19,7 +19,8 @@ through a *route*:
   around a part that rewrites the tool before it runs;
 * ``place``: relative PATH entries after ``cd``, ``pushd``, ``env -C``, a subshell, ``find -execdir``;
 * ``glued``: here-strings and descriptors glued to words, quoting that splits or joins words;
-* ``deep``: long runner chains, deep nesting, long lines (the gate must answer, never raise).
+* ``deep``: long runner chains, deep nesting, long lines (the gate must answer, never raise);
+* ``helpers``: git running ssh, gpg or the editor by name from a PATH whose first ones are unsigned.
 
 Each line the gate allows is run by bash in the world of fixtures/shell_lines.py, extended here; the
 lines it passes through (no opinion) are run too. Neither may run a command a deny rule names, and an
@@ -109,7 +110,11 @@ def make_redteam_world(base: Path) -> ShellWorld:
     world.originals[world.dir / "bin-unsigned" / "git-remote-x"] = evil
     hooked = world.dir / "vendor" / "hooked.git"
     subprocess.run(["git", "init", "-q", "--bare", str(hooked)], check=True, timeout=60, capture_output=True)
+    for key, value in (("user.name", "w"), ("user.email", "w@example.org")):  # git commit gets as far as its editor
+        subprocess.run(["git", "config", key, value], cwd=world.dir, check=True, timeout=60, capture_output=True)
     world.originals[hooked / "hooks" / "pre-receive"] = evil
+    for helper in ("ssh", "gpg", "editor", "vi"):
+        world.originals[world.dir / "d" / "ubin" / helper] = evil
     if shutil.which("time", path="/usr/bin:/bin"):
         sign(_system("time").read_bytes())
     hook = base / "remote.git" / "hooks" / "update"
@@ -144,6 +149,7 @@ def reset(world: ShellWorld) -> None:
             if not hook.name.endswith(".sample"):
                 hook.unlink()
     (world.dir / ".git" / "packed-refs").unlink(missing_ok=True)
+    shutil.rmtree(world.dir / ".git" / "refs" / "tags", ignore_errors=True)
     hooked = world.dir / "vendor" / "hooked.git"
     (hooked / "packed-refs").unlink(missing_ok=True)
     shutil.rmtree(hooked / "refs" / "heads", ignore_errors=True)
@@ -276,6 +282,13 @@ PLACES = ["cd d; ntool", "cd d && ntool", "pushd d >/dev/null; ntool", "(cd d; n
           "cd d; cd ..; ntool", "ntool", "pushd d; popd; ntool", "cd; ntool", "cd ~; ntool", "CDPATH=. cd d; ntool",
           "cd d; ../bin/tool", "cd d; ./evil", "cd d; command ntool", "cd d; exec ntool", "cd d; nice ntool",
           "cd d; xargs -a /dev/null ntool", "cd d 2>/dev/null; ntool"]
+#: Lines where git runs a program by name from PATH (line_env puts unsigned ones first).
+HELPERS_MARK = "#helpers"
+HELPERS = ["git ls-remote localhost:x", "git fetch localhost:x", "git clone localhost:x d/c", "git push localhost:x main",
+           "git ls-remote ssh://localhost/x", "git pull -q localhost:x main", "git commit --allow-empty",
+           "git commit --allow-empty -S -m x", "git tag -a v9", "git tag -s v9 -m x", "nice git fetch localhost:x",
+           "git commit --allow-empty --gpg-sign -m x", "git -c user.name=x commit --allow-empty", "git status",
+           "git log -1", "git commit --allow-empty -m x", "git push origin main", "ls"]
 GLUED = ["tool{x}<<<y ./evil", "tool 0<&- ./evil", "echo x|tool", "tool>/dev/null;./evil", "tool;./evil",
          "tool&&./evil", "tool||./evil", "tool\n./evil", "tool #\n./evil", "tool '#' ./evil", "tool x2>&1",
          "tool<<<'$(./evil)'", "tool <<< \"$(./evil)\"", "tool <<EOF\n$(./evil)\nEOF", "tool <<'EOF'\n$(./evil)\nEOF",
@@ -362,6 +375,7 @@ CLASSES: dict[str, Callable[[random.Random], str]] = {
     "place": lambda rng: rng.choice(PLACES),
     "glued": lambda rng: rng.choice(GLUED),
     "deep": _deep,
+    "helpers": lambda rng: f"{rng.choice(HELPERS)} {HELPERS_MARK}",
 }
 
 
@@ -369,7 +383,7 @@ def redteam_line(rng: random.Random) -> tuple[str, str]:
     """One line and its class; a quarter of the lines join two classes with an operator."""
     kind = rng.choice(list(CLASSES))
     text = CLASSES[kind](rng)
-    if kind != "deep" and rng.random() < 0.25:
+    if kind not in ("deep", "helpers") and rng.random() < 0.25:
         other = rng.choice([k for k in CLASSES if k != "deep"])
         text = f"{text}{rng.choice((' ; ', ' && ', ' | ', ' & ', chr(10)))}{CLASSES[other](rng)}"
         kind = f"{kind}+{other}"
@@ -407,14 +421,27 @@ def examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple
     """``(answer, escape)`` for one line: the gate's answer, and why it is an escape (or None). A line
     with ``-execdir`` is judged and run with PATH's relative entry left out (find refuses -execdir under
     a PATH with one, which would hide what it runs)."""
-    if "-execdir" not in text:
+    with line_env(world, text):
         return _examine(world, policy, text, pin=pin)
-    saved = world.env["PATH"]
-    world.env["PATH"] = ":".join(e for e in saved.split(":") if os.path.isabs(e))
+
+
+@contextmanager
+def line_env(world: ShellWorld, text: str) -> Iterator[None]:
+    """The world's environment for ``text``: with ``-execdir``, PATH without its relative entry (find
+    refuses -execdir under one, which would hide what it runs); with the marker comment ``#helpers``,
+    ``d/ubin`` (an unsigned ssh, gpg and editor) first on PATH and a terminal that is not dumb (git
+    runs those by name: an ssh address, a signature, a message not given)."""
+    saved = dict(world.env)
+    if "-execdir" in text:
+        world.env["PATH"] = ":".join(e for e in saved["PATH"].split(":") if os.path.isabs(e))
+    if HELPERS_MARK in text:
+        world.env["PATH"] = f"{world.dir / 'd' / 'ubin'}:{world.env['PATH']}"
+        world.env["TERM"] = "xterm-256color"
     try:
-        return _examine(world, policy, text, pin=pin)
+        yield
     finally:
-        world.env["PATH"] = saved
+        world.env.clear()
+        world.env.update(saved)
 
 
 def _examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple[str, str | None]:
