@@ -10,6 +10,7 @@ same programs are still allowed when nothing hostile is around them.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 import pytest
@@ -213,3 +214,13 @@ def test_git_with_the_system_helpers_is_allowed(world: tuple[ShellWorld, Policy]
     for text in ("git push origin main", "git commit --allow-empty -m x", "git ls-remote origin", "git status"):
         assert judge(shell_world, policy, text) in ("allow", "ask"), text
     assert judge(shell_world, policy, "git push origin main") == "allow"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chroot", path="/usr/sbin:/sbin") is None,
+                    reason="chroot runs only as root")
+def test_a_copy_of_a_runner_from_sbin_is_read_as_that_runner(world: tuple[ShellWorld, Policy]) -> None:
+    """``bin/cr`` is a signed copy of /usr/sbin/chroot, allowed by name: ``cr / PROGRAM`` runs any program.
+    Its bytes are chroot's though /usr/sbin is not on the line's PATH: admitted as chroot, which no rule
+    allows."""
+    shell_world, _ = world
+    attack(world, f"cr / {shell_world.dir}/evil", unsigned=True)

@@ -92,6 +92,12 @@ def make_redteam_world(base: Path) -> ShellWorld:
             target.write_bytes(data)
             target.chmod(0o755)
             world.originals[target] = data
+    # A signed copy of chroot (a runner the gate does not unwrap, in /usr/sbin, off PATH) named cr.
+    chroot = shutil.which("chroot", path="/usr/sbin:/sbin")
+    if chroot is not None:
+        data = Path(chroot).read_bytes()
+        sign(data)
+        world.originals[world.bin / "cr"] = data
     (base / "tools" / "w1").symlink_to(_system("env"))
     (base / "tools" / "w2").symlink_to(base / "tools" / "w1")
     (base / "tools" / "fd3").symlink_to("/dev/fd/3")
@@ -121,7 +127,7 @@ def make_redteam_world(base: Path) -> ShellWorld:
     hook.write_text(f'#!/bin/sh\ncase "$3" in *[!0]*) ;; *) exit 0;; esac\n'
                     f'git merge-base --is-ancestor "$2" "$3" 2>/dev/null || echo hit >> {world.denied}\n')
     policy = json.loads(world.policy.read_text())
-    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time"]
+    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time", "cr"]
     policy["permissions"]["allow"] += [{"rule": f"{n} *", "minTrustLevel": "VERIFIED"} for n in names]
     policy["permissions"]["allow"] += [{"rule": n, "minTrustLevel": "VERIFIED"} for n in names]
     world.policy.write_text(json.dumps(policy))
@@ -176,7 +182,7 @@ RUNNERS = ["env {}", "env -i {}", "env -- {}", "nice {}", "nice -n1 {}", "nohup 
            "command {}", "exec {}", "time {}", "/usr/bin/time -q {}", "'time' {}", "find . -maxdepth 0 -exec {} ;",
            "sh -c '{}'", "bash -c '{}'", "bash -lc '{}'", "dash -c '{}'", "sh -ec '{}' x",
            "run -c '{}'", "xa -a /dev/null {}", "nn {}", "ti 9 {}", "fnd . -maxdepth 0 -exec {} ;", "ss {}",
-           "ss -w {}", "wrap {}", "tools/w2 {}", "tools/w1 -- {}", "d/runner {}", "bin/wrap -i {}",
+           "ss -w {}", "cr / {}", "wrap {}", "tools/w2 {}", "tools/w1 -- {}", "d/runner {}", "bin/wrap -i {}",
            "run {}", "nn -n 2 wrap {}", "env -S'nice' {}", "env --split-s='nice -n1' {}", "nice --adj=1 {}",
            "timeout -s9 9 {}", "timeout --sig=KILL 9 {}", "env -u HOME {}", "env -iC . {}"]
 #: Option spellings a program reads as the denied command (shipped force-push rules, gh repo delete).
