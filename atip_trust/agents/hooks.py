@@ -445,7 +445,7 @@ def _reread(program: Program, found: str, policy: Policy, options: Options) -> l
     name = identity.identity(typed, identity.names_of(found, governed, _identity_path(options)), governed)
     if name is None:
         return None
-    again = programs_of_argv([name, *program.argv[1:]], env=program.env)
+    again = programs_of_argv([name, *program.argv[1:]], env=program.env, cleared=program.cleared)
     first = replace(program, argv=(name, *program.argv[1:]), span=None,
                     state_dependent=program.state_dependent or reads_state(name, [Word(w) for w in program.argv]))
     inner = [replace(p, after_writer=p.after_writer or program.after_writer, moved=p.moved or program.moved,

@@ -27,6 +27,12 @@ from atip_trust.execution.env import changes_what_runs
 
 #: glibc's execvp(3) search path when PATH is unset (confstr _CS_PATH), which ``env -i`` leaves.
 DEFAULT_PATH = "/bin:/usr/bin"
+#: What a shell started without PATH searches for the commands it reads (its compiled-in default, not
+#: exported to what it runs): bash's ends with ".", the current directory (``env -i bash -c tool``
+#: runs ./tool: found by tests/attacks/test_shell_redteam_oracle.py). ``sh`` may be bash.
+SHELL_DEFAULT_PATH = {"bash": "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin:.",
+                      "sh": "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin:.",
+                      "dash": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 def changes_lookup(name: str) -> bool:
     """An assignment to ``name`` changes which program runs or makes it load other code: ``PATH`` and
     ``EXECIGNORE``, every
@@ -57,6 +63,9 @@ class Inner(Record):
     shell_string: str | None = None
     #: ``sh FILE``: the file is a script the shell reads (never looked up on PATH by the gate).
     script: bool = False
+    #: The runner removes PATH from the environment (``env -i``, ``env -u PATH``): everything below it
+    #: searches a default path (``search``), and a shell its own (SHELL_DEFAULT_PATH).
+    cleared: bool = False
 
 
 class Outcome(Record):
@@ -126,7 +135,7 @@ def _env(words: list[Word], depth: int = 0) -> Outcome:
     # With PATH removed (-i, -u PATH), execvp(3) searches glibc's default path instead.
     search = DEFAULT_PATH if cleared or "PATH" in parsed.values("-u", "--unset") else None
     start, rest = rest, _assignments(words, rest, "env")
-    ran = _command(words, rest, search=search, chdir=parsed.has("-C", "--chdir"))
+    ran = _command(words, rest, search=search, chdir=parsed.has("-C", "--chdir"), cleared=search is not None)
     return replace(ran, env=_names(words[start:rest]))
 
 
@@ -618,5 +627,5 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
     "time": _time,
 }
 
-__all__ = ["DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
+__all__ = ["DEFAULT_PATH", "SHELL_DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
            "git", "git_directories", "git_subcommand", "login_shell"]

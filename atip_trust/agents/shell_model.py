@@ -34,7 +34,15 @@ from typing import TYPE_CHECKING
 from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record, replace
 from atip_trust.agents import bash_syntax, tables
-from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup, login_shell
+from atip_trust.agents.runners import (
+    DEFAULT_PATH,
+    RUNNERS,
+    SHELL_DEFAULT_PATH,
+    SHELL_RUNNERS,
+    Inner,
+    changes_lookup,
+    login_shell,
+)
 from atip_trust.agents.words import Unprovable, Word, word
 from atip_trust.agents.writes import READ_ONLY, can_write
 
@@ -69,6 +77,9 @@ class Program(Record):
     #: Counted as a part that cannot write because of its name (writes.py): hooks.py holds the line to
     #: that only when its bytes are that program's (issue 32, item 1 for item 5's table).
     quiet: bool = False
+    #: It runs without PATH in its environment (``env -i``): what it runs searches a default path
+    #: (runners.Inner.cleared; hooks.py re-reads a disguised runner with it).
+    cleared: bool = False
 
 
 #: Builtins and keywords after which the line's later words or lookups are not what the text says
@@ -109,10 +120,14 @@ _CONFIG_PLACES = frozenset({"HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_D
 class _Walk:
     """The walk's running state: what has happened earlier in the line, and the loops it is inside."""
 
-    __slots__ = ("programs", "writer", "moved", "loops", "background", "wrote", "env")
+    __slots__ = ("programs", "writer", "moved", "loops", "background", "wrote", "env", "search", "cleared")
 
-    def __init__(self, env: tuple[str, ...] = ()) -> None:
+    def __init__(self, env: tuple[str, ...] = (), cleared: bool = False) -> None:
         self.programs: list[Program] = []
+        #: Where the names read here are looked up (None: the line's PATH), and whether PATH has been
+        #: removed from the environment above (runners.Inner.cleared).
+        self.cleared = cleared
+        self.search: str | None = DEFAULT_PATH if cleared else None
         self.writer = False
         self.moved = False
         #: Variables assigned for the command being read (inherited by everything it runs), and those
@@ -164,15 +179,16 @@ def programs(line: str) -> list[Program]:
     return state.finish()
 
 
-def programs_of_argv(argv: list[str], env: tuple[str, ...] = ()) -> list[Program]:
+def programs_of_argv(argv: list[str], env: tuple[str, ...] = (), cleared: bool = False) -> list[Program]:
     """The programs an argv runs when it is executed directly (an agent's argv shell tool, such as
     Codex's ``["bash", "-lc", "..."]``): its words are literal, its runners unwrapped as in a line.
-    ``env``: the variables set for it (the hook re-reads a program by its identity, agents/identity.py)."""
+    ``env``: the variables set for it (the hook re-reads a program by its identity, agents/identity.py);
+    ``cleared``: it runs without PATH (Program.cleared)."""
     if not argv or len(argv) > LIMITS.command_words or sum(map(len, argv)) > LIMITS.command_chars:
         raise Unprovable("the argv is empty or larger than the gate reads")
     if any("\x00" in w for w in argv):
         raise Unprovable("the argv holds a NUL character")
-    state = _Walk(env)
+    state = _Walk(env, cleared)
     _dispatch([Word(w) for w in argv], state, 0, (), external=True, inner=Inner())
     return state.finish()
 
@@ -524,7 +540,8 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
     state.add(Program(
         argv=tuple(w.text for w in words), literal=not open_args and all(
             w.literal or tables.data_value(base, words, i) for i, w in enumerate(words)),
-        search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
+        search=inner.search if inner is not None and inner.search is not None else state.search, via=via,
+        after_writer=state.writer, cleared=state.cleared or (inner is not None and inner.cleared),
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
         state_dependent=reads_state(base, words), span=span, env=state.env, quiet=not writes))
     if not script:
@@ -594,20 +611,28 @@ def _inner(inners: tuple[Inner, ...], state: _Walk, depth: int, via: tuple[str, 
         if inner.shell_string is not None:
             if depth + 1 > MAX_SHELL_DEPTH:
                 raise Unprovable(f"sh -c nested more than {MAX_SHELL_DEPTH} deep")
-            _line(inner.shell_string, state, depth + 1, via)
+            saved_search = state.search
+            if state.cleared:  # a shell without PATH searches its own default (runners.SHELL_DEFAULT_PATH)
+                state.search = SHELL_DEFAULT_PATH.get(via[-1] if via else "sh", SHELL_DEFAULT_PATH["sh"])
+            try:
+                _line(inner.shell_string, state, depth + 1, via)
+            finally:
+                state.search = saved_search
             continue
         if open_args and not inner.open_args:
-            inner = Inner(inner.words, inner.search, True, inner.chdir, None, inner.script)
+            inner = replace(inner, open_args=True)
         if inner.chdir and "/" in inner.words[0].text and not inner.words[0].text.startswith("/"):
             raise Unprovable(f"{via[-1]} changes directory before it runs {inner.words[0].text!r}")
         # A runner's directory change holds for everything it runs, however deep (env -C d nice ./x,
         # and a relative PATH entry read there: found by the oracle, issue 32 item 6).
-        saved = state.moved
+        saved, saved_search, saved_cleared = state.moved, state.search, state.cleared
         state.moved = saved or inner.chdir
+        state.cleared = saved_cleared or inner.cleared
+        state.search = DEFAULT_PATH if state.cleared else None  # the runner's own execvp(3)
         try:
             _dispatch(list(inner.words), state, depth, via, external=True, inner=inner)
         finally:
-            state.moved = saved
+            state.moved, state.search, state.cleared = saved, saved_search, saved_cleared
 
 
 __all__ = ["DIRECTORY_BUILTINS", "INERT_BUILTINS", "Program", "STATEFUL_BUILTINS", "Unprovable", "programs",

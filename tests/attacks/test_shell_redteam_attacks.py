@@ -224,3 +224,21 @@ def test_a_copy_of_a_runner_from_sbin_is_read_as_that_runner(world: tuple[ShellW
     allows."""
     shell_world, _ = world
     attack(world, f"cr / {shell_world.dir}/evil", unsigned=True)
+
+
+# -- place: a shell started without PATH searches its own default, which ends with "." ------------------
+
+@pytest.mark.parametrize("text", ["env -i bash -c tool", "env -u PATH bash -c 'tool x'", "wrap -i bash -c tool",
+                                  "env -i /usr/bin/bash -c 'exec tool'", "env - bash -c 'command tool'",
+                                  "nice env -i timeout 9 bash -c tool"])
+def test_a_shell_without_path_runs_the_tool_in_the_current_directory(world: tuple[ShellWorld, Policy],
+                                                                     text: str) -> None:
+    """bash with PATH unset searches /usr/local/bin:...:/sbin:. : the world's ``./tool`` is unsigned."""
+    attack(world, text, unsigned=True)
+
+
+def test_a_runner_without_path_searches_the_default_path(world: tuple[ShellWorld, Policy]) -> None:
+    """``env -i nice ls``: nice's own execvp searches /bin:/usr/bin, where ls is the system's."""
+    shell_world, policy = world
+    assert judge(shell_world, policy, "env -i nice ls") == "allow"
+    assert judge(shell_world, policy, "env -i bash -c 'cat d/list'") == "allow"  # /usr/bin comes before "."

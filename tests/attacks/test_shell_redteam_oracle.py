@@ -22,7 +22,8 @@ through a *route*:
 * ``deep``: long runner chains, deep nesting, long lines (the gate must answer, never raise);
 * ``helpers``: git running ssh, gpg or the editor by name from a PATH whose first ones are unsigned.
 
-Each line the gate allows is run by bash in the world of fixtures/shell_lines.py, extended here; the
+Two edits of each line the gate allows (``mutant``: a writer before or alongside, a ``cd``, an
+assignment, a runner or disguise around it...) are judged next. Each line the gate allows is run by bash in the world of fixtures/shell_lines.py, extended here; the
 lines it passes through (no opinion) are run too. Neither may run a command a deny rule names, and an
 allowed line may not run unverified bytes (``evil`` leaves the sentinel); every tenth allowed line is
 also judged with ``--pin`` and its rewritten line run in the world's folder (which ships an
@@ -184,7 +185,8 @@ RUNNERS = ["env {}", "env -i {}", "env -- {}", "nice {}", "nice -n1 {}", "nohup 
            "run -c '{}'", "xa -a /dev/null {}", "nn {}", "ti 9 {}", "fnd . -maxdepth 0 -exec {} ;", "ss {}",
            "ss -w {}", "cr / {}", "wrap {}", "tools/w2 {}", "tools/w1 -- {}", "d/runner {}", "bin/wrap -i {}",
            "run {}", "nn -n 2 wrap {}", "env -S'nice' {}", "env --split-s='nice -n1' {}", "nice --adj=1 {}",
-           "timeout -s9 9 {}", "timeout --sig=KILL 9 {}", "env -u HOME {}", "env -iC . {}"]
+           "timeout -s9 9 {}", "timeout --sig=KILL 9 {}", "env -u HOME {}", "env -iC . {}", "env -i bash -c '{}'",
+           "env -u PATH sh -c '{}'", "wrap -i run -c '{}'", "env - nice {}"]
 #: Option spellings a program reads as the denied command (shipped force-push rules, gh repo delete).
 SPELLINGS = ["git push -fu origin main", "git push -uf origin main", "git push -qvf origin main",
              "git push --force-w origin main", "git push --force-with-lease=main origin main",
@@ -385,6 +387,19 @@ CLASSES: dict[str, Callable[[random.Random], str]] = {
 }
 
 
+#: Edits of an allowed line, where escapes live: just past what the gate lets through.
+MUTATIONS = ["{w}; {l}", "{l} & {w}", "{w} & {l}", "cd d; {l}", "{v} {l}", "export {v}; {l}", "{v}; {l}",
+             "for i in 1 2; do {l}; {w}; done", "setsid -f {l}", "ss {l}", "{l} | {w}", "{l} 0<&- x",
+             "run -c '{q}'", "bash -lc '{q}'", "wrap {l}", "tools/w2 {l}", "env -C d {l}", "{l} {{x}}<<<y",
+             "echo ./evil > .profile; {l}", "{l}; {l}", "( {l} ) & {w}", "find d -maxdepth 0 -execdir {l} \\;"]
+
+
+def mutant(rng: random.Random, text: str) -> str:
+    """One edit of ``text`` (:data:`MUTATIONS`)."""
+    shape = rng.choice(MUTATIONS)
+    return shape.format(l=text, w=rng.choice(WRITERS), v=rng.choice(CONFIG_VARS), q=text.replace("'", "'\\''"))
+
+
 def redteam_line(rng: random.Random) -> tuple[str, str]:
     """One line and its class; a quarter of the lines join two classes with an operator."""
     kind = rng.choice(list(CLASSES))
@@ -509,14 +524,17 @@ def test_no_line_of_the_redteam_generator_escapes(redteam: tuple[ShellWorld, Pol
     classes: Counter[str] = Counter()
     escaped: list[str] = []
     allowed = 0
+    pending: list[tuple[str, str]] = []
     for _ in range(LINES):
-        text, kind = redteam_line(rng)
+        text, kind = pending.pop() if pending else redteam_line(rng)
         answer, escape = examine(world, policy, text, pin=allowed % 10 == 0)
         allowed += answer == "allow"
         answers[answer] += 1
         classes[kind.split("+")[0]] += 1
         if escape is not None:
             escaped.append(f"[{kind}] {text!r}: {escape}")
+        if answer == "allow" and not kind.startswith(("mutant", "deep", "helpers")):
+            pending += [(mutant(rng, text), f"mutant of {kind}") for _ in range(2)]
     print(f"redteam oracle, {LINES} lines (seed {SEED}) {who} as uid {os.getuid()}: {dict(answers)} {dict(classes)}")
     assert not escaped, f"{len(escaped)} escapes:\n" + "\n".join(escaped[:40])
     assert answers["allow"] >= LINES // 50, answers  # the oracle is exercised: enough lines are allowed
