@@ -27,7 +27,7 @@ assignment, a runner or disguise around it...) are judged next. Each line the ga
 lines it passes through (no opinion) are run too. Neither may run a command a deny rule names, and an
 allowed line may not run unverified bytes (``evil`` leaves the sentinel); every tenth allowed line is
 also judged with ``--pin`` and its rewritten line run in the world's folder (which ships an
-``atip_trust/`` package). ``ATIP_REDTEAM_LINES`` sets the size (default 1,500: well under 90 s on two
+``atip_trust/`` package). ``ATIP_REDTEAM_LINES`` sets the size (default 2,500 per user: about 45 s on two
 busy cores with ``-n auto``); the seed is ``ATIP_REDTEAM_SEED`` (default 2026).
 """
 
@@ -47,15 +47,19 @@ from pathlib import Path
 
 import pytest
 from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents import hooks
+from atip_trust.agents.formats import HookRequest
+from atip_trust.agents.hooks import Options, Verdict, decide_command
+from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.policy.model import Policy
-from test_shell_oracle import judge, judge_pinned, ran
+from test_shell_oracle import judge_pinned, ran
 
 import testsigstore
 from shell_lines import ISSUER, SIGNER, ShellWorld, _reset_remote, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
-LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "1500"))
+LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "2500"))
 SEED = int(os.environ.get("ATIP_REDTEAM_SEED", "2026"))
 
 #: Allowed names whose bytes are another program's (identity by bytes): name -> (how, the program).
@@ -465,11 +469,30 @@ def line_env(world: ShellWorld, text: str) -> Iterator[None]:
         world.env.update(saved)
 
 
+def verdict(world: ShellWorld, policy: Policy, text: str) -> Verdict | None:
+    """The gate's whole verdict (test_shell_oracle.judge gives only its answer)."""
+    return decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
+                          options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
+                                          path_env=world.env["PATH"]))
+
+
+def _by_design(found: Verdict | None) -> bool:
+    """A line passed through because a program the gate does not unwrap runs what follows it
+    (facts/programs.py: chroot, script, make...): no opinion on what it runs is the design (issue 32,
+    item 9 keeps ``make``, ``pytest`` and ``npm test`` un-asked), so a denied command it runs is not
+    counted against the gate."""
+    return found is not None and any(p.behavior == "passthrough" and is_unmodelled_runner(p.argv[0])
+                                     for p in found.parts)
+
+
 def _examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple[str, str | None]:
     try:
-        answer = judge(world, policy, text)
+        found = verdict(world, policy, text)
     except Exception as err:  # noqa: BLE001 - the finding is that the gate did not answer
         return "raised", f"the gate raised {type(err).__name__}: {err}"[:300]
+    answer = None if found is None else found.behavior
+    if answer == "passthrough" and _by_design(found):
+        return "passthrough (an unmodelled runner)", None
     shown = str(answer)  # None: no opinion, the gate found only shell builtins
     if answer not in ("allow", "passthrough", None):
         return shown, None
