@@ -344,7 +344,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
                 return _admit_as(again, found, request, policy, options, depth)
         if os.path.basename(program.argv[0]) == "git":
             check_repository(program, request.cwd)
-            _git_helpers(program, request, options)
+        _path_helpers(program, request, options)
         opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
                             options=replace(options.admit, name=os.path.basename(program.argv[0])))
     except Unprovable as why:
@@ -375,39 +375,48 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     return part
 
 
-#: Programs git runs by name from PATH, not from its own exec path (git(1), git-config(1)
-#: core.sshCommand, gpg.program, core.editor: their defaults), with the sub-commands that may run them:
-#: ssh for an ``host:path`` or ``ssh://`` address (also a remote's configured one), the signing
-#: programs (``-S``, ``commit.gpgSign``, ``--show-signature``), the editor (a message not given, with a
-#: terminal that is not dumb; Debian's default is ``editor``).
-_GIT_HELPERS = (
-    (("ssh",), frozenset({"fetch", "pull", "push", "clone", "ls-remote", "remote", "submodule", "archive"})),
-    (("gpg", "gpgsm", "ssh-keygen"), frozenset({"commit", "tag", "merge", "rebase", "cherry-pick", "revert", "am",
-                                                "pull", "verify-commit", "verify-tag", "log", "show"})),
-    (("editor", "vi"), frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "pull",
-                                  "notes"})),
-)
+#: Programs that run other programs by name from PATH, which the line never names: for each, the helper
+#: names and the sub-commands that may run them (None: any invocation). git(1), git-config(1): ssh for
+#: an ``host:path`` or ``ssh://`` address (also a remote's configured one), the signing programs
+#: (``-S``, ``commit.gpgSign``, ``--show-signature``), the editor (a message not given, a terminal that
+#: is not dumb; Debian's default is ``editor``). GNU tar: the compression programs, also when it
+#: extracts (it recognises a compressed archive by its bytes).
+_PATH_HELPERS: dict[str, tuple[tuple[tuple[str, ...], frozenset[str] | None], ...]] = {
+    "git": (
+        (("ssh",), frozenset({"fetch", "pull", "push", "clone", "ls-remote", "remote", "submodule", "archive"})),
+        (("gpg", "gpgsm", "ssh-keygen"), frozenset({"commit", "tag", "merge", "rebase", "cherry-pick", "revert", "am",
+                                                    "pull", "verify-commit", "verify-tag", "log", "show"})),
+        (("editor", "vi"), frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "pull",
+                                      "notes"})),
+    ),
+    "tar": ((("gzip", "bzip2", "xz", "lzip", "lzma", "lzop", "zstd", "compress"), None),),
+}
 
 
-def _git_helpers(program: Program, request: HookRequest, options: Options) -> None:
-    """Unprovable when a program git may run by name (:data:`_GIT_HELPERS`) is found on the line's PATH
-    and is not the system's (identity.is_system): a ``~/.local/bin/ssh`` runs unchecked under an allowed
-    ``git push`` (found by tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote localhost:x``)."""
+def _path_helpers(program: Program, request: HookRequest, options: Options) -> None:
+    """Unprovable when a program ``program`` may run by name (:data:`_PATH_HELPERS`) is found on the
+    line's PATH and is not the system's (identity.is_system): a ``~/.local/bin/ssh`` runs unchecked under
+    an allowed ``git push``, a ``gzip`` there under ``tar -xf`` (found by
+    tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote localhost:x``)."""
+    base = os.path.basename(program.argv[0])
+    table = _PATH_HELPERS.get(base)
+    if table is None:
+        return
     words = [Word(w) for w in program.argv]
-    sub = git_subcommand(words)
+    sub = git_subcommand(words) if base == "git" else len(words)
     name = words[sub].text if sub < len(words) else ""
     search = program.search if program.search is not None else options.path_env
-    for helpers, subs in _GIT_HELPERS:
-        if name not in subs:
+    for helpers, subs in table:
+        if subs is not None and name not in subs:
             continue
         for helper in helpers:
             try:
                 found = locate(helper, search, request.cwd, program.moved)
             except ArtifactAccessError:
-                continue  # not installed: git cannot run it
+                continue  # not installed: it cannot run it
             if not identity.is_system(found, helper):
-                raise Unprovable(f"git {name} may run {helper!r} by name from PATH, and the one found there "
-                                 f"({found}) is not the system's")
+                raise Unprovable(f"{base} {name + ' ' if name else ''}may run {helper!r} by name from PATH, and "
+                                 f"the one found there ({found}) is not the system's")
 
 
 def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:

@@ -209,9 +209,19 @@ def test_git_running_an_unsigned_helper_by_name_is_not_allowed(world: tuple[Shel
             attack(world, text, unsigned=True)
 
 
+@pytest.mark.parametrize("text", ["tar -czf out.txt d/list", "tar -xf d/list.tgz -C d", "tar -tf d/list.tgz",
+                                  "tar -cJf out.txt d/list", "nice tar -xzf d/list.tgz -C d"])
+def test_tar_running_an_unsigned_compressor_by_name_is_not_allowed(world: tuple[ShellWorld, Policy], text: str) -> None:
+    """tar runs gzip and xz by name from PATH, also to extract (it knows a gzip archive by its bytes)."""
+    shell_world, _ = world
+    with line_env(shell_world, HELPERS_MARK):
+        attack(world, text, unsigned=True)
+
+
 def test_git_with_the_system_helpers_is_allowed(world: tuple[ShellWorld, Policy]) -> None:
     shell_world, policy = world
-    for text in ("git push origin main", "git commit --allow-empty -m x", "git ls-remote origin", "git status"):
+    for text in ("git push origin main", "git commit --allow-empty -m x", "git ls-remote origin", "git status",
+                 "tar -xf d/list.tgz -C d"):
         assert judge(shell_world, policy, text) in ("allow", "ask"), text
     assert judge(shell_world, policy, "git push origin main") == "allow"
 

@@ -20,7 +20,8 @@ through a *route*:
 * ``place``: relative PATH entries after ``cd``, ``pushd``, ``env -C``, a subshell, ``find -execdir``;
 * ``glued``: here-strings and descriptors glued to words, quoting that splits or joins words;
 * ``deep``: long runner chains, deep nesting, long lines (the gate must answer, never raise);
-* ``helpers``: git running ssh, gpg or the editor by name from a PATH whose first ones are unsigned.
+* ``helpers``: git running ssh, gpg or the editor, tar a compressor, by name from a PATH whose first
+  ones are unsigned.
 
 Two edits of each line the gate allows (``mutant``: a writer before or alongside, a ``cd``, an
 assignment, a runner or disguise around it...) are judged next. Each line the gate allows is run by bash in the world of fixtures/shell_lines.py, extended here; the
@@ -124,7 +125,9 @@ def make_redteam_world(base: Path) -> ShellWorld:
     for key, value in (("user.name", "w"), ("user.email", "w@example.org")):  # git commit gets as far as its editor
         subprocess.run(["git", "config", key, value], cwd=world.dir, check=True, timeout=60, capture_output=True)
     world.originals[hooked / "hooks" / "pre-receive"] = evil
-    for helper in ("ssh", "gpg", "editor", "vi"):
+    subprocess.run(["tar", "-czf", str(world.dir / "d" / "list.tgz"), "-C", str(world.dir / "d"), "list"], check=True,
+                   timeout=60)
+    for helper in ("ssh", "gpg", "editor", "vi", "gzip", "xz"):
         world.originals[world.dir / "d" / "ubin" / helper] = evil
     if shutil.which("time", path="/usr/bin:/bin"):
         sign(_system("time").read_bytes())
@@ -300,7 +303,8 @@ HELPERS = ["git ls-remote localhost:x", "git fetch localhost:x", "git clone loca
            "git ls-remote ssh://localhost/x", "git pull -q localhost:x main", "git commit --allow-empty",
            "git commit --allow-empty -S -m x", "git tag -a v9", "git tag -s v9 -m x", "nice git fetch localhost:x",
            "git commit --allow-empty --gpg-sign -m x", "git -c user.name=x commit --allow-empty", "git status",
-           "git log -1", "git commit --allow-empty -m x", "git push origin main", "ls"]
+           "git log -1", "git commit --allow-empty -m x", "git push origin main", "ls", "tar -czf out.txt d/list",
+           "tar -cJf out.txt d/list", "tar -xf d/list.tgz -C d", "tar -tf d/list.tgz", "tar -cf out.txt d/list"]
 GLUED = ["tool{x}<<<y ./evil", "tool 0<&- ./evil", "echo x|tool", "tool>/dev/null;./evil", "tool;./evil",
          "tool&&./evil", "tool||./evil", "tool\n./evil", "tool #\n./evil", "tool '#' ./evil", "tool x2>&1",
          "tool<<<'$(./evil)'", "tool <<< \"$(./evil)\"", "tool <<EOF\n$(./evil)\nEOF", "tool <<'EOF'\n$(./evil)\nEOF",
@@ -454,7 +458,7 @@ def examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple
 def line_env(world: ShellWorld, text: str) -> Iterator[None]:
     """The world's environment for ``text``: with ``-execdir``, PATH without its relative entry (find
     refuses -execdir under one, which would hide what it runs); with the marker comment ``#helpers``,
-    ``d/ubin`` (an unsigned ssh, gpg and editor) first on PATH and a terminal that is not dumb (git
+    ``d/ubin`` (an unsigned ssh, gpg, editor, gzip and xz) first on PATH and a terminal that is not dumb (git
     runs those by name: an ssh address, a signature, a message not given)."""
     saved = dict(world.env)
     if "-execdir" in text:
