@@ -272,21 +272,22 @@ def _own_file(found: str) -> str:
     return found
 
 
-def _script_refusal(opened: Opened, policy: Policy, options: Options) -> ExecRefused | None:
+def _script_refusal(opened: Opened, policy: Policy, options: Options) -> tuple[ExecRefused | None, str | None]:
     """A ``#!`` program runs its interpreter too: refused under ``exec.scripts: deny``, otherwise the
-    interpreter is admitted as ``exec`` would (execution/exec.py), its own audit line written."""
+    interpreter is admitted as ``exec`` would (execution/exec.py), its own audit line written. Returns
+    the refusal (or None) and the interpreter's file (None for a binary)."""
     try:
         planned = script_interpreter(opened, policy=policy, env=exec_environment(policy),
                                      options=options.admit, bundle_dir=options.bundle_dir)
     except ExecRefused as refused:
-        return refused
+        return refused, None
     if planned is None:
-        return None
+        return None, None
     interp = planned[0]
     try:
         if options.admit.audit:
             write_audit(interp.admission)
-        return interpreter_refusal(opened, interp)
+        return interpreter_refusal(opened, interp), os.fspath(interp.found)
     finally:
         interp.art.close()
 
@@ -297,13 +298,16 @@ def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -
     line = " ".join(program.argv)
     digest = adm.report.digests.get("sha256")
     found = os.fspath(opened.found)
-    refused = _script_refusal(opened, policy, options) if adm.behavior == "allow" and not program.script \
-        else None
+    refused, interpreter = _script_refusal(opened, policy, options) \
+        if adm.behavior == "allow" and not program.script else (None, None)
     if refused is not None:
         return Part(program.argv, refused.behavior, f"{line}: {refused}", found, digest, program)
     level = adm.report.trust_level.name
     if adm.behavior == "allow":
-        cap = _cap(program, found, options.pin is not None)
+        # The interpreter a script names runs too: a file the line can rewrite before it runs is the same
+        # gap as the script's own (found by tests/attacks/test_shell_redteam_oracle.py).
+        cap = _cap(program, found, options.pin is not None) or \
+            (None if interpreter is None else _cap(program, interpreter, options.pin is not None))
         if cap is not None:
             return Part(program.argv, "ask", f"{line}: admitted ({level}) but {cap}", found, digest, program)
         signer = adm.report.signature.identity

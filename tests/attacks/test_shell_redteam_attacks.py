@@ -252,3 +252,19 @@ def test_a_runner_without_path_searches_the_default_path(world: tuple[ShellWorld
     shell_world, policy = world
     assert judge(shell_world, policy, "env -i nice ls") == "allow"
     assert judge(shell_world, policy, "env -i bash -c 'cat d/list'") == "allow"  # /usr/bin comes before "."
+
+
+# -- time: the interpreter a script names is rewritten before it runs ------------------------------------
+
+@pytest.mark.parametrize("text", ["cp ./evil bin/interp; ptool",
+                                  "for i in 1 2; do ptool; cp ./evil bin/interp; done", "cat ./evil > bin/interp && ptool x"])
+def test_a_script_whose_interpreter_the_line_rewrites_is_asked(owner: tuple[ShellWorld, Policy], text: str) -> None:
+    """``ptool`` (signed, outside the owner's folder) runs ``#!.../bin/interp``, a signed dash the line
+    replaces first: the interpreter that runs is not the one admitted."""
+    attack(owner, text, unsigned=True)
+
+
+def test_a_script_with_an_interpreter_nobody_rewrites_is_allowed(owner: tuple[ShellWorld, Policy]) -> None:
+    shell_world, policy = owner
+    assert judge(shell_world, policy, "ptool x") == "allow"
+    assert judge(shell_world, policy, "echo x > out.txt; ls -la") == "allow"

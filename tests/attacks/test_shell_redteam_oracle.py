@@ -131,11 +131,21 @@ def make_redteam_world(base: Path) -> ShellWorld:
         world.originals[world.dir / "d" / "ubin" / helper] = evil
     if shutil.which("time", path="/usr/bin:/bin"):
         sign(_system("time").read_bytes())
+    # A signed script outside the world's folder (not changeable by its owner, as_owner) whose #! names
+    # an interpreter inside it: bin/interp, a copy of the signed dash. On PATH, after the system's.
+    system = base.parent / f"{base.name}-sys"
+    system.mkdir(exist_ok=True)
+    ptool = f"#!{world.bin / 'interp'}\necho ptool\n".encode()
+    sign(ptool)
+    (system / "ptool").write_bytes(ptool)
+    (system / "ptool").chmod(0o755)
+    world.originals[world.bin / "interp"] = _system("dash").read_bytes()
+    world.env["PATH"] = world.env["PATH"].replace(":/bin:", f":/bin:{system}:", 1)
     hook = base / "remote.git" / "hooks" / "update"
     hook.write_text(f'#!/bin/sh\ncase "$3" in *[!0]*) ;; *) exit 0;; esac\n'
                     f'git merge-base --is-ancestor "$2" "$3" 2>/dev/null || echo hit >> {world.denied}\n')
     policy = json.loads(world.policy.read_text())
-    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time", "cr"]
+    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time", "cr", "ptool", "interp"]
     policy["permissions"]["allow"] += [{"rule": f"{n} *", "minTrustLevel": "VERIFIED"} for n in names]
     policy["permissions"]["allow"] += [{"rule": n, "minTrustLevel": "VERIFIED"} for n in names]
     world.policy.write_text(json.dumps(policy))
@@ -274,7 +284,7 @@ BUILTINS = ["test -v 'a[$(./evil)]'", "[ -v 'a[$(./evil)]' ]", "test -R 'a[$(./e
             "true 'a[$(./evil)]'", "echo 'a[$(./evil)]'", "test -v a", "test -v x -o -n y", "[ -n x ]",
             "getopts a 'a[$(./evil)]'", "mapfile 'a[$(./evil)]' < d/list"]
 #: Parts that rewrite the tool (or gh) before a later run of it.
-WRITERS = ["cp ./evil bin/tool", "cat ./evil > bin/tool", "cp ./evil bin/gh", "tee bin/tool < ./evil >/dev/null",
+WRITERS = ["cp ./evil bin/interp", "cp ./evil bin/tool", "cat ./evil > bin/tool", "cp ./evil bin/gh", "tee bin/tool < ./evil >/dev/null",
            "install ./evil bin/tool", "cp ./evil node_modules/.bin/ntool", "ln -sf ../evil bin/tool"]
 #: {r} runs the tool, {w} rewrites it; a job that outlives its runner signals ``d/go2`` when done, and the
 #: line waits for it (``test``, not ``[``, which the gate does not read).
@@ -289,7 +299,7 @@ TIME_SHAPES = ["{r} & {w}", "{w} & {r}", "for i in 1 2; do {r}; {w}; done", "whi
                "find . -maxdepth 1 -name 'd' -exec bash -c '{r}; {w}' ; -exec {r} ;",
                "printf '1\\n2\\n' | xargs -I{{}} bash -c '{r}; {w}'",
                "{r} && {w} && {r}", "{w}; {r}", "if {r}; then {w}; fi; {r}"]
-TIME_RUNS = ["tool", "tool x", "bin/tool", "gh pr list", "ntool", "env tool", "wrap tool"]
+TIME_RUNS = ["ptool", "tool", "tool x", "bin/tool", "gh pr list", "ntool", "env tool", "wrap tool"]
 PLACES = ["cd d; ntool", "cd d && ntool", "pushd d >/dev/null; ntool", "(cd d; ntool)", "env -C d ntool",
           "env --chdir=d ntool", "env -Cd ntool", "env --ch d ntool", "find d -maxdepth 0 -execdir ntool ;",
           "bash -c 'cd d; ntool'", "cd d; bash -c ntool", "{ cd d; } ; ntool", "cd d || true; ntool",
