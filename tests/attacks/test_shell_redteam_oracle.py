@@ -200,7 +200,7 @@ RUNNERS = ["env {}", "env -i {}", "env -- {}", "nice {}", "nice -n1 {}", "nohup 
            "command {}", "exec {}", "time {}", "/usr/bin/time -q {}", "'time' {}", "find . -maxdepth 0 -exec {} ;",
            "sh -c '{}'", "bash -c '{}'", "bash -lc '{}'", "dash -c '{}'", "sh -ec '{}' x",
            "run -c '{}'", "xa -a /dev/null {}", "nn {}", "ti 9 {}", "fnd . -maxdepth 0 -exec {} ;", "ss {}",
-           "ss -w {}", "cr / {}", "wrap {}", "tools/w2 {}", "tools/w1 -- {}", "d/runner {}", "bin/wrap -i {}",
+           "ss -w {}", "wrap {}", "tools/w2 {}", "tools/w1 -- {}", "d/runner {}", "bin/wrap -i {}",
            "run {}", "nn -n 2 wrap {}", "env -S'nice' {}", "env --split-s='nice -n1' {}", "nice --adj=1 {}",
            "timeout -s9 9 {}", "timeout --sig=KILL 9 {}", "env -u HOME {}", "env -iC . {}", "env -i bash -c '{}'",
            "env -u PATH sh -c '{}'", "wrap -i run -c '{}'", "env - nice {}"]
