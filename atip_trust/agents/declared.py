@@ -111,12 +111,13 @@ class Reading:
 class Declaration:
     """A tool's declared options (module docstring), read from one verified metadata document."""
 
-    __slots__ = ("_levels", "doc", "who")
+    __slots__ = ("_levels", "_rules", "doc", "who")
 
     def __init__(self, who: str, doc: Mapping[str, Any]) -> None:
         self.who = who
         self.doc = doc
         self._levels: dict[tuple[str, ...], _Level] = {}
+        self._rules: dict[CommandRule, CommandRule] = {}
 
     @classmethod
     def of(cls, who: str, doc: Mapping[str, Any]) -> Declaration | None:
@@ -213,7 +214,14 @@ class Declaration:
 
     def rule(self, rule: CommandRule) -> CommandRule:
         """``rule`` with each option it spells written as the canonical word (module docstring); a word
-        holding a wildcard, and an option not declared where it stands, are kept as written."""
+        holding a wildcard, and an option not declared where it stands, are kept as written. Worked out
+        once per rule."""
+        found = self._rules.get(rule)
+        if found is None:
+            found = self._rules[rule] = self._rule(rule)
+        return found
+
+    def _rule(self, rule: CommandRule) -> CommandRule:
         if rule.kind == "any":
             return rule
         if rule.kind == "tokens":
