@@ -28,13 +28,13 @@ hashed), so an ordinary line costs a few ``stat`` calls.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust.agents._deps import hashlib
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import path_entries

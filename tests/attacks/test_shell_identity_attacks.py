@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from shell_lines import ISSUER, SIGNER, ShellWorld, make_world
-from test_shell_oracle import ran
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
@@ -34,6 +30,10 @@ from atip_trust.agents.hooks import Options, decide_command
 from atip_trust.agents.words import Unprovable
 from atip_trust.policy.model import Policy
 from atip_trust.registry import LocalRegistry
+
+import testsigstore
+from shell_lines import ISSUER, SIGNER, ShellWorld, make_world
+from test_shell_oracle import ran
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 
