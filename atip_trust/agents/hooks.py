@@ -286,11 +286,12 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     line = " ".join(program.argv)
     try:
         located = found is None
+        also: frozenset[str] = frozenset()
         if found is None:
             found = _locate(program, request.cwd, options.path_env)
-            again = _reread(program, found, policy, options)
+            again, also = _reread(program, found, policy, options)
             if again is not None:
-                return _admit_as(again, program, found, request, policy, options, depth)
+                return _admit_as(again, program, found, request, policy, options, depth, also=also)
         if os.path.basename(program.argv[0]) == "git":
             check_repository(program, request.cwd)
         if opened is None:
@@ -317,6 +318,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     try:
         part = _as_read(_judge(program, opened, policy, options), program, policy, opened.admission)
+        part = _known_as(part, program.argv, also, policy)
     except ExecRefused as err:
         part = Part(program.argv, err.behavior, f"{line}: {err}", program=program)
     except AtipTrustError as err:
@@ -346,16 +348,33 @@ def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:
     write_audit(adm, record=record)
 
 
-def _reread(program: Program, found: str, policy: Policy, options: Options) -> list[Program] | None:
+def _reread(program: Program, found: str, policy: Policy, options: Options
+            ) -> tuple[list[Program] | None, frozenset[str]]:
     """The program read again by what its bytes are (agents/identity.py: PATH, registry.json), when that
     is not the name the line gives it: itself under that name, then whatever it runs as that program;
-    None otherwise (and for a script a shell reads, which is not executed)."""
+    None otherwise (and for a script a shell reads, which is not executed). With it, the other names
+    the bytes are known by, whose deny and ask rules apply too (``_known_as``)."""
     if program.script:
-        return None
+        return None, frozenset()
     governed = identity.governed_names(policy)
     typed = os.path.basename(program.argv[0])
-    name = identity.identity(typed, identity.names_of(found, governed, options.path_env), governed)
-    return None if name is None else _renamed(program, name)
+    names = identity.names_of(found, governed, options.path_env)
+    name = identity.identity(typed, names, governed)
+    return None if name is None else _renamed(program, name), names - {typed, name}
+
+
+def _known_as(part: Part, argv: tuple[str, ...], names: frozenset[str], policy: Policy) -> Part:
+    """``part``, made a denial or a question by a deny or ask rule of another name the program's bytes
+    have (the name the line typed, another program on PATH or in registry.json with the same bytes):
+    a name gained or kept can add a rule, never take one away (issue 32, item 1)."""
+    for name in sorted(names):
+        if part.behavior == "deny":
+            break
+        found = spellings.strictest_reading(policy, name, (name, *argv[1:]), given=True)
+        if found is not None and ORDER[found[0]] > ORDER[part.behavior]:
+            part = replace(part, behavior=found[0], reason=f"{' '.join(argv)}: as {name} (its bytes are also "
+                           f"{name}'s, or the line calls it so): {found[1]}", unlisted=False)
+    return part
 
 
 def _renamed(program: Program, name: str) -> list[Program]:
@@ -408,7 +427,8 @@ def _claimed(opened: Opened, program: Program, found: str, policy: Policy,
 
 
 def _admit_as(again: list[Program], program: Program, found: str, request: HookRequest, policy: Policy,
-              options: Options, depth: int, opened: Opened | None = None) -> Part:
+              options: Options, depth: int, opened: Opened | None = None, also: frozenset[str] = frozenset()
+              ) -> Part:
     """A program admitted as what its bytes are (``_reread``, ``_claimed``), with what it runs as that
     program; the strictest answer stands, and a line holding one is not pinned (``program`` is None).
     The deny and ask rules of the name the line typed still apply: a name the bytes gained can add a
@@ -422,13 +442,10 @@ def _admit_as(again: list[Program], program: Program, found: str, request: HookR
     own = _admit(first, request, policy, options, depth + 1, found, opened)
     parts = [replace(own, reason=f"{found} has the bytes of {first.argv[0]}: {own.reason}"),
              *(_admit(p, request, policy, options, depth + 1) for p in again[1:])]
-    typed = os.path.basename(program.argv[0])
-    kept = spellings.strictest_reading(policy, typed, program.argv, given=True)
-    if kept is not None:
-        parts.append(Part(program.argv, kept[0], f"{' '.join(program.argv)}: as {typed}: {kept[1]}"))
     worst = max(parts, key=lambda p: ORDER[p.behavior])
-    return Part(first.argv, worst.behavior, " | ".join(p.reason for p in parts if p.behavior == worst.behavior),
+    part = Part(first.argv, worst.behavior, " | ".join(p.reason for p in parts if p.behavior == worst.behavior),
                 own.path, own.digest, None)
+    return _known_as(part, program.argv, (also | {os.path.basename(program.argv[0])}) - {first.argv[0]}, policy)
 
 
 _MAX_REREAD = 4

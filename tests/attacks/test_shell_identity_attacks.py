@@ -149,6 +149,20 @@ def test_a_registry_pinned_tool_is_never_passed_through_under_another_name(vault
     assert vault.judge(policy, "d/x/helper secret list") == "allow"  # vault's allow rule, as vault: signed
 
 
+def test_an_allowed_name_on_path_with_a_pinned_tools_bytes_still_gets_its_deny_rules(vault: Vault) -> None:
+    """``hub`` on PATH is allowed by name and holds vault's bytes (pinned in registry.json): the line
+    calls it hub, and it is hub, but it is vault too, and vault's deny rule applies."""
+    policy = vault.policy("both", deny=["Bash(vault secret delete *)"],
+                          allow=[{"rule": "hub *", "minTrustLevel": "VERIFIED"}])
+    vault.place(vault.world.bin / "hub", vault.bytes)
+    try:
+        assert vault.judge(policy, "hub secret list") == "allow"
+        LocalRegistry(vault.data / "registry.json").put("vault", vault.real)
+        assert vault.attack(policy, "hub secret delete -f prod") == "deny"
+    finally:
+        (vault.world.bin / "hub").unlink()
+
+
 def test_a_tampered_registry_pin_gains_no_identity_and_no_allow(vault: Vault) -> None:
     """registry.json says vault's bytes are evil's (its digest does not match the file it records): a
     copy of evil is not vault, so vault's name-only allow rule does not let it run."""
@@ -196,7 +210,7 @@ def test_metadata_cannot_turn_a_deny_into_an_allow(vault: Vault) -> None:
     policy = vault.policy("shed", deny=["Bash(helper *)"])
     vault.place(vault.dir / "d" / "helper", vault.bytes)
     vault.metadata()
-    assert vault.attack(policy, "d/helper secret delete -f prod") == "deny"
+    assert vault.attack(policy, "d/helper secret list", denied=False) == "deny"  # vault would allow it
     # An unverified shim naming an allowed program changes nothing either.
     vault.metadata(signer=None, name="tool")
     assert vault.judge(policy, "d/helper secret list") == "deny"
@@ -215,6 +229,20 @@ def test_a_declared_option_in_any_spelling_reaches_its_deny_rule(vault: Vault, t
     path = f"{vault.real.parent}:{vault.world.env['PATH']}"
     vault.world.env["PATH"] = path
     assert vault.attack(policy, text, path=path) == "deny"
+
+
+@pytest.mark.parametrize("text", ["vault secret delete --yes prod", "vault secret delete --ye prod",
+                                  "vault secret delete -fy prod"])
+def test_a_rule_written_with_the_short_alias_meets_the_long_spelling(vault: Vault, text: str) -> None:
+    """The rule is written ``-y``; the line says ``--yes`` (or an abbreviation, or a cluster): the rule is
+    read in the declaration's spelling too."""
+    policy = vault.policy("alias", deny=["Bash(vault secret delete -y *)"])
+    path = f"{vault.real.parent}:{vault.world.env['PATH']}"
+    vault.world.env["PATH"] = path
+    vault.metadata(signer=None)
+    assert vault.judge(policy, text) != "deny"  # no verified declaration: -y is not --yes
+    vault.metadata()
+    assert vault.attack(policy, text, denied=False, path=path) == "deny"
 
 
 def test_an_undeclared_option_before_the_sub_command_is_asked(vault: Vault) -> None:
