@@ -18,9 +18,13 @@ allow; formats.ORDER):
 * otherwise admission's ask or deny.
 
 What a program is comes from its bytes, not its name (agents/identity.py: a copy of ``env`` called
-``wrap`` is read as env, a link to ``gh`` is admitted as gh); git is refused a repository other than the
-working directory's (agents/git_repository.py); deny and ask rules also see the options as the program
-reads them (agents/spellings.py: ``-fu`` is ``-f -u``). Issue 32.
+``wrap`` is read as env, a link to ``gh`` is admitted as gh, a copy of a tool ``registry.json`` pins is that
+tool; and, known once it is admitted, verified ATIP metadata found by its digest that names another
+program: ``_claimed``). A name gained adds rules and never removes one: the deny and ask rules of the
+typed name and of every other name the bytes have still apply (``_known_as``). git is refused a repository
+other than the working directory's (agents/git_repository.py); deny and ask rules also see the options as
+the program reads them (agents/spellings.py: ``-fu`` is ``-f -u``; by its verified declaration of its
+options where it has one, agents/declared.py). Issue 32.
 
 ``--pin`` (agents that may rewrite the command: formats.CAN_REWRITE) rewrites each program of an
 allowed line to ``atip-trust exec --expect-digest sha256:<hex> -- /abs/path ...``, so what runs is the
