@@ -193,6 +193,23 @@ def test_a_verified_metadata_tool_reached_through_a_symlink_chain_gets_its_deny_
     assert vault.attack(policy, text) == "deny"
 
 
+def test_a_runner_named_by_its_verified_metadata_is_modelled_as_that_runner(vault: Vault) -> None:
+    """``runner`` is allowed by name and signed; it runs its arguments (``exec "$@"``), and its verified
+    metadata says it is ``env``: what it runs is admitted too, so it cannot carry ``./evil`` past the gate."""
+    data = b'#!/bin/sh\nexec "$@"\n# runner\n'
+    real = vault.place(vault.dir / "d" / "runner", data)
+    digest = hashlib.sha256(data).hexdigest()
+    bundle = vault.ts.sign_artifact(data, identity=SIGNER, issuer=ISSUER)
+    (vault.world.bundles / "sha256" / f"{digest}.sigstore.json").write_text(json.dumps(bundle))
+    policy = vault.policy("runner", allow=[{"rule": "runner *", "minTrustLevel": "VERIFIED"}])
+    assert vault.judge(policy, "d/runner tool x") == "allow"  # as runner: its own allow rule
+    assert vault.judge(policy, "d/runner ./evil") == "allow"  # what it runs is not known without more
+    vault.metadata(name="env", digest=digest, options=False)
+    assert real.exists() and ran(vault.world, "d/runner ./evil")[0]
+    assert vault.judge(policy, "d/runner ./evil") not in ("allow", None)
+    assert vault.judge(policy, "d/runner tool x") == "allow"  # env running a signed tool
+
+
 @pytest.mark.parametrize("signer", [None, EVIL_ID])
 def test_metadata_that_is_not_verified_gives_no_identity(vault: Vault, signer: str | None) -> None:
     """Unsigned, or signed by someone the policy does not name: the metadata's name is a claim, and a
