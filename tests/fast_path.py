@@ -4,6 +4,9 @@
 been loaded, why it is kept off that path, and the chain of imports that brought it in.
 
 A name stands for the module and everything under it (``sigstore`` covers ``sigstore.verify``).
+
+It also declares ``DEFERRING``: the only modules that may defer an import (_base/lazy.py), checked by
+tests/base/test_layers.py (rule 3 of the import rules, docs/contributing.md).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ WHY: dict[str, str] = {
     # Standard-library modules, each a few ms of start-up, that a cache hit has no use for.
     "dataclasses": "value classes are Records (_base/record.py); dataclasses pulls in inspect",
     "inspect": "(with dataclasses) several ms of imports",
-    "typing": "only for the type checker: Record's dataclass_transform is under TYPE_CHECKING",
     "datetime": "times are epoch seconds on the warm path; datetime only parses a waiver's expiry",
     "hmac": "a constant-time compare only when an expected digest is given",
     "platformdirs": "the cache and state folders are found from the environment (state/dirs.py)",
@@ -65,7 +67,7 @@ _VERIFIERS = ("sigstore", "sigstore_models", "rfc3161_client", "cryptography", "
 _OWN = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
         "atip_trust.facts.metadata", "atip_trust.admission.metadata_trust", "atip_trust.cli.sarif",
         "atip_trust.evaluation.evaluate", "atip_trust.admission.agent_tools")
-_STD = ("dataclasses", "inspect", "typing", "datetime", "hmac", "platformdirs", "tempfile", "shutil", "random",
+_STD = ("dataclasses", "inspect", "datetime", "hmac", "platformdirs", "tempfile", "shutil", "random",
         "shlex", "threading", "queue", "concurrent.futures", "base64", "copy")
 
 #: Not loaded when no audit line is written (--no-audit), and RFC §4.2's tree is absent.
@@ -82,9 +84,43 @@ NEVER: dict[str, tuple[str, ...]] = {
     "admit-hit-no-audit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY, *_UNAUDITED),
     "verify-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY, *_UNAUDITED),
     # The agent hook answering from the cache: the parser comes from the grammar's compiled bindings
-    # alone (agents/bash_syntax.py), so neither package's __init__ (importlib.resources, typing) runs.
+    # alone (agents/bash_syntax.py), so neither package's __init__ (importlib.resources) runs.
     "hook-hit": (*_VERIFIERS, *_OWN, *_STD, "importlib.resources"),
 }
+
+
+#: The modules that may defer an import (``x509 = lazy_import("cryptography.x509")``, _base/lazy.py):
+#: those loaded by a fast path above (``version``, ``hash``, ``admit-hit``, ``admit-hit-no-audit``,
+#: ``verify-hit``, ``hook-hit``), with the package ``__init__``s they load. Deferring pays only where a
+#: warm run loads the module but seldom needs what it defers; anywhere else it would hide a dependency
+#: for nothing, so every other module imports plainly at the top (tests/base/test_layers.py holds the
+#: rule). tests/base/test_startup.py (``-m slow``) checks that a fast path really loads each module named
+#: here, so the list cannot name a module that left the fast paths; a module that joins a fast path and
+#: needs to defer is added here.
+DEFERRING: frozenset[str] = frozenset({
+    "atip_trust",
+    "atip_trust._version",
+    "atip_trust.errors",
+    *(f"atip_trust._base{m}" for m in ("", ".files", ".jsonio", ".lazy", ".limits", ".parallel", ".record",
+                                         ".schema", ".shipped", ".statmemo", ".times")),
+    *(f"atip_trust.admission{m}" for m in ("", ".admit", ".command_decision", ".interactive", ".options",
+                                             ".verdict_key", ".verify")),
+    *(f"atip_trust.agents{m}" for m in ("", ".bash_syntax", ".formats", ".getopt", ".git_repository", ".hooks",
+                                          ".identity", ".runners", ".shell_model", ".spellings", ".tables",
+                                          ".words", ".writes")),
+    *(f"atip_trust.cli{m}" for m in ("", ".cmd_admit", ".cmd_hash", ".cmd_hook", ".cmd_verify", ".common",
+                                       ".identity_flags", ".jq", ".main", ".output", ".policy_flags",
+                                       ".vsa_flags")),
+    *(f"atip_trust.evaluation{m}" for m in ("", ".evaluate", ".inputs")),
+    *(f"atip_trust.execution{m}" for m in ("", ".confined", ".env", ".exec", ".sandbox")),
+    *(f"atip_trust.facts{m}" for m in ("", ".artifact", ".digest", ".effects", ".program_tables", ".programs",
+                                        ".report")),
+    *(f"atip_trust.policy{m}" for m in ("", ".anchors", ".compose", ".constraints", ".decide", ".load",
+                                         ".model", ".rules", ".serials")),
+    *(f"atip_trust.signature{m}" for m in ("", ".algorithms", ".bundle", ".dsse", ".fulcio", ".identity",
+                                            ".keyless", ".tlog", ".trustroot")),
+    *(f"atip_trust.state{m}" for m in ("", ".audit", ".broken", ".dirs", ".tufroot", ".verdict_cache")),
+})
 
 
 def never(path: str, *, bare: bool) -> tuple[str, ...]:
