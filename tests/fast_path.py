@@ -89,37 +89,43 @@ NEVER: dict[str, tuple[str, ...]] = {
 }
 
 
-#: The modules that may defer an import (``x509 = lazy_import("cryptography.x509")``, _base/lazy.py):
-#: those loaded by a fast path above (``version``, ``hash``, ``admit-hit``, ``admit-hit-no-audit``,
-#: ``verify-hit``, ``hook-hit``), with the package ``__init__``s they load. Deferring pays only where a
-#: warm run loads the module but seldom needs what it defers; anywhere else it would hide a dependency
-#: for nothing, so every other module imports plainly at the top (tests/base/test_layers.py holds the
-#: rule). tests/base/test_startup.py (``-m slow``) checks that a fast path really loads each module named
-#: here, so the list cannot name a module that left the fast paths; a module that joins a fast path and
-#: needs to defer is added here.
+#: The modules that may defer an import (``x509 = lazy_import("cryptography.x509")``, _base/lazy.py): those
+#: the probed commands load (tests/base/test_startup.py: ``--version``, ``hash``, and ``admit``, ``verify``
+#: and a hook answer both filling the verdict cache and answering from it), package ``__init__``s included.
+#: Deferring pays only in a module such a command loads but whose every use does not need what it defers
+#: (a warm run needs no verifier; a miss verifying a signature needs no signing client); anywhere else it
+#: would hide a dependency for nothing, so every other module imports plainly at the top
+#: (tests/base/test_layers.py, rule 3). test_startup (``-m slow``) checks that a probed command really
+#: loads each module named here, so the list cannot keep a module that left those paths. A module that
+#: joins them and needs to defer is added here, with the reason in its own comment at the deferral.
 DEFERRING: frozenset[str] = frozenset({
-    "atip_trust",
-    "atip_trust._version",
-    "atip_trust.errors",
-    *(f"atip_trust._base{m}" for m in ("", ".files", ".jsonio", ".lazy", ".limits", ".parallel", ".record",
-                                         ".schema", ".shipped", ".statmemo", ".times")),
-    *(f"atip_trust.admission{m}" for m in ("", ".admit", ".command_decision", ".interactive", ".options",
-                                             ".verdict_key", ".verify")),
-    *(f"atip_trust.agents{m}" for m in ("", ".bash_syntax", ".formats", ".getopt", ".git_repository", ".hooks",
-                                          ".identity", ".runners", ".shell_model", ".spellings", ".tables",
-                                          ".words", ".writes")),
-    *(f"atip_trust.cli{m}" for m in ("", ".cmd_admit", ".cmd_hash", ".cmd_hook", ".cmd_verify", ".common",
-                                       ".identity_flags", ".jq", ".main", ".output", ".policy_flags",
-                                       ".vsa_flags")),
-    *(f"atip_trust.evaluation{m}" for m in ("", ".evaluate", ".inputs")),
-    *(f"atip_trust.execution{m}" for m in ("", ".confined", ".env", ".exec", ".sandbox")),
-    *(f"atip_trust.facts{m}" for m in ("", ".artifact", ".digest", ".effects", ".program_tables", ".programs",
-                                        ".report")),
-    *(f"atip_trust.policy{m}" for m in ("", ".anchors", ".compose", ".constraints", ".decide", ".load",
-                                         ".model", ".rules", ".serials")),
-    *(f"atip_trust.signature{m}" for m in ("", ".algorithms", ".bundle", ".dsse", ".fulcio", ".identity",
-                                            ".keyless", ".tlog", ".trustroot")),
-    *(f"atip_trust.state{m}" for m in ("", ".audit", ".broken", ".dirs", ".tufroot", ".verdict_cache")),
+    "atip_trust", "atip_trust._version", "atip_trust.errors",
+    "atip_trust._base", "atip_trust._base.files", "atip_trust._base.jsonio", "atip_trust._base.lazy",
+    "atip_trust._base.limits", "atip_trust._base.parallel", "atip_trust._base.record", "atip_trust._base.schema",
+    "atip_trust._base.shipped", "atip_trust._base.statmemo", "atip_trust._base.times",
+    "atip_trust.admission", "atip_trust.admission.admit", "atip_trust.admission.command_decision",
+    "atip_trust.admission.interactive", "atip_trust.admission.options", "atip_trust.admission.verdict_key",
+    "atip_trust.admission.verify",
+    "atip_trust.agents", "atip_trust.agents.bash_syntax", "atip_trust.agents.formats", "atip_trust.agents.getopt",
+    "atip_trust.agents.git_repository", "atip_trust.agents.hooks", "atip_trust.agents.identity",
+    "atip_trust.agents.runners", "atip_trust.agents.shell_model", "atip_trust.agents.spellings",
+    "atip_trust.agents.tables", "atip_trust.agents.words", "atip_trust.agents.writes",
+    "atip_trust.cli", "atip_trust.cli.cmd_admit", "atip_trust.cli.cmd_hash", "atip_trust.cli.cmd_hook",
+    "atip_trust.cli.cmd_verify", "atip_trust.cli.common", "atip_trust.cli.identity_flags", "atip_trust.cli.jq",
+    "atip_trust.cli.main", "atip_trust.cli.output", "atip_trust.cli.policy_flags", "atip_trust.cli.vsa_flags",
+    "atip_trust.evaluation", "atip_trust.evaluation.evaluate", "atip_trust.evaluation.inputs",
+    "atip_trust.execution", "atip_trust.execution.confined", "atip_trust.execution.env", "atip_trust.execution.exec",
+    "atip_trust.execution.sandbox",
+    "atip_trust.facts", "atip_trust.facts.artifact", "atip_trust.facts.digest", "atip_trust.facts.effects",
+    "atip_trust.facts.program_tables", "atip_trust.facts.programs", "atip_trust.facts.report",
+    "atip_trust.policy", "atip_trust.policy.anchors", "atip_trust.policy.compose", "atip_trust.policy.constraints",
+    "atip_trust.policy.decide", "atip_trust.policy.load", "atip_trust.policy.model", "atip_trust.policy.rules",
+    "atip_trust.policy.serials",
+    "atip_trust.signature", "atip_trust.signature.algorithms", "atip_trust.signature.bundle",
+    "atip_trust.signature.dsse", "atip_trust.signature.fulcio", "atip_trust.signature.identity",
+    "atip_trust.signature.keyless", "atip_trust.signature.tlog", "atip_trust.signature.trustroot",
+    "atip_trust.state", "atip_trust.state.audit", "atip_trust.state.broken", "atip_trust.state.dirs",
+    "atip_trust.state.tufroot", "atip_trust.state.verdict_cache",
 })
 
 
