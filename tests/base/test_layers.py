@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-import fast_path
 import pytest
+
+import fast_path
 
 PKG = "atip_trust"
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import fast_path
 import pytest
+
+import fast_path
 import testsigstore
 
 REPO = Path(__file__).resolve().parents[2]
