@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import importlib.machinery
 import importlib.util
+import itertools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -501,7 +502,7 @@ def _cycles(root: Path, graph: Graph) -> list[str]:
             cycle = _shortest_cycle(graph, members, start)
             covered.update(cycle)
             steps = []
-            for a, b in zip(cycle, cycle[1:]):
+            for a, b in itertools.pairwise(cycle):
                 line, kind = graph[a][b]
                 steps.append(f"{a}:{line}" + ("" if kind == "import" else f" ({kind})"))
             path = root.joinpath(*start.split("."))
@@ -688,7 +689,8 @@ def test_the_import_check_accepts_a_package_that_keeps_every_rule(tmp_path: Path
                        "Z = 1\n",
         "facts/digest.py": "import hashlib\nfrom os import path\nfrom json import dumps as dump_json\nD = 1\n",
         "signature/identity.py": _deferred("x509", "cryptography.x509", "from cryptography import x509"),
-        "signature/keyless.py": _deferred("sigstore_verify", "sigstore.verify", "import sigstore.verify as sigstore_verify"),
+        "signature/keyless.py": _deferred("sigstore_verify", "sigstore.verify",
+                                          "import sigstore.verify as sigstore_verify"),
         "agents/identity.py": "",
         "agents/hooks.py": "from atip_trust.agents import identity\nfrom atip_trust.signature import identity as "
                            "signature_identity\n",
