@@ -102,9 +102,8 @@ def cache_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def admit_world(tmp_path: Path, *, file_root: bool = True) -> tuple[list[str], dict[str, str]]:
-    """A keyless-signed tool, its bundle and a one-signer policy (with ``file_root``, a trusted root file
-    too): the ``admit --no-audit --format json`` command line and an environment with its own cache."""
+def signed_tool(tmp_path: Path) -> tuple[testsigstore.TestSigstore, Path, Path]:
+    """The test Sigstore, an executable tool in ``tmp_path`` and its keyless bundle (ID, ISS)."""
     ts = testsigstore.TestSigstore(seed=7)
     body = b"#!/bin/sh\necho tool\n"
     tool = tmp_path / "tool"
@@ -112,6 +111,13 @@ def admit_world(tmp_path: Path, *, file_root: bool = True) -> tuple[list[str], d
     tool.chmod(0o755)
     bundle = tmp_path / "tool.sigstore.json"
     bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
+    return ts, tool, bundle
+
+
+def admit_world(tmp_path: Path, *, file_root: bool = True) -> tuple[list[str], dict[str, str]]:
+    """A keyless-signed tool, its bundle and a one-signer policy (with ``file_root``, a trusted root file
+    too): the ``admit --no-audit --format json`` command line and an environment with its own cache."""
+    ts, tool, bundle = signed_tool(tmp_path)
     trust: dict[str, object] = {"signers": [{"identity": ID, "issuer": ISS}]}
     argv = ["admit", str(tool), "--command", "status", "--bundle", str(bundle), "--no-audit",
             "--format", "json", "--policy", str(tmp_path / "policy.json")]
@@ -127,12 +133,7 @@ def admit_world(tmp_path: Path, *, file_root: bool = True) -> tuple[list[str], d
 def verify_world(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
     """A keyless-signed tool, its bundle and root: the ``verify --format json`` command line naming the
     signer, and an environment with its own cache."""
-    ts = testsigstore.TestSigstore(seed=7)
-    body = b"#!/bin/sh\necho tool\n"
-    tool = tmp_path / "tool"
-    tool.write_bytes(body)
-    bundle = tmp_path / "tool.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
+    ts, tool, bundle = signed_tool(tmp_path)
     root = ts.write_trusted_root(tmp_path / "trusted_root.json")
     argv = ["verify", str(tool), "--bundle", str(bundle), "--trusted-root", str(root),
             "--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--format", "json"]
