@@ -91,7 +91,9 @@ NEVER: dict[str, tuple[str, ...]] = {
 
 #: The modules that may defer an import (``x509 = lazy_import("cryptography.x509")``, _base/lazy.py): those
 #: the probed commands load (tests/base/test_startup.py: ``--version``, ``hash``, and ``admit``, ``verify``
-#: and a hook answer both filling the verdict cache and answering from it), package ``__init__``s included.
+#: and a hook answer both filling the verdict cache and answering from it, the hook through the console
+#: script's entry, cli/launch.py, which defers the CLI so that it loads with the collector paused),
+#: package ``__init__``s included.
 #: Deferring pays only in a module such a command loads but whose every use does not need what it defers
 #: (a warm run needs no verifier; a miss verifying a signature needs no signing client); anywhere else it
 #: would hide a dependency for nothing, so every other module imports plainly at the top
@@ -112,6 +114,7 @@ DEFERRING: frozenset[str] = frozenset({
     "atip_trust.agents.tables", "atip_trust.agents.words", "atip_trust.agents.writes",
     "atip_trust.cli", "atip_trust.cli.cmd_admit", "atip_trust.cli.cmd_hash", "atip_trust.cli.cmd_hook",
     "atip_trust.cli.cmd_verify", "atip_trust.cli.common", "atip_trust.cli.identity_flags", "atip_trust.cli.jq",
+    "atip_trust.cli.launch",
     "atip_trust.cli.main", "atip_trust.cli.output", "atip_trust.cli.policy_flags", "atip_trust.cli.vsa_flags",
     "atip_trust.evaluation", "atip_trust.evaluation.evaluate", "atip_trust.evaluation.inputs",
     "atip_trust.execution", "atip_trust.execution.confined", "atip_trust.execution.env", "atip_trust.execution.exec",

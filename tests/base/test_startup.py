@@ -29,12 +29,19 @@ sys.stderr.write(json.dumps({"rc": rc, "modules": sorted(sys.modules), "who": _W
 """
 
 
+#: The probe's entry as the console script runs it (cli/launch.py, which pauses the collector first).
+CONSOLE = ("from atip_trust.cli.launch import main as launch\n"
+           "def main(argv):\n    sys.argv = ['atip-trust', *argv]\n    return launch()\n")
+
+
 def probe(argv: list[str], env: dict[str, str] | None = None, *, bare: bool = False,
-          stdin: str | None = None) -> dict[str, Any]:
+          stdin: str | None = None, console: bool = False) -> dict[str, Any]:
     """Run the CLI's ``main(argv)`` in a fresh interpreter: its exit code, standard output, every module
     it loaded and who imported each (tests/fast_path.py). ``bare``: without site-packages (``-S``; the
-    package from this checkout). ``stdin``: text the command reads as its standard input."""
-    code = PROBE if stdin is None else PROBE.replace(
+    package from this checkout). ``stdin``: text the command reads as its standard input. ``console``:
+    through the console script's entry point (cli/launch.py) rather than the library's."""
+    code = PROBE if not console else PROBE.replace("from atip_trust.cli.main import main\n", CONSOLE)
+    code = code if stdin is None else code.replace(
         "rc = main(", f"sys.stdin = __import__('io').TextIOWrapper(__import__('io').BytesIO({stdin.encode()!r})); rc = main(")
     p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c", code, json.dumps(argv)], cwd=REPO,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
@@ -283,7 +290,8 @@ def test_every_deferring_module_is_loaded_by_a_probed_command(tmp_path: Path) ->
     The probed commands are those of the tests above: ``--version``, ``hash``, and ``admit`` (with a
     file and the embedded root, with and without an audit line), ``verify`` and a hook answer, each run
     twice: the first run fills the verdict cache (what a miss loads, e.g. the verifier's modules, which
-    defer what only signing or some evidence needs), the second answers from it (the fast path)."""
+    defer what only signing or some evidence needs), the second answers from it (the fast path). The
+    hook answers through the console script's entry (cli/launch.py), as an agent runs it."""
     loaded = set(probe(["--version"])["modules"]) | set(probe(["hash", "./README.md"])["modules"])
     worlds: list[tuple[list[str], dict[str, str], str | None]] = []
     for name in ("admit", "embedded", "verify", "hook"):
@@ -295,8 +303,11 @@ def test_every_deferring_module_is_loaded_by_a_probed_command(tmp_path: Path) ->
     worlds += [(embedded, env, None), (*verify_world(tmp_path / "verify"), None),
                (*hook_world(tmp_path / "hook"), HOOK_REQUEST)]
     for argv, env, stdin in worlds:
-        first, second = probe(argv, env, stdin=stdin), probe(argv, env, stdin=stdin)
-        if argv[0] != "hook":  # (the hook answers in its agent's format: no cache field)
+        console = argv[0] == "hook"
+        first, second = (probe(argv, env, stdin=stdin, console=console) for _ in range(2))
+        if console:  # (the hook answers in its agent's format, without a cache field)
+            assert second["rc"] == 0 and off_path(second, "hook-hit") == [], second
+        else:
             assert json.loads(str(second["stdout"]))["cache"] == "hit", second
         loaded |= set(first["modules"]) | set(second["modules"])
     absent = sorted(fast_path.DEFERRING - loaded)
