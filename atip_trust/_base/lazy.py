@@ -19,7 +19,8 @@ component, or ``<parent>_<name>`` where two of one name meet), with a literal ab
         x509 = lazy_import("cryptography.x509")  # only a cache miss verifies a certificate
 
 and only in a module a fast path loads (``DEFERRING`` in tests/fast_path.py); every other module imports
-plainly at the top. tests/base/test_layers.py checks all of it, and reads each deferred import as an
+plainly at the top. (The package root's public API keeps its modules in a table keyed by their names
+instead: docs/contributing.md, "Imports".) tests/base/test_layers.py checks all of it, and reads each deferred import as an
 import of its module: downward only, third-party packages at their boundary, and an edge of the circle
 check (the module is imported while the program runs, if not while this one is).
 

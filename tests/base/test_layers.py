@@ -93,6 +93,8 @@ LAZY_IMPORT = "lazy_import"
 LAZY_CLASS = "LazyModule"
 LAZY_MODULE = "atip_trust._base.lazy"
 IMPORTERS = ("import_module", "__import__")
+#: A deferred import bound in the package root's table under its own module name (_Reader.api_table).
+KEYED = "<keyed by its module name>"
 
 #: The tags a message starts with, one per rule, so that a count per rule is a grep.
 LAYER, ALIAS, DEPS, TC, DEFER, IN_FUNCTION, THIRD_PARTY, CIRCLE, IMPORTLIB = (
@@ -233,6 +235,10 @@ class _Reader:
                 one = node.targets[0] if len(node.targets) == 1 else None
                 self.deferred(node.value, scope, tc, one.id if isinstance(one, ast.Name) else None, pair)
                 return
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict) \
+                and scope == "module" and self.mod == PKG:
+            self.api_table(node.value, tc)
+            return
         if isinstance(node, ast.If) and _mentions_tc(node.test):
             self.tc_block(node, scope, tc)
             return
@@ -248,6 +254,19 @@ class _Reader:
             scope = "class"
         for sub in ast.iter_child_nodes(node):
             self.visit(sub, scope, tc)
+
+    def api_table(self, table: ast.Dict, tc: bool) -> None:
+        """The package root's public API may defer its modules in a table keyed by each module's own name
+        (``{"atip_trust.policy.model": lazy_import("atip_trust.policy.model")}``): there, a name bound
+        per module would shadow the public function of the same name (``admit``, ``verify``)."""
+        for key, value in zip(table.keys, table.values, strict=True):
+            if isinstance(value, ast.Call) and _call_name(value) == LAZY_IMPORT and isinstance(key, ast.Constant) \
+                    and key.value == _literal(value):
+                self.deferred(value, "module", tc, KEYED, None)
+                continue
+            for part in (key, value):
+                if part is not None:
+                    self.visit(part, "module", tc)
 
     def tc_block(self, node: ast.If, scope: str, tc: bool) -> None:
         if not _is_tc_test(node.test):
@@ -339,6 +358,8 @@ class _Reader:
         elif self.mod not in self.deferring:
             self.say(line, DEFER, f"defers {target}, but no fast path loads {self.mod} (tests/fast_path.py "
                                   "DEFERRING): import it plainly at the top")
+        elif name == KEYED:
+            pass  # the public API's table (api_table)
         elif name is None:
             self.say(line, DEFER, f"defers {target} without binding it to a name: {_DEFER_SHAPE}")
         elif name not in _names_allowed(target):
@@ -611,6 +632,9 @@ _HEAD = "from typing import TYPE_CHECKING\n\nfrom atip_trust._base.lazy import l
         ({"facts/digest.py": _deferred("report", "atip_trust.facts.report",
                                        "from atip_trust.facts import report")}, DEFER, "no module of the package"),
         ({"facts/digest.py": "from atip_trust._base.lazy import lazy_import as defer\n"}, DEFER, "as defer"),
+        ({"facts/digest.py": _HEAD + "M = {'hmac': lazy_import('hmac')}\n"}, DEFER, "without binding"),
+        ({"__init__.py": _HEAD + "M = {'atip_trust.facts.digest': lazy_import('atip_trust.facts.report')}\n",
+          "facts/digest.py": "", "facts/report.py": ""}, DEFER, "without binding"),
         # rule 4: no import in a function
         ({"policy/a.py": "def f():\n    from atip_trust.facts.digest import D\n", "facts/digest.py": "D = 1\n"},
          IN_FUNCTION, "inside a function"),
@@ -653,7 +677,7 @@ _HEAD = "from typing import TYPE_CHECKING\n\nfrom atip_trust._base.lazy import l
          "type-checking-assigned", "type-checking-not-imported", "type-checking-negated",
          "import-after-type-checking",
          "lazy-off-fast-path", "lazy-non-literal", "lazy-in-function", "lazy-without-pair", "lazy-wrong-pair",
-         "lazy-unbound", "lazy-no-module", "lazy-renamed",
+         "lazy-unbound", "lazy-no-module", "lazy-renamed", "lazy-table-outside-root", "lazy-table-misnamed",
          "function-import-own", "function-import-stdlib", "function-dunder-import", "class-body-import",
          "function-import-third-party-at-boundary",
          "httpx-outside-net", "jsonschema-outside-boundary", "sigstore-outside-signature",
@@ -678,7 +702,8 @@ def test_the_import_check_catches_a_planted_violation(
 def test_the_import_check_accepts_a_package_that_keeps_every_rule(tmp_path: Path) -> None:
     """Downward and same-folder imports, a deferred import written the one way (a third-party one at its
     boundary), a ``<parent>_<name>`` alias where two modules of one name meet, a function's alias,
-    type-only imports both ways (no circle: they never run), and _base/lazy.py's computed import."""
+    type-only imports both ways (no circle: they never run), _base/lazy.py's computed import, and the
+    public API's table of deferred modules in the package root."""
     root = _plant(tmp_path, {
         "_base/lazy.py": "import importlib\n\n\ndef lazy_import(name):\n    return importlib.import_module(name)\n",
         "policy/a.py": "from __future__ import annotations\n\nfrom typing import TYPE_CHECKING\n\n"
@@ -696,6 +721,7 @@ def test_the_import_check_accepts_a_package_that_keeps_every_rule(tmp_path: Path
                            "signature_identity\n",
         "_base/schema.py": _deferred("jsonschema", "jsonschema"),
         "state/dirs.py": _deferred("datetime", "datetime") + "import_time = 1\n",
+        "__init__.py": _HEAD + "_MODULES: dict = {'atip_trust.policy.b': lazy_import('atip_trust.policy.b')}\n",
     })
     assert _check_planted(root) == []
 
