@@ -16,18 +16,20 @@ first attribute access imports the module (``importlib.import_module``, under th
 per-module import lock, so concurrent first uses are safe) and hands out its attributes from then on.
 
 tests/base/test_layers.py reads every ``lazy_import("...")`` call as an import of that module: it must be at
-module level, name a literal module, point downward or within its own folder, and respect the
-third-party boundaries, exactly like a plain import. A deferred import only cannot form an import circle
-at import time, so it is not an edge of the circle check.
+module level, name a literal module, point downward or within its own folder, respect the third-party
+boundaries and form no import circle, exactly like a plain import. Only the modules a fast path loads
+(tests/fast_path.py) defer; every other module imports plainly at the top.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
+
 
 class LazyModule:
     """A stand-in for the module ``name``, imported on the first attribute read."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import stat
 import time
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Hashable
     from typing import Any, TypeVar
