@@ -20,9 +20,9 @@ component, or ``<parent>_<name>`` where two of one name meet), with a literal ab
 
 and only in a module a fast path loads (``DEFERRING`` in tests/fast_path.py); every other module imports
 plainly at the top. (The package root's public API keeps its modules in a table keyed by their names
-instead: docs/contributing.md, "Imports".) tests/base/test_layers.py checks all of it, and reads each deferred import as an
-import of its module: downward only, third-party packages at their boundary, and an edge of the circle
-check (the module is imported while the program runs, if not while this one is).
+instead: docs/contributing.md, "Imports".) tests/base/test_layers.py checks all of it, and reads each
+deferred import as an import of its module: downward only, third-party packages at their boundary, and an
+edge of the circle check (the module is imported while the program runs, if not while this one is).
 
 At run time the name is a ``LazyModule`` whose first attribute read imports the module
 (``importlib.import_module``, under the interpreter's per-module import lock, so concurrent first uses are
