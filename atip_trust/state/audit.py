@@ -16,17 +16,17 @@ from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
 from atip_trust._base.times import utc_text
 from atip_trust.errors import ArtifactAccessError
-
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any
+from atip_trust.facts.report import Decision, TrustReport
+from atip_trust.state import dirs
 
 try:  # POSIX; elsewhere lines are appended without the truncate-back guard
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-from atip_trust.facts.report import Decision, TrustReport
-from atip_trust.state import dirs
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
 
 
 def default_audit_path() -> str:
