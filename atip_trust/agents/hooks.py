@@ -297,7 +297,12 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
             if again is not None:
                 return _admit_as(again, program, found, request, policy, options, depth, also=also)
         if os.path.basename(program.argv[0]) == "git":
-            check_repository(program, request.cwd)
+            try:
+                check_repository(program, request.cwd)
+            except BaseException:
+                if opened is not None:  # an admission _claimed handed over: this call owns it
+                    opened.art.close()
+                raise
         if opened is None:
             opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
                                 options=replace(options.admit, name=os.path.basename(program.argv[0])))

@@ -113,13 +113,11 @@ class _Index:
         """The programs ``registry.json`` pins (module docstring), each only while its file holds the
         pinned sha256; that digest is then the file's, so a same-size candidate is compared with it."""
         try:
-            index = local.LocalRegistry(registry)
-            names = [n for n in index.names() if n in self.known]
-            entries = [index.get(n) for n in names[:_MAX_PINS]]
+            entries = local.LocalRegistry(registry).checked(sorted(self.known), limit=_MAX_PINS)
         except AtipTrustError:
             return  # unreadable or malformed: no name from it (admission denies on it)
         for entry in entries:
-            if entry is None or entry.changed or entry.digest.algorithm != "sha256":
+            if entry.changed or entry.digest.algorithm != "sha256":
                 continue  # drift or tampering: the pin is not these bytes' name
             try:
                 st = os.stat(entry.path)
