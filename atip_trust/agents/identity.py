@@ -165,6 +165,8 @@ def _index(governed: frozenset[str], path_env: str | None) -> _Index:
     key = (governed, path_env, stamp)
     index = _INDEXES.get(key)
     if index is None:
+        if len(_INDEXES) >= 16:  # a long-lived process whose PATH or registry keeps changing
+            _INDEXES.clear()
         known = frozenset(RUNNERS) | frozenset(TABLES) | UNMODELLED | governed
         index = _INDEXES[key] = _Index(known, path_env, registry)
     return index
