@@ -32,6 +32,7 @@ from atip_trust.policy.model import Policy
 from atip_trust.registry import LocalRegistry
 
 import testsigstore
+from shared_material import shared_path, where
 from shell_lines import ISSUER, SIGNER, ShellWorld, make_world
 from test_shell_oracle import ran
 
@@ -314,3 +315,18 @@ def test_rules_are_written_in_the_declarations_spelling() -> None:
 def test_no_registry_json_costs_one_stat_and_no_read(vault: Vault) -> None:
     assert not (vault.data / "registry.json").exists()
     assert identity._registry() == (None, None)
+
+
+def test_the_atip_repositorys_gh_example_is_read_as_it_declares() -> None:
+    """The ATIP repository's own ``gh`` metadata (shared material): its declared options are read as it
+    types them, and an option it does not declare (``--yes`` on ``repo delete``) is not guessed."""
+    path = shared_path("reference", "atip-examples", "gh.json")
+    if not path.is_file():
+        pytest.skip(f"no ATIP example metadata at {where('reference', 'atip-examples', 'gh.json')}")
+    declared = Declaration.of("gh", json.loads(path.read_text()))
+    assert declared is not None
+    assert declared.readings(["gh", "browse", "-cb", "main", "x"])[0] == (
+        "gh", "browse", "--commit", "--branch", "main", "x")
+    assert declared.readings(["gh", "browse", "x", "--bra=main"])[0] == ("gh", "browse", "--branch", "main", "x")
+    with pytest.raises(Unprovable, match="declares its options"):
+        declared.read(["gh", "repo", "delete", "--yes", "x"])
