@@ -417,9 +417,11 @@ def _claimed(opened: Opened, program: Program, found: str, policy: Policy,
     ``opened`` is closed and the program under that name, with its admission, is returned; None (and
     ``opened`` kept) when there is no such name or the metadata does not verify: metadata that is not
     verified never changes what a program is."""
-    name = None if program.script else _metadata_name(opened.admission)
-    if name is None:
-        return None
+    typed = opened.admission
+    name = None if program.script else _metadata_name(typed)
+    if name is None or (typed.behavior == "deny" and not all(r.code in GENERIC_REASONS
+                                                               for r in typed.decision.reasons)):
+        return None  # denied under its own name for what it is (a rule, a registry pin, tampering): it stays so
     other = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
                        options=replace(options.admit, name=name))
     try:

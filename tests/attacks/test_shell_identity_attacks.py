@@ -211,6 +211,20 @@ def test_a_runner_named_by_its_verified_metadata_is_modelled_as_that_runner(vaul
     assert vault.judge(policy, "d/runner tool x") == "allow"  # env running a signed tool
 
 
+def test_a_name_denied_for_its_bytes_stays_denied_when_metadata_names_them(vault: Vault) -> None:
+    """registry.json pins ``helper`` to other bytes: admitted as helper, the file is drift or tampering
+    (LOCAL_REGISTRY_DIGEST_MISMATCH). Its verified metadata saying it is vault does not lift that denial."""
+    policy = vault.policy("pinned-name")
+    vault.place(vault.dir / "d" / "helper", vault.bytes)
+    vault.metadata()
+    assert vault.judge(policy, "d/helper secret list") == "allow"  # vault, by its verified metadata
+    index = vault.data / "registry.json"
+    index.write_text(json.dumps({"version": "2", "tools": {"helper": {
+        "path": str(vault.dir / "d" / "helper"), "hash": f"sha256:{'0' * 64}", "source": "native"}}}))
+    index.chmod(0o600)
+    assert vault.judge(policy, "d/helper secret list") == "deny"
+
+
 @pytest.mark.parametrize("signer", [None, EVIL_ID])
 def test_metadata_that_is_not_verified_gives_no_identity(vault: Vault, signer: str | None) -> None:
     """Unsigned, or signed by someone the policy does not name: the metadata's name is a claim, and a
