@@ -179,6 +179,19 @@ def test_a_tampered_registry_pin_gains_no_identity_and_no_allow(vault: Vault) ->
     assert vault.judge(policy, "d/x/helper status") != "allow"
 
 
+@pytest.mark.parametrize("content", ['{"version": "1", "tools": {}}', "not json", '{"version": "2", "tools": []}'])
+def test_a_malformed_registry_gives_no_identity_and_denies(vault: Vault, content: str) -> None:
+    """A registry.json that is not RFC §4.3's shape is read as nothing for identity, and (as admission
+    reads it for every program) the line is denied, never allowed."""
+    policy = vault.policy("malformed", deny=["Bash(vault secret delete *)"])
+    copy = vault.place(vault.dir / "d" / "x" / "helper", vault.bytes)
+    index = vault.data / "registry.json"
+    index.write_text(content)
+    index.chmod(0o600)
+    assert "vault" not in identity.names_of(str(copy), identity.governed_names(policy), vault.world.env["PATH"])
+    assert vault.judge(policy, "d/x/helper secret list") == "deny"
+
+
 # -- identity by verified metadata --------------------------------------------------------------------
 
 def test_a_verified_metadata_tool_reached_through_a_symlink_chain_gets_its_deny_rules(vault: Vault) -> None:
