@@ -139,6 +139,12 @@ def test_the_worlds_registry_pinned_copies_are_deploy(oracle: tuple[ShellWorld, 
         assert ran(world, text)[1], text
         assert judge(world, policy, text) == "deny", text
     assert judge(world, policy, "d/ship status") == "allow"  # deploy's allow rule, as deploy: signed
+    # Its signed metadata declares purge's -f as --force, which a deny rule names.
+    for text in ("d/ship purge -f x", "d/ship -e prod purge -yf x", "d/ship --undeclared purge -f x"):
+        assert ran(world, text)[1], text
+        assert judge(world, policy, text) in ("deny", "ask"), text
+    assert judge(world, policy, "d/ship purge -f x") == "deny"
+    assert judge(world, policy, "d/ship -e purge status") == "allow"  # purge is -e's value
 
 
 @pytest.mark.slow
