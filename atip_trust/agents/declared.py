@@ -186,7 +186,7 @@ class Declaration:
             if text.startswith("--") or (exact is not None and len(text.split("=", 1)[0]) > 2):
                 name = f"--{long_option(text, level.grammar, self.who)[0]}" if text.startswith("--") \
                     else text.split("=", 1)[0]  # a declared one-dash long flag (-name)
-                canonical, valued = level.table[name]
+                valued = level.table[name][1]
                 if "=" in text:
                     found.append((name, text.split("=", 1)[1] if valued else None))
                 elif valued:
