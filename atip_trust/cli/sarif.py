@@ -20,9 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 from urllib.parse import quote_from_bytes
 
 from atip_trust._base.record import Record
