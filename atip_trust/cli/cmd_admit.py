@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         policy = policy_from_args(args)
     except Exception as err:
         _audit_failure(args, err, policy)
-        raise  # exit 2 from the one catch point (cli/main.py)
+        raise  # exit 2 from the one catch point (cli/common.py)
     # (2)-(5) in the library; the decision's own line waits until the output is ready (6).
     admission = admit(
         args.tool, policy=policy, command=args.command_words,

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     lines_bm = None if args.org else _builder_map(args.file)
     if args.format == "sarif":
         # A policy that loads has nothing to report; one that does not is an exit-2 error, which the
-        # catch point (cli/main.py) reports as a located SARIF result.
+        # catch point (cli/common.py) reports as a located SARIF result.
         if lines_bm is None:
             load_layer(args.file, source="org" if args.org else "local")
         dump_json(sarif_log([], {}, version=__version__))

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             results.append(_verify_one(args, artifact, constraints))
         except (UntrustedInputError, EnvironmentFailure) as err:
             if len(args.artifact) == 1:
-                raise  # one artifact: the one catch point reports it (cli/main.py)
+                raise  # one artifact: the one catch point reports it (cli/common.py)
             results.append(err)  # about this artifact: the others still get their result
     _shared_pass(args, constraints, results)
     if args.emit_vsa and isinstance(results[0], Verification):

@@ -192,7 +192,7 @@ for _level, _why in (
         f"The artifact {_why} (RFC §3.2.2 trust level {_level}); verify admits only VERIFIED.",
         "See the failed checks of the same run for what kept the level down." + _HELP_TAIL)
 
-#: Exit-2 errors (cli/main.py ``error_code``).
+#: Exit-2 errors (errors.py ``error_code``, reported by the one catch point in cli/common.py).
 ERROR_RULES: dict[str, Rule] = {
     "USAGE_ERROR": Rule(
         "Command line cannot be evaluated", "The flags are missing, conflicting or malformed; nothing "
