@@ -4,10 +4,10 @@ The public API is exactly ``__all__``: at most 32 names, what the three users ne
 check before a tool runs, a CI verification job, an agent runtime), read from the one table ``_API``
 below. Every name's module is imported on its first use (PEP 562 module ``__getattr__``, through
 _base/lazy.py's deferred imports), so ``import atip_trust`` loads none of them until a name is needed and
-``atip-trust --version`` or ``hash`` never load sigstore. Everything else is importable from its own package (``atip_trust.errors`` for the whole
-error tree, ``atip_trust.bridge`` for the tool-definition compiler, ``atip_trust.agents.hooks`` for
-the agent hooks, ``atip_trust.policy.*`` for composing and explaining policies); the layers are
-described in docs/architecture.md.
+``atip-trust --version`` or ``hash`` never load sigstore. Everything else is importable from its own
+package (``atip_trust.errors`` for the whole error tree, ``atip_trust.bridge`` for the tool-definition
+compiler, ``atip_trust.agents.hooks`` for the agent hooks, ``atip_trust.policy.*`` for composing and
+explaining policies); the layers are described in docs/architecture.md.
 
 Typical use::
 

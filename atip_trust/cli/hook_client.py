@@ -20,14 +20,11 @@ import io
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from atip_trust._base.lazy import lazy_import
-
 if TYPE_CHECKING:
-    from atip_trust.agents import formats
-else:
-    formats = lazy_import("atip_trust.agents.formats")  # a late answer's denial only: it loads the records
+    from atip_trust.agents.formats import HookAnswer
 
 _CAP = 1024 * 1024 + 1  # the hook input cap (agents/formats.py STDIN_CAP) plus one: larger is refused
 DEFAULT_TIMEOUT = 25  # seconds: cmd_hook.py's (not imported: the thin path loads almost nothing)
@@ -162,17 +159,19 @@ def _parse(raw: bytes) -> tuple[bytes, str, int] | None:
     return body, err, code
 
 
-def main(argv: list[str]) -> int | None:
+def main(argv: list[str], deny: Callable[[str, str], HookAnswer]) -> int | None:
     """``argv``: the words after the program name, starting with ``hook``. The exit status of the answer
     replayed, or None when the service gave none: standard input then holds the input already read and
-    ``sys.argv`` the hook's command line without the client's flags, for the caller to decide in-process."""
+    ``sys.argv`` the hook's command line without the client's flags, for the caller to decide in-process.
+    ``deny(agent, message)``: the agent's denial when the service answered too late (agents/formats.py
+    ``render_error``, given by the caller: loading the hook formats here would cost every thin call)."""
     agent, flags, sock = _split(argv)
     stdin = sys.stdin.buffer if sys.stdin is not None else None
     data = stdin.read(_CAP) if stdin is not None else b""
     try:
         answer = _ask(sock or default_socket(), agent, flags, data) if len(data) < _CAP else None
     except _Late:
-        late = formats.render_error(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
+        late = deny(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
         answer = (late.stdout.encode(), late.stderr, late.exit_code)
     if answer is None:
         _in_process(argv, data)
