@@ -49,8 +49,7 @@ class GuardedStream:
 
     Only the interpreter's own stream is wrapped (tests that capture output into a buffer are left
     alone); encoding, error handler and line buffering stay as they were (standard error is line
-    buffered, as Python's own). (A class rather than ``contextlib.contextmanager``: contextlib is not
-    imported on a warm admission, docs/caching.md.)
+    buffered, as Python's own). A class, so that ``__exit__`` restores the stream on every way out.
     """
 
     def __init__(self, name: str = "stdout") -> None:
