@@ -54,10 +54,10 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     import rfc3161_client
+    from sigstore import errors, hashes, models, verify
     from sigstore_models.common import v1
 
     from atip_trust.signature import fulcio
-    from sigstore import errors, hashes, models, verify
 else:
     fulcio = lazy_import("atip_trust.signature.fulcio")  # cryptography's x509 verification: on first use
     # Sigstore-python, its models and rfc3161-client: when a keyless bundle is first verified.

@@ -21,6 +21,8 @@ import hashlib
 import os
 from typing import TYPE_CHECKING
 
+from sigstore import dsse, models, oidc, sign
+
 from atip_trust._base.files import read_capped
 from atip_trust._base.limits import LIMITS
 from atip_trust.errors import AtipTrustError, EnvironmentFailure, UsageError
@@ -28,7 +30,6 @@ from atip_trust.facts.digest import Digest
 from atip_trust.signature import keyless
 from atip_trust.signature.bundle import bundles_from_bytes
 from atip_trust.signature.trustroot import TrustRoot
-from sigstore import dsse, models, oidc, sign
 
 if TYPE_CHECKING:
     from typing import Any

@@ -40,13 +40,12 @@ if TYPE_CHECKING:
     from importlib import util
     from typing import Any
 
+    import sigstore
     from cryptography import exceptions, x509
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
-    from sigstore_models.trustroot import v1
-
-    import sigstore
     from sigstore import errors, models
+    from sigstore_models.trustroot import v1
 else:
     base64 = lazy_import("base64")  # only for a root's keys and certificates, never on a cache hit
     binascii = lazy_import("binascii")  # (with base64)

@@ -29,14 +29,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shell_lines import ShellWorld, line, make_world
 
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
 from atip_trust.cli.cmd_hook import pin_words
-from atip_trust.admission.admit import load_admission_policy
-from atip_trust.admission.options import AdmitOptions
 from atip_trust.policy.model import Policy
+
+from shell_lines import ShellWorld, line, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 LINES = 2000

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_world import READ_ONLY, sandbox_available
 
 from atip_trust.execution.sandbox import (
     PROBE_BOUNDARY,
@@ -25,6 +24,8 @@ from atip_trust.execution.sandbox import (
 )
 from atip_trust.policy.compose import compose
 from atip_trust.policy.load import load_layer
+
+from sandbox_world import READ_ONLY, sandbox_available
 
 REPO = Path(__file__).resolve().parents[2]
 POLICIES = REPO / "policies"
