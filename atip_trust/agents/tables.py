@@ -2,11 +2,10 @@
 tells it something outside the table (issue 32, item 3), and ``test``/``[`` that evaluate code are
 unprovable (item 4).
 
-Options are matched as the program reads them, over-approximating (facts/program_tables.py): any
-prefix of a refused long option, with or without ``=value``; a refused short letter anywhere in a
-cluster; for GNU tar a first word without a dash is a cluster too; and a word that is not literal could
-be any option. Whether a word is an option's value is not decided here: a value that looks like a
-refused option is asked about, never let through.
+Options are read as the program reads them (facts/program_tables.py says how): each word after the
+program (after git's sub-command, for git) is an option, an option's value or an operand, and only an
+option the table lists is admitted, with its value placed where the program places it. Operands are
+not the table's business: what they name is data (a path, a revision, a message).
 """
 
 from __future__ import annotations
@@ -14,13 +13,56 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from atip_trust.agents.runners import git_subcommand
+from atip_trust.agents.runners import git_globals, git_key, git_subcommand
 from atip_trust.agents.words import Unprovable, Word
-from atip_trust.facts.program_tables import TABLES, Table, env_allowed
+from atip_trust.facts.git_options import GIT_CONFIG_READS
+from atip_trust.facts.program_tables import TABLES, Table, env_allowed, options_of
 
 #: Characters a word's source text may start with when its expansion cannot start with '-'.
 _NOT_AN_OPTION = re.compile(r"[A-Za-z0-9_./:@%+,=]")
-_LONG_WITH_VALUE = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*=")
+_LONG_NAME = re.compile(r"--([A-Za-z0-9][A-Za-z0-9.-]*)(=?)")
+#: What an option takes: nothing, a value (attached or the next word), an optional attached value.
+_FLAG, _OPTIONAL, _VALUED = 0, 1, 2
+
+
+class _Spec:
+    """A table's option string, read (facts/program_tables.py: getopt's notation)."""
+
+    __slots__ = ("short", "long")
+
+    def __init__(self, text: str) -> None:
+        self.short: dict[str, int] = {}
+        self.long: dict[str, int] = {}
+        for token in text.split():
+            if token.startswith("--"):
+                name, kind = token[2:], _FLAG
+                if name.endswith("=?"):
+                    name, kind = name[:-2], _OPTIONAL
+                elif name.endswith("="):
+                    name, kind = name[:-1], _VALUED
+                _add(self.long, name, kind)
+                continue
+            i = 0
+            while i < len(token):
+                colons = len(token[i + 1:]) - len(token[i + 1:].lstrip(":"))
+                _add(self.short, token[i], (_FLAG, _VALUED, _OPTIONAL)[min(colons, 2)])
+                i += 1 + colons
+
+
+def _add(table: dict[str, int], name: str, kind: int) -> None:
+    """Where two sub-commands' lists meet (git stash's ``-S`` is a flag, diff's ``-S`` takes a value),
+    the kind that takes less wins: the next word is then checked rather than skipped as a value."""
+    table[name] = min(kind, table.get(name, kind))
+
+
+_SPECS: dict[str, _Spec] = {}
+
+
+def _spec(text: str) -> _Spec:
+    found = _SPECS.get(text)
+    if found is None:
+        found = _SPECS[text] = _Spec(text)
+    return found
 
 
 def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
@@ -33,34 +75,194 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
         if not env_allowed(table, var):
             raise Unprovable(f"{name} is given {var}=, which is not in its table of variables known not to "
                              "make it run another program (docs/agents.md)")
-    if not (table.refused or table.refused_subcommands or table.subcommands):
+    if table.options is None and name != "git":
+        return  # a runner: runners.py reads its options
+    start, sub = 1, None
+    if name == "git":
+        start, sub = _git(words, table)
+        if sub is None:
+            return
+    elif table.subcommands:
+        sub = _subcommand(name, words, table)
+    spec = options_of(table, sub)
+    if spec is None:
+        raise Unprovable(f"{name} {sub}: not a sub-command in its table (docs/agents.md)")
+    _read(table, sub, words, start, _spec(spec))
+
+
+def _git(words: Sequence[Word], table: Table) -> tuple[int, str | None]:
+    """git's own options (runners.py reads them; the table refuses some), and its sub-command."""
+    for option, _ in git_globals(list(words)):
+        why = _why_refused(table, option, None)
+        if why is not None:
+            raise Unprovable(f"git {option}: {why} (docs/agents.md)")
+    i = git_subcommand(list(words))
+    if i >= len(words):
+        return i, None
+    sub = words[i]
+    if not sub.literal:
+        raise Unprovable(f"git: the sub-command {sub.text!r} is not known before the shell runs")
+    if sub.text in table.refused_subcommands or sub.text not in table.subcommands:
+        raise Unprovable(f"git {sub.text} runs an alias, an extension or another program, or is not in "
+                         "git's table (docs/agents.md)")
+    if sub.text == "config":
+        _git_config(words, i + 1)
+    return i + 1, sub.text
+
+
+def _subcommand(name: str, words: Sequence[Word], table: Table) -> str:
+    """The first operand (and the second, for the table's two-word refusals), which must be literal."""
+    found = [w for w in words[1:] if not w.text.startswith("-")][:2]
+    if not found:
+        return ""
+    if not all(w.literal for w in found):
+        raise Unprovable(f"{name}: the sub-command {' '.join(w.text for w in found)!r} is not known before "
+                         "the shell runs")
+    first, pair = found[0].text, " ".join(w.text for w in found)
+    if first in table.refused_subcommands or pair in table.refused_subcommands or \
+            first not in table.subcommands:
+        raise Unprovable(f"{name} {pair} runs an alias, an extension or another program (docs/agents.md)")
+    return first
+
+
+def _git_config(words: Sequence[Word], start: int) -> None:
+    """``git config KEY VALUE`` sets configuration: only a key that runs nothing (runners.git_key)."""
+    rest = words[start:]
+    if any(w.literal and w.text in GIT_CONFIG_READS for w in rest):
         return
-    sub = _subcommand(name, words, table)
-    subname = words[sub].text if sub is not None else ""
-    if sub is not None and (subname in table.refused_subcommands or
-                            (table.subcommands and subname not in table.subcommands)):
-        raise Unprovable(f"{name} {subname} runs an alias, an extension or another program "
-                         "(docs/agents.md)")
-    for i in range(1, len(words)):
+    operands = [w for w in rest if not w.text.startswith("-")]
+    if not operands:
+        return
+    if not operands[0].literal:
+        raise Unprovable(f"git config {operands[0].text}: the key is not known before the shell runs")
+    try:
+        git_key(operands[0].text)
+    except Unprovable:
+        raise Unprovable(f"git config {operands[0].text}: a key that can make git run another program (or "
+                         "that is not known here)") from None
+
+
+def _read(table: Table, sub: str | None, words: Sequence[Word], start: int, spec: _Spec) -> None:
+    """Every option in ``words[start:]`` is in ``spec``, each value placed as the program places it."""
+    who = f"{table.name} {sub}" if sub else table.name
+    i = start
+    if table.bundled_first and i < len(words) and words[i].literal and words[i].text[:1] not in ("-", ""):
+        i = _bundle(table, who, words, i, spec)  # tar cf out.tar: letters without a dash
+    while i < len(words):
         w = words[i]
         if not w.literal:
-            named = _LONG_WITH_VALUE.match(w.text)  # --name="$x": the name is literal, only the value is not
-            if named is not None:
-                why = _refused(table, named.group(0), subname if sub is not None and i > sub else None)
-                if why is not None:
-                    raise Unprovable(f"{name} {w.text}: {why} (docs/agents.md)")
-                continue
-            if not _NOT_AN_OPTION.match(w.text) and not _is_value(table, words[i - 1]):
-                raise Unprovable(f"{name}: the word {w.text!r} is not known before the shell runs and "
-                                 "could be an option that names a program")
+            i += _unknown_word(table, sub, who, w, spec)
             continue
         text = w.text
-        if i == 1 and table.bundled_first and text and not text.startswith("-"):
-            text = "-" + text  # tar cIf: the first word is a cluster of options
-        after = subname if sub is not None and i > sub else None
-        why = _refused(table, text, after)
-        if why is not None:
-            raise Unprovable(f"{name} {subname + ' ' if after else ''}{w.text}: {why} (docs/agents.md)")
+        if text == "--":
+            return
+        if not text.startswith("-") or text == "-" or (table.numbers and text[1:].isdigit()):
+            i += 1
+            continue
+        if text.startswith("--"):
+            i += _long(table, sub, who, words, i, spec)
+        else:
+            i += _cluster(table, sub, who, words, i, spec)
+
+
+def _long(table: Table, sub: str | None, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
+    """One ``--name[=value]`` word; returns how many words it takes."""
+    text = words[i].text
+    name, eq, value = text[2:].partition("=")
+    kind = spec.long.get(name)
+    if kind is None and table.negatable and name.startswith("no-") and not name.startswith("no-no-"):
+        positive = spec.long.get(name[3:])
+        kind = _FLAG if positive is not None else None
+    if kind is None:
+        raise Unprovable(f"{who} --{name}: {_unlisted(table, sub, '--' + name)} (docs/agents.md)")
+    if eq:
+        if kind == _FLAG:
+            raise Unprovable(f"{who} --{name} takes no value, and is given {value!r}")
+        _value(table, who, "--" + name, Word(value, words[i].literal))
+        return 1
+    if kind == _VALUED:
+        if i + 1 < len(words):
+            _value(table, who, "--" + name, words[i + 1])
+        return 2
+    return 1
+
+
+def _cluster(table: Table, sub: str | None, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
+    """One ``-abc`` word, each letter an option until one that takes a value; returns the words taken."""
+    text = words[i].text
+    for j in range(1, len(text)):
+        letter = text[j]
+        kind = spec.short.get(letter)
+        if kind is None:
+            raise Unprovable(f"{who} -{letter}{f' (in {text})' if len(text) > 2 else ''}: "
+                             f"{_unlisted(table, sub, '-' + letter)} (docs/agents.md)")
+        if kind == _FLAG:
+            continue
+        if j + 1 < len(text):
+            _value(table, who, "-" + letter, Word(text[j + 1:]))
+            return 1
+        if kind == _VALUED:
+            if i + 1 < len(words):
+                _value(table, who, "-" + letter, words[i + 1])
+            return 2
+        return 1
+    return 1
+
+
+def _bundle(table: Table, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
+    """GNU tar's old style (``tar cIf PROG out.tar``): every letter of the first word is an option, and
+    each that takes a value takes the next word in turn (tar(1) Old style)."""
+    text, at = words[i].text, i + 1
+    for letter in text:
+        kind = spec.short.get(letter)
+        if kind is None:
+            raise Unprovable(f"{who} {text}: -{letter}: {_unlisted(table, None, '-' + letter)} (docs/agents.md)")
+        if kind == _VALUED:
+            if at < len(words):
+                _value(table, who, "-" + letter, words[at])
+            at += 1
+    return at
+
+
+def _unknown_word(table: Table, sub: str | None, who: str, w: Word, spec: _Spec) -> int:
+    """A word that is not literal where an option may stand: ``--name="$x"`` is that option (the value
+    is not known); a word that cannot start with '-' is an operand; anything else could be any option."""
+    named = _LONG_NAME.match(w.text)
+    if named is not None and named.group(2):
+        kind = spec.long.get(named.group(1))
+        if kind is None or kind == _FLAG:
+            raise Unprovable(f"{who} --{named.group(1)}: {_unlisted(table, sub, '--' + named.group(1))} "
+                             "(docs/agents.md)")
+        _value(table, who, "--" + named.group(1), Word(w.text[named.end():], literal=False))
+        return 1
+    if _NOT_AN_OPTION.match(w.text):
+        return 1
+    raise Unprovable(f"{who}: the word {w.text!r} is not known before the shell runs and could be an "
+                     "option that names a program")
+
+
+def _value(table: Table, who: str, option: str, value: Word) -> None:
+    for c in table.checked:
+        if c.option == option and (not value.literal or re.search(c.pattern, value.text)):
+            shown = value.text if value.literal else f"{value.text} (not known before the shell runs)"
+            raise Unprovable(f"{who} {option} {shown}: {c.why} (docs/agents.md)")
+
+
+def _unlisted(table: Table, sub: str | None, option: str) -> str:
+    why = _why_refused(table, option, sub)
+    if why is not None:
+        return why
+    return "not in its table of options known not to make it run another program"
+
+
+def _why_refused(table: Table, option: str, sub: str | None) -> str | None:
+    """Why ``option`` (or an abbreviation of it) is left out of ``table``, when the table says."""
+    for r in table.refused:
+        if r.after and sub not in r.after:
+            continue
+        if option == r.option or (option.startswith("--") and len(option) > 3 and r.option.startswith(option)):
+            return f"{r.option} {r.why}"
+    return None
 
 
 def data_value(name: str, words: Sequence[Word], i: int) -> bool:
@@ -87,47 +289,6 @@ def data_value(name: str, words: Sequence[Word], i: int) -> bool:
 #: Options known to take no value, so a ``-m`` after them is an option (git-commit(1)).
 _FLAGS = frozenset({"-a", "--all", "-q", "--quiet", "-s", "--signoff", "-v", "--verbose", "--amend",
                     "--allow-empty", "-n", "--no-verify"})
-
-
-def _is_value(table: Table, prev: Word) -> bool:
-    """The word after ``prev`` is an option's value: ``prev`` is an option the table says takes one, or a
-    short cluster ending in one (``-am``)."""
-    if not prev.literal or not prev.text.startswith("-"):
-        return False
-    text = prev.text
-    if text in table.valued:
-        return True
-    return not text.startswith("--") and len(text) > 2 and f"-{text[-1]}" in table.valued
-
-
-def _subcommand(name: str, words: Sequence[Word], table: Table) -> int | None:
-    if name == "git":
-        i: int | None = git_subcommand(list(words))
-    elif table.refused_subcommands or table.subcommands:
-        i = next((k for k in range(1, len(words)) if not words[k].text.startswith("-")), None)
-    else:
-        return None
-    if i is None or i >= len(words):
-        return None
-    if not words[i].literal:
-        raise Unprovable(f"{name}: the sub-command {words[i].text!r} is not known before the shell runs")
-    return i
-
-
-def _refused(table: Table, text: str, after: str | None) -> str | None:
-    """Why ``text`` names a refused option of ``table`` (given after the sub-command ``after``), or None."""
-    if not text.startswith("-") or text in ("-", "--"):
-        return None
-    for r in table.refused:
-        if r.after and after not in r.after:
-            continue
-        if r.option.startswith("--"):
-            given = text[2:].split("=", 1)[0] if text.startswith("--") else ""
-            if given and r.option[2:].startswith(given):
-                return f"{r.option} {r.why}"
-        elif not text.startswith("--") and r.option[1] in text[1:]:
-            return f"{r.option} {r.why}"
-    return None
 
 
 #: ``test``/``[`` operators whose operand is a variable name: bash evaluates a subscript in it as
