@@ -33,7 +33,7 @@ DIFF = ("puszWRabwDmct0123rN U:: M:: C:: B:: X:: S: G: O: l: I: "
         "--text --ignore-cr-at-eol --ignore-space-at-eol --ignore-space-change --ignore-all-space "
         "--ignore-blank-lines --ignore-matching-lines= --inter-hunk-context= --function-context "
         "--exit-code --quiet --ignore-submodules=? --src-prefix= --dst-prefix= --no-prefix --line-prefix= "
-        "--ita-invisible-in-index --ita-visible-in-index --unified= --output= --output-indicator-new= "
+        "--ita-invisible-in-index --ita-visible-in-index --unified=? --output= --output-indicator-new= "
         "--output-indicator-old= --output-indicator-context= --no-ext-diff --no-textconv --orderfile= "
         "--diff-merges= --no-diff-merges --combined-all-paths --cc --remerge-diff --merge-base --base --ours "
         "--theirs --cached --staged --no-index --follow --full-diff")
@@ -78,7 +78,7 @@ GIT_SUBCOMMANDS: dict[str, str] = {
                "--worktree-attributes --verbose --list",
     "blame": "bfnpctlsewS:C::M::L: --incremental --root --show-stats --progress --score-debug --show-name "
              "--show-number --porcelain --line-porcelain --show-email --ignore-rev= --ignore-revs-file= "
-             "--color-lines --color-by-age --minimal --contents= --abbrev=? --date= --reverse= --first-parent "
+             "--color-lines --color-by-age --minimal --contents= --abbrev=? --date= --reverse --first-parent "
              "--encoding=",
     "branch": "vqt::u:radDmMcClfi --verbose --quiet --track=? --set-upstream-to= --unset-upstream --color=? "
               "--remotes --contains= --no-contains= --abbrev=? --all --delete --move --copy --list "
@@ -119,7 +119,7 @@ GIT_SUBCOMMANDS: dict[str, str] = {
              "--show-forced-updates --write-commit-graph --stdin",
     "for-each-ref": "sp --shell --perl --python --tcl --count= --format= --color=? --sort= --points-at= "
                     "--merged= --no-merged= --contains= --no-contains= --ignore-case",
-    "format-patch": f"{REVS} {DIFF} Nkv:o:q --numbered --no-numbered --signoff --stdout --cover-letter "
+    "format-patch": f"{REVS} {DIFF} nNkv:o:q --numbered --no-numbered --signoff --stdout --cover-letter "
                     "--numbered-files --suffix= --start-number= --reroll-count= --filename-max-length= "
                     "--rfc --cover-from-description= --subject-prefix= --output-directory= --keep-subject "
                     "--no-binary --zero-commit --ignore-if-in-upstream --no-stat --add-header= --to= --cc= "
@@ -181,8 +181,8 @@ GIT_SUBCOMMANDS: dict[str, str] = {
                  "--git-common-dir --absolute-git-dir --is-inside-git-dir --is-inside-work-tree "
                  "--is-bare-repository --is-shallow-repository --shared-index-path --show-object-format=? "
                  "--git-path= --resolve-git-dir= --local-env-vars --all --branches=? --tags=? --remotes=? "
-                 "--glob= --exclude= --disambiguate= --default= --prefix= --revs-only --no-revs --flags "
-                 "--no-flags --sq --sq-quote --not --since= --after= --until= --before= --path-format=",
+                 "--glob=? --exclude=? --disambiguate=? --default= --prefix= --revs-only --no-revs --flags "
+                 "--no-flags --sq --sq-quote --not --since=? --after=? --until=? --before=? --path-format=?",
     "revert": "nsm:X: --quit --continue --abort --skip --cleanup= --no-commit --signoff --mainline= "
               "--rerere-autoupdate --strategy-option= --reference --no-edit",
     "rm": "nqfr --dry-run --quiet --cached --force --ignore-unmatch --sparse --pathspec-from-file= "

@@ -265,13 +265,13 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           refused=_r("runs strip or the named program", "-s", "--strip", "--strip-program")),
     Table("wget", "a password program and wgetrc commands",
           options=("Vho:a:dqvi:FB:t:O:cNST:w:Q:46xP:EU:rl:kKmpA:R:D:HLI:X: --version --help --output-file= "
-                   "--append-output= --debug --quiet --verbose --no-verbose --report-speed= --input-file= "
+                   "--append-output= --debug --quiet --verbose --no-verbose --report-speed=? --input-file= "
                    "--force-html --base= --no-config --rejected-log= --tries= --retry-connrefused "
                    "--retry-on-http-error= --output-document= --no-clobber --no-netrc --continue --start-pos= "
                    "--progress= --show-progress --timestamping --no-if-modified-since "
                    "--no-use-server-timestamps --server-response --spider --timeout= --dns-timeout= "
                    "--connect-timeout= --read-timeout= --wait= --waitretry= --random-wait --no-proxy --quota= "
-                   "--bind-address= --limit-rate= --no-dns-cache --restrict-file-names= --ignore-case "
+                   "--bind-address= --limit-rate= --no-dns-cache --restrict-file-names=? --ignore-case "
                    "--inet4-only --inet6-only --prefer-family= --user= --password= --no-iri --local-encoding= "
                    "--remote-encoding= --unlink --no-directories --force-directories --no-host-directories "
                    "--protocol-directories --directory-prefix= --cut-dirs= --http-user= --http-password= "
