@@ -107,7 +107,7 @@ _GIT_FILES = ("the global and system configuration (HOME, XDG_CONFIG_HOME, every
               "when the line sets them), the repository's configuration and hooks (asked after an earlier "
               "writer in the line); a bare or other repository reached from the working directory or "
               "-C (a committed bare repository's config runs core.fsmonitor, whatever safe.bareRepository "
-              "the user's own configuration sets) is refused, as are --git-dir and --work-tree; -c keys "
+              "the user's own configuration sets) is refused, as are --git-dir, --work-tree and --bare; -c keys "
               "other than those that run nothing (user.*, color.*...) are refused")
 #: A git pretty format with ``%G`` verifies a signature with gpg (git-log(1) PRETTY FORMATS); a
 #: ref-filter format's ``%(signature`` does too.
@@ -134,6 +134,7 @@ _GIT_REFUSED = (
     *_r("runs the external diff or text conversion programs configuration names", "--ext-diff", "--textconv",
         "--filters"),
     *_r("names the repository (and so the configuration) to use", "--git-dir", "--work-tree"),
+    *_r("reads the working directory as the repository: a committed config there chooses programs", "--bare"),
     *_r("opens the manual with a program chosen by configuration", "--help"),
 )
 

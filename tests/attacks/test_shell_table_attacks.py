@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -113,6 +114,22 @@ def test_options_sub_commands_and_values_outside_the_tables_are_unprovable(text:
 ])
 def test_what_everyday_use_tells_these_programs_is_read(text: str) -> None:
     assert programs(text)
+
+
+def test_git_bare_reads_a_repository_committed_in_the_working_directory(oracle: tuple[ShellWorld, Policy]) -> None:
+    """``git --bare`` makes the working directory the git directory: a committed ``HEAD``, ``objects/``,
+    ``refs/`` and ``config`` there are read, and the config's core.fsmonitor runs on ``git status``."""
+    world, _ = oracle
+    made = [world.dir / "HEAD", world.dir / "config", world.dir / "objects", world.dir / "refs"]
+    (world.dir / "HEAD").write_text("ref: refs/heads/main\n")
+    (world.dir / "objects" / "info").mkdir(parents=True)
+    (world.dir / "refs" / "heads").mkdir(parents=True)
+    (world.dir / "config").write_text(f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = {world.dir / 'evil'}\n")
+    try:
+        attack(oracle, "git --bare status")
+    finally:
+        for path in made:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def test_a_value_is_placed_where_the_program_places_it(oracle: tuple[ShellWorld, Policy]) -> None:
