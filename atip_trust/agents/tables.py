@@ -87,7 +87,34 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
     spec = options_of(table, sub)
     if spec is None:
         raise Unprovable(f"{name} {sub}: not a sub-command in its table (docs/agents.md)")
-    _read(table, sub, words, start, _spec(spec))
+    operands = _read(table, sub, words, start, _spec(spec))
+    if name == "git" and sub in _REMOTE_NAMING:
+        _git_remotes(sub, operands)
+
+
+#: git sub-commands whose operands may be a repository URL (git-fetch(1) GIT URLS); ``remote`` stores one.
+_REMOTE_NAMING = frozenset({"fetch", "pull", "push", "clone", "ls-remote", "remote"})
+#: URL schemes git reaches itself or with its own helpers (git(1) GIT URLS); any other ``scheme://``, and
+#: every ``transport::address``, runs the program ``git-remote-<transport>`` found on PATH
+#: (gitremote-helpers(7)).
+_GIT_SCHEMES = frozenset({"http", "https", "ftp", "ftps", "ssh", "git", "file", "git+ssh", "ssh+git"})
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _git_remotes(sub: str, operands: list[Word]) -> None:
+    """A repository operand that names a remote helper program is unprovable, as is a repository not
+    known before the shell runs (the first operand; every operand of ``git remote``)."""
+    for k, w in enumerate(operands):
+        if not w.literal:
+            if k == 0 or sub == "remote":
+                raise Unprovable(f"git {sub} {w.text}: the repository is not known before the shell runs, and "
+                                 "a URL such as x::y runs the program git-remote-x")
+            continue
+        scheme = _SCHEME.match(w.text)
+        if "::" in w.text or (scheme is not None and scheme.group(1).lower() not in _GIT_SCHEMES):
+            helper = w.text.split("::", 1)[0] if "::" in w.text else scheme.group(1) if scheme else ""
+            raise Unprovable(f"git {sub} {w.text}: runs the remote helper program git-remote-{helper} found "
+                             "on PATH (gitremote-helpers(7))")
 
 
 def _git(words: Sequence[Word], table: Table) -> tuple[int, str | None]:
@@ -142,27 +169,31 @@ def _git_config(words: Sequence[Word], start: int) -> None:
                          "that is not known here)") from None
 
 
-def _read(table: Table, sub: str | None, words: Sequence[Word], start: int, spec: _Spec) -> None:
-    """Every option in ``words[start:]`` is in ``spec``, each value placed as the program places it."""
+def _read(table: Table, sub: str | None, words: Sequence[Word], start: int, spec: _Spec) -> list[Word]:
+    """Every option in ``words[start:]`` is in ``spec``, each value placed as the program places it;
+    returns the operands."""
     who = f"{table.name} {sub}" if sub else table.name
+    operands: list[Word] = []
     i = start
     if table.bundled_first and i < len(words) and words[i].literal and words[i].text[:1] not in ("-", ""):
         i = _bundle(table, who, words, i, spec)  # tar cf out.tar: letters without a dash
     while i < len(words):
         w = words[i]
-        if not w.literal:
-            i += _unknown_word(table, sub, who, w, spec)
-            continue
         text = w.text
-        if text == "--":
-            return
-        if not text.startswith("-") or text == "-" or (table.numbers and text[1:].isdigit()):
+        if not w.literal:
+            if not _option_with_unknown_value(table, sub, who, w, spec):
+                operands.append(w)
             i += 1
-            continue
-        if text.startswith("--"):
+        elif text == "--":
+            return operands + list(words[i + 1:])
+        elif not text.startswith("-") or text == "-" or (table.numbers and text[1:].isdigit()):
+            operands.append(w)
+            i += 1
+        elif text.startswith("--"):
             i += _long(table, sub, who, words, i, spec)
         else:
             i += _cluster(table, sub, who, words, i, spec)
+    return operands
 
 
 def _long(table: Table, sub: str | None, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
@@ -224,9 +255,10 @@ def _bundle(table: Table, who: str, words: Sequence[Word], i: int, spec: _Spec) 
     return at
 
 
-def _unknown_word(table: Table, sub: str | None, who: str, w: Word, spec: _Spec) -> int:
-    """A word that is not literal where an option may stand: ``--name="$x"`` is that option (the value
-    is not known); a word that cannot start with '-' is an operand; anything else could be any option."""
+def _option_with_unknown_value(table: Table, sub: str | None, who: str, w: Word, spec: _Spec) -> bool:
+    """A word that is not literal where an option may stand: ``--name="$x"`` is that option (True; the
+    value is not known); a word that cannot start with '-' is an operand (False); anything else could be
+    any option."""
     named = _LONG_NAME.match(w.text)
     if named is not None and named.group(2):
         kind = spec.long.get(named.group(1))
@@ -234,9 +266,9 @@ def _unknown_word(table: Table, sub: str | None, who: str, w: Word, spec: _Spec)
             raise Unprovable(f"{who} --{named.group(1)}: {_unlisted(table, sub, '--' + named.group(1))} "
                              "(docs/agents.md)")
         _value(table, who, "--" + named.group(1), Word(w.text[named.end():], literal=False))
-        return 1
+        return True
     if _NOT_AN_OPTION.match(w.text):
-        return 1
+        return False
     raise Unprovable(f"{who}: the word {w.text!r} is not known before the shell runs and could be an "
                      "option that names a program")
 

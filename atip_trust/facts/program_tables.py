@@ -141,7 +141,10 @@ _GIT_REFUSED = (
 TABLES: dict[str, Table] = {t.name: t for t in (
     Table("git", "programs named by its configuration (core.fsmonitor, core.pager, diff.external, "
           "hooks, aliases...) and by the options and sub-commands left out of its table "
-          "(facts/git_options.py lists each sub-command's options)", env=("EMAIL",), refused=_GIT_REFUSED,
+          "(facts/git_options.py lists each sub-command's options), and the remote helper git-remote-X from PATH "
+          "for a repository URL X::address or X://address other than http(s), ftp(s), ssh, git and file "
+          "(refused in fetch, pull, push, clone, ls-remote and remote, as is a repository not known before "
+          "the shell runs)", env=("EMAIL",), refused=_GIT_REFUSED,
           refused_subcommands=("for-each-repo", "maintenance", "help", "difftool", "mergetool",
                                "filter-branch", "submodule", "bisect", "notes", "send-email", "instaweb"),
           subcommands=tuple(sorted(GIT_SUBCOMMANDS)), negatable=True, numbers=True,

@@ -107,6 +107,7 @@ def test_options_sub_commands_and_values_outside_the_tables_are_unprovable(text:
     "git branch -a", "git checkout -b x", "git switch -c x", "git stash list", "git remote -v",
     "git rev-parse --show-toplevel", "git blame -L 1,5 README.md", "git grep -n x", "git config user.email a@b",
     "git config --get core.pager", "git fetch origin", "git push origin main", "git tag -a v1 -m x",
+    "git clone https://x/y.git d/y", "git clone git@github.com:x/y.git", "git remote add up https://x/y.git",
     "git log --no-decorate", "git restore --staged f", "git reset --hard HEAD", "git -C d status",
     "tar -cf out.tar d", "tar czf out.tar d", "tar -xzf x.tar.gz -C d", "sort -u d/list", "sort -k2,2 -t, -n f",
     "rg -n x", "rg -tpy -g '*.py' x", "fd -e py", "gh pr list", "gh pr view 1 --json title -q .title",
@@ -130,6 +131,23 @@ def test_git_bare_reads_a_repository_committed_in_the_working_directory(oracle: 
     finally:
         for path in made:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+@pytest.mark.parametrize("text", ["git ls-remote zz::y", "git fetch zz://y", "git push zz::y main",
+                                  "git remote add o zz::y && git fetch o"])
+def test_a_git_url_that_names_a_remote_helper_runs_that_program(oracle: tuple[ShellWorld, Policy],
+                                                                 text: str) -> None:
+    """``transport::address`` and an unknown ``scheme://`` make git run ``git-remote-<transport>`` from
+    PATH (gitremote-helpers(7)): here the unsigned one in the PATH entry ``node_modules/.bin``."""
+    world, _ = oracle
+    helper = world.dir / "node_modules" / ".bin" / "git-remote-zz"
+    helper.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(world.dir / "evil", helper)
+    try:
+        attack(oracle, text)
+    finally:
+        helper.unlink()
+        subprocess.run(["git", "remote", "remove", "o"], cwd=world.dir, check=False, capture_output=True, timeout=30)
 
 
 def test_a_value_is_placed_where_the_program_places_it(oracle: tuple[ShellWorld, Policy]) -> None:
