@@ -65,31 +65,34 @@ def _spec(text: str) -> _Spec:
     return found
 
 
-def check(name: str, words: Sequence[Word], env: Sequence[str]) -> None:
+def check(name: str, words: Sequence[Word], env: Sequence[str]) -> tuple[str, ...]:
     """Refuse what ``words`` (``name``'s argv) and the line's variables ``env`` tell ``name`` that its
-    table does not allow (module docstring); nothing for a program without a table."""
+    table does not allow (module docstring); nothing for a program without a table. Returns the
+    programs the options it is told make it run (``tar -z`` runs gzip), to be admitted in turn."""
     table = TABLES.get(name)
     if table is None:
-        return
+        return ()
     for var in env:
         if not env_allowed(table, var):
             raise Unprovable(f"{name} is given {var}=, which is not in its table of variables known not to "
                              "make it run another program (docs/agents.md)")
     if table.options is None and name != "git":
-        return  # a runner: runners.py reads its options
+        return ()  # a runner: runners.py reads its options
     start, sub = 1, None
     if name == "git":
         start, sub = _git(words, table)
         if sub is None:
-            return
+            return ()
     elif table.subcommands:
         sub = _subcommand(name, words, table)
     spec = options_of(table, sub)
     if spec is None:
         raise Unprovable(f"{name} {sub}: not a sub-command in its table (docs/agents.md)")
-    operands = _read(table, sub, words, start, _spec(spec))
+    reader = _Reader(table, sub, words, _spec(spec))
+    reader.read(start)
     if name == "git" and sub in _REMOTE_NAMING:
-        _git_remotes(sub, operands)
+        _git_remotes(sub, reader.operands)
+    return tuple(dict.fromkeys(program for option, program in table.implies if option in reader.options))
 
 
 #: git sub-commands whose operands may be a repository URL (git-fetch(1) GIT URLS); ``remote`` stores one.
@@ -169,115 +172,122 @@ def _git_config(words: Sequence[Word], start: int) -> None:
                          "that is not known here)") from None
 
 
-def _read(table: Table, sub: str | None, words: Sequence[Word], start: int, spec: _Spec) -> list[Word]:
-    """Every option in ``words[start:]`` is in ``spec``, each value placed as the program places it;
-    returns the operands."""
-    who = f"{table.name} {sub}" if sub else table.name
-    operands: list[Word] = []
-    i = start
-    if table.bundled_first and i < len(words) and words[i].literal and words[i].text[:1] not in ("-", ""):
-        i = _bundle(table, who, words, i, spec)  # tar cf out.tar: letters without a dash
-    while i < len(words):
-        w = words[i]
-        text = w.text
-        if not w.literal:
-            if not _option_with_unknown_value(table, sub, who, w, spec):
-                operands.append(w)
-            i += 1
-        elif text == "--":
-            return operands + list(words[i + 1:])
-        elif not text.startswith("-") or text == "-" or (table.numbers and text[1:].isdigit()):
-            operands.append(w)
-            i += 1
-        elif text.startswith("--"):
-            i += _long(table, sub, who, words, i, spec)
-        else:
-            i += _cluster(table, sub, who, words, i, spec)
-    return operands
+class _Reader:
+    """One reading of a command's options against its table (module docstring): what it found."""
 
+    __slots__ = ("table", "sub", "who", "spec", "words", "options", "operands")
 
-def _long(table: Table, sub: str | None, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
-    """One ``--name[=value]`` word; returns how many words it takes."""
-    text = words[i].text
-    name, eq, value = text[2:].partition("=")
-    kind = spec.long.get(name)
-    if kind is None and table.negatable and name.startswith("no-") and not name.startswith("no-no-"):
-        positive = spec.long.get(name[3:])
-        kind = _FLAG if positive is not None else None
-    if kind is None:
-        raise Unprovable(f"{who} --{name}: {_unlisted(table, sub, '--' + name)} (docs/agents.md)")
-    if eq:
-        if kind == _FLAG:
-            raise Unprovable(f"{who} --{name} takes no value, and is given {value!r}")
-        _value(table, who, "--" + name, Word(value, words[i].literal))
-        return 1
-    if kind == _VALUED:
-        if i + 1 < len(words):
-            _value(table, who, "--" + name, words[i + 1])
-        return 2
-    return 1
+    def __init__(self, table: Table, sub: str | None, words: Sequence[Word], spec: _Spec) -> None:
+        self.table, self.sub, self.words, self.spec = table, sub, words, spec
+        self.who = f"{table.name} {sub}" if sub else table.name
+        self.options: list[str] = []
+        self.operands: list[Word] = []
 
+    def read(self, start: int) -> None:
+        """Every option in ``words[start:]`` is in the table, each value placed as the program places it."""
+        words, i = self.words, start
+        if self.table.bundled_first and i < len(words) and words[i].literal and words[i].text[:1] not in ("-", ""):
+            i = self._bundle(i)  # tar cf out.tar: letters without a dash
+        while i < len(words):
+            w = words[i]
+            text = w.text
+            if not w.literal:
+                if not self._option_with_unknown_value(w):
+                    self.operands.append(w)
+                i += 1
+            elif text == "--":
+                self.operands.extend(words[i + 1:])
+                return
+            elif not text.startswith("-") or text == "-" or (self.table.numbers and text[1:].isdigit()):
+                self.operands.append(w)
+                i += 1
+            elif text.startswith("--"):
+                i += self._long(i)
+            else:
+                i += self._cluster(i)
 
-def _cluster(table: Table, sub: str | None, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
-    """One ``-abc`` word, each letter an option until one that takes a value; returns the words taken."""
-    text = words[i].text
-    for j in range(1, len(text)):
-        letter = text[j]
-        kind = spec.short.get(letter)
+    def _refuse(self, option: str, given: str = "") -> Unprovable:
+        return Unprovable(f"{self.who} {given or option}: {_unlisted(self.table, self.sub, option)} (docs/agents.md)")
+
+    def _long(self, i: int) -> int:
+        """One ``--name[=value]`` word; returns how many words it takes."""
+        text = self.words[i].text
+        name, eq, value = text[2:].partition("=")
+        kind = self.spec.long.get(name)
+        if kind is None and self.table.negatable and name.startswith("no-") and not name.startswith("no-no-"):
+            kind = _FLAG if self.spec.long.get(name[3:]) is not None else None
         if kind is None:
-            raise Unprovable(f"{who} -{letter}{f' (in {text})' if len(text) > 2 else ''}: "
-                             f"{_unlisted(table, sub, '-' + letter)} (docs/agents.md)")
-        if kind == _FLAG:
-            continue
-        if j + 1 < len(text):
-            _value(table, who, "-" + letter, Word(text[j + 1:]))
+            raise self._refuse("--" + name)
+        self.options.append("--" + name)
+        if eq:
+            if kind == _FLAG:
+                raise Unprovable(f"{self.who} --{name} takes no value, and is given {value!r}")
+            self._value("--" + name, Word(value))
             return 1
         if kind == _VALUED:
-            if i + 1 < len(words):
-                _value(table, who, "-" + letter, words[i + 1])
+            if i + 1 < len(self.words):
+                self._value("--" + name, self.words[i + 1])
             return 2
         return 1
-    return 1
 
+    def _cluster(self, i: int) -> int:
+        """One ``-abc`` word, each letter an option until one that takes a value; returns the words taken."""
+        text = self.words[i].text
+        for j in range(1, len(text)):
+            letter = text[j]
+            kind = self.spec.short.get(letter)
+            if kind is None:
+                raise self._refuse("-" + letter, f"-{letter} (in {text})" if len(text) > 2 else "")
+            self.options.append("-" + letter)
+            if kind == _FLAG:
+                continue
+            if j + 1 < len(text):
+                self._value("-" + letter, Word(text[j + 1:]))
+                return 1
+            if kind == _VALUED:
+                if i + 1 < len(self.words):
+                    self._value("-" + letter, self.words[i + 1])
+                return 2
+            return 1
+        return 1
 
-def _bundle(table: Table, who: str, words: Sequence[Word], i: int, spec: _Spec) -> int:
-    """GNU tar's old style (``tar cIf PROG out.tar``): every letter of the first word is an option, and
-    each that takes a value takes the next word in turn (tar(1) Old style)."""
-    text, at = words[i].text, i + 1
-    for letter in text:
-        kind = spec.short.get(letter)
-        if kind is None:
-            raise Unprovable(f"{who} {text}: -{letter}: {_unlisted(table, None, '-' + letter)} (docs/agents.md)")
-        if kind == _VALUED:
-            if at < len(words):
-                _value(table, who, "-" + letter, words[at])
-            at += 1
-    return at
+    def _bundle(self, i: int) -> int:
+        """GNU tar's old style (``tar cIf PROG out.tar``): every letter of the first word is an option, and
+        each that takes a value takes the next word in turn (tar(1) Old style)."""
+        text, at = self.words[i].text, i + 1
+        for letter in text:
+            kind = self.spec.short.get(letter)
+            if kind is None:
+                raise self._refuse("-" + letter, text)
+            self.options.append("-" + letter)
+            if kind == _VALUED:
+                if at < len(self.words):
+                    self._value("-" + letter, self.words[at])
+                at += 1
+        return at
 
+    def _option_with_unknown_value(self, w: Word) -> bool:
+        """A word that is not literal where an option may stand: ``--name="$x"`` is that option (True;
+        the value is not known); a word that cannot start with '-' is an operand (False); anything else
+        could be any option."""
+        named = _LONG_NAME.match(w.text)
+        if named is not None and named.group(2):
+            kind = self.spec.long.get(named.group(1))
+            if kind is None or kind == _FLAG:
+                raise self._refuse("--" + named.group(1))
+            self.options.append("--" + named.group(1))
+            self._value("--" + named.group(1), Word(w.text[named.end():], literal=False))
+            return True
+        if _NOT_AN_OPTION.match(w.text):
+            return False
+        raise Unprovable(f"{self.who}: the word {w.text!r} is not known before the shell runs and could be an "
+                         "option that names a program")
 
-def _option_with_unknown_value(table: Table, sub: str | None, who: str, w: Word, spec: _Spec) -> bool:
-    """A word that is not literal where an option may stand: ``--name="$x"`` is that option (True; the
-    value is not known); a word that cannot start with '-' is an operand (False); anything else could be
-    any option."""
-    named = _LONG_NAME.match(w.text)
-    if named is not None and named.group(2):
-        kind = spec.long.get(named.group(1))
-        if kind is None or kind == _FLAG:
-            raise Unprovable(f"{who} --{named.group(1)}: {_unlisted(table, sub, '--' + named.group(1))} "
-                             "(docs/agents.md)")
-        _value(table, who, "--" + named.group(1), Word(w.text[named.end():], literal=False))
-        return True
-    if _NOT_AN_OPTION.match(w.text):
-        return False
-    raise Unprovable(f"{who}: the word {w.text!r} is not known before the shell runs and could be an "
-                     "option that names a program")
-
-
-def _value(table: Table, who: str, option: str, value: Word) -> None:
-    for c in table.checked:
-        if c.option == option and (not value.literal or re.search(c.pattern, value.text)):
-            shown = value.text if value.literal else f"{value.text} (not known before the shell runs)"
-            raise Unprovable(f"{who} {option} {shown}: {c.why} (docs/agents.md)")
+    def _value(self, option: str, value: Word) -> None:
+        for c in self.table.checked:
+            if c.option == option and (not value.literal or re.search(c.pattern, value.text)):
+                shown = value.text if value.literal else f"{value.text} (not known before the shell runs)"
+                raise Unprovable(f"{self.who} {option} {shown}: {c.why} (docs/agents.md)")
 
 
 def _unlisted(table: Table, sub: str | None, option: str) -> str:

@@ -80,6 +80,9 @@ class Table(Record):
     #: With sub-commands: the only ones it may be told (git's come from facts/git_options.py).
     subcommands: tuple[str, ...] = ()
     checked: tuple[Checked, ...] = ()
+    #: Options that make it run a program found on PATH (``tar -z`` runs gzip): the shell gate admits
+    #: that program too, as one the line runs.
+    implies: tuple[tuple[str, str], ...] = ()
     #: Files it reads that choose code, and what the gate does about them.
     files: str = ""
     #: GNU tar's first word may be a cluster of options without a dash (``tar cIf``), whose options
@@ -179,8 +182,10 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                        "workflow", "secret", "variable", "api", "search", "status", "label", "ruleset",
                        "ssh-key", "gpg-key", "attestation", "completion", "version", "--version", "--help"),
           files="its configuration (GH_CONFIG_DIR, XDG_CONFIG_HOME, HOME: refused when the line sets them)"),
-    Table("tar", "compression programs (gzip, bzip2, xz... found on PATH) and scripts it is told to run",
-          options=("Acdrtuxg:GnSC:T:X:kUWOmpsf:L:Mb:BiH:V:ajJzZhK:N:PlRvwo "
+    Table("tar", "the compression program its option names (gzip for -z, bzip2 for -j, xz for -J...: found "
+          "on PATH and admitted as a program of the line), and when it reads an archive without one, the "
+          "decompression program the archive's first bytes call for (not modelled); scripts it is told to run",
+          options=("Acdrtuxg:GnSC:T:X:kUWOmpsf:L:Mb:BiH:V:jJzZhK:N:PlRvwo "
                    "--catenate --concatenate --create --delete --diff --compare --append --test-label --list "
                    "--update --extract --get --check-device --listed-incremental= --incremental "
                    "--hole-detection= --ignore-failed-read --level= --no-check-device --no-seek --seek "
@@ -201,7 +206,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                    "--preserve-order --same-order --acls --no-acls --no-selinux --no-xattrs --selinux --xattrs "
                    "--xattrs-exclude= --xattrs-include= --force-local --file= --tape-length= --multi-volume "
                    "--volno-file= --blocking-factor= --read-full-records --ignore-zeros --record-size= "
-                   "--format= --old-archive --portability --pax-option= --posix --label= --auto-compress "
+                   "--format= --old-archive --portability --pax-option= --posix --label= "
                    "--bzip2 --xz --lzip --lzma --lzop --no-auto-compress --zstd --gzip --gunzip --ungzip "
                    "--compress --uncompress --backup=? --hard-dereference --dereference --starting-file= "
                    "--newer-mtime= --newer= --after-date= --one-file-system --absolute-names --suffix= "
@@ -214,7 +219,12 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                    *_r("runs a command at checkpoints", "--checkpoint-action"),
                    *_r("pipes each extracted file to a command", "--to-command"),
                    *_r("runs a script at the end of each volume", "-F", "--info-script", "--new-volume-script"),
-                   *_r("runs a remote shell or rmt program", "--rsh-command", "--rmt-command")),
+                   *_r("runs a remote shell or rmt program", "--rsh-command", "--rmt-command"),
+                   *_r("runs the compression program the archive's name suffix picks", "-a", "--auto-compress")),
+          implies=(("-z", "gzip"), ("--gzip", "gzip"), ("--gunzip", "gzip"), ("--ungzip", "gzip"),
+                   ("-j", "bzip2"), ("--bzip2", "bzip2"), ("-J", "xz"), ("--xz", "xz"), ("--lzip", "lzip"),
+                   ("--lzma", "lzma"), ("--lzop", "lzop"), ("--zstd", "zstd"), ("-Z", "compress"),
+                   ("--compress", "compress"), ("--uncompress", "compress")),
           checked=(*(Checked(o, r"^[^/]*:", "names a remote archive, which tar reaches by running rsh")
                      for o in ("-f", "--file")),),
           files="none that choose code; TAR_OPTIONS is not in the table", bundled_first=True),

@@ -88,7 +88,7 @@ def test_an_option_or_value_outside_the_table_that_runs_a_program_is_not_allowed
     "git push --upl=./evil origin", "git push --exec=./evil origin", "git clone --recurse-submodules r x",
     "git cat-file --filters HEAD:x", "git add -e", "git status --no-such-option ./evil",
     "rg --pre ./evil x", "rg -nz x", "rg --search-z x", "fd -x ./evil", "fd -l", "fd --exec-batch ./evil",
-    "tar -cf host:out.tar d", "tar fI out.tar ./evil", "tar cvIf ./evil out.tar d", "tar -cf out.tar -F ./evil d",
+    "tar -cf host:out.tar d", "tar fI out.tar ./evil", "tar caf out.tar.gz d", "tar cvIf ./evil out.tar d", "tar -cf out.tar -F ./evil d",
     "sort --foo ./evil f", "sort -nX f", "split --filter=./evil f", "install -s f d/x", "wget -e x=y u",
     "wget --use-askpass=./evil u", "zip -T a.zip f", "curl -K f https://x", "curl --engine x https://x",
     "gh repo clone o/r -- --upload-pack=./evil", "gh pr checkout 1", "gh pr create --editor", "gh pr view -cw 1",
@@ -148,6 +148,23 @@ def test_a_git_url_that_names_a_remote_helper_runs_that_program(oracle: tuple[Sh
     finally:
         helper.unlink()
         subprocess.run(["git", "remote", "remove", "o"], cwd=world.dir, check=False, capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("text", ["tar czf out.tar d", "tar -c --gzip -f out.tar d", "tar -czf out.tar d"])
+def test_the_compression_program_tar_runs_is_admitted_as_a_program_of_the_line(
+        oracle: tuple[ShellWorld, Policy], text: str) -> None:
+    """``tar -z`` runs ``gzip`` from PATH: here an unsigned one, found before the system's. tar is allowed;
+    the line is not, because gzip is read as a program the line runs."""
+    world, policy = oracle
+    gzip = world.dir / "bin-unsigned" / "gzip"
+    shutil.copy(world.dir / "evil", gzip)
+    try:
+        assert ran(world, text)[0], text
+        assert [p.argv for p in programs(text)][1:] == [("gzip",)]
+        assert judge(world, policy, text) not in ("allow", None), text
+    finally:
+        gzip.unlink()
+        (world.dir / "out.tar").unlink(missing_ok=True)
 
 
 def test_a_value_is_placed_where_the_program_places_it(oracle: tuple[ShellWorld, Policy]) -> None:
