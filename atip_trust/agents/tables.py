@@ -26,21 +26,17 @@ _FLAG, _OPTIONAL, _VALUED = 0, 1, 2
 
 
 class _Spec:
-    """A table's option string, read (facts/program_tables.py: getopt's notation)."""
+    """A table's option string (facts/program_tables.py: getopt's notation). Long options are looked up
+    in the text as they are met (a hook answers one line: parsing every list would cost more than the
+    few lookups it makes); the short letters are read once."""
 
-    __slots__ = ("short", "long")
+    __slots__ = ("text", "short")
 
     def __init__(self, text: str) -> None:
+        self.text = f" {text} "
         self.short: dict[str, int] = {}
-        self.long: dict[str, int] = {}
         for token in text.split():
             if token.startswith("--"):
-                name, kind = token[2:], _FLAG
-                if name.endswith("=?"):
-                    name, kind = name[:-2], _OPTIONAL
-                elif name.endswith("="):
-                    name, kind = name[:-1], _VALUED
-                _add(self.long, name, kind)
                 continue
             i = 0
             while i < len(token):
@@ -48,10 +44,22 @@ class _Spec:
                 _add(self.short, token[i], (_FLAG, _VALUED, _OPTIONAL)[min(colons, 2)])
                 i += 1 + colons
 
+    def long(self, name: str) -> int | None:
+        """What ``--name`` takes, or None when it is not listed."""
+        if not name or any(c.isspace() for c in name):
+            return None
+        kinds = [kind for suffix, kind in _SUFFIXES if f" --{name}{suffix}" in self.text]
+        return min(kinds) if kinds else None
+
+
+#: How a listed long option ends, and what it then takes.
+_SUFFIXES = ((" ", _FLAG), ("=? ", _OPTIONAL), ("= ", _VALUED))
+
 
 def _add(table: dict[str, int], name: str, kind: int) -> None:
     """Where two sub-commands' lists meet (git stash's ``-S`` is a flag, diff's ``-S`` takes a value),
-    the kind that takes less wins: the next word is then checked rather than skipped as a value."""
+    the kind that takes less wins: the next word is then checked rather than skipped as a value (the
+    same holds for long options, :meth:`_Spec.long`)."""
     table[name] = min(kind, table.get(name, kind))
 
 
@@ -213,9 +221,9 @@ class _Reader:
         """One ``--name[=value]`` word; returns how many words it takes."""
         text = self.words[i].text
         name, eq, value = text[2:].partition("=")
-        kind = self.spec.long.get(name)
+        kind = self.spec.long(name)
         if kind is None and self.table.negatable and name.startswith("no-") and not name.startswith("no-no-"):
-            kind = _FLAG if self.spec.long.get(name[3:]) is not None else None
+            kind = _FLAG if self.spec.long(name[3:]) is not None else None
         if kind is None:
             raise self._refuse("--" + name)
         self.options.append("--" + name)
@@ -272,7 +280,7 @@ class _Reader:
         could be any option."""
         named = _LONG_NAME.match(w.text)
         if named is not None and named.group(2):
-            kind = self.spec.long.get(named.group(1))
+            kind = self.spec.long(named.group(1))
             if kind is None or kind == _FLAG:
                 raise self._refuse("--" + named.group(1))
             self.options.append("--" + named.group(1))
