@@ -35,27 +35,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atip_trust.admission._deps import (
-    agent_tools_mod,
-    audit_mod,
-    evaluate_mod,
-    gate_vsa,
-    metadata_mod,
-    metadata_trust,
-    pathlib,
-    shims,
-)
-from atip_trust._base.record import Record, field
-from atip_trust.errors import ArgumentTypeError, AtipTrustError, UsageError, error_code, expect_type
-from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
-from atip_trust.facts.artifact import Artifact, resolve
-from atip_trust.facts.digest import Digest
-from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, field
+from atip_trust.admission.command_decision import decide_command
+from atip_trust.admission.interactive import can_ask
 from atip_trust.admission.options import REGISTRY_CHECK, AdmitOptions, split_keywords
 from atip_trust.admission.verdict_key import (
     ReportKey,
@@ -67,8 +53,11 @@ from atip_trust.admission.verdict_key import (
     stored_digest,
     verdict_key,
 )
-from atip_trust.admission.command_decision import decide_command
-from atip_trust.admission.interactive import can_ask
+from atip_trust.errors import ArgumentTypeError, AtipTrustError, UsageError, error_code, expect_type
+from atip_trust.evaluation.inputs import Constraints, Evidence
+from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.facts.digest import Digest
+from atip_trust.facts.report import Check, Decision, Reason, TrustLevel, TrustReport
 from atip_trust.policy.compose import cli_layer, compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import to_agent_tool
@@ -80,17 +69,31 @@ from atip_trust.state.dirs import agent_tools_roots
 from atip_trust.state.verdict_cache import VerdictCache
 
 if TYPE_CHECKING:
+    import pathlib
     from pathlib import Path
 
-if TYPE_CHECKING:
-    from atip_trust.facts.aip14 import ToolContract
-    from atip_trust.facts.metadata import MetadataDocument
-
-if TYPE_CHECKING:
-    from atip_trust.facts.digest import Algorithm
+    from atip_trust.admission import agent_tools, metadata_trust, shims, vsa
     from atip_trust.admission.agent_tools import AgentTree
     from atip_trust.admission.metadata_trust import MetadataTrust
+    from atip_trust.evaluation import evaluate
+    from atip_trust.facts import metadata
+    from atip_trust.facts.aip14 import ToolContract
+    from atip_trust.facts.digest import Algorithm
+    from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.signature.trustroot import TrustRoot
+    from atip_trust.state import audit
+else:
+    # Deferred (_base/lazy.py): a cache-hit admission reads none of these (tests/fast_path.py).
+    pathlib = lazy_import("pathlib")  # paths are text on the warm path: pathlib only for files read
+    evaluate = lazy_import("atip_trust.evaluation.evaluate")  # the evaluation itself: only on a cache miss
+    metadata = lazy_import("atip_trust.facts.metadata")  # only with tool metadata
+    metadata_trust = lazy_import("atip_trust.admission.metadata_trust")  # only with tool metadata
+    shims = lazy_import("atip_trust.admission.shims")  # only when policy names a registry
+    vsa = lazy_import("atip_trust.admission.vsa")  # only with VSAs: signing code stays off the warm path
+    # RFC §4.2's tree: only while it exists (state/dirs.py agent_tools_roots is the stat that says so).
+    agent_tools = lazy_import("atip_trust.admission.agent_tools")
+    # The audit line: built and written only when auditing is on (--no-audit loads none of it).
+    audit = lazy_import("atip_trust.state.audit")
 
 PathLike = str | os.PathLike[str]
 
@@ -171,8 +174,8 @@ class Admission(Record):
         """The audit-log line for this decision, built when asked for (to be written, or extended by
         exec and the bridge): an admission without auditing (``--no-audit``) never loads the audit
         module (docs/adr/0001-start-up.md)."""
-        record = audit_mod.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
-                                        ns=self.decided_ns)
+        record = audit.audit_record(self.decision, self.report, tool=self.tool, command=list(self.command),
+                                    ns=self.decided_ns)
         if self.contract is not None:
             # AIP-14 "Stable identity": audit logs key on id@major, and record the declared mutates.
             record["contract"] = {"id": self.contract.identity, "version": self.contract.version,
@@ -227,7 +230,7 @@ def audit_failure(
         message, where = err.diagnostics(), err.path
     else:  # an unexpected exception's text could hold anything: record its type only
         message, where = f"internal error: {type(err).__name__}", None
-    record = audit_mod.audit_error_record(
+    record = audit.audit_error_record(
         code=error_code(err), error_type=type(err).__name__, message=message, where=where,
         tool=tool_name_of(tool) if tool is not None else None, command=list(split_command(command)), path=path,
         digest=digest,
@@ -235,7 +238,7 @@ def audit_failure(
         mode=policy.mode if policy is not None else None,
     )
     try:
-        audit_mod.append_audit(record, os.fspath(audit_log) if audit_log is not None else None)
+        audit.append_audit(record, os.fspath(audit_log) if audit_log is not None else None)
     except AtipTrustError as audit_err:
         return audit_err.diagnostics()
     return None
@@ -293,8 +296,8 @@ def write_audit(admission: Admission, audit_log: PathLike | None = None,
     ``record`` (the line as a caller that acted otherwise extended it: agents/hooks.py), to
     ``audit_log`` or where the admission's policy said."""
     target = audit_log if audit_log is not None else admission.audit_log
-    audit_mod.append_audit(admission.audit_record if record is None else record,
-                           os.fspath(target) if target is not None else None)
+    audit.append_audit(admission.audit_record if record is None else record,
+                       os.fspath(target) if target is not None else None)
 
 
 def _find_shim(shim_dir: PathLike, hexdigest: str) -> tuple[Path | None, Path | None]:
@@ -481,12 +484,12 @@ def _admit(
         # By position, defaults included: keywords cost µs on the warm path (python -m bench --only admit).
         # RFC §4.2's tree: two stat calls when it is absent, and its module is loaded only when present.
         roots = agent_tools_roots() if options.agent_tools else None
-        tree = agent_tools_mod.AgentTree(*roots) if roots is not None else None
+        tree = agent_tools.AgentTree(*roots) if roots is not None else None
         a = _Admitting(policy, trust_root, known.tool, digests, cache, None, None, None, False, None, None,
                        False, None, None, tree, [], None)
         if tree is not None and options.registry_pin:
             # RFC §4.3: the name's recorded digest against the bytes just hashed (admission/agent_tools.py).
-            pinned = agent_tools_mod.registry_check(tree, a.tool_name, path, digests, art.digest)
+            pinned = agent_tools.registry_check(tree, a.tool_name, path, digests, art.digest)
             if pinned is not None:
                 a.notes.append(pinned)
         _step_evidence(a, evidence.metadata, evidence.metadata_bundle, options.shim_dir, options.fetch)
@@ -502,43 +505,43 @@ def _admit(
                    contract=tool_md, contract_verified=contract_verified, declared=declared)
 
 
-def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument | None,
+def _step_evidence(a: _Admitting, meta: PathLike | bytes | MetadataDocument | None,
                    metadata_bundle: PathLike | None, shim_dir: PathLike | None, fetch: bool) -> None:
     """(2) Evidence. The metadata file is read once: its signature is checked over these bytes and
     its claims and effects are parsed from them."""
     policy, digests = a.policy, a.digests
     if a.tree is not None:
-        override, note = agent_tools_mod.find_override(a.tree, policy, a.trust_root, digests=digests,
-                                                       tool_name=a.tool_name)
+        override, note = agent_tools.find_override(a.tree, policy, a.trust_root, digests=digests,
+                                                   tool_name=a.tool_name)
         if note is not None:
             a.notes.append(note)
         if override is not None:  # signed and bound: it replaces every other metadata source
             a.doc, a.meta_path, a.meta_bundle = override.doc, override.path, override.bundle
             a.preverified = override.trust
             return
-    given = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else None
-    a.meta_path = pathlib.Path(metadata) if isinstance(metadata, (str, os.PathLike)) else None
-    if metadata is not None and given is None and a.meta_path is None:
-        if not isinstance(metadata, metadata_mod.MetadataDocument):
+    given = bytes(meta) if isinstance(meta, (bytes, bytearray)) else None
+    a.meta_path = pathlib.Path(meta) if isinstance(meta, (str, os.PathLike)) else None
+    if meta is not None and given is None and a.meta_path is None:
+        if not isinstance(meta, metadata.MetadataDocument):
             raise UsageError(f"metadata: expected a path, bytes or a MetadataDocument, actual "
-                             f"{type(metadata).__name__}")
-        a.doc = metadata  # a document already read: its bytes are the ones decided on
+                             f"{type(meta).__name__}")
+        a.doc = meta  # a document already read: its bytes are the ones decided on
     a.meta_bundle = pathlib.Path(metadata_bundle) if metadata_bundle is not None else None
-    if metadata is None and shim_dir is not None:
+    if meta is None and shim_dir is not None:
         a.meta_path, a.meta_bundle = _find_shim(shim_dir, digests["sha256"].hex)
         a.from_shim = a.meta_path is not None
     by_name = False
-    if metadata is None and a.meta_path is None and a.tree is not None:
+    if meta is None and a.meta_path is None and a.tree is not None:
         # RFC §4.2-4.3: the local tree, by digest then by name (RFC v0.3 §4), the user's then the
         # system-wide ones: native metadata first, then a shim.
         hexd = digests["sha256"].hex
-        in_tree = agent_tools_mod.find_native(a.tree, hexd, a.tool_name, a.notes)
+        in_tree = agent_tools.find_native(a.tree, hexd, a.tool_name, a.notes)
         if in_tree is None:
-            in_tree = agent_tools_mod.find_shim(a.tree, hexd, a.tool_name, a.notes)
+            in_tree = agent_tools.find_shim(a.tree, hexd, a.tool_name, a.notes)
             a.from_shim = in_tree is not None
         if in_tree is not None:
             a.meta_path, a.meta_bundle, by_name = in_tree.path, in_tree.bundle, in_tree.by_name
-    if metadata is None and a.meta_path is None and policy.registries:
+    if meta is None and a.meta_path is None and policy.registries:
         found = shims.registry_client(policy, trust_root=a.trust_root,
                                       offline=None if fetch else True).lookup(digests["sha256"])
         if found.document is not None and found.registry is not None:
@@ -555,15 +558,15 @@ def _step_evidence(a: _Admitting, metadata: PathLike | bytes | MetadataDocument 
                                   expected=f"a shim for {digests['sha256']} signed by a registry "
                                   "signer policy names", actual=found.reasons)
     if given is not None:
-        a.doc = metadata_mod.parse_metadata(given)
+        a.doc = metadata.parse_metadata(given)
     elif a.doc is None and a.meta_path is not None:
         # A shim found by digest must carry that digest (RFC §4.5); a mismatch is an error.
-        a.doc = metadata_mod.load_metadata(a.meta_path,
-                                           lookup_digest=digests["sha256"] if a.from_shim and not by_name else None)
-    if metadata is None:
+        a.doc = metadata.load_metadata(a.meta_path,
+                                       lookup_digest=digests["sha256"] if a.from_shim and not by_name else None)
+    if meta is None:
         _unless_named(a)
     if by_name and a.doc is not None:
-        stale = agent_tools_mod.stale_check(a.doc, digests)
+        stale = agent_tools.stale_check(a.doc, digests)
         if stale is not None:  # another build's file: not this binary's metadata (nor tampering)
             a.notes.append(stale)
             a.doc, a.meta_path, a.meta_bundle, a.from_shim = None, None, None, False
@@ -607,7 +610,7 @@ def _step_verify(
     given = Evidence(bundles=bundles, signature=evidence.signature, certificate=evidence.certificate,
                      metadata=a.doc)
     # No signer in policy is an answer (UNVERIFIED, and the policy decides), not an error.
-    return key, hit, evaluate_mod.evaluate(art, given, constraints, a.trust_root, require_anchor=False)
+    return key, hit, evaluate.evaluate(art, given, constraints, a.trust_root, require_anchor=False)
 
 
 def _step_metadata_trust(a: _Admitting, key: ReportKey | None,
@@ -662,9 +665,9 @@ def _step_additions(
     # (4a) VSAs: read and checked each time (never cached: their age changes), after the report is
     # stored, so the cached report is the evidence's own (docs/vsa.md).
     if vsas:
-        report = gate_vsa.apply_vsas(report, gate_vsa.vsa_checks(
-            {alg: d.hex for alg, d in a.digests.items()}, vsas, gate_vsa.verifier_rules(policy),
-            trust_root=a.trust_root, unanswered=gate_vsa.unanswered_requirements(policy)))
+        report = vsa.apply_vsas(report, vsa.vsa_checks(
+            {alg: d.hex for alg, d in a.digests.items()}, vsas, vsa.verifier_rules(policy),
+            trust_root=a.trust_root, unanswered=vsa.unanswered_requirements(policy)))
         a.report_digest = None
 
     # (4b) An AIP-14 contract: read and verified each time (never cached), its required tools admitted.
@@ -718,7 +721,7 @@ def decided(
         # RFC §4.3 drift or tampering: denied in every mode (a warn/audit allow would run bytes the
         # user's own index says are not this tool), the reason first (admission/agent_tools.py).
         decision.behavior = "deny"
-        decision.reasons = [agent_tools_mod.mismatch_reason(pinned),
+        decision.reasons = [agent_tools.mismatch_reason(pinned),
                             *(r for r in decision.reasons if not r.code.startswith("MODE_"))]
     failed = next((c for c in report.checks if c.name == "vsa" and c.status == "fail"), None)
     if failed is not None:

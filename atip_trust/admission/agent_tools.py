@@ -28,32 +28,32 @@ at temporary folders) hold:
   never applied — not even to tighten, so that a planted file can neither loosen nor deny.
 
 An admission where neither root exists pays two ``stat`` calls (state/dirs.py ``agent_tools_roots``)
-and does not load this module (admission/_deps.py); with a tree, a few more, and ``registry.json`` is
+and does not load this module (admission/admit.py); with a tree, a few more, and ``registry.json`` is
 read and parsed each time.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from atip_trust._base.files import exists, owner_problem
+from atip_trust._base.record import Record
+from atip_trust.admission import metadata_trust
+from atip_trust.admission.options import REGISTRY_CHECK
+from atip_trust.errors import AtipTrustError, EnvironmentFailure
+from atip_trust.facts import metadata
+from atip_trust.facts.report import Check, Reason
+from atip_trust.registry import local
+from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir, agent_tools_system_dirs
+
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from pathlib import Path
-    from typing import Any
-
     from atip_trust.admission.metadata_trust import MetadataTrust
     from atip_trust.facts.digest import Algorithm, Digest
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.policy.model import Policy
-
-from atip_trust._base.files import exists, owner_problem
-from atip_trust.admission._deps import local_mod, metadata_mod, metadata_trust, pathlib
-from atip_trust.admission.options import REGISTRY_CHECK
-from atip_trust._base.record import Record
-from atip_trust.errors import AtipTrustError, EnvironmentFailure
-from atip_trust.facts.report import Check, Reason
-from atip_trust.state.dirs import agent_tools_config_dir, agent_tools_data_dir, agent_tools_system_dirs
 
 #: The check (admission/options.py) and the reason a digest that differs from ``registry.json``'s is
 #: reported with.
@@ -147,7 +147,7 @@ def _with_bundle(path: str | None) -> tuple[Path | None, Path | None]:
     if path is None:
         return None, None
     bundle = _file(f"{path}.bundle")
-    return pathlib.Path(path), pathlib.Path(bundle) if bundle is not None else None
+    return Path(path), Path(bundle) if bundle is not None else None
 
 
 def find_native(tree: AgentTree, hexdigest: str, tool_name: str, notes: list[Check]) -> Found | None:
@@ -222,7 +222,7 @@ def registry_check(tree: AgentTree, tool_name: str, path: str,
     index = os.path.join(tree.data, "registry.json")
     if not exists(index, what="agent-tools registry.json", error=EnvironmentFailure):
         return None
-    entry = local_mod.LocalRegistry(index).recorded(tool_name)
+    entry = local.LocalRegistry(index).recorded(tool_name)
     if entry is None:
         return None
     want = entry.digest
@@ -271,12 +271,12 @@ def find_override(
                            "(.json.bundle): ignored, never applied", expected="a bundle signed by a signer "
                            "named in policy", actual=None, evidence=path)
     try:
-        doc = metadata_mod.load_metadata(path)
+        doc = metadata.load_metadata(path)
     except AtipTrustError as err:
         return None, Check("agent_tools.override", "fail", f"the override is not ATIP metadata: ignored, "
                            f"never applied: {err.diagnostics()}", expected="ATIP metadata", actual=None,
                            evidence=path)
-    trust = metadata_trust.verify_metadata(doc, pathlib.Path(bundle), list(policy.signers), trust_root,
+    trust = metadata_trust.verify_metadata(doc, Path(bundle), list(policy.signers), trust_root,
                                            digests=digests, tool_name=tool_name, signer_kind="policy")
     if not trust.verified:
         why = "; ".join(f"{c.name}: {c.message}" for c in trust.checks if c.status != "pass")
@@ -284,7 +284,7 @@ def find_override(
         return None, Check("agent_tools.override", "fail", f"the override is ignored, never applied: {why}",
                            expected=failed.expected if failed else None,
                            actual=failed.actual if failed else None, evidence=path)
-    return Override(doc, pathlib.Path(path), pathlib.Path(bundle), trust), Check(
+    return Override(doc, Path(path), Path(bundle), trust), Check(
         "agent_tools.override", "pass", "the override is signed by a signer named in policy and names "
         "this binary: it replaces the tool's other metadata", expected=None, actual=str(doc.sha256),
         evidence=path)

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust._base.record import Record
 from atip_trust._base.parallel import default_workers, map_processes
-from atip_trust.errors import AtipTrustError, error_code
-from atip_trust.evaluation.inputs import Constraints, Evidence
+from atip_trust._base.record import Record
 from atip_trust.admission.options import VerifyOptions
 from atip_trust.admission.verify import verify
+from atip_trust.errors import AtipTrustError, error_code
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.signature.keyless import KeylessVerifier
 

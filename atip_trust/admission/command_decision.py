@@ -11,18 +11,20 @@ metadata's effects trusted only when verified, then policy/decide.py.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-    from atip_trust.facts.aip14 import ToolContract
-    from atip_trust.policy.model import RuleBehavior
-
-from atip_trust.admission._deps import aip14
+from atip_trust._base.lazy import lazy_import
 from atip_trust.facts.effects import command_lookup, merge_states
 from atip_trust.facts.report import Decision, Reason, TrustReport
 from atip_trust.policy.decide import decide
 from atip_trust.policy.model import Policy
+
+if TYPE_CHECKING:
+    from atip_trust.facts import aip14
+    from atip_trust.facts.aip14 import ToolContract
+    from atip_trust.policy.model import RuleBehavior
+else:
+    aip14 = lazy_import("atip_trust.facts.aip14")  # only with a contract: its YAML reader is not warm
 
 
 def decide_command(

@@ -35,22 +35,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from atip_trust.facts.metadata import MetadataDocument
-    from atip_trust.facts.report import TrustReport
-    from atip_trust.admission.interactive import Interactive
-
+from atip_trust._base.files import path_texts
 from atip_trust._base.record import replace
 from atip_trust._base.statmemo import Ident, regular_ident, settled
-from atip_trust.admission.options import AdmitOptions, split_keywords
-from atip_trust.evaluation.inputs import Evidence
-from atip_trust.errors import UsageError, expect_type
-from atip_trust._base.files import path_texts
-from atip_trust.facts.artifact import Artifact, resolve
+from atip_trust.admission import vsa
 from atip_trust.admission.admit import (
     Admission,
     Known,
@@ -62,13 +52,21 @@ from atip_trust.admission.admit import (
     decided,
     tool_name_of,
 )
-from atip_trust.admission.verdict_key import file_ident, hash_artifact, open_cache
 from atip_trust.admission.agent_tools import AgentTree
 from atip_trust.admission.interactive import can_ask
+from atip_trust.admission.options import AdmitOptions, split_keywords
+from atip_trust.admission.verdict_key import file_ident, hash_artifact, open_cache
+from atip_trust.errors import UsageError, expect_type
+from atip_trust.evaluation.inputs import Evidence
+from atip_trust.facts.artifact import Artifact, resolve
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.model import Policy
 from atip_trust.policy.rules import split_command
-from atip_trust.admission._deps import gate_vsa  # only a tool held with VSAs reads them
+
+if TYPE_CHECKING:
+    from atip_trust.admission.interactive import Interactive
+    from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.facts.report import TrustReport
 
 __all__ = ["HeldTool"]
 
@@ -198,7 +196,7 @@ class HeldTool:
         """The evidence with the VSAs kept by this file's digest in ``bundle_dir`` added."""
         assert self._bundle_dir is not None
         digest = hash_artifact(art, open_cache(self._options.cache))["sha256"]
-        kept = [p for p in gate_vsa.vsa_candidates(self._bundle_dir, digest.hex) if os.path.isfile(p)]
+        kept = [p for p in vsa.vsa_candidates(self._bundle_dir, digest.hex) if os.path.isfile(p)]
         given = self._evidence.vsas
         return replace(self._evidence, vsas=[*path_texts(given, "vsas"), *kept]) if kept else self._evidence
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from atip_trust.errors import UsageError
 

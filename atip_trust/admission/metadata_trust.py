@@ -21,19 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record, field
 from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.aip14 import ToolContract, parse_tool_md
 from atip_trust.facts.artifact import DigestSubject
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Check, TrustLevel, TrustReport
-from atip_trust._base.limits import LIMITS
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 

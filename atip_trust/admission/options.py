@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from atip_trust._base.record import Record, replace
 from atip_trust.errors import expect_type
 from atip_trust.evaluation.inputs import Constraints, Evidence
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, TypeVar
-
     from atip_trust.admission.interactive import Interactive
 
     O = TypeVar("O", "AdmitOptions", "VerifyOptions")  # noqa: E741 - the options type

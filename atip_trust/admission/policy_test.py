@@ -38,23 +38,23 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import expect_object, get_field, parse_json
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust._base.yamlio import load_yaml
-from atip_trust.errors import AtipTrustError, PolicyError
 from atip_trust.admission.admit import admit
 from atip_trust.admission.options import AdmitOptions
+from atip_trust.errors import AtipTrustError, PolicyError
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.policy.compose import compose
 from atip_trust.policy.load import load_layer
-from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import Policy
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _CASE_KEYS = ("name", "tool", "toolContent", "toolName", "digest", "evidence", "command", "interactive",
               "expect")

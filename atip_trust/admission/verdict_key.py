@@ -18,20 +18,18 @@ that file is the same one (not replaced, edited, removed, chmod'ed or chown'ed) 
 from __future__ import annotations
 
 import os
-from operator import attrgetter
 from collections.abc import Callable, Hashable, Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.files import open_regular
 from atip_trust._base.statmemo import Ident, ident_of, memo_get, memo_put, regular_ident, settled
 from atip_trust._version import __version__
+from atip_trust.admission.options import EVIDENCE_NOT_IN_KEY
 from atip_trust.errors import AtipTrustError
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.facts.artifact import Artifact, FileIdentity
 from atip_trust.facts.digest import Digest, hash_bytes, hash_fd
-from atip_trust.admission.options import EVIDENCE_NOT_IN_KEY
-from atip_trust.evaluation.inputs import Evidence
 from atip_trust.facts.report import TrustReport
 from atip_trust.state.verdict_cache import VerdictCache, cache_key, fresh
 

@@ -15,22 +15,21 @@ do: attestations are then matched by subject digest), optionally fetches the met
 
 from __future__ import annotations
 
+import json
 import os
 import re
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atip_trust.admission._deps import bundles_mod, evaluate_mod, net_fetch
-from atip_trust._base.record import Record, replace
-from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust._base.files import path_name, path_texts
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, replace
+from atip_trust.admission.options import VerifyOptions, split_keywords
+from atip_trust.admission.verdict_key import ReportKey, cached, hash_artifact, open_cache, store, verdict_key
 from atip_trust.errors import UsageError, expect_type
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
-from atip_trust.admission.options import VerifyOptions, split_keywords
-from atip_trust.admission.verdict_key import ReportKey, cached, hash_artifact, open_cache, store, verdict_key
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root, constraints_from_policy
 from atip_trust.policy.decide import decide
@@ -39,6 +38,15 @@ from atip_trust.policy.model import Policy
 from atip_trust.signature.trustroot import TrustRoot
 from atip_trust.state.verdict_cache import VerdictCache
 
+if TYPE_CHECKING:
+    from atip_trust.evaluation import evaluate
+    from atip_trust.net import fetch
+    from atip_trust.signature import bundle
+else:
+    # Deferred (_base/lazy.py): a cache-hit verify reads none of these (tests/fast_path.py).
+    evaluate = lazy_import("atip_trust.evaluation.evaluate")  # the evaluation itself: only on a cache miss
+    fetch = lazy_import("atip_trust.net.fetch")  # HTTP: only for verify --fetch
+    bundle = lazy_import("atip_trust.signature.bundle")  # only for --print-provenance
 
 PathLike = str | os.PathLike[str]
 
@@ -158,22 +166,22 @@ def verify(
     root = choose_trusted_root(applied, os.fspath(trusted_root) if trusted_root is not None else None,
                                options.staging, deferred=True)
     fetched: list[dict[str, Any]] = []
-    fetch, metadata = options.fetch, evidence.metadata
-    store_in = open_cache(options.cache and not fetch)  # fetched material is new each time: never cached
+    fetching, metadata = options.fetch, evidence.metadata
+    store_in = open_cache(options.cache and not fetching)  # fetched material is new each time: never cached
     key: ReportKey | None = None
     hit: tuple[TrustReport, dict[str, Any]] | None = None
     subject = subject_of(artifact)
     with subject:
-        if fetch and metadata is not None:
+        if fetching and metadata is not None:
             if not isinstance(metadata, (str, os.PathLike)):
                 raise UsageError("fetch: the metadata must be a file (its provenance URL is fetched)")
             # The only network use, and only now that every local input is checked. The fetched
             # bytes are one more untrusted bundle, read from a private temporary directory that is
             # removed when this block ends.
-            with net_fetch.fetched_provenance(metadata) as material:
+            with fetch.fetched_provenance(metadata) as material:
                 fetched = [m.to_json() for m in material]
                 given = replace(evidence, bundles=bundles + tuple(os.fspath(m.path) for m in material))
-                report = evaluate_mod.evaluate(subject, given, c, root, shared_with=options.shared_with)
+                report = evaluate.evaluate(subject, given, c, root, shared_with=options.shared_with)
         else:
             if store_in is not None:
                 key = _cache_key(subject, store_in, c, evidence, options, applied, root)
@@ -181,12 +189,12 @@ def verify(
             if hit is not None:
                 report = hit[0]
             else:
-                report = evaluate_mod.evaluate(subject, replace(evidence, bundles=bundles), c, root,
-                                                shared_with=options.shared_with)
+                report = evaluate.evaluate(subject, replace(evidence, bundles=bundles), c, root,
+                                            shared_with=options.shared_with)
                 store(store_in, key, report)
     name = os.fspath(artifact) if not isinstance(artifact, Digest) else str(artifact)
     decision = decide_verify(applied, report, name) if applied is not None else verdict(report)
-    return Verification(report, decision, root, tuple(fetched), fetch,
+    return Verification(report, decision, root, tuple(fetched), fetching,
                         cache="off" if key is None else "hit" if hit is not None else "miss")
 
 
@@ -200,15 +208,13 @@ def provenance_statement(report: TrustReport, bundles: PathLike | list[PathLike]
         return None
     found: set[bytes] = set()
     for path in path_texts(bundles, "bundles"):
-        for b in bundles_mod.load_bundles(path):
+        for b in bundle.load_bundles(path):
             info = b.dsse_payload() if b.label == prov.evidence else None
             if info is not None:
                 found.add(info[1])
     if len(found) != 1:
         raise UsageError(f"--print-provenance: {len(found)} different statements are labelled "
                          f"{prov.evidence}; give the bundle files under distinct names")
-    import json
-
     doc: dict[str, Any] = json.loads(found.pop())
     return doc
 

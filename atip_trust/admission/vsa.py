@@ -16,23 +16,18 @@ import json
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from atip_trust.policy.model import Policy
-    from atip_trust.signature.bundle import BundleInput
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import canonical_json, parse_json
-from atip_trust.admission._deps import bundles_mod, keyless_mod, keyless_sign_mod, legacy_mod
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, BundleError, EnvironmentFailure, UsageError
+from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check, Decision, TrustLevel, TrustReport
-from atip_trust._base.limits import LIMITS
-from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
 from atip_trust.policy.verifiers import VerifierRule, verifier_rules
+from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE
 from atip_trust.provenance.vsa import (
     PASSED,
     Vsa,
@@ -43,18 +38,20 @@ from atip_trust.provenance.vsa import (
     parse_vsa,
     vsa_statement,
 )
+from atip_trust.signature import bundle, keyless, keyless_sign, legacy_bundle
 from atip_trust.signature.envelope import (
     envelope_signed_by,
     load_private_key,
     parse_envelope,
     sign_envelope,
 )
-from atip_trust.signature.keys import load_public_key
-from atip_trust.facts.digest import Digest
 from atip_trust.signature.identity import CertificateFacts, IdentityRule, match_identities
+from atip_trust.signature.keys import load_public_key
 from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 
-
+if TYPE_CHECKING:
+    from atip_trust.policy.model import Policy
+    from atip_trust.signature.bundle import BundleInput
 
 PathLike = str | os.PathLike[str]
 
@@ -123,9 +120,9 @@ def emit_vsa(report: TrustReport, decision: Decision, *, key: PathLike | None, v
     )
     payload = canonical_json(stmt, ascii_only=False)
     if signer is None:
-        bundle = keyless_sign_mod.sign_statement(payload, sha256=report.digests.get("sha256", ""),
-                                                 flag="--vsa-keyless", config=trust_config, token=identity)
-        return canonical_json(json.loads(bundle)) + b"\n"
+        signed = keyless_sign.sign_statement(payload, sha256=report.digests.get("sha256", ""),
+                                             flag="--vsa-keyless", config=trust_config, token=identity)
+        return canonical_json(json.loads(signed)) + b"\n"
     envelope = sign_envelope(signer, INTOTO_PAYLOAD_TYPE, payload, key_id=key_id)
     return canonical_json(envelope) + b"\n"
 
@@ -133,7 +130,7 @@ def emit_vsa(report: TrustReport, decision: Decision, *, key: PathLike | None, v
 def ambient_identity() -> Any:
     """``--vsa-keyless``: the CI's ambient OIDC identity, or exit 2 naming what is missing
     (signature/keyless_sign.py); looked for before anything is verified."""
-    return keyless_sign_mod.ambient_identity("--vsa-keyless")
+    return keyless_sign.ambient_identity("--vsa-keyless")
 
 
 def write_vsa(path: PathLike, line: bytes) -> None:
@@ -255,7 +252,7 @@ def verify_vsa_keyless(path: PathLike, *, trust_root: TrustRoot, signers: Sequen
         raise UsageError("a keyless VSA needs the signer identity (--certificate-identity or "
                          "--certificate-identity-regexp, and --certificate-oidc-issuer)")
     label, data = _one_document(path)
-    found = bundles_mod.bundles_from_bytes(label, data)
+    found = bundle.bundles_from_bytes(label, data)
     if len(found) != 1:
         raise BundleError(f"the document holds {len(found)} bundles; verify-vsa checks one VSA per file",
                           path=label)
@@ -302,11 +299,11 @@ def _verify_keyless(b: BundleInput, trust_root: TrustRoot, sha256: Digest) -> _K
         return _verify_legacy(b, root)
     if not root.tlogs:
         return f"{b.label}: the bundle carries a log entry and trusted root {root.name} lists no log"
-    out = keyless_mod.KeylessVerifier(root).verify(b, {"sha256": sha256})
+    out = keyless.KeylessVerifier(root).verify(b, {"sha256": sha256})
     if not out.valid or out.facts is None or out.payload is None or out.payload_type is None:
         failed = next((c for c in out.checks if c.failed), None)
         return f"{b.label}: {failed.message if failed else 'does not verify'}"
-    times = keyless_mod.signed_times(b.doc, out.integrated_time)
+    times = keyless.signed_times(b.doc, out.integrated_time)
     return _KeylessVsa(out.facts, out.payload_type, out.payload, min(times) if times else None)
 
 
@@ -315,14 +312,14 @@ def _verify_legacy(b: BundleInput, root: TrustRoot) -> _KeylessVsa | str:
     every verified one (the earliest is when the signature existed)."""
     timestamped = b.route == "timestamp"
     try:
-        res = (legacy_mod.verify_timestamped_dsse if timestamped else legacy_mod.verify_legacy_dsse_detailed)(
+        res = (legacy_bundle.verify_timestamped_dsse if timestamped else legacy_bundle.verify_legacy_dsse_detailed)(
             b.doc, root, evidence=b.label)
-    except legacy_mod.VERIFICATION_ERRORS as err:
+    except legacy_bundle.VERIFICATION_ERRORS as err:
         return f"{b.label}: {err.to_check(evidence=b.label).message} (trusted root {root.name})"
     except AtipTrustError as err:
         return f"{b.label}: {err.diagnostics()}"
     times = list(res.times) or [res.integrated_time]
-    if max(times).timestamp() > datetime.now(timezone.utc).timestamp() + keyless_mod.CLOCK_SKEW:
+    if max(times).timestamp() > datetime.now(timezone.utc).timestamp() + keyless.CLOCK_SKEW:
         return f"{b.label}: signed at {max(times).isoformat()}, in the future"
     return _KeylessVsa(CertificateFacts.from_certificate(res.certificate), res.payload_type, res.payload,
                        min(times))
@@ -377,10 +374,10 @@ def _keyless_signed(bundles: Sequence[BundleInput], rules: Sequence[VerifierRule
     """Every VSA of these Sigstore bundles that verifies (``_verify_keyless``) and whose certificate
     matches a keyless entry's identity (signature/identity.py, as ``trust.signers``); all of them, not
     the first, so a trusted FAILED after a PASSED counts; for the others, why each is ignored."""
-    keyless = [r for r in rules if r.signer is not None]
+    identities = [r for r in rules if r.signer is not None]
     if not sha256:
         return ["VSA ignored: a keyless VSA is bound to its artifact by sha256, and none was computed"]
-    if not keyless or trust_root is None:
+    if not identities or trust_root is None:
         return ["VSA ignored: not signed by a verifier policy trusts (trust.verifiers names no Sigstore identity)"]
     found: list[_Signed | str] = []
     for b in bundles:
@@ -388,7 +385,7 @@ def _keyless_signed(bundles: Sequence[BundleInput], rules: Sequence[VerifierRule
         if isinstance(got, str):
             found.append(f"VSA ignored: not signed by a verifier policy trusts ({got})")
             continue
-        signed = tuple(r for r in keyless if r.signer is not None
+        signed = tuple(r for r in identities if r.signer is not None
                        and not IdentityRule.coerce(r.signer).mismatches(got.facts))
         found.append(_Signed(parse_vsa(got.payload_type, got.payload), signed, got.signed_at, b.label)
                      if signed else f"VSA ignored: not signed by a verifier policy trusts ({b.label}: signed by "
@@ -438,7 +435,7 @@ def _review(path: PathLike, digests: dict[str, str], rules: Sequence[VerifierRul
     found: list[_Signed | str] = []
     for where, data in vsa_documents(raw, label):
         if _is_sigstore_bundle(data):
-            found += _keyless_signed(bundles_mod.bundles_from_bytes(where, data), rules, trust_root,
+            found += _keyless_signed(bundle.bundles_from_bytes(where, data), rules, trust_root,
                                      digests.get("sha256", ""))
         else:
             found.append(_key_signed(data, where, rules))

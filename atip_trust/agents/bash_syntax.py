@@ -20,17 +20,25 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
-
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-
 from importlib.machinery import ExtensionFileLoader, ModuleSpec, PathFinder
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from atip_trust.agents._deps import resource, tree_sitter, tree_sitter_bash
+from atip_trust._base.lazy import lazy_import
 
 if TYPE_CHECKING:
-    from tree_sitter import Parser
+    import resource
+
+    import tree_sitter
+    import tree_sitter_bash
     from tree_sitter import Node as Node  # re-exported for the walker's annotations
+    from tree_sitter import Parser
+else:
+    resource = lazy_import("resource")  # only for a line long enough to parse under a budget
+    # The packages themselves only when a binding is not laid out as expected (_new_parser below):
+    # their __init__s import importlib.resources and typing, which the hook's warm path never loads.
+    tree_sitter = lazy_import("tree_sitter")
+    tree_sitter_bash = lazy_import("tree_sitter_bash")  # (with tree_sitter)
 
 
 class SyntaxRefused(ValueError):

@@ -37,6 +37,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 from atip_trust._base.record import Record, field
+from atip_trust.admission.admit import Admission
 from atip_trust.errors import UsageError, expect_type
 from atip_trust.facts.aip14 import ToolContract, approval_reason, contract_states
 from atip_trust.facts.arguments import argument_problems, command_argv, parse_argv
@@ -51,7 +52,6 @@ from atip_trust.facts.effects import (
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
 from atip_trust.facts.report import Decision, Reason, TrustReport
-from atip_trust.admission.admit import Admission
 from atip_trust.policy.compose import compose
 from atip_trust.policy.decide import decide, effect_classes_of
 from atip_trust.policy.load import layer_from_document

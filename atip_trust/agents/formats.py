@@ -29,9 +29,7 @@ Tools other than the shell get no opinion. Malformed input is a :class:`Malforme
 from __future__ import annotations
 
 import json
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.record import Record

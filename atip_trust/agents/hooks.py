@@ -31,18 +31,18 @@ from __future__ import annotations
 
 import os
 import re
-from atip_trust.agents._deps import shlex
+from typing import TYPE_CHECKING
+
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, replace
+from atip_trust.admission.admit import Admission, write_audit
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.agents import identity, spellings
 from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
-from atip_trust.agents import identity, spellings
 from atip_trust.agents.git_repository import check_repository
 from atip_trust.agents.shell_model import Program, Unprovable, programs, programs_of_argv, visible_programs
 from atip_trust.errors import ArtifactAccessError, AtipTrustError
-from atip_trust.facts.artifact import which
-from atip_trust.facts.report import TrustLevel
-from atip_trust.admission.admit import Admission, write_audit
-from atip_trust.admission.options import AdmitOptions
 from atip_trust.execution.env import exec_environment
 from atip_trust.execution.exec import (
     ExecRefused,
@@ -52,7 +52,14 @@ from atip_trust.execution.exec import (
     pinned_argv,
     script_interpreter,
 )
+from atip_trust.facts.artifact import which
+from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.model import Policy
+
+if TYPE_CHECKING:
+    import shlex
+else:
+    shlex = lazy_import("shlex")  # only to quote words: a --pin rewrite, or a command given as words
 
 #: Reason codes that say only "nothing in the policy vouches for this program": a program the policy
 #: does not name, denied or asked for these alone, gets the agent's own permissions (passthrough).

@@ -17,11 +17,11 @@ files of the same size are ever hashed), so an ordinary line costs a few ``stat`
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from stat import S_ISREG
 
-from atip_trust.agents._deps import hashlib
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
 from atip_trust.facts.artifact import path_entries
 from atip_trust.facts.program_tables import TABLES

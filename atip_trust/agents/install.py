@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import time
 import tomllib
+from typing import Any
 from urllib.parse import urlsplit
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
 
 from atip_trust._base.files import exists, read_capped, write_atomic
 from atip_trust._base.record import Record, field, replace
@@ -280,8 +279,6 @@ def _runs_for_shell(row: AgentSettings, group: dict[str, Any] | None) -> str | N
     matcher = group.get("matcher")
     if matcher is None or matcher in ("", "*"):
         return None
-    import re  # only doctor judges matchers: not on the hook's warm path
-
     try:
         if isinstance(matcher, str) and re.fullmatch(matcher, row.matcher):
             return None

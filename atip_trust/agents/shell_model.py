@@ -28,17 +28,15 @@ assignment standing alone...). Within what is read:
 from __future__ import annotations
 
 import re
-
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record, replace
 from atip_trust.agents import bash_syntax, tables
 from atip_trust.agents.runners import RUNNERS, SHELL_RUNNERS, Inner, changes_lookup
 from atip_trust.agents.words import Unprovable, Word, word
 from atip_trust.agents.writes import READ_ONLY, can_write
-from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
     from atip_trust.agents.bash_syntax import Node

@@ -11,7 +11,7 @@ whole line unprovable (:class:`Unprovable`).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
 
 from atip_trust._base.record import Record
 

@@ -11,9 +11,7 @@ call the validator passes is the call that runs. No shell is involved: the resul
 from __future__ import annotations
 
 from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.arguments import command_argv

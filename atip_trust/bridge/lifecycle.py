@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.record import Record, field, fields_json
 from atip_trust.bridge.compile import check_provider
 from atip_trust.errors import MalformedInputError, UntrustedInputError
 

@@ -58,6 +58,8 @@ from typing import Any, Literal
 
 from atip_trust._base.parallel import map_threads
 from atip_trust._base.record import Record, field, replace
+from atip_trust.admission.admit import audit_target
+from atip_trust.agents.calls import CallDecision, check_call
 from atip_trust.bridge.argv import tool_call_to_argv
 from atip_trust.bridge.compile import check_provider, command_effects, tool_document
 from atip_trust.bridge.lifecycle import (
@@ -69,10 +71,7 @@ from atip_trust.bridge.lifecycle import (
 from atip_trust.bridge.safety import DEFAULT_MAX_RESULT_LENGTH, create_result_filter
 from atip_trust.bridge.surface import Surface, SurfaceCommand
 from atip_trust.errors import ArgumentTypeError, ArtifactAccessError, AtipTrustError, UsageError, expect_type
-from atip_trust.facts.effects import classify
-from atip_trust.facts.metadata import MetadataDocument
-from atip_trust.facts.report import Reason
-from atip_trust.admission.admit import audit_target
+from atip_trust.execution.child import RunResult, run_verified
 from atip_trust.execution.env import exec_environment
 from atip_trust.execution.exec import (
     ExecRefused,
@@ -83,11 +82,12 @@ from atip_trust.execution.exec import (
     script_interpreter,
     sealed_script,
 )
-from atip_trust.execution.child import RunResult, run_verified
-from atip_trust.state.broken import mark_broken
-from atip_trust.agents.calls import CallDecision, check_call
+from atip_trust.facts.effects import classify
+from atip_trust.facts.metadata import MetadataDocument
+from atip_trust.facts.report import Reason
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit, audit_record
+from atip_trust.state.broken import mark_broken
 
 Status = Literal["ok", "failed", "timeout", "denied", "invalid", "error"]
 #: A runtime's question to its user: may this call, which policy asks about, run?

@@ -18,14 +18,14 @@ import os
 from collections.abc import Mapping
 
 from atip_trust._base.record import replace
-from atip_trust.bridge.surface import SurfaceTool
-from atip_trust.errors import MetadataError
 from atip_trust.admission.admit import admit, audit_target, write_audit
 from atip_trust.admission.options import AdmitOptions
-from atip_trust.evaluation.inputs import Evidence
 from atip_trust.admission.verdict_key import hash_artifact, open_cache
-from atip_trust.execution.exec import admit_file, find_bundles, locate
+from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.discovery.probe import ProbeOutcome, probe
+from atip_trust.errors import MetadataError
+from atip_trust.evaluation.inputs import Evidence
+from atip_trust.execution.exec import admit_file, find_bundles, locate
 from atip_trust.policy.model import Policy
 
 PathLike = str | os.PathLike[str]

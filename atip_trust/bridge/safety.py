@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from atip_trust._base.record import Record
 from atip_trust.bridge.compile import command_effects, tool_document

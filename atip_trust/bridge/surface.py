@@ -24,24 +24,22 @@ only when its name is in that map, with the admission and evidence the surface w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from atip_trust._base.record import Record, field
+from atip_trust.admission.admit import Admission
+from atip_trust.admission.command_decision import decide_command
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.bridge.compile import (
     check_provider,
     check_unique,
     compile_command,
     tool_document,
 )
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.facts.flatten import FlatCommand, flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import Decision, TrustReport
-from atip_trust.admission.admit import Admission
-from atip_trust.admission.options import AdmitOptions
-from atip_trust.evaluation.inputs import Evidence
-from atip_trust.admission.command_decision import decide_command
 from atip_trust.policy.model import Policy
 
 #: Description note for a command policy asks about (kept whole by the OpenAI length limit).

@@ -10,15 +10,13 @@ the result is the same denial), never a pass-through.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
+from atip_trust.agents.calls import CallDecision, check_call, validate_call
 from atip_trust.bridge.surface import SurfaceTool
 from atip_trust.errors import UsageError
 from atip_trust.facts.flatten import flatten_commands
 from atip_trust.facts.metadata import MetadataDocument
-from atip_trust.agents.calls import CallDecision, check_call, validate_call
 from atip_trust.policy.model import Policy
 
 

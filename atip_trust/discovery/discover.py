@@ -29,25 +29,25 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from atip_trust._base.record import Record, field, replace
 from atip_trust._base.files import exists, owner_problem
+from atip_trust._base.record import Record, field, replace
+from atip_trust.admission import vsa
+from atip_trust.admission.admit import Admission, admit
+from atip_trust.admission.agent_tools import AgentTree
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.admission.verdict_key import hash_artifact, open_cache
+from atip_trust.discovery.probe import ProbeOutcome, probe
+from atip_trust.discovery.scan import Candidate, Skipped, scan_directories
 from atip_trust.errors import AtipTrustError, EnvironmentFailure
+from atip_trust.evaluation.inputs import Evidence
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.effects import EFFECT_CLASSES, command_states
 from atip_trust.facts.metadata import MetadataDocument
 from atip_trust.facts.report import TrustLevel
-from atip_trust.admission import vsa as gate_vsa
-from atip_trust.admission.admit import Admission, admit
-from atip_trust.admission.agent_tools import AgentTree
-from atip_trust.admission.options import AdmitOptions
-from atip_trust.evaluation.inputs import Evidence
-from atip_trust.admission.verdict_key import hash_artifact, open_cache
-from atip_trust.discovery.probe import ProbeOutcome, probe
-from atip_trust.discovery.scan import Candidate, Skipped, scan_directories
 from atip_trust.policy.model import Policy
 from atip_trust.registry.local import LocalRegistry
-from atip_trust.state.verdict_cache import VerdictCache
 from atip_trust.state.paths import local_registry_path
+from atip_trust.state.verdict_cache import VerdictCache
 
 PathLike = str | os.PathLike[str]
 Trust = Literal["verified", "unverified", "failed"]
@@ -290,7 +290,7 @@ def _vsas_for(digests: dict[str, str], o: _Options) -> list[str]:
     for alg, value in digests.items():
         found += [p for p in o.vsa_routes.get((alg, value), ()) if p not in found]
     if o.bundle_dir is not None and "sha256" in digests:
-        found += [p for p in gate_vsa.vsa_candidates(o.bundle_dir, digests["sha256"])
+        found += [p for p in vsa.vsa_candidates(o.bundle_dir, digests["sha256"])
                   if os.path.isfile(p) and p not in found]
     return found
 
@@ -298,7 +298,7 @@ def _vsas_for(digests: dict[str, str], o: _Options) -> list[str]:
 def _route_vsas(vsas: Sequence[PathLike]) -> dict[tuple[str, str], tuple[str, ...]]:
     routes: dict[tuple[str, str], tuple[str, ...]] = {}
     for path in vsas:
-        for claim in gate_vsa.claimed_digests(path):
+        for claim in vsa.claimed_digests(path):
             routes[claim] = (*routes.get(claim, ()), os.fspath(path))
     return routes
 

@@ -33,16 +33,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.record import Record, field
+from atip_trust.discovery.discover import ToolRow, ToolSurface
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
 from atip_trust.facts.effects import EFFECT_CLASSES
-from atip_trust.discovery.discover import ToolRow, ToolSurface
 
 LOCK_FILE = "atip-trust.lock"
 LOCK_VERSION = 1

@@ -31,13 +31,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from atip_trust._base.record import Record, replace
-from atip_trust.errors import AtipTrustError, InputTooLargeError
-from atip_trust.facts.artifact import Artifact
-from atip_trust.facts.metadata import MetadataDocument, parse_metadata
-from atip_trust.facts.report import TrustLevel
 from atip_trust.admission.admit import Admission
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.admission.verdict_key import report_key
+from atip_trust.errors import AtipTrustError, InputTooLargeError
+from atip_trust.execution.child import minimal_env, run_verified
 from atip_trust.execution.exec import (
     DEFAULT_OPTIONS,
     ExecRefused,
@@ -46,10 +44,12 @@ from atip_trust.execution.exec import (
     script_interpreter,
     sealed_script,
 )
-from atip_trust.execution.child import minimal_env, run_verified
 from atip_trust.execution.sandbox import PROBE_BOUNDARY, SandboxUnavailable
-from atip_trust.state.broken import mark_broken
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.metadata import MetadataDocument, parse_metadata
+from atip_trust.facts.report import TrustLevel
 from atip_trust.policy.model import Policy
+from atip_trust.state.broken import mark_broken
 from atip_trust.state.verdict_cache import VerdictCache
 
 PathLike = str | os.PathLike[str]

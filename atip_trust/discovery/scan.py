@@ -35,8 +35,8 @@ import os
 import stat
 from collections.abc import Sequence
 
-from atip_trust._base.record import Record, field, fields_json
 from atip_trust._base.files import owner_problem
+from atip_trust._base.record import Record, field, fields_json
 from atip_trust.facts.artifact import path_entries
 
 #: Entries read from one directory at most (a hostile directory cannot make the scan unbounded).

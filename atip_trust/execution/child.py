@@ -26,9 +26,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
-
 from functools import partial
+from typing import Any
 
 from atip_trust._base.record import Record, replace
 from atip_trust.errors import EnvironmentFailure, UsageError

@@ -41,25 +41,23 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust._base.record import Record, field, replace
-from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
 from atip_trust._base.files import path_name, path_texts
+from atip_trust._base.record import Record, field, replace
+from atip_trust.admission.admit import Admission, admit, audit_failure, audit_target, tool_name_of
+from atip_trust.admission.interactive import stdin_provides
+from atip_trust.admission.options import AdmitOptions, split_keywords
+from atip_trust.admission.verdict_key import hash_artifact, open_cache
+from atip_trust.errors import ArtifactAccessError, AtipTrustError, MalformedInputError, UsageError
+from atip_trust.evaluation.inputs import Evidence
+from atip_trust.execution import sandbox
+from atip_trust.execution.confined import run_confined
+from atip_trust.execution.env import exec_environment
 from atip_trust.facts.artifact import Artifact, FileIdentity, which
 from atip_trust.facts.digest import Digest, hash_fd
 from atip_trust.facts.effects import command_interactive_need
 from atip_trust.facts.report import Reason
-from atip_trust.admission.admit import Admission, admit, audit_failure, audit_target, tool_name_of
-from atip_trust.admission.options import AdmitOptions, split_keywords
-from atip_trust.admission.verdict_key import hash_artifact, open_cache
-from atip_trust.evaluation.inputs import Evidence
-from atip_trust.execution import sandbox as sb
-from atip_trust.execution.confined import run_confined
-from atip_trust.execution.env import exec_environment
-from atip_trust.admission.interactive import stdin_provides
 from atip_trust.policy.model import Policy
 from atip_trust.state.audit import append_audit
 from atip_trust.state.broken import mark_broken
@@ -515,17 +513,17 @@ def planned_boundary(admission: Admission, policy: Policy, flag: str | None) -> 
     deny) when the declaration cannot become a boundary (``SANDBOX_PROFILE_INVALID``), or ``required``
     meets a kernel without what it needs (``SANDBOX_UNAVAILABLE``, naming the feature). ``exec``, the
     bridge's call loop and ``admit -v`` all ask here (execution/sandbox.py owns the rules)."""
-    mode = sb.stricter_mode(policy.exec_settings.sandbox, flag)
+    mode = sandbox.stricter_mode(policy.exec_settings.sandbox, flag)
     if mode == "off":
         return None, mode
     try:
-        boundary = sb.boundary_for(admission)
-    except sb.BoundaryError as err:
+        boundary = sandbox.boundary_for(admission)
+    except sandbox.BoundaryError as err:
         raise ExecRefused("deny", [Reason(
             "SANDBOX_PROFILE_INVALID", f"the declared effects cannot become a boundary: {err.message}",
             rule="exec.sandbox", expected="declared paths that exist inside the working tree",
             actual=err.path or "?")], admission) from None
-    missing = sb.missing_feature(boundary) if boundary is not None and mode == "required" else None
+    missing = sandbox.missing_feature(boundary) if boundary is not None and mode == "required" else None
     if missing is not None:
         raise _unavailable(admission, missing)
     return boundary, mode
@@ -542,8 +540,8 @@ def exec_boundary(admission: Admission, policy: Policy, flag: str | None) -> tup
     enters (or None) and the record its audit line carries."""
     boundary, mode = planned_boundary(admission, policy, flag)
     try:
-        return sb.arrange(boundary, mode)
-    except sb.SandboxUnavailable as err:
+        return sandbox.arrange(boundary, mode)
+    except sandbox.SandboxUnavailable as err:
         raise _unavailable(admission, err.feature) from None
 
 
@@ -564,7 +562,7 @@ def _execute_confined(plan: ExecPlan, fd: int, timeout_ms: int | None) -> None:
     or raise ``EffectViolation`` when it tried to leave its boundary."""
     prepared = plan.sandbox
     code, tail = run_confined(prepared, fd, plan.argv, prepared.env(plan.env), timeout_ms)
-    seen = sb.attempt_seen(prepared.boundary, code if code >= 0 else None, -code if code < 0 else None, tail)
+    seen = sandbox.attempt_seen(prepared.boundary, code if code >= 0 else None, -code if code < 0 else None, tail)
     if seen is None:
         # As after execve, nothing of this process is left to run: its private folder is removed and
         # its output flushed, then it ends with the tool's status (a shell's 128+N for signal N),

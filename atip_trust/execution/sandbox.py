@@ -23,19 +23,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.effects import command_effects, merge_declared
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ctypes
-    from typing import Any, Literal
+    import shutil
+    import struct
+    import tempfile
 
     from atip_trust.admission.admit import Admission
 
     Mode = Literal["off", "preferred", "required"]
+else:
+    # Deferred (_base/lazy.py): only building or entering a boundary reads them, never the warm
+    # admit/hook paths (tests/fast_path.py).
+    ctypes = lazy_import("ctypes")  # the Landlock system calls
+    struct = lazy_import("struct")  # (with ctypes) a rule's packed attribute
+    tempfile = lazy_import("tempfile")  # the boundary's private temporary folder
+    shutil = lazy_import("shutil")  # (with tempfile) removing that folder
 
 #: ``exec.sandbox`` values, least to most strict (a flag may only move right: docs/sandbox.md).
 MODES: tuple[str, ...] = ("off", "preferred", "required")
@@ -176,17 +186,10 @@ def resolve_declared_path(path: object, cwd: str) -> str:
 _libc: ctypes.CDLL | None = None
 
 
-def _c() -> Any:
-    """ctypes, imported when a boundary is first built (never on the warm admit/hook paths)."""
-    import ctypes
-
-    return ctypes
-
-
 def _lib() -> ctypes.CDLL:
     global _libc
     if _libc is None:
-        _libc = _c().CDLL(None, use_errno=True)
+        _libc = ctypes.CDLL(None, use_errno=True)
     return _libc
 
 
@@ -199,7 +202,7 @@ def landlock_abi() -> int:
     if os.environ.get(DISABLE_ENV):
         return 0
     try:
-        version = int(_syscall()(_SYS_CREATE_RULESET, None, _c().c_size_t(0), _CREATE_RULESET_VERSION))
+        version = int(_syscall()(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION))
     except (OSError, AttributeError):
         return 0
     return max(version, 0)
@@ -238,17 +241,14 @@ def _ruleset_attr(handled: int, abi: int) -> Any:
     """``struct landlock_ruleset_attr``: ``handled_access_fs``; from ABI 6 also ``handled_access_net``
     (none: the network namespace does that) and ``scoped``, which keeps the tool from signalling
     processes outside its boundary and from reaching abstract Unix sockets bound outside it."""
-    c = _c()
     if abi >= 6:
-        return (c.c_uint64 * 3)(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
-    return (c.c_uint64 * 1)(handled)
+        return (ctypes.c_uint64 * 3)(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
+    return (ctypes.c_uint64 * 1)(handled)
 
 
 def _path_beneath(rights: int, fd: int) -> Any:
     """``struct landlock_path_beneath_attr`` (packed: a u64 then an s32, 12 bytes)."""
-    import struct
-
-    return _c().create_string_buffer(struct.pack("=Qi", rights, fd), 12)
+    return ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
 
 
 class Prepared:
@@ -272,15 +272,13 @@ class Prepared:
             os.close(self.ruleset_fd)
             self.ruleset_fd = None
         if self.tmpdir is not None and not keep_tmp:
-            import shutil
-
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
 
 
 def _check(result: int, what: str) -> int:
     if result < 0:
-        err = _c().get_errno()
+        err = ctypes.get_errno()
         raise SandboxUnavailable("Landlock", f"{what}: {os.strerror(err)}")
     return result
 
@@ -295,11 +293,9 @@ def prepare(boundary: Boundary) -> Prepared:
         return Prepared(boundary, None, not boundary.network, None)
     handled = WRITE_FILE | TRUNCATE | REMOVE_DIR | REMOVE_FILE | MAKE_ALL | REFER
     grant = handled & ~(0 if boundary.delete else REMOVE_DIR | REMOVE_FILE)
-    import tempfile
-
     tmpdir = tempfile.mkdtemp(prefix="atip-sandbox-")
-    c, attr = _c(), _ruleset_attr(handled, landlock_abi())
-    fd = _check(_syscall()(_SYS_CREATE_RULESET, c.byref(attr), c.c_size_t(c.sizeof(attr)), 0),
+    attr = _ruleset_attr(handled, landlock_abi())
+    fd = _check(_syscall()(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0),
                 "landlock_create_ruleset")
     prepared = Prepared(boundary, fd, not boundary.network, tmpdir)
     try:
@@ -340,18 +336,18 @@ def enter(prepared: Prepared) -> None:
     if prepared.netns:
         _unshare_network()
     if prepared.ruleset_fd is not None:
-        libc, c = _lib(), _c()
+        libc = _lib()
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(c.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(_SYS_RESTRICT_SELF, prepared.ruleset_fd, 0) != 0:
-            raise OSError(c.get_errno(), "landlock_restrict_self")
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
 
 
 def _unshare_network() -> None:
     uid, gid = os.geteuid(), os.getegid()
     libc = _lib()  # os.unshare is Python 3.12+
     if libc.unshare(_CLONE_NEWNET if uid == 0 else _CLONE_NEWUSER | _CLONE_NEWNET) != 0:
-        raise OSError(_c().get_errno(), "unshare(CLONE_NEWNET)")
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
     if uid == 0:
         return
     # The new user namespace maps the caller to itself, so files keep their owner (user_namespaces(7)).

@@ -26,16 +26,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust._base.record import Record, replace
 from atip_trust._base.files import open_regular, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.record import Record, replace
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, EnvironmentFailure, MalformedInputError
 from atip_trust.facts.artifact import Artifact, FileIdentity
 from atip_trust.facts.digest import Digest
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: RFC §4.3 ``version``.
 FORMAT_VERSION = "2"

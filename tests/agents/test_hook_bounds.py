@@ -201,13 +201,14 @@ def _running_with(word: str) -> list[int]:
 
 def test_parser_from_bindings_alone_shares_its_types_with_a_later_package_import() -> None:
     """The hook builds bash's parser from the compiled bindings without running either package's
-    ``__init__`` (issue 32 Measure): the grammar package's importlib.resources and tree_sitter's typing stay
-    unloaded, and a later ``import tree_sitter`` finds the same binding, so its Node is the parsed node's
-    type (a second copy of the binding would make every isinstance check against it fail)."""
+    ``__init__`` (issue 32 Measure): neither package, nor the grammar package's importlib.resources, is
+    loaded (typing is no witness: every module takes TYPE_CHECKING from it at run time), and a later
+    ``import tree_sitter`` finds the same binding, so its Node is the parsed node's type (a second copy
+    of the binding would make every isinstance check against it fail)."""
     probe = ("import sys\n"
              "from atip_trust.agents import bash_syntax\n"
              "root = bash_syntax.parse(b'gh pr list --state open')\n"
-             "cold = [m for m in ('importlib.resources', 'typing', 'tree_sitter', 'tree_sitter_bash')"
+             "cold = [m for m in ('importlib.resources', 'tree_sitter', 'tree_sitter_bash')"
              " if m in sys.modules]\n"
              "import tree_sitter, tree_sitter_bash\n"
              "print(cold, type(root) is tree_sitter.Node, root.type, root.has_error)\n")
