@@ -100,7 +100,24 @@ def check(name: str, words: Sequence[Word], env: Sequence[str]) -> tuple[str, ..
     reader.read(start)
     if name == "git" and sub in _REMOTE_NAMING:
         _git_remotes(sub, reader.operands)
+    if table.script and table.sandbox not in reader.options:
+        _script(reader)
     return tuple(dict.fromkeys(program for option, program in table.implies if option in reader.options))
+
+
+def _script(reader: _Reader) -> None:
+    """Each command of the program's script (its script options' values, else its first operand) is one
+    its table knows runs nothing (facts/program_tables.py ``Table.script``)."""
+    table = reader.table
+    scripts = [v for o, v in reader.values if o in table.script_options] or reader.operands[:1]
+    for script in scripts:
+        if not script.literal:
+            raise Unprovable(f"{table.name}: the script {script.text!r} is not known before the shell runs")
+        for command in re.split(r"[;\n]", script.text):
+            if not re.fullmatch(table.script, command):
+                raise Unprovable(f"{table.name} {script.text!r}: the command {command.strip()!r} is not one its "
+                                 "table knows runs nothing (it may run the pattern space or write a file; "
+                                 f"{table.sandbox} forbids both) (docs/agents.md)")
 
 
 #: git sub-commands whose operands may be a repository URL (git-fetch(1) GIT URLS); ``remote`` stores one.
@@ -183,13 +200,14 @@ def _git_config(words: Sequence[Word], start: int) -> None:
 class _Reader:
     """One reading of a command's options against its table (module docstring): what it found."""
 
-    __slots__ = ("table", "sub", "who", "spec", "words", "options", "operands")
+    __slots__ = ("table", "sub", "who", "spec", "words", "options", "operands", "values")
 
     def __init__(self, table: Table, sub: str | None, words: Sequence[Word], spec: _Spec) -> None:
         self.table, self.sub, self.words, self.spec = table, sub, words, spec
         self.who = f"{table.name} {sub}" if sub else table.name
         self.options: list[str] = []
         self.operands: list[Word] = []
+        self.values: list[tuple[str, Word]] = []
 
     def read(self, start: int) -> None:
         """Every option in ``words[start:]`` is in the table, each value placed as the program places it."""
@@ -292,6 +310,7 @@ class _Reader:
                          "option that names a program")
 
     def _value(self, option: str, value: Word) -> None:
+        self.values.append((option, value))
         for c in self.table.checked:
             if c.option == option and (not value.literal or re.search(c.pattern, value.text)):
                 shown = value.text if value.literal else f"{value.text} (not known before the shell runs)"

@@ -34,6 +34,8 @@ matches).
 
 from __future__ import annotations
 
+import re
+
 from atip_trust._base.record import Record
 from atip_trust.facts.git_options import GIT_SUBCOMMANDS
 
@@ -80,6 +82,13 @@ class Table(Record):
     #: With sub-commands: the only ones it may be told (git's come from facts/git_options.py).
     subcommands: tuple[str, ...] = ()
     checked: tuple[Checked, ...] = ()
+    #: A program that reads a script (sed): a regular expression each of the script's commands (split at
+    #: ``;`` and newlines, which can only split a command that holds them, making it unreadable) must match
+    #: whole; the options whose value is a script (without them, the first operand is the script); and
+    #: the option under which the script can run nothing (``--sandbox``), when the script is not read.
+    script: str = ""
+    script_options: tuple[str, ...] = ()
+    sandbox: str = ""
     #: Options that make it run a program found on PATH (``tar -z`` runs gzip): the shell gate admits
     #: that program too, as one the line runs.
     implies: tuple[tuple[str, str], ...] = ()
@@ -140,6 +149,24 @@ _GIT_REFUSED = (
     *_r("reads the working directory as the repository: a committed config there chooses programs", "--bare"),
     *_r("opens the manual with a program chosen by configuration", "--help"),
 )
+
+def _delimited(parts: int) -> str:
+    """``s/RE/REPL/`` (``parts`` 2) or ``y/SRC/DST/`` with any of the delimiters scripts use, escapes kept."""
+    out = []
+    for d in "/|#,:@":
+        e = re.escape(d)
+        body = rf"(?:[^{e}\\\n]|\\.)*"
+        out.append(e + e.join([body] * parts) + e)
+    return "(?:" + "|".join(out) + ")"
+
+
+#: A sed command that runs no program, writes and reads no file (sed(1), GNU sed's manual "sed scripts"):
+#: an address or range, maybe negated, then p d D n N g G h H x P z =, q/Q/l with a number, a label or a
+#: branch to one, s with the flags g p i I m M and a number (never e, which runs the pattern space, or w),
+#: or y. Anything else (e, r, R, w, W, a, i, c, {...}, a delimiter not listed) is unprovable.
+_SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:[^/\\\n]|\\.)*/[IM]*)"
+_SED_COMMAND = (rf"\s*(?:(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?\s*!?\s*)?"
+                rf"(?:[pdDnNgGhHxPz=]|[qQl]\s*\d*|[btT]\s*\w*|:\w+|s{_delimited(2)}[gpiImM0-9]*|y{_delimited(2)}))?\s*")
 
 TABLES: dict[str, Table] = {t.name: t for t in (
     Table("git", "programs named by its configuration (core.fsmonitor, core.pager, diff.external, "
@@ -267,6 +294,13 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                    "--prune --help --version"),
           refused=(*_r("runs the command for the results", "-x", "--exec", "-X", "--exec-batch", "--batch-size"),
                    *_r("runs ls for the results", "-l", "--list-details"))),
+    Table("sed", "the pattern space as a shell command (the e command, the s///e flag); files it writes "
+          "(w, s///w) or reads (r, R)", options=("nrsuzEbe:i::l: --quiet --silent --debug --expression= "
+                                                  "--follow-symlinks --in-place=? --line-length= --posix "
+                                                  "--regexp-extended --separate --sandbox --unbuffered "
+                                                  "--null-data --binary --help --version"),
+          refused=_r("reads its script from a file the line does not show", "-f", "--file"),
+          script=_SED_COMMAND, script_options=("-e", "--expression"), sandbox="--sandbox"),
     Table("split", "a filter command",
           options=("a:b:C:dxel:n:t:u --suffix-length= --additional-suffix= --bytes= --line-bytes= "
                    "--numeric-suffixes=? --hex-suffixes=? --elide-empty-files --lines= --number= --separator= "

@@ -71,6 +71,9 @@ def attack(oracle: tuple[ShellWorld, Policy], text: str) -> None:
     "git grep --no-index -iO./evil EVIL d/list",
     "git config core.fsmonitor ./evil && git status",
     "git config --add core.fsmonitor ./evil && git status --short",
+    "sed -n '1e ./evil' d/list",                           # sed's e command runs a shell command
+    "sed 's/.*/.\\/&/e' d/list",                          # s///e runs the pattern space: ./evil
+    "sed -n -e p -e '1e ./evil' d/list",
 ])
 def test_an_option_or_value_outside_the_table_that_runs_a_program_is_not_allowed(
         oracle: tuple[ShellWorld, Policy], text: str) -> None:
@@ -94,6 +97,8 @@ def test_an_option_or_value_outside_the_table_that_runs_a_program_is_not_allowed
     "wget --use-askpass=./evil u", "zip -T a.zip f", "curl -K f https://x", "curl --engine x https://x",
     "gh repo clone o/r -- --upload-pack=./evil", "gh pr checkout 1", "gh pr create --editor", "gh pr view -cw 1",
     "gh repo create x --source=. --push", "gh ext install x", "gh pr view --we 1",
+    "sed 's/x/y/w out' f", "sed -f script.sed f", "sed \"$S\" f", "sed '/x/{p;e ls' f", "sed p -e 'e ls' f",
+    "sed -ne 's/a/b/pe' f",
 ])
 def test_options_sub_commands_and_values_outside_the_tables_are_unprovable(text: str) -> None:
     with pytest.raises(Unprovable):
@@ -112,7 +117,9 @@ def test_options_sub_commands_and_values_outside_the_tables_are_unprovable(text:
     "git log --no-decorate", "git restore --staged f", "git reset --hard HEAD", "git -C d status",
     "tar -cf out.tar d", "tar czf out.tar d", "tar -xzf x.tar.gz -C d", "sort -u d/list", "sort -k2,2 -t, -n f",
     "rg -n x", "rg -tpy -g '*.py' x", "fd -e py", "gh pr list", "gh pr view 1 --json title -q .title",
-    "gh api repos/o/r", "curl -fsSL https://x -o out", "wget -q -O out https://x",
+    "gh api repos/o/r", "curl -fsSL https://x -o out", "wget -q -O out https://x", "sed -n '1,20p' f",
+    "sed -e 's/a/b/g' -e '$d' f", "sed -i.bak -E 's/(a)/\\1/' f", "sed ':a;N;$!ba;s/\\n/ /g' f",
+    "sed --sandbox -n '1e ./evil' f", "sed -n 's|x|y|p' f",
 ])
 def test_what_everyday_use_tells_these_programs_is_read(text: str) -> None:
     assert programs(text)
