@@ -72,6 +72,12 @@ def tables() -> str:
         if t.options is not None:
             extra = f" (sub-commands: {', '.join(f'`{s}`' for s in t.subcommands)})" if t.subcommands else ""
             checked = "".join(f"; `{c.option}` not matching `{c.pattern}` ({c.why})" for c in t.checked)
+            if t.script:
+                checked += (f"; its script ({'/'.join(f'`{o}`' for o in t.script_options)}, else the first operand) "
+                            "read command by command, each one the table knows runs nothing and touches no file, "
+                            f"unless `{t.sandbox}`")
+            if t.implies:
+                checked += "; " + ", ".join(f"`{o}` runs `{p}`" for o, p in t.implies) + " (admitted as a program)"
             lines.append(f"| `{name}` | {_cell(_options(t.options) + extra + checked)} |")
     lines += ["", "git's sub-commands and the options each may be told (after git's own options; "
               + "".join(f"`{c.option}` not matching `{c.pattern}`: {c.why}; " for c in TABLES["git"].checked)
