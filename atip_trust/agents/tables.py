@@ -166,14 +166,29 @@ def _git(words: Sequence[Word], table: Table) -> tuple[int, str | None]:
 
 
 def _subcommand(name: str, words: Sequence[Word], table: Table) -> str:
-    """The first operand (and the second, for the table's two-word refusals), which must be literal."""
-    found = [w for w in words[1:] if not w.text.startswith("-")][:2]
+    """The sub-command: the first word, and the second after a first word with two-word refusals
+    (``gh pr checkout``). They must lead the line: gh (cobra) takes a word after an option it does not
+    know at that level as the option's value, so ``gh pr -t x checkout`` is ``pr checkout``; an option
+    before them, with words after it, is unprovable."""
+    pairs = {r.split()[0] for r in table.refused_subcommands if " " in r}
+    found: list[str] = []
+    for k in range(1, len(words)):
+        w = words[k]
+        if found and found[0] not in pairs:
+            break
+        if not w.literal:
+            raise Unprovable(f"{name}: the sub-command {w.text!r} is not known before the shell runs")
+        if w.text.startswith("-"):
+            if k + 1 < len(words):
+                raise Unprovable(f"{' '.join([name, *found, w.text])}: an option before the sub-command; which "
+                                 f"word {name} takes for the sub-command depends on it")
+            break
+        found.append(w.text)
+        if len(found) == 2:
+            break
     if not found:
         return ""
-    if not all(w.literal for w in found):
-        raise Unprovable(f"{name}: the sub-command {' '.join(w.text for w in found)!r} is not known before "
-                         "the shell runs")
-    first, pair = found[0].text, " ".join(w.text for w in found)
+    first, pair = found[0], " ".join(found)
     if first in table.refused_subcommands or pair in table.refused_subcommands or \
             first not in table.subcommands:
         raise Unprovable(f"{name} {pair} runs an alias, an extension or another program (docs/agents.md)")

@@ -97,6 +97,7 @@ def test_an_option_or_value_outside_the_table_that_runs_a_program_is_not_allowed
     "wget --use-askpass=./evil u", "zip -T a.zip f", "curl -K f https://x", "curl --engine x https://x",
     "gh repo clone o/r -- --upload-pack=./evil", "gh pr checkout 1", "gh pr create --editor", "gh pr view -cw 1",
     "gh repo create x --source=. --push", "gh ext install x", "gh pr view --we 1",
+    "gh pr -t x checkout 1", "gh -R o/r browse", "gh pr --repo o/r co 1",  # cobra: -t x is a flag and its value
     "sed 's/x/y/w out' f", "sed -f script.sed f", "sed \"$S\" f", "sed '/x/{p;e ls' f", "sed p -e 'e ls' f",
     "sed -ne 's/a/b/pe' f",
 ])
