@@ -183,7 +183,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           data=("-m", "--message"), data_after=("commit", "tag"),
           files=_GIT_FILES),
     Table("gh", "aliases and extensions (any sub-command not built in), a browser, pager or editor, "
-          "git for the sub-commands that clone or check out",
+          "git for the sub-commands that clone, fork, sync or check out (refused), and git from PATH to read "
+          "the repository's remotes (not modelled: the user's git, reading the working directory's repository)",
           env=("GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "GH_REPO", "GH_PROMPT_DISABLED", "GH_NO_UPDATE_NOTIFIER",
                "GH_FORCE_TTY", "GH_DEBUG"),
           # gh's flags (pflag): a letter that is a flag in any sub-command is read as a flag here, so a
