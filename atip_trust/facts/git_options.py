@@ -205,6 +205,37 @@ GIT_SUBCOMMANDS: dict[str, str] = {
            "--color=? --ignore-case",
     "version": "--build-options",
     "whatchanged": _HISTORY,
+    # Plumbing agents reach for (git SUB -h); update-index --fsmonitor, commit-tree -S and replace --edit
+    # are left out with the rest.
+    "annotate": "bfnpctlsewS:C::M::L: --incremental --root --show-stats --progress --score-debug --show-name "
+                "--show-number --porcelain --line-porcelain --show-email --ignore-rev= --ignore-revs-file= "
+                "--color-lines --color-by-age --minimal --contents= --abbrev=?",
+    "check-mailmap": "--stdin",
+    "check-ref-format": "--branch --normalize --allow-onelevel --no-allow-onelevel --refspec-pattern",
+    "checkout-index": "afqnuz --all --ignore-skip-worktree-bits --force --quiet --no-create --index --stdin "
+                      "--temp --prefix= --stage=",
+    "commit-tree": "p:m:F:",
+    "hash-object": "t:w --stdin --stdin-paths --no-filters --literally --path=",
+    "merge-file": "pqL: --stdout --diff3 --zdiff3 --ours --theirs --union --marker-size= --quiet",
+    "mktree": "z --missing --batch",
+    "prune": "nv --dry-run --verbose --progress --expire= --exclude-promisor-objects",
+    "read-tree": "vmuinq --index-output= --empty --verbose --trivial --aggressive --reset --prefix= "
+                 "--exclude-per-directory= --dry-run --no-sparse-checkout --recurse-submodules=? --quiet",
+    "repack": "aAdfFnqlbikg:m --cruft --cruft-expiration= --quiet --local --write-bitmap-index --delta-islands "
+              "--unpack-unreachable= --keep-unreachable --window= --window-memory= --depth= --threads= "
+              "--max-pack-size= --pack-kept-objects --keep-pack= --geometric= --write-midx",
+    "sparse-checkout": "--cone --no-cone --sparse-index --no-sparse-index --stdin --skip-checks",
+    "stripspace": "sc --strip-comments --comment-lines",
+    "symbolic-ref": "qdm: --quiet --delete --short --recurse --no-recurse",
+    "update-index": "qzg --ignore-submodules --add --replace --remove --unmerged --refresh --really-refresh "
+                    "--cacheinfo= --chmod= --assume-unchanged --no-assume-unchanged --skip-worktree "
+                    "--no-skip-worktree --ignore-skip-worktree-entries --info-only --force-remove --stdin "
+                    "--index-info --unresolve --again --ignore-missing --verbose --clear-resolve-undo "
+                    "--index-version= --split-index --no-split-index --untracked-cache --no-untracked-cache "
+                    "--force-write-index",
+    "update-ref": "m:dz --no-deref --stdin --create-reflog",
+    "var": "l",
+    "verify-pack": "vs --verbose --stat-only --object-format=",
     "worktree": "fdqb:B:nvz --detach --checkout --lock --reason= --orphan --porcelain --expire= --force "
                 "--quiet --track --guess-remote",
 }
