@@ -463,7 +463,8 @@ _GIT_BUILTIN = frozenset((
 ).split())
 
 
-def _git_key(spec: str | None) -> None:
+def git_key(spec: str | None) -> None:
+    """Unprovable unless the configuration key in ``spec`` (``KEY[=VALUE]``) is one that runs nothing."""
     key = (spec or "").split("=", 1)[0].lower()
     if not re.fullmatch(_GIT_SAFE_KEYS, key):
         raise Unprovable(f"git -c {key}: configuration that can make git run another program (or that "
@@ -473,6 +474,11 @@ def _git_key(spec: str | None) -> None:
 def git_subcommand(words: list[Word]) -> int:
     """Where git's sub-command is in ``words`` (``len(words)`` when there is none)."""
     return parse_options(words, 1, _GIT, "git").rest
+
+
+def git_globals(words: list[Word]) -> list[tuple[str, str | None]]:
+    """git's own options (before its sub-command), as git reads them."""
+    return list(parse_options(words, 1, _GIT, "git").options)
 
 
 def git_directories(words: list[Word]) -> list[str]:
@@ -485,7 +491,7 @@ def git(words: list[Word], open_args: bool = False) -> Outcome:
     parsed = parse_options(words, 1, _GIT, "git")
     for name, value in parsed.options:
         if name == "-c" or name == "--config-env":
-            _git_key(value)
+            git_key(value)
         elif name == "--exec-path" and value is not None:
             raise Unprovable("git --exec-path=DIR runs git's helper programs from another folder")
     if parsed.rest >= len(words):
@@ -562,4 +568,4 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
 }
 
 __all__ = ["DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
-           "git", "git_directories", "git_subcommand"]
+           "git", "git_directories", "git_globals", "git_key", "git_subcommand"]

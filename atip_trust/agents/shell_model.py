@@ -526,8 +526,10 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
         search=inner.search if inner is not None else None, via=via, after_writer=state.writer,
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
         state_dependent=base == "git", span=span, env=state.env, quiet=not writes))
-    if not script:
-        tables.check(base, words, state.env)
+    implied = () if script else tables.check(base, words, state.env)
+    for program in implied:  # tar -z runs gzip, found on the same PATH (facts/program_tables.py implies)
+        _dispatch([Word(program)], state, depth, (*via, base), external=True,
+                  inner=Inner(search=inner.search if inner is not None else None))
     if model is not None and modelled:
         outcome = model(words)
         if open_args and not outcome.inner:
