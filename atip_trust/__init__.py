@@ -2,12 +2,12 @@
 
 The public API is exactly ``__all__``: at most 32 names, what the three users need (an admission
 check before a tool runs, a CI verification job, an agent runtime), read from the one table ``_API``
-below. Every name is imported lazily on first use (PEP 562 module ``__getattr__``), so ``import
-atip_trust`` costs nothing until a name is needed and ``atip-trust --version`` or ``hash`` never load
-sigstore. Everything else is importable from its own package (``atip_trust.errors`` for the whole
-error tree, ``atip_trust.bridge`` for the tool-definition compiler, ``atip_trust.agents.hooks`` for
-the agent hooks, ``atip_trust.policy.*`` for composing and explaining policies); the layers are
-described in docs/architecture.md.
+below. Every name's module is imported on its first use (PEP 562 module ``__getattr__``, through
+_base/lazy.py's deferred imports), so ``import atip_trust`` loads none of them until a name is needed and
+``atip-trust --version`` or ``hash`` never load sigstore. Everything else is importable from its own
+package (``atip_trust.errors`` for the whole error tree, ``atip_trust.bridge`` for the tool-definition
+compiler, ``atip_trust.agents.hooks`` for the agent hooks, ``atip_trust.policy.*`` for composing and
+explaining policies); the layers are described in docs/architecture.md.
 
 Typical use::
 
@@ -38,12 +38,30 @@ to be public: ``verify`` takes a ``VerifyOptions`` and ``decide`` a ``DecisionIn
 
 from __future__ import annotations
 
-import importlib
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-#: name -> the module that defines it: the one list of the public API. The static view below (for
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
+    from atip_trust._version import __version__
+    from atip_trust.admission.admit import Admission, admit, load_admission_policy
+    from atip_trust.admission.held import HeldTool
+    from atip_trust.admission.options import AdmitOptions, VerifyOptions
+    from atip_trust.admission.verify import Verification, verify
+    from atip_trust.agents.calls import CallDecision, check_call
+    from atip_trust.discovery.discover import ToolSurface, discover
+    from atip_trust.errors import AtipTrustError, EnvironmentFailure, UntrustedInputError, UsageError
+    from atip_trust.evaluation.evaluate import Constraints, Evidence
+    from atip_trust.execution.exec import ExecRefused, exec_verified
+    from atip_trust.facts.artifact import Artifact
+    from atip_trust.facts.digest import Digest
+    from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
+    from atip_trust.policy.compose import load_policy
+    from atip_trust.policy.decide import DecisionInput, decide
+    from atip_trust.policy.model import Policy
+    from atip_trust.signature.identity import IdentityRule
+
+#: name -> the module that defines it: the one list of the public API. The static view above (for
 #: type checkers) must name the same names from the same modules; tests/base/test_public_api.py checks it.
 _API: dict[str, str] = {
     "__version__": "atip_trust._version",
@@ -90,31 +108,34 @@ _API: dict[str, str] = {
 
 __all__ = sorted(_API)
 
-if TYPE_CHECKING:  # the static view of the same names, for type checkers and IDEs
-    from atip_trust._version import __version__
-    from atip_trust.errors import AtipTrustError, EnvironmentFailure, UntrustedInputError, UsageError
-    from atip_trust.evaluation.evaluate import Constraints, Evidence
-    from atip_trust.facts.artifact import Artifact
-    from atip_trust.facts.digest import Digest
-    from atip_trust.facts.report import Decision, Reason, TrustLevel, TrustReport
-    from atip_trust.admission.admit import Admission, admit, load_admission_policy
-    from atip_trust.admission.options import AdmitOptions, VerifyOptions
-    from atip_trust.discovery.discover import ToolSurface, discover
-    from atip_trust.execution.exec import ExecRefused, exec_verified
-    from atip_trust.admission.held import HeldTool
-    from atip_trust.agents.calls import CallDecision, check_call
-    from atip_trust.admission.verify import Verification, verify
-    from atip_trust.policy.compose import load_policy
-    from atip_trust.policy.decide import DecisionInput, decide
-    from atip_trust.policy.model import Policy
-    from atip_trust.signature.identity import IdentityRule
+#: The modules of ``_API``, each imported when one of its names is first read (_base/lazy.py): ``import
+#: atip_trust`` loads none of them (tests/base/test_public_api.py checks the two tables agree).
+_MODULES: dict[str, Any] = {
+    "atip_trust._version": lazy_import("atip_trust._version"),
+    "atip_trust.errors": lazy_import("atip_trust.errors"),
+    "atip_trust.facts.digest": lazy_import("atip_trust.facts.digest"),
+    "atip_trust.facts.artifact": lazy_import("atip_trust.facts.artifact"),
+    "atip_trust.facts.report": lazy_import("atip_trust.facts.report"),
+    "atip_trust.evaluation.evaluate": lazy_import("atip_trust.evaluation.evaluate"),
+    "atip_trust.signature.identity": lazy_import("atip_trust.signature.identity"),
+    "atip_trust.policy.model": lazy_import("atip_trust.policy.model"),
+    "atip_trust.policy.compose": lazy_import("atip_trust.policy.compose"),
+    "atip_trust.policy.decide": lazy_import("atip_trust.policy.decide"),
+    "atip_trust.admission.admit": lazy_import("atip_trust.admission.admit"),
+    "atip_trust.admission.options": lazy_import("atip_trust.admission.options"),
+    "atip_trust.admission.held": lazy_import("atip_trust.admission.held"),
+    "atip_trust.execution.exec": lazy_import("atip_trust.execution.exec"),
+    "atip_trust.admission.verify": lazy_import("atip_trust.admission.verify"),
+    "atip_trust.discovery.discover": lazy_import("atip_trust.discovery.discover"),
+    "atip_trust.agents.calls": lazy_import("atip_trust.agents.calls"),
+}
 
 
 def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'atip_trust' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_MODULES[module], name)
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -33,8 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "fixtures"))
 
-import testsigstore
-
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.bridge import (
     SurfaceTool,
     build_surface,
@@ -43,11 +43,11 @@ from atip_trust.bridge import (
     run_tool_call,
 )
 from atip_trust.bridge.safety import DEFAULT_REDACT_PATTERNS
-from atip_trust.facts.metadata import parse_metadata
-from atip_trust.admission.admit import load_admission_policy
-from atip_trust.admission.options import AdmitOptions
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import admit_file
+from atip_trust.facts.metadata import parse_metadata
+
+import testsigstore
 
 ISSUER = "https://token.actions.githubusercontent.com"
 SIGNER = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"

@@ -26,10 +26,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "fixtures"))
 sys.path.insert(0, str(REPO))
 
-import testsigstore  # noqa: E402
-
 from atip_trust.admission.admit import load_admission_policy  # noqa: E402
 from atip_trust.execution.exec import ExecPlan, exec_verified  # noqa: E402
+
+import testsigstore  # noqa: E402
 
 ISSUER = "https://token.actions.githubusercontent.com"
 ID = "https://github.com/example-org/tools/.github/workflows/release.yml@refs/tags/v1.0.0"

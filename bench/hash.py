@@ -24,10 +24,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from atip_trust.facts.artifact import Artifact
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
 

@@ -37,14 +37,14 @@ for extra in (ROOT / "fixtures", ROOT / "tests", ROOT / "tests" / "attacks", ROO
         sys.path.insert(0, str(extra))
 os.environ.setdefault("ATIP_CACHE_DIR", tempfile.mkdtemp(prefix="atip-bench-hook-cache-"))
 
-from shell_lines import line, make_world  # noqa: E402
-from test_shell_oracle import judge, run_in_bash  # noqa: E402
-
+from atip_trust.admission.admit import load_admission_policy  # noqa: E402
+from atip_trust.admission.options import AdmitOptions  # noqa: E402
 from atip_trust.agents.formats import HookRequest  # noqa: E402
 from atip_trust.agents.hooks import Options, decide_command  # noqa: E402
 from atip_trust.agents.shell_model import programs  # noqa: E402
-from atip_trust.admission.admit import load_admission_policy  # noqa: E402
-from atip_trust.admission.options import AdmitOptions  # noqa: E402
+
+from shell_lines import line, make_world  # noqa: E402
+from test_shell_oracle import judge, run_in_bash  # noqa: E402
 
 
 def oracle(work: Path, n: int) -> None:

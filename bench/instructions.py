@@ -27,6 +27,7 @@ for extra in (HERE, HERE.parent / "fixtures"):
         sys.path.insert(0, str(extra))
 
 import cache as bench_cache  # noqa: E402  (bench/cache.py)
+
 from shell_lines import make_world  # noqa: E402
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
 
-import testsigstore  # noqa: E402
 from sigstore.models import Bundle  # noqa: E402
 from sigstore.verify import Verifier  # noqa: E402
 from sigstore.verify.policy import UnsafeNoOp  # noqa: E402
@@ -42,6 +41,8 @@ from atip_trust.provenance.slsa import (
 )
 from atip_trust.signature.legacy_bundle import verify_legacy_dsse  # noqa: E402
 from atip_trust.signature.trustroot import TrustRoot  # noqa: E402
+
+import testsigstore  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from interop_cases import find_interop  # noqa: E402

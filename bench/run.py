@@ -54,21 +54,21 @@ import cache as bench_cache  # noqa: E402  (bench/cache.py)
 import hash as bench_hash  # noqa: E402  (bench/hash.py)
 import policy as bench_policy  # noqa: E402  (bench/policy.py)
 import verify as bench_verify  # noqa: E402  (bench/verify.py)
-import testsigstore  # noqa: E402
-
 from atip_trust._base.parallel import map_processes  # noqa: E402
 from atip_trust._base.statmemo import RACY_NS  # noqa: E402
+from atip_trust.admission.admit import admit, load_admission_policy  # noqa: E402
+from atip_trust.admission.batch import VerifyJob, verify_batch  # noqa: E402
+from atip_trust.admission.held import HeldTool  # noqa: E402
 from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate  # noqa: E402
 from atip_trust.facts.artifact import Artifact  # noqa: E402
-from atip_trust.admission.admit import admit, load_admission_policy  # noqa: E402
-from atip_trust.admission.held import HeldTool  # noqa: E402
-from atip_trust.admission.batch import VerifyJob, verify_batch  # noqa: E402
 from atip_trust.policy.compose import load_policy  # noqa: E402
 from atip_trust.policy.decide import decide  # noqa: E402
 from atip_trust.policy.model import Policy  # noqa: E402
 from atip_trust.signature.identity import IdentityRule  # noqa: E402
 from atip_trust.signature.keyless import KeylessVerifier  # noqa: E402
 from atip_trust.signature.trustroot import TrustRoot  # noqa: E402
+
+import testsigstore  # noqa: E402
 
 ID, ISS = bench_cache.ID, bench_cache.ISS
 MIB = 1024 * 1024

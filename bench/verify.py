@@ -22,7 +22,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
 
-import testsigstore  # noqa: E402
 from sigstore.models import Bundle, TrustedRoot  # noqa: E402
 from sigstore.verify import Verifier, policy  # noqa: E402
 
@@ -31,6 +30,8 @@ from atip_trust.facts.artifact import Artifact  # noqa: E402
 from atip_trust.signature.identity import IdentityRule  # noqa: E402
 from atip_trust.signature.keyless import KeylessVerifier  # noqa: E402
 from atip_trust.signature.trustroot import TrustRoot  # noqa: E402
+
+import testsigstore  # noqa: E402
 
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISS = "https://token.actions.githubusercontent.com"

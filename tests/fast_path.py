@@ -4,6 +4,9 @@
 been loaded, why it is kept off that path, and the chain of imports that brought it in.
 
 A name stands for the module and everything under it (``sigstore`` covers ``sigstore.verify``).
+
+It also declares ``DEFERRING``: the only modules that may defer an import (_base/lazy.py), checked by
+tests/base/test_layers.py (rule 3 of the import rules, docs/contributing.md).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ WHY: dict[str, str] = {
     # Standard-library modules, each a few ms of start-up, that a cache hit has no use for.
     "dataclasses": "value classes are Records (_base/record.py); dataclasses pulls in inspect",
     "inspect": "(with dataclasses) several ms of imports",
-    "typing": "only for the type checker: Record's dataclass_transform is under TYPE_CHECKING",
     "datetime": "times are epoch seconds on the warm path; datetime only parses a waiver's expiry",
     "hmac": "a constant-time compare only when an expected digest is given",
     "platformdirs": "the cache and state folders are found from the environment (state/dirs.py)",
@@ -65,7 +67,7 @@ _VERIFIERS = ("sigstore", "sigstore_models", "rfc3161_client", "cryptography", "
 _OWN = ("atip_trust.provenance.slsa", "atip_trust.registry.client", "atip_trust.net.fetch",
         "atip_trust.facts.metadata", "atip_trust.admission.metadata_trust", "atip_trust.cli.sarif",
         "atip_trust.evaluation.evaluate", "atip_trust.admission.agent_tools")
-_STD = ("dataclasses", "inspect", "typing", "datetime", "hmac", "platformdirs", "tempfile", "shutil", "random",
+_STD = ("dataclasses", "inspect", "datetime", "hmac", "platformdirs", "tempfile", "shutil", "random",
         "shlex", "threading", "queue", "concurrent.futures", "base64", "copy")
 
 #: Not loaded when no audit line is written (--no-audit), and RFC §4.2's tree is absent.
@@ -82,9 +84,52 @@ NEVER: dict[str, tuple[str, ...]] = {
     "admit-hit-no-audit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY, *_UNAUDITED),
     "verify-hit": (*_VERIFIERS, *_OWN, *_STD, *BARE_ONLY, *_UNAUDITED),
     # The agent hook answering from the cache: the parser comes from the grammar's compiled bindings
-    # alone (agents/bash_syntax.py), so neither package's __init__ (importlib.resources, typing) runs.
+    # alone (agents/bash_syntax.py), so neither package's __init__ (importlib.resources) runs.
     "hook-hit": (*_VERIFIERS, *_OWN, *_STD, "importlib.resources"),
 }
+
+
+#: The modules that may defer an import (``x509 = lazy_import("cryptography.x509")``, _base/lazy.py): those
+#: the probed commands load (tests/base/test_startup.py: ``--version``, ``hash``, and ``admit``, ``verify``
+#: and a hook answer both filling the verdict cache and answering from it, the hook through the console
+#: script's entry, cli/launch.py, which defers the CLI so that it loads with the collector paused),
+#: package ``__init__``s included.
+#: Deferring pays only in a module such a command loads but whose every use does not need what it defers
+#: (a warm run needs no verifier; a miss verifying a signature needs no signing client); anywhere else it
+#: would hide a dependency for nothing, so every other module imports plainly at the top
+#: (tests/base/test_layers.py, rule 3). test_startup (``-m slow``) checks that a probed command really
+#: loads each module named here, so the list cannot keep a module that left those paths. A module that
+#: joins them and needs to defer is added here, with the reason in its own comment at the deferral.
+DEFERRING: frozenset[str] = frozenset({
+    "atip_trust", "atip_trust._version", "atip_trust.errors",
+    "atip_trust._base", "atip_trust._base.files", "atip_trust._base.jsonio", "atip_trust._base.lazy",
+    "atip_trust._base.limits", "atip_trust._base.parallel", "atip_trust._base.record", "atip_trust._base.schema",
+    "atip_trust._base.shipped", "atip_trust._base.statmemo", "atip_trust._base.times",
+    "atip_trust.admission", "atip_trust.admission.admit", "atip_trust.admission.command_decision",
+    "atip_trust.admission.interactive", "atip_trust.admission.options", "atip_trust.admission.verdict_key",
+    "atip_trust.admission.verify",
+    "atip_trust.agents", "atip_trust.agents.bash_syntax", "atip_trust.agents.formats", "atip_trust.agents.getopt",
+    "atip_trust.agents.git_repository", "atip_trust.agents.hooks", "atip_trust.agents.identity",
+    "atip_trust.agents.runners", "atip_trust.agents.shell_model", "atip_trust.agents.spellings",
+    "atip_trust.agents.tables", "atip_trust.agents.words", "atip_trust.agents.writes",
+    "atip_trust.cli", "atip_trust.cli.cmd_admit", "atip_trust.cli.cmd_hash", "atip_trust.cli.cmd_hook",
+    "atip_trust.cli.cmd_verify", "atip_trust.cli.common", "atip_trust.cli.identity_flags", "atip_trust.cli.jq",
+    "atip_trust.cli.launch",
+    "atip_trust.cli.main", "atip_trust.cli.output", "atip_trust.cli.policy_flags", "atip_trust.cli.vsa_flags",
+    "atip_trust.evaluation", "atip_trust.evaluation.evaluate", "atip_trust.evaluation.inputs",
+    "atip_trust.execution", "atip_trust.execution.confined", "atip_trust.execution.env", "atip_trust.execution.exec",
+    "atip_trust.execution.sandbox",
+    "atip_trust.facts", "atip_trust.facts.artifact", "atip_trust.facts.digest", "atip_trust.facts.effects",
+    "atip_trust.facts.program_tables", "atip_trust.facts.programs", "atip_trust.facts.report",
+    "atip_trust.policy", "atip_trust.policy.anchors", "atip_trust.policy.compose", "atip_trust.policy.constraints",
+    "atip_trust.policy.decide", "atip_trust.policy.load", "atip_trust.policy.model", "atip_trust.policy.rules",
+    "atip_trust.policy.serials",
+    "atip_trust.signature", "atip_trust.signature.algorithms", "atip_trust.signature.bundle",
+    "atip_trust.signature.dsse", "atip_trust.signature.fulcio", "atip_trust.signature.identity",
+    "atip_trust.signature.keyless", "atip_trust.signature.tlog", "atip_trust.signature.trustroot",
+    "atip_trust.state", "atip_trust.state.audit", "atip_trust.state.broken", "atip_trust.state.dirs",
+    "atip_trust.state.tufroot", "atip_trust.state.verdict_cache",
+})
 
 
 def never(path: str, *, bare: bool) -> tuple[str, ...]:

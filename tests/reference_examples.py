@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from shared_material import shared_path, where
+
 
 def examples_dir() -> Path:
     return shared_path("reference", "atip-examples")

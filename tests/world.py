@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import testsigstore
 from cryptography.hazmat.primitives import serialization
+
+import testsigstore
 from verify_helpers import run_cli
 
 ISSUER = "https://token.actions.githubusercontent.com"

@@ -21,7 +21,6 @@ from atip_trust.errors import (
     UsageError,
 )
 
-
 _KIND_NAMES = {
     stat.S_IFDIR: "a directory",
     stat.S_IFIFO: "a FIFO",

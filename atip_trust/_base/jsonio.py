@@ -11,15 +11,21 @@ import json
 import os
 import re
 from collections.abc import Collection
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
+
+from atip_trust._base.files import path_name, read_capped
+from atip_trust._base.lazy import lazy_import
+from atip_trust.errors import InputTooLargeError, MalformedInputError
+
 if TYPE_CHECKING:
+    import base64
+    import binascii
     from typing import Any, Literal, TypeVar, overload
 
     T = TypeVar("T")
-
-from atip_trust._base.files import path_name, read_capped
-from atip_trust._base._deps import base64, binascii
-from atip_trust.errors import InputTooLargeError, MalformedInputError
+else:
+    base64 = lazy_import("base64")  # only for a JSON field that carries bytes: never on a cache hit
+    binascii = lazy_import("binascii")  # (with base64)
 
 
 #: A JSON string (compiled by ``re`` where first used, which the warm path never is: docs/adr/0001-start-up.md).

@@ -1,33 +1,41 @@
-"""The one sanctioned deferred import: a module-level name whose module is imported on first use.
+"""The one way to defer an import: a module-level name whose module is imported on its first use.
 
 Why: an admission check runs before every tool call an agent makes, and with the verdict cache warm
 (state/verdict_cache.py) it needs no verifier at all; importing sigstore, cryptography's x509 or jsonschema
-anyway would be most of its cost (docs/adr/0001-start-up.md). Imports inside functions are forbidden
-(docs/architecture.md: they hide the dependency graph), so a deferred import is written at module
-level, in the open, with a literal module name::
+anyway would be most of its cost (docs/adr/0001-start-up.md). So a module on a fast path may name a module
+it needs only sometimes, and pay for it only then.
+
+The rule: in the module that uses the name, at module level, under the module's real name (its last
+component, or ``<parent>_<name>`` where two of one name meet), with a literal absolute module name, in the
+``else`` of the ``if TYPE_CHECKING:`` block that gives mypy the real module::
+
+    from typing import TYPE_CHECKING
+
+    from atip_trust._base.lazy import lazy_import
 
     if TYPE_CHECKING:
         from cryptography import x509
     else:
-        x509 = lazy_import("cryptography.x509")
+        x509 = lazy_import("cryptography.x509")  # only a cache miss verifies a certificate
 
-The ``TYPE_CHECKING`` half gives mypy the real module; at run time the name is a ``LazyModule`` whose
-first attribute access imports the module (``importlib.import_module``, under the interpreter's
-per-module import lock, so concurrent first uses are safe) and hands out its attributes from then on.
+and only in a module a fast path loads (``DEFERRING`` in tests/fast_path.py); every other module imports
+plainly at the top. (The package root's public API keeps its modules in a table keyed by their names
+instead: docs/contributing.md, "Imports".) tests/base/test_layers.py checks all of it, and reads each
+deferred import as an import of its module: downward only, third-party packages at their boundary, and an
+edge of the circle check (the module is imported while the program runs, if not while this one is).
 
-tests/base/test_layers.py reads every ``lazy_import("...")`` call as an import of that module: it must be at
-module level, name a literal module, point downward or within its own folder, and respect the
-third-party boundaries, exactly like a plain import. A deferred import only cannot form an import circle
-at import time, so it is not an edge of the circle check.
+At run time the name is a ``LazyModule`` whose first attribute read imports the module
+(``importlib.import_module``, under the interpreter's per-module import lock, so concurrent first uses are
+safe) and hands out its attributes from then on. This module is the only one that imports by a computed
+name.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
+
 
 class LazyModule:
     """A stand-in for the module ``name``, imported on the first attribute read."""

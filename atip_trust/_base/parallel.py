@@ -23,14 +23,20 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from atip_trust._base._deps import futures, multiprocessing, process
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 
 # Processes only for verification (admission/batch.py): ``hash`` of many files, on threads, does not load
 # multiprocessing and the process pool (a quarter of its start-up). concurrent.futures (which imports
 # logging, ~8 ms) only once two items are to run at once.
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    import multiprocessing.context
+    from concurrent import futures
+    from concurrent.futures import Future, process
+else:
+    futures = lazy_import("concurrent.futures")
+    process = lazy_import("concurrent.futures.process")  # (with futures)
+    multiprocessing = lazy_import("multiprocessing")  # (with futures)
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -44,17 +44,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
+from typing import TYPE_CHECKING, dataclass_transform
+
+from atip_trust._base.lazy import lazy_import
+
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, NoReturn, TypeVar, dataclass_transform
+    import inspect
+    from typing import Any, ClassVar, NoReturn, TypeVar
 
     R = TypeVar("R", bound="Record")
     T = TypeVar("T")
 else:
-    def dataclass_transform(**_: object) -> Callable[[type], type]:
-        """PEP 681's marker is read by the type checker only: at run time the class stays as it is.
-        (typing's own would cost a cache-hit admission the import of typing and contextlib, ~3 ms.)"""
-        return lambda cls: cls
+    inspect = lazy_import("inspect")  # only for inspect.signature(a record class), never at start-up
 
 __all__ = ["FrozenInstanceError", "Record", "field", "fields_json", "replace"]
 
@@ -170,8 +171,6 @@ class _RecordMeta(type):
     def __signature__(cls) -> Any:
         """What ``inspect.signature(cls)`` reports: the fields as parameters, as for a dataclass (made on
         request, so that nothing imports ``inspect`` at start-up)."""
-        import inspect
-
         notes: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             notes.update(klass.__dict__.get("__annotations__", {}))

@@ -24,19 +24,26 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
 
-from atip_trust._base._deps import jsonschema_exceptions, referencing_exceptions, jsonschema
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.shipped import shipped_file
 from atip_trust.errors import EnvironmentFailure, InputTooLargeError
 
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    import jsonschema  # type: ignore[import-untyped]
+    from jsonschema import exceptions as jsonschema_exceptions
+    from referencing import exceptions as referencing_exceptions
 
-if TYPE_CHECKING:
     #: A jsonschema ``ValidationError`` (the package is untyped).
     SchemaError = Any
+else:
+    # Only for a policy not validated before (the verdict cache remembers one found valid).
+    jsonschema = lazy_import("jsonschema")
+    jsonschema_exceptions = lazy_import("jsonschema.exceptions")  # (with jsonschema)
+    referencing_exceptions = lazy_import("referencing.exceptions")  # (with jsonschema)
 
 
 @functools.cache

@@ -9,16 +9,17 @@ The installed copy is looked at first: it is the one that was built with this co
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Literal
-
-from atip_trust._base._deps import pathlib
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import EnvironmentFailure
 
 if TYPE_CHECKING:
+    import pathlib
     from pathlib import Path
+    from typing import Literal
+else:
+    pathlib = lazy_import("pathlib")  # for callers that want a Path; paths are text on a cache hit
 
 _PKG = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the atip_trust package directory
 _INSTALLED = {"schema": "_schema", "policies": "_policies"}

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import stat
 import time
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/adr/0001-start-up.md)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Hashable
     from typing import Any, TypeVar
@@ -53,8 +54,7 @@ def regular_ident(path: str, *, follow_links: bool = True) -> Ident | None:
 
 
 # A memo is a plain dict from a key (a path, usually) to (identity, value), typed where it is defined
-# (``_ROOTS: dict[str, tuple[Ident, TrustRoot]] = {}``), read and filled only through these two: a
-# generic class would import typing at run time (docs/adr/0001-start-up.md).
+# (``_ROOTS: dict[str, tuple[Ident, TrustRoot]] = {}``), read and filled only through these two.
 def memo_get(memo: dict[K, tuple[Ident, V]], key: K, ident: Ident | None) -> V | None:
     """The value remembered for ``key``, handed out only for the identity it was stored with."""
     if ident is None:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import re
 import time
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from atip_trust._base.lazy import lazy_import
+
 if TYPE_CHECKING:
-    from datetime import datetime
+    import datetime
+else:
+    datetime = lazy_import("datetime")  # only when a signed time or a waiver's expiry is parsed
 
 #: RFC 3339 §5.6 ``date-time``, ASCII digits only, ``T`` between date and time (as Go's ``time.Time``
 #: reads JSON, which slsa-verifier uses): ``2026-01-02T03:04:05Z``, ``...05.123+02:00``.
@@ -31,13 +35,11 @@ def utc_text(ns: int | None = None) -> str:
     return f"{text}.{micros:06d}+00:00" if micros else f"{text}+00:00"
 
 
-def parse_rfc3339(text: str) -> datetime:
+def parse_rfc3339(text: str) -> datetime.datetime:
     """An RFC 3339 date-time with its offset, within ``SANE_YEARS``; ``ValueError`` naming what is wrong
     (the caller words it as its own error)."""
     if not isinstance(text, str) or not _RFC3339.fullmatch(text):
         raise ValueError(f"expected an RFC 3339 date-time such as 2026-01-02T03:04:05Z, got {text!r:.60}")
-    from datetime import datetime, timezone
-
     year = int(text[:4])
     if not SANE_YEARS[0] <= year <= SANE_YEARS[1]:
         raise ValueError(f"year {year} is outside {SANE_YEARS[0]}..{SANE_YEARS[1]}: {text!r:.60}")
@@ -45,8 +47,8 @@ def parse_rfc3339(text: str) -> datetime:
     fraction = re.search(r"\.([0-9]+)", fixed)
     if fraction is not None and len(fraction.group(1)) > 6:  # datetime keeps microseconds
         fixed = fixed.replace(fraction.group(0), "." + fraction.group(1)[:6], 1)
-    parsed = datetime.fromisoformat(fixed.replace("t", "T", 1) if "t" in fixed[:11] else fixed)
-    return parsed.astimezone(timezone.utc)
+    parsed = datetime.datetime.fromisoformat(fixed.replace("t", "T", 1) if "t" in fixed[:11] else fixed)
+    return parsed.astimezone(datetime.timezone.utc)
 
 
 __all__ = ["SANE_YEARS", "parse_rfc3339", "utc_text"]

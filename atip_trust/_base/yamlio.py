@@ -17,14 +17,15 @@ refused rather than turned into a ``date``; quote it).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
 
-from atip_trust.errors import InputTooLargeError, MalformedInputError
 from atip_trust._base.limits import LIMITS
+from atip_trust.errors import InputTooLargeError, MalformedInputError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 #: More digits than any integer a contract means (a 64-bit value has 20); Python refuses to convert

@@ -8,6 +8,9 @@ attached or in the next word (``-n10``, ``-n 10``), optional values only attache
 leading ``+`` in its option string, no permutation: the first operand ends the options.
 An option the table does not know, an ambiguous abbreviation or a word whose text is not known
 (``$x`` could be any option) is :class:`Unprovable`.
+
+agents/declared.py reads a governed tool's options with the same two steps (``long_option``,
+``short_cluster``), from a Grammar per sub-command built from its verified ATIP metadata.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class Parsed(Record):
         return [value for name, value in self.options if name in names]
 
 
-def _long(word: str, grammar: Grammar, who: str) -> tuple[str, str]:
+def long_option(word: str, grammar: Grammar, who: str) -> tuple[str, str]:
     """The canonical long option ``word`` names (exact, or its one unambiguous abbreviation), and its
     kind: ``flag``, ``valued`` or ``optional``."""
     given = word[2:].split("=", 1)[0]
@@ -55,7 +58,7 @@ def _long(word: str, grammar: Grammar, who: str) -> tuple[str, str]:
     return found[0]
 
 
-def _short_cluster(text: str, words: list[Word], i: int, grammar: Grammar, who: str,
+def short_cluster(text: str, words: list[Word], i: int, grammar: Grammar, who: str,
                    out: list[tuple[str, str | None]]) -> int:
     """One ``-abc`` word; returns the index of the next word."""
     j = 1
@@ -95,7 +98,7 @@ def parse_options(words: list[Word], start: int, grammar: Grammar, who: str) -> 
         if not text.startswith("-") or text == "-":
             break
         if text.startswith("--"):
-            name, kind = _long(text, grammar, who)
+            name, kind = long_option(text, grammar, who)
             if "=" in text:
                 if kind == "flag":
                     raise Unprovable(f"{who} option --{name} takes no value")
@@ -110,8 +113,8 @@ def parse_options(words: list[Word], start: int, grammar: Grammar, who: str) -> 
                 out.append((f"--{name}", None))
                 i += 1
             continue
-        i = _short_cluster(text, words, i, grammar, who, out)
+        i = short_cluster(text, words, i, grammar, who, out)
     return Parsed(tuple(out), i)
 
 
-__all__ = ["Grammar", "Parsed", "parse_options"]
+__all__ = ["Grammar", "Parsed", "long_option", "parse_options", "short_cluster"]

@@ -18,9 +18,13 @@ allow; formats.ORDER):
 * otherwise admission's ask or deny.
 
 What a program is comes from its bytes, not its name (agents/identity.py: a copy of ``env`` called
-``wrap`` is read as env, a link to ``gh`` is admitted as gh); git is refused a repository other than the
-working directory's (agents/git_repository.py); deny and ask rules also see the options as the program
-reads them (agents/spellings.py: ``-fu`` is ``-f -u``). Issue 32.
+``wrap`` is read as env, a link to ``gh`` is admitted as gh, a copy of a tool ``registry.json`` pins is that
+tool; and, known once it is admitted, verified ATIP metadata found by its digest that names another
+program: ``_claimed``). A name gained adds rules and never removes one: the deny and ask rules of the
+typed name and of every other name the bytes have still apply (``_known_as``). git is refused a repository
+other than the working directory's (agents/git_repository.py); deny and ask rules also see the options as
+the program reads them (agents/spellings.py: ``-fu`` is ``-f -u``; by its verified declaration of its
+options where it has one, agents/declared.py). Issue 32.
 
 ``--pin`` (agents that may rewrite the command: formats.CAN_REWRITE) rewrites each program of an
 allowed line to ``atip-trust exec --expect-digest sha256:<hex> -- /abs/path ...``, so what runs is the
@@ -40,6 +44,7 @@ from atip_trust.admission.admit import Admission, write_audit
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents import identity, spellings
 from atip_trust.agents.bash_syntax import OverBudget
+from atip_trust.agents.declared import declaration_of
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.git_repository import check_repository
 from atip_trust.agents.runners import git_subcommand
@@ -322,12 +327,13 @@ def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -
     return Part(program.argv, adm.behavior, f"{line}: {adm.behavior} ({level}): {why}", found, digest, program)
 
 
-def _as_read(part: Part, program: Program, policy: Policy) -> Part:
+def _as_read(part: Part, program: Program, policy: Policy, adm: Admission) -> Part:
     """``part``, made a denial or a question when a deny or ask rule matches the program's options as it
-    reads them (agents/spellings.py)."""
+    reads them (agents/spellings.py; as its verified ATIP metadata declares them, agents/declared.py)."""
     if part.behavior == "deny":
         return part
-    found = spellings.strictest_reading(policy, os.path.basename(program.argv[0]), program.argv)
+    found = spellings.strictest_reading(policy, os.path.basename(program.argv[0]), program.argv,
+                                        declaration_of(adm))
     if found is None or (found[0] == "ask" and part.behavior == "ask"):
         return part
     return replace(part, behavior=found[0], reason=f"{' '.join(program.argv)}: {found[1]}",
@@ -335,22 +341,38 @@ def _as_read(part: Part, program: Program, policy: Policy) -> Part:
 
 
 def _admit(program: Program, request: HookRequest, policy: Policy, options: Options, depth: int = 0,
-           found: str | None = None) -> Part:
-    """One program's part; ``found``: the file, already located and identified (``_admit_as``)."""
+           found: str | None = None, opened: Opened | None = None) -> Part:
+    """One program's part; ``found``: the file, already located and identified, and ``opened``: its
+    admission under that identity when it is already done (``_admit_as``)."""
     line = " ".join(program.argv)
     try:
+        located = found is None
+        also: frozenset[str] = frozenset()
         if found is None:
             found = _locate(program, request.cwd, options.path_env)
             if program.script:
                 program = _script_identity(program, found, policy, options)
-            again = None if program.script else _reread(program, found, policy, options)
+            again, also = _reread(program, found, policy, options)
             if again is not None:
-                return _admit_as(again, found, request, policy, options, depth)
-        if os.path.basename(program.argv[0]) == "git":
-            check_repository(program, request.cwd)
-        _path_helpers(program, request, options)
-        opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
-                            options=replace(options.admit, name=os.path.basename(program.argv[0])))
+                return _admit_as(again, program, found, request, policy, options, depth, also=also)
+        try:
+            if os.path.basename(program.argv[0]) == "git":
+                check_repository(program, request.cwd)
+            _path_helpers(program, request, options)
+        except BaseException:
+            if opened is not None:  # an admission _claimed handed over: this call owns it
+                opened.art.close()
+            raise
+        if opened is None:
+            opened = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
+                                options=replace(options.admit, name=os.path.basename(program.argv[0])))
+            try:
+                claimed = _claimed(opened, program, found, policy, options) if located else None
+            except BaseException:
+                opened.art.close()
+                raise
+            if claimed is not None:
+                return _admit_as(claimed[0], program, found, request, policy, options, depth, claimed[1])
     except Unprovable as why:
         return Part(program.argv, "ask", f"{line}: {why}", program=program)
     except ArtifactAccessError as err:
@@ -364,7 +386,8 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     except AtipTrustError as err:
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     try:
-        part = _as_read(_judge(program, opened, policy, options), program, policy)
+        part = _as_read(_judge(program, opened, policy, options), program, policy, opened.admission)
+        part = _known_as(part, program.argv, also, policy)
     except ExecRefused as err:
         part = Part(program.argv, err.behavior, f"{line}: {err}", program=program)
     except AtipTrustError as err:
@@ -450,14 +473,37 @@ def _identity_path(options: Options) -> str:
     return f"{line}{os.pathsep}{_SYSTEM_FOLDERS}"
 
 
-def _reread(program: Program, found: str, policy: Policy, options: Options) -> list[Program] | None:
-    """The program read again by what its bytes are (agents/identity.py), when that is not the name the
-    line gives it: itself under that name, then whatever it runs as that program; None otherwise."""
+def _reread(program: Program, found: str, policy: Policy, options: Options
+            ) -> tuple[list[Program] | None, frozenset[str]]:
+    """The program read again by what its bytes are (agents/identity.py: PATH, registry.json), when that
+    is not the name the line gives it: itself under that name, then whatever it runs as that program;
+    None otherwise (and for a script a shell reads, which is not executed). With it, the other names
+    the bytes are known by, whose deny and ask rules apply too (``_known_as``)."""
+    if program.script:
+        return None, frozenset()
     governed = identity.governed_names(policy)
     typed = os.path.basename(program.argv[0])
-    name = identity.identity(typed, identity.names_of(found, governed, _identity_path(options)), governed)
-    if name is None:
-        return None
+    names = identity.names_of(found, governed, _identity_path(options))
+    name = identity.identity(typed, names, governed)
+    return None if name is None else _renamed(program, name), names - {typed, name}
+
+
+def _known_as(part: Part, argv: tuple[str, ...], names: frozenset[str], policy: Policy) -> Part:
+    """``part``, made a denial or a question by a deny or ask rule of another name the program's bytes
+    have (the name the line typed, another program on PATH or in registry.json with the same bytes):
+    a name gained or kept can add a rule, never take one away (issue 32, item 1)."""
+    for name in sorted(names):
+        if part.behavior == "deny":
+            break
+        found = spellings.strictest_reading(policy, name, (name, *argv[1:]), given=True)
+        if found is not None and ORDER[found[0]] > ORDER[part.behavior]:
+            part = replace(part, behavior=found[0], reason=f"{' '.join(argv)}: as {name} (its bytes are also "
+                           f"{name}'s, or the line calls it so): {found[1]}", unlisted=False)
+    return part
+
+
+def _renamed(program: Program, name: str) -> list[Program]:
+    """``program`` under the name its bytes have, then what it runs as that program."""
     again = programs_of_argv([name, *program.argv[1:]], env=program.env, cleared=program.cleared)
     first = replace(program, argv=(name, *program.argv[1:]), span=None,
                     state_dependent=program.state_dependent or reads_state(name, [Word(w) for w in program.argv]))
@@ -478,20 +524,66 @@ def _script_identity(program: Program, found: str, policy: Policy, options: Opti
     return program if name is None else replace(program, argv=(name, *program.argv[1:]))
 
 
-def _admit_as(again: list[Program], found: str, request: HookRequest, policy: Policy, options: Options,
-              depth: int) -> Part:
-    """A program admitted as what its bytes are (``_reread``), with what it runs as that program; the
-    strictest answer stands, and a line holding one is not pinned (``program`` is None)."""
+def _metadata_name(adm: Admission) -> str | None:
+    """The program name the metadata found for these bytes by their digest gives, when it is not the
+    name they were admitted under (admission dropped it then, with a ``metadata.name`` check naming it:
+    admission/admit.py ``_unless_named``), or None."""
+    for check in adm.report.checks:
+        if check.name == "metadata.name" and check.status == "fail" and isinstance(check.actual, list) \
+                and check.actual and isinstance(check.actual[0], str):
+            name = check.actual[0]
+            return name if name and "/" not in name and name != adm.tool else None
+    return None
+
+
+def _claimed(opened: Opened, program: Program, found: str, policy: Policy,
+             options: Options) -> tuple[list[Program], Opened] | None:
+    """Identity by verified metadata (issue 32, item 1): the file's metadata, found by its digest, names
+    another program; admitted under that name, the metadata verifies (signed by a signer policy names,
+    bound to these bytes and that name: admission/metadata_trust.py), so the file is that program. Then
+    ``opened`` is closed and the program under that name, with its admission, is returned; None (and
+    ``opened`` kept) when there is no such name or the metadata does not verify: metadata that is not
+    verified never changes what a program is."""
+    typed = opened.admission
+    name = None if program.script else _metadata_name(typed)
+    if name is None or (typed.behavior == "deny" and not all(r.code in GENERIC_REASONS
+                                                               for r in typed.decision.reasons)):
+        return None  # denied under its own name for what it is (a rule, a registry pin, tampering): it stays so
+    other = admit_file(found, policy=policy, command=program.argv[1:], bundle_dir=options.bundle_dir,
+                       options=replace(options.admit, name=name))
+    try:
+        adm = other.admission
+        if adm.effects_verified and adm.metadata is not None and adm.metadata.name_problem(name) is None:
+            again = _renamed(program, name)
+            opened.art.close()
+            return again, other
+    except BaseException:
+        other.art.close()
+        raise
+    other.art.close()
+    return None
+
+
+def _admit_as(again: list[Program], program: Program, found: str, request: HookRequest, policy: Policy,
+              options: Options, depth: int, opened: Opened | None = None, also: frozenset[str] = frozenset()
+              ) -> Part:
+    """A program admitted as what its bytes are (``_reread``, ``_claimed``), with what it runs as that
+    program; the strictest answer stands, and a line holding one is not pinned (``program`` is None).
+    The deny and ask rules of the name the line typed still apply: a name the bytes gained can add a
+    rule, never take one away."""
     first = again[0]
     shown = " ".join(first.argv)
     if depth >= _MAX_REREAD:
+        if opened is not None:
+            opened.art.close()
         raise Unprovable(f"{shown}: programs whose bytes are other programs nest deeper than the gate reads")
-    own = _admit(first, request, policy, options, depth + 1, found)
+    own = _admit(first, request, policy, options, depth + 1, found, opened)
     parts = [replace(own, reason=f"{found} has the bytes of {first.argv[0]}: {own.reason}"),
              *(_admit(p, request, policy, options, depth + 1) for p in again[1:])]
     worst = max(parts, key=lambda p: ORDER[p.behavior])
-    return Part(first.argv, worst.behavior, " | ".join(p.reason for p in parts if p.behavior == worst.behavior),
+    part = Part(first.argv, worst.behavior, " | ".join(p.reason for p in parts if p.behavior == worst.behavior),
                 own.path, own.digest, None)
+    return _known_as(part, program.argv, (also | {os.path.basename(program.argv[0])}) - {first.argv[0]}, policy)
 
 
 _MAX_REREAD = 4

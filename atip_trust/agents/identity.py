@@ -11,8 +11,19 @@ the policy names — as found on PATH and in glibc's default path:
 * the same file (device and inode: a hard link, or a link resolved to it) is that program;
 * a file of the same size is hashed, and equal bytes (sha256) make it that program.
 
-The index of those names is built once per process from one directory listing per PATH entry (only
-files of the same size are ever hashed), so an ordinary line costs a few ``stat`` calls.
+Beside PATH, ``registry.json`` (RFC §4.3, the agent-tools tree's name -> path and digest index that
+``scan --update-registry`` writes for tools that verified; admission/agent_tools.py) pins a program's
+bytes wherever it is installed: a file with the pinned bytes is that program, whatever its name or
+folder (a copy of a pinned ``gh`` called ``./hub`` gets gh's deny rules). A pin counts only while the
+file it records still holds the recorded digest (registry/local.py re-hashes it when its stat identity
+changed): an entry whose digest does not match its file is drift or tampering, and gives no name. A
+registry that cannot be read gives none either (admission denies on it: agent_tools.registry_check).
+The third source, a tool's verified ATIP metadata naming it, is known only once the file is admitted
+(admission/metadata_trust.py decides what is verified): agents/hooks.py reads it there.
+
+The index of those names is built once per process from one directory listing per PATH entry and,
+when ``registry.json`` exists (one ``stat``), one read of it (only files of the same size are ever
+hashed), so an ordinary line costs a few ``stat`` calls.
 """
 
 from __future__ import annotations
@@ -21,12 +32,21 @@ import hashlib
 import os
 from collections.abc import Iterable
 from stat import S_ISREG
+from typing import TYPE_CHECKING
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
+from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import path_entries
 from atip_trust.facts.program_tables import TABLES
 from atip_trust.facts.programs import UNMODELLED
 from atip_trust.policy.model import Policy
+from atip_trust.state.dirs import agent_tools_data_dir
+
+if TYPE_CHECKING:
+    from atip_trust.registry import local
+else:
+    local = lazy_import("atip_trust.registry.local")  # why deferred: only while registry.json exists
 
 _CHUNK = 1 << 20
 
@@ -55,7 +75,7 @@ class _Index:
 
     __slots__ = ("by_inode", "by_size", "digests", "known")
 
-    def __init__(self, names: frozenset[str], path_env: str | None) -> None:
+    def __init__(self, names: frozenset[str], path_env: str | None, registry: str | None) -> None:
         self.known = names
         self.by_inode: dict[tuple[int, int], set[str]] = {}
         self.by_size: dict[int, list[tuple[str, str, tuple[int, int]]]] = {}
@@ -81,8 +101,31 @@ class _Index:
                 if not S_ISREG(st.st_mode) or not st.st_mode & 0o111:
                     continue
                 seen.add(name)
-                self.by_inode.setdefault((st.st_dev, st.st_ino), set()).add(name)
-                self.by_size.setdefault(st.st_size, []).append((name, path, (st.st_dev, st.st_ino)))
+                self._add(name, path, st)
+        if registry is not None:
+            self._pins(registry)
+
+    def _add(self, name: str, path: str, st: os.stat_result) -> None:
+        self.by_inode.setdefault((st.st_dev, st.st_ino), set()).add(name)
+        self.by_size.setdefault(st.st_size, []).append((name, path, (st.st_dev, st.st_ino)))
+
+    def _pins(self, registry: str) -> None:
+        """The programs ``registry.json`` pins (module docstring), each only while its file holds the
+        pinned sha256; that digest is then the file's, so a same-size candidate is compared with it."""
+        try:
+            entries = local.LocalRegistry(registry).checked(sorted(self.known), limit=_MAX_PINS)
+        except AtipTrustError:
+            return  # unreadable or malformed: no name from it (admission denies on it)
+        for entry in entries:
+            if entry.changed or entry.digest.algorithm != "sha256":
+                continue  # drift or tampering: the pin is not these bytes' name
+            try:
+                st = os.stat(entry.path)
+            except OSError:
+                continue
+            if S_ISREG(st.st_mode):
+                self._add(entry.name, entry.path, st)
+                self.digests.setdefault(os.path.realpath(entry.path), entry.digest.hex)
 
     def digest(self, path: str) -> str | None:
         if path not in self.digests:
@@ -101,14 +144,31 @@ def _sha256(path: str) -> str | None:
     return h.hexdigest()
 
 
-_INDEXES: dict[tuple[frozenset[str], str | None], _Index] = {}
+#: At most this many registry.json pins are read (each may re-hash its file): a bound on a planted index.
+_MAX_PINS = 256
+_INDEXES: dict[tuple[frozenset[str], str | None, tuple[int, ...] | None], _Index] = {}
+
+
+def _registry() -> tuple[str | None, tuple[int, ...] | None]:
+    """RFC §4.2's ``registry.json`` and its stat identity, or (None, None) when there is none (one
+    ``stat``): the index is built again when the file changes (a long-lived process)."""
+    path = os.path.join(agent_tools_data_dir(), "registry.json")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, None
+    return path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _index(governed: frozenset[str], path_env: str | None) -> _Index:
-    key = (governed, path_env)
+    registry, stamp = _registry()
+    key = (governed, path_env, stamp)
     index = _INDEXES.get(key)
     if index is None:
-        index = _INDEXES[key] = _Index(frozenset(RUNNERS) | frozenset(TABLES) | UNMODELLED | governed, path_env)
+        if len(_INDEXES) >= 16:  # a long-lived process whose PATH or registry keeps changing
+            _INDEXES.clear()
+        known = frozenset(RUNNERS) | frozenset(TABLES) | UNMODELLED | governed
+        index = _INDEXES[key] = _Index(known, path_env, registry)
     return index
 
 

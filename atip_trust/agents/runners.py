@@ -517,7 +517,8 @@ _GIT_BUILTIN = frozenset((
 ).split())
 
 
-def _git_key(spec: str | None) -> None:
+def git_key(spec: str | None) -> None:
+    """Unprovable unless the configuration key in ``spec`` (``KEY[=VALUE]``) is one that runs nothing."""
     key = (spec or "").split("=", 1)[0].lower()
     if not re.fullmatch(_GIT_SAFE_KEYS, key):
         raise Unprovable(f"git -c {key}: configuration that can make git run another program (or that "
@@ -527,6 +528,11 @@ def _git_key(spec: str | None) -> None:
 def git_subcommand(words: list[Word]) -> int:
     """Where git's sub-command is in ``words`` (``len(words)`` when there is none)."""
     return parse_options(words, 1, _GIT, "git").rest
+
+
+def git_globals(words: list[Word]) -> list[tuple[str, str | None]]:
+    """git's own options (before its sub-command), as git reads them."""
+    return list(parse_options(words, 1, _GIT, "git").options)
 
 
 def git_directories(words: list[Word]) -> list[str]:
@@ -539,7 +545,7 @@ def git(words: list[Word], open_args: bool = False) -> Outcome:
     parsed = parse_options(words, 1, _GIT, "git")
     for name, value in parsed.options:
         if name == "-c" or name == "--config-env":
-            _git_key(value)
+            git_key(value)
         elif name == "--exec-path" and value is not None:
             raise Unprovable("git --exec-path=DIR runs git's helper programs from another folder")
     if parsed.rest >= len(words):
@@ -558,19 +564,9 @@ def git(words: list[Word], open_args: bool = False) -> Outcome:
         raise Unprovable(f"git {sub.text} runs a command given in its arguments")
     if any(not w.literal for w in words[parsed.rest + 1:]) and sub.text in ("submodule", "bisect", "rebase"):
         raise Unprovable(f"git {sub.text}: an argument is not known before the shell runs")
-    if sub.text in _GIT_REMOTES:
-        helper = next((a for a in rest if re.search(_REMOTE_HELPER, a)), None)
-        if helper is not None:
-            raise Unprovable(f"git {sub.text} {helper}: a TRANSPORT:: address runs the program "
-                             "git-remote-TRANSPORT found on PATH or in git's exec path")
     return NOTHING
 
 
-#: Sub-commands that take a repository address, and the ``TRANSPORT::ADDRESS`` form of one (as the word
-#: or an option's ``=value``), for which git runs ``git-remote-TRANSPORT`` (gitremote-helpers(7); found
-#: by tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote x::y``).
-_GIT_REMOTES = frozenset({"fetch", "pull", "clone", "ls-remote", "push", "archive", "remote", "submodule"})
-_REMOTE_HELPER = r"(^|=)[A-Za-z][A-Za-z0-9+.-]*::"
 
 
 _TIMEOUT = Grammar(flags="v", valued="ks", long_flags=("foreground", "preserve-status", "verbose", "help",
@@ -628,4 +624,4 @@ SHELL_RUNNERS: dict[str, Callable[[list[Word]], Outcome]] = {
 }
 
 __all__ = ["DEFAULT_PATH", "SHELL_DEFAULT_PATH", "Inner", "Outcome", "RUNNERS", "SHELL_RUNNERS", "changes_lookup",
-           "git", "git_directories", "git_subcommand", "login_shell"]
+           "git", "git_directories", "git_globals", "git_key", "git_subcommand", "login_shell"]

@@ -544,8 +544,11 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
         after_writer=state.writer, cleared=state.cleared or (inner is not None and inner.cleared),
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
         state_dependent=reads_state(base, words), span=span, env=state.env, quiet=not writes))
-    if not script:
-        tables.check(base, words, state.env)
+    implied = () if script else tables.check(base, words, state.env)
+    for program in implied:  # tar -z runs gzip, found on the same PATH (facts/program_tables.py implies)
+        _dispatch([Word(program)], state, depth, (*via, base), external=True,
+                  inner=Inner(search=inner.search if inner is not None and inner.search is not None
+                              else state.search))
     if model is not None and modelled:
         outcome = model(words)
         if open_args and not outcome.inner:

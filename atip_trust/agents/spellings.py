@@ -14,6 +14,12 @@ Whether ``-n10`` is ``-n 10`` or a cluster, whether a word is an option's value,
 reading counts, which can only add a deny or a question, never an allow (allow rules see the command as
 given, as in decide.py). The shipped policies name each force push git has (policies/ci.json,
 policies/enterprise-strict.json).
+
+Where the tool's verified ATIP metadata declares its options (agents/declared.py), that declaration
+replaces the guessing: the command is read as the tool reads it (which option takes a value, each
+option's aliases, the sub-command path), the rules are written in the same canonical spelling, and an
+option the declaration does not know makes the program a question when any deny or ask rule names it
+(a rule could depend on that option).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from atip_trust.agents.declared import Declaration
+from atip_trust.agents.words import Unprovable
 from atip_trust.policy.model import CommandRule, Policy
 from atip_trust.policy.rules import (
     command_line,
@@ -67,17 +75,35 @@ def readings(argv: Sequence[str], named: Sequence[str]) -> list[tuple[str, ...]]
     return list(out)
 
 
-def strictest_reading(policy: Policy, name: str, argv: Sequence[str]) -> tuple[str, str] | None:
+def strictest_reading(policy: Policy, name: str, argv: Sequence[str], declared: Declaration | None = None, *,
+                      given: bool = False) -> tuple[str, str] | None:
     """``("deny" | "ask", why)`` when a deny or ask rule of ``policy`` for the program ``name`` matches a
-    reading of ``argv`` (module docstring) other than the command as given, or None."""
+    reading of ``argv`` (module docstring) other than the command as given (that one too when ``given``:
+    a caller whose admission matched the rules under another name), or None. ``declared``: the tool's
+    verified declaration of its options, read instead of getopt's conventions."""
     deny = [r for r, _ in rules_for_tool(policy.deny_rules, name)]
     ask = [r for r, _ in rules_for_tool(policy.ask_rules, name)]
     if not deny and not ask:
         return None
-    named = _named_options([*deny, *ask])
-    found: tuple[str, str] | None = None
-    for reading in readings(argv, named):
-        tokens, line = command_line(name, reading[1:])
+    if declared is not None:
+        try:
+            found = declared.readings([name, *argv[1:]])
+        except Unprovable as why:
+            return "ask", f"{why}; a deny or ask rule for {name} could depend on it, so it cannot be proved"
+        deny, ask = [declared.rule(r) for r in deny], [declared.rule(r) for r in ask]
+    else:
+        found = [(name, *r[1:]) for r in readings(argv, _named_options([*deny, *ask]))]
+    if given:
+        found = [(name, *argv[1:]), *found]
+    return _first_match(found, deny, ask)
+
+
+def _first_match(found: Sequence[tuple[str, ...]], deny: list[CommandRule], ask: list[CommandRule]
+                 ) -> tuple[str, str] | None:
+    """The first deny rule any reading matches, else the first ask rule."""
+    answer: tuple[str, str] | None = None
+    for reading in found:
+        tokens, line = command_line(reading[0], reading[1:])
         variants, _ = command_variants(tokens, line)
         for behavior, rules in (("deny", deny), ("ask", ask)):
             for rule in rules:
@@ -86,8 +112,8 @@ def strictest_reading(policy: Policy, name: str, argv: Sequence[str]) -> tuple[s
                           f"matches the {behavior} rule {rule.text!r}"
                     if behavior == "deny":
                         return behavior, why
-                    found = found or (behavior, why)
-    return found
+                    answer = answer or (behavior, why)
+    return answer
 
 
 __all__ = ["MAX_READINGS", "readings", "strictest_reading"]

@@ -1,1 +1,1 @@
-"""The ``atip-trust`` command line: one module per subcommand, one catch point in ``main``."""
+"""The ``atip-trust`` command line: one module per subcommand, named by ``main``; one catch point in ``common``."""

@@ -15,14 +15,18 @@ import argparse
 import io
 import os
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust._version import __version__
-from atip_trust.cli._deps import exec_mod, sandbox_mod
+from atip_trust.admission.admit import (
+    Admission,
+    admit,
+    audit_failure,
+    write_audit,
+)
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.cli.common import add_common_options, is_interactive
-from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
 from atip_trust.cli.output import (
     add_report_file_flags,
     check_line,
@@ -34,16 +38,17 @@ from atip_trust.cli.output import (
     reports_to_sarif,
     write_report_files,
 )
+from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.evaluation.inputs import Evidence
-from atip_trust.admission.options import AdmitOptions
-from atip_trust.admission.admit import (
-    Admission,
-    admit,
-    audit_failure,
-    write_audit,
-)
 from atip_trust.policy.model import Policy
+
+if TYPE_CHECKING:
+    from atip_trust.execution import exec, sandbox
+else:
+    # Only `admit -v`, which says which run-time boundary `exec` would give (docs/sandbox.md).
+    exec = lazy_import("atip_trust.execution.exec")
+    sandbox = lazy_import("atip_trust.execution.sandbox")
 
 
 def register(sub: Any) -> None:
@@ -58,7 +63,8 @@ def register(sub: Any) -> None:
         "tighten, and a local policy never widens them.",
     ))
     p.add_argument("tool", metavar="TOOL", help="tool name (looked up on PATH once) or path")
-    p.add_argument("--command", dest="command_words", metavar="WORDS", help='the command to decide for, e.g. "pr merge"')
+    p.add_argument("--command", dest="command_words", metavar="WORDS",
+                   help='the command to decide for, e.g. "pr merge"')
     add_policy_flags(p)
     add_evidence_flags(p)
     p.add_argument("--fetch", action="store_true",
@@ -83,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         policy = policy_from_args(args)
     except Exception as err:
         _audit_failure(args, err, policy)
-        raise  # exit 2 from the one catch point (cli/main.py)
+        raise  # exit 2 from the one catch point (cli/common.py)
     # (2)-(5) in the library; the decision's own line waits until the output is ready (6).
     admission = admit(
         args.tool, policy=policy, command=args.command_words,
@@ -151,14 +157,14 @@ def _render(fmt: str, admission: Admission, *, verbose: bool = False) -> str:
 def boundary_line(admission: Admission, policy: Policy) -> str:
     """``admit -v``: the run-time boundary ``exec`` would give this command (docs/sandbox.md)."""
     try:
-        boundary, mode = exec_mod.planned_boundary(admission, policy, None)
-    except exec_mod.ExecRefused as refused:
+        boundary, mode = exec.planned_boundary(admission, policy, None)
+    except exec.ExecRefused as refused:
         return "".join(reason_line(r) + "\n" for r in refused.reasons)
     if mode == "off":
         return "boundary: none (exec.sandbox off)\n"
     if boundary is None:
         return f"boundary: none (exec.sandbox {mode}; no verified declaration of effects to enforce)\n"
-    missing = sandbox_mod.missing_feature(boundary)
+    missing = sandbox.missing_feature(boundary)
     tail = f"; NOT enforced here: the kernel lacks {missing}" if missing is not None else ""
     return one_line(f"boundary (exec.sandbox {mode}): {boundary.describe()}{tail}") + "\n"
 

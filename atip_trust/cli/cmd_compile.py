@@ -22,21 +22,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
+from atip_trust.admission.admit import Admission, load_admission_policy, write_audit
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.bridge.compile import PROVIDERS, compile_tools
 from atip_trust.bridge.probed import ProbeRefused, probe_surface_tool
 from atip_trust.bridge.surface import SurfaceTool, compile_surface
 from atip_trust.cli.common import add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
-from atip_trust.facts.metadata import MetadataDocument, load_metadata
-from atip_trust.admission.admit import Admission, load_admission_policy, write_audit
-from atip_trust.admission.options import AdmitOptions
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import admit_file, locate
+from atip_trust.facts.metadata import MetadataDocument, load_metadata
 from atip_trust.policy.model import Policy
 
 NOT_EVALUATED = "not evaluated (--all)"

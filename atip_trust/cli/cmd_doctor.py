@@ -29,27 +29,26 @@ import argparse
 import os
 import sys
 import time
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any
-
-    from atip_trust.signature.trustroot import TrustRoot
+from typing import TYPE_CHECKING, Any
 
 from atip_trust._base.record import Record, field
+from atip_trust.admission import agent_tools
 from atip_trust.admission.admit import load_admission_policy
-from atip_trust.agents import install as hooks_install
+from atip_trust.agents import install
 from atip_trust.agents.formats import AGENTS
 from atip_trust.cli import hook_install
-from atip_trust.cli._deps import agent_tools_mod, sandbox_mod
 from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.discovery.scan import scan_directories
 from atip_trust.errors import AtipTrustError
+from atip_trust.execution import sandbox
 from atip_trust.policy import constraints, load, signed
-from atip_trust.state import audit as audit_mod
-from atip_trust.state import broken as broken_mod
-from atip_trust.state import tufroot
+from atip_trust.state import audit, broken, tufroot
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from atip_trust.signature.trustroot import TrustRoot
 
 #: ``ok``: in force; ``problem``: configured but not in force (exit 1); ``warning``: worth a look;
 #: ``none``: nothing configured here.
@@ -171,14 +170,14 @@ def agent_hooks(project: str | None) -> list[Finding]:
     found = []
     this = " ".join(hook_install.program(None))
     for agent in AGENTS:
-        paths = hooks_install.settings_paths(agent, project)
+        paths = install.settings_paths(agent, project)
         entries = []
         for path in paths:
-            if hooks_install.hooks_disabled(agent, path):
+            if install.hooks_disabled(agent, path):
                 found.append(Finding("agent hooks", "problem", f"{agent}: {path} says disableAllHooks: true, so no "
                                      "hook runs, atip-trust's included", path))
             try:
-                entries += hooks_install.find_hooks(agent, path)
+                entries += install.find_hooks(agent, path)
             except AtipTrustError as err:
                 found.append(Finding("agent hooks", "warning", f"{agent}: cannot read {path}: {err.message}", path))
         for e in entries:
@@ -194,8 +193,9 @@ def agent_hooks(project: str | None) -> list[Finding]:
                 found.append(Finding("agent hooks", "ok", f"{agent}: {e.path} runs {e.program}, which is there; "
                                      "a hook that cannot answer blocks", e.path, e.to_json()))
             else:
+                fix = f"atip-trust hook install {agent}{' --http URL' if e.kind == 'http' else ''}"
                 found.append(Finding("agent hooks", "problem", f"{agent}: {e.path}: " + "; ".join(e.problems) +
-                                     f" (fix: atip-trust hook install {agent}{' --http URL' if e.kind == 'http' else ''})", e.path, e.to_json()))
+                                     f" (fix: {fix})", e.path, e.to_json()))
         if not entries:
             found.append(Finding("agent hooks", "none", f"{agent}: no atip-trust hook in {' or '.join(paths[:2])}"))
     return found
@@ -219,7 +219,7 @@ def _writable(path: str) -> str | None:
 
 
 def audit_log(policy: Any) -> list[Finding]:
-    path = (policy.audit_log if policy is not None else None) or audit_mod.default_audit_path()
+    path = (policy.audit_log if policy is not None else None) or audit.default_audit_path()
     required = bool(policy is not None and policy.audit_required)
     why = _writable(os.path.abspath(path))
     if why is None:
@@ -234,8 +234,9 @@ def audit_log(policy: Any) -> list[Finding]:
 def path_entries() -> list[Finding]:
     entries = os.environ.get("PATH", "").split(os.pathsep)
     skipped = [s for s in scan_directories().skipped if s.path in entries]
-    found = [Finding("PATH", "none" if s.reason == "duplicate_directory" else "warning", f"PATH entry {s.path or '(empty)'} is skipped by scan and hooks: "
-                     f"{s.message}", s.path, {"reason": s.reason}) for s in skipped]
+    found = [Finding("PATH", "none" if s.reason == "duplicate_directory" else "warning",
+                     f"PATH entry {s.path or '(empty)'} is skipped by scan and hooks: {s.message}", s.path,
+                     {"reason": s.reason}) for s in skipped]
     return found or [Finding("PATH", "ok", f"all {len(entries)} PATH entries are scanned")]
 
 
@@ -246,15 +247,15 @@ def findings(project: str | None = None) -> list[Finding]:
     except AtipTrustError as err:
         policy = None
         out.append(Finding("policy", "problem", f"the policy an admission uses does not load: {err.message}"))
-    out += trusted_root(policy) + agent_hooks(project) + audit_log(policy) + path_entries() + agent_tools()
-    return out + sandbox(policy)
+    out += trusted_root(policy) + agent_hooks(project) + audit_log(policy) + path_entries() + agent_tools_tree()
+    return out + boundary(policy)
 
 
-def sandbox(policy: Any) -> list[Finding]:
+def boundary(policy: Any) -> list[Finding]:
     """The run-time boundary (docs/sandbox.md): can this kernel build one, does policy need it, and which
     digests are marked for having broken their declaration."""
     mode = policy.exec_settings.sandbox if policy is not None else "preferred"
-    abi, netns = sandbox_mod.landlock_abi(), sandbox_mod.netns_available()
+    abi, netns = sandbox.landlock_abi(), sandbox.netns_available()
     missing = [f for f, ok in (("Landlock ABI >= 3", abi >= 3), ("a private network namespace", netns)) if not ok]
     details = {"mode": mode, "landlock_abi": abi, "network_namespace": netns}
     if mode == "off":
@@ -268,20 +269,20 @@ def sandbox(policy: Any) -> list[Finding]:
                        f"exec.sandbox {mode}, and this system lacks {' and '.join(missing)}: "
                        + ("confined tools are refused" if mode == "required" else "tools run unconfined"),
                        details=details)]
-    marks = broken_mod.all_marks()
+    marks = broken.all_marks()
     if marks:
         out.append(Finding("sandbox", "warning", f"{len(marks)} digest(s) broke their declared effects and are "
-                           "denied until cleared ('atip-trust cache list-broken')", broken_mod.marks_dir(),
+                           "denied until cleared ('atip-trust cache list-broken')", broken.marks_dir(),
                            {"digests": [m.get("digest") for m in marks]}))
     return out
 
 
-def agent_tools() -> list[Finding]:
+def agent_tools_tree() -> list[Finding]:
     """RFC §4.2's tree and RFC v0.3 §4's system-wide ones: files present that cannot count as they are
     (admission/agent_tools.py ``tree_notes``)."""
-    tree = agent_tools_mod.AgentTree.default()
+    tree = agent_tools.AgentTree.default()
     notes = [Finding("agent-tools", status, message, path)
-             for status, message, path in agent_tools_mod.tree_notes(tree)]
+             for status, message, path in agent_tools.tree_notes(tree)]
     roots = ", ".join(r for r in (tree.data, tree.config, *tree.system) if os.path.isdir(r)) or "none present"
     return notes or [Finding("agent-tools", "ok", f"every metadata file in the agent-tools trees ({roots}) has "
                              "its bundle and sits where only root or you can write")]

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
-from atip_trust.cli.common import add_common_options, is_interactive
-from atip_trust.cli.output import evidence_hint, one_line, reason_line
-from atip_trust.errors import UsageError
 from atip_trust.admission.admit import audit_failure
 from atip_trust.admission.options import AdmitOptions
+from atip_trust.cli.common import add_common_options, is_interactive
+from atip_trust.cli.output import evidence_hint, one_line, reason_line
+from atip_trust.cli.policy_flags import add_audit_flags, add_evidence_flags, add_policy_flags, policy_from_args
+from atip_trust.errors import UsageError
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import EXIT_VIOLATION, ExecRefused, exec_verified
 

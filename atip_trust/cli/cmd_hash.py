@@ -2,10 +2,11 @@
 
 Output is what coreutils writes, so each side checks the other's: ``<hex>  FILE`` by default,
 ``SHA256 (FILE) = <hex>`` with ``--tag``; ``-`` is standard input. A bare name is looked up on PATH
-once (docs/cli-guide.md, "hash") and its line names the file found, so the line checks the bytes that were hashed. ``--format json`` keeps the typed
-form (``{"path", "digest": "sha256:<hex>"}``). A file name containing a backslash, newline or carriage
-return is escaped (``\\``, ``\n``, ``\r``) and its line starts with a backslash, as coreutils does, so a
-name like ``"x\n<forged hex>  /usr/bin/gh"`` cannot forge a second line for whoever parses the output.
+once (docs/cli-guide.md, "hash") and its line names the file found, so the line checks the bytes that
+were hashed. ``--format json`` keeps the typed form (``{"path", "digest": "sha256:<hex>"}``). A file name
+containing a backslash, newline or carriage return is escaped (``\\``, ``\n``, ``\r``) and its line starts
+with a backslash, as coreutils does, so a name like ``"x\n<forged hex>  /usr/bin/gh"`` cannot forge a second
+line for whoever parses the output.
 
 Each file is opened once, refused unless it is a regular file (without blocking on a FIFO), and hashed
 from that descriptor (``Artifact``). One bad file fails the run (exit 2) but the others are still hashed.
@@ -26,12 +27,10 @@ import hashlib
 import os
 import re
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from atip_trust.cli._deps import sarif
-
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.parallel import default_workers, map_threads
 from atip_trust._version import __version__
 from atip_trust.cli.common import EXIT_ERROR, EXIT_FAIL, EXIT_OK, add_common_options
@@ -45,13 +44,13 @@ from atip_trust.errors import (
 )
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import ALGORITHMS, Digest, hash_fd
-from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
+    from atip_trust.cli import sarif
     from atip_trust.cli.sarif import Rule
-
-if TYPE_CHECKING:
     from atip_trust.facts.digest import Algorithm
+else:
+    sarif = lazy_import("atip_trust.cli.sarif")  # only for --format sarif, or a file that fails
 
 #: SARIF rule ids (stable).
 RULE_UNREADABLE = "atip-trust/hash/unreadable"
@@ -167,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     workers = 1 if "-" in names else default_workers()
     outcomes = map_threads(lambda n: digest_of(n, args.algorithm, path_lookup=True, overlap=workers == 1),
                            names, workers=workers)
-    for name, outcome in zip(names, outcomes):
+    for name, outcome in zip(names, outcomes, strict=True):  # one outcome per name, in order
         try:
             if outcome.error is not None:
                 raise outcome.error

@@ -17,17 +17,21 @@ import signal
 import sys
 import time
 from types import FrameType
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
+from atip_trust._base.lazy import lazy_import
 from atip_trust.admission.options import AdmitOptions
+from atip_trust.agents.formats import AGENTS, CAN_REWRITE, STDIN_CAP, HookAnswer, render_error
 from atip_trust.agents.hooks import Options, answer
 from atip_trust.cli.common import add_common_options
 from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags, policy_from_args
-from atip_trust.cli._deps import hook_child, hook_install
 from atip_trust.errors import AtipTrustError, UsageError
+
+if TYPE_CHECKING:
+    from atip_trust.cli import hook_child, hook_install
+else:
+    hook_child = lazy_import("atip_trust.cli.hook_child")  # only for a hook input over CHILD_BYTES
+    hook_install = lazy_import("atip_trust.cli.hook_install")  # only `hook install`
 
 #: Hook input bytes above which the decision runs in a forked child that may die without taking the
 #: answer with it (cli/hook_child.py); an ordinary line is decided here, its parse bounded in place.

@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from atip_trust._version import __version__
-from atip_trust.cli.discovery_flags import add_discovery_flags, run_discovery
 from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.discovery_flags import add_discovery_flags, run_discovery
 from atip_trust.cli.output import json_text, one_line
 from atip_trust.discovery.lock import compare, entries_of, read_lock, unscanned, write_lock
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from atip_trust._version import __version__
 from atip_trust.cli.common import EXIT_ERROR, EXIT_OK, add_common_options
@@ -186,9 +187,6 @@ def _print_success(args: argparse.Namespace, doc: MetadataDocument) -> None:
     rows = _claim_rows(doc)
     out = sys.stdout
     if is_terminal(out):
-        from rich.console import Console
-        from rich.table import Table
-
         console = Console(file=out)
         console.print(f"[bold]{rich_text(head)}[/bold]", highlight=False)
         table = Table(title=note, show_header=True, header_style="bold")

@@ -10,24 +10,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
+from xml.etree import ElementTree
 
+from atip_trust._base.files import write_atomic
 from atip_trust._base.jsonio import load_json_file
+from atip_trust._base.limits import LIMITS
 from atip_trust._version import __version__
+from atip_trust.admission import policy_test
+from atip_trust.cli import policy_install
 from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
-from atip_trust._base.files import write_atomic
-from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.cli.sarif import Rule, sarif_log, sarif_result
-from atip_trust._base.limits import LIMITS
+from atip_trust.errors import ArtifactAccessError, UsageError
+from atip_trust.policy import signed
 from atip_trust.policy.compose import compose
 from atip_trust.policy.explain import explain_policy
 from atip_trust.policy.load import load_layer
 from atip_trust.provenance.slsa import BuilderMap
-from atip_trust.cli._deps import ElementTree, policy_test, signed_mod
-from atip_trust.cli import policy_install
 
 
 def register(sub: Any) -> None:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     lines_bm = None if args.org else _builder_map(args.file)
     if args.format == "sarif":
         # A policy that loads has nothing to report; one that does not is an exit-2 error, which the
-        # catch point (cli/main.py) reports as a located SARIF result.
+        # catch point (cli/common.py) reports as a located SARIF result.
         if lines_bm is None:
             load_layer(args.file, source="org" if args.org else "local")
         dump_json(sarif_log([], {}, version=__version__))
@@ -111,9 +111,9 @@ def run_sign(args: argparse.Namespace) -> int:
         raise UsageError("--trust-config needs --keyless")
     load_layer(args.file, source="local")
     if args.keyless:
-        out = signed_mod.sign_policy_keyless(args.file, args.trust_config)
+        out = signed.sign_policy_keyless(args.file, args.trust_config)
     else:
-        out = signed_mod.sign_policy(args.file, args.key)
+        out = signed.sign_policy(args.file, args.key)
     if args.format == "json":
         dump_json({"command": "policy sign", "path": args.file, "signature": out})
     else:

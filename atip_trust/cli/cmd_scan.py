@@ -18,14 +18,13 @@ import argparse
 import os
 import sys
 from collections import Counter
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
+
+from rich.table import Table
 
 from atip_trust._version import __version__
 from atip_trust.cli.common import EXIT_ASK, EXIT_FAIL, EXIT_OK, add_common_options
-from atip_trust.cli.discovery_flags import add_discovery_flags, run_discovery
-from atip_trust.cli.discovery_flags import console as _console
+from atip_trust.cli.discovery_flags import add_discovery_flags, console, run_discovery
 from atip_trust.cli.output import (
     add_report_file_flags,
     is_terminal,
@@ -177,9 +176,7 @@ def render_text(surface: ToolSurface, changes: list[Change] | None) -> None:
     totals = summary_lines(surface)
     lock_lines = [ln for c in changes or [] for ln in c.lines()]
     if is_terminal(sys.stdout):
-        from rich.table import Table
-
-        console = _console(sys.stdout)
+        screen = console(sys.stdout)
         # The reason codes fit a terminal; the messages and paths are in --format json and on a pipe.
         table = Table("tool", "trust", "probe", "decision", "reason", "surface")
         for r in surface.rows:
@@ -188,14 +185,14 @@ def render_text(surface: ToolSurface, changes: list[Change] | None) -> None:
                 else "yellow"
             cells[1] = f"[{colour}]{cells[1]}[/]"
             table.add_row(*cells)
-        console.print(table)
+        screen.print(table)
         for s in surface.skipped:
-            console.print(f"skipped {rich_text(s.path)}: {rich_text(s.reason)}: {rich_text(s.message)}")
+            screen.print(f"skipped {rich_text(s.path)}: {rich_text(s.reason)}: {rich_text(s.message)}")
         for line in lock_lines:
-            console.print(rich_text(line))
-        console.print(f"[bold]{rich_text(totals[0])}[/bold]")
+            screen.print(rich_text(line))
+        screen.print(f"[bold]{rich_text(totals[0])}[/bold]")
         for line in totals[1:]:
-            console.print(rich_text(line))
+            screen.print(rich_text(line))
         return
     out = []
     for r in surface.rows:

@@ -15,11 +15,10 @@ from types import FrameType
 from typing import Any
 
 from atip_trust._base.statmemo import forget_all
-from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags
 from atip_trust.cli.common import add_common_options
-from atip_trust.cli.main import build_parser
+from atip_trust.cli.policy_flags import add_audit_flags, add_policy_flags
 from atip_trust.errors import UsageError
-from atip_trust.service import server as srv
+from atip_trust.service import server
 from atip_trust.service.app import Service, forwarded_flags
 
 
@@ -55,42 +54,33 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _check_flags(flags: list[str], admit_flags: list[str]) -> None:
-    """Refuse at start a flag a decision would refuse (each request would fail otherwise)."""
-    for argv in (["hook", "claude-code", *flags], ["admit", "x", *admit_flags]):
-        try:
-            build_parser(argv[0]).parse_args(argv)
-        except SystemExit as exc:
-            raise UsageError(f"serve cannot forward these flags to {argv[0]}: {' '.join(flags)}") from exc
-
-
 def run(args: argparse.Namespace) -> int:
     if args.max_request_bytes < 1 or args.max_connections < 1 or args.request_deadline <= 0:
         raise UsageError("--max-request-bytes, --max-connections and --request-deadline must be positive")
     service = Service(forwarded_flags(args.cli_argv))
-    _check_flags(service.hook_flags, service.admit_flags)
-    sock = args.socket or srv.default_socket()
-    servers: list[Any] = [srv.unix_server(sock, service)]
+    service.check_flags()
+    sock = args.socket or server.default_socket()
+    servers: list[Any] = [server.unix_server(sock, service)]
     try:
         if args.http:
             if not args.token_file:
                 raise UsageError("--http needs --token-file: loopback HTTP is open to every local user")
-            token = srv.read_token(args.token_file)
-            servers.append(srv.tcp_server(srv.parse_http_address(args.http), service, token))
+            token = server.read_token(args.token_file)
+            servers.append(server.tcp_server(server.parse_http_address(args.http), service, token))
         _serve(args, servers, service)
     finally:
-        for server in servers:
-            server.server_close()
-        srv.remove_socket(sock)
+        for listener in servers:
+            listener.server_close()
+        server.remove_socket(sock)
     return 0
 
 
 def _serve(args: argparse.Namespace, servers: list[Any], service: Service) -> None:
-    for server in servers:
-        server.verbose, server.max_request_bytes = bool(args.verbose), args.max_request_bytes
-        server.request_deadline = args.request_deadline
-        server.setup_limits(args.max_connections)
-        threading.Thread(target=server.serve_forever, name="atip-trust-serve", daemon=True).start()
+    for listener in servers:
+        listener.verbose, listener.max_request_bytes = bool(args.verbose), args.max_request_bytes
+        listener.request_deadline = args.request_deadline
+        listener.setup_limits(args.max_connections)
+        threading.Thread(target=listener.serve_forever, name="atip-trust-serve", daemon=True).start()
 
     def stop(signum: int, frame: FrameType | None) -> None:
         service.stop()
@@ -102,8 +92,8 @@ def _serve(args: argparse.Namespace, servers: list[Any], service: Service) -> No
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGHUP, reload)
-    for server in servers:
-        where = server.server_address
+    for listener in servers:
+        where = listener.server_address
         sys.stdout.write(f"atip-trust serve: listening on "
                          f"{'unix:' + where if isinstance(where, str) else f'http://{where[0]}:{where[1]}'}\n")
     sys.stdout.flush()

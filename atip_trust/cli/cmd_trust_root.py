@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from atip_trust._base.files import read_capped
+from atip_trust._base.limits import LIMITS
 from atip_trust.cli.common import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
-from atip_trust._base.limits import LIMITS
 from atip_trust.state import tufroot
 
 

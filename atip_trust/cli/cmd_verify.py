@@ -10,20 +10,28 @@ import argparse
 import io
 import json
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust._version import __version__
+from atip_trust.admission.options import VerifyOptions
+from atip_trust.admission.verify import Verification, provenance_statement, verify
+from atip_trust.cli import jq
 from atip_trust.cli.common import (
-    add_common_options,
     EXIT_ERROR,
     EXIT_FAIL,
     EXIT_OK,
+    add_common_options,
     error_json,
     error_location,
     error_message,
     error_sarif,
+)
+from atip_trust.cli.identity_flags import (
+    add_identity_flags,
+    builder_signers,
+    gh_predicate_type,
+    identity_rules,
 )
 from atip_trust.cli.output import (
     add_report_file_flags,
@@ -34,19 +42,17 @@ from atip_trust.cli.output import (
     report_files,
     write_report_files,
 )
-from atip_trust.cli import jq
-from atip_trust.cli._deps import pathlib, sarif
-from atip_trust.cli.identity_flags import (
-    add_identity_flags,
-    builder_signers,
-    gh_predicate_type,
-    identity_rules,
-)
 from atip_trust.cli.vsa_flags import add_emit_flags, check_emit_flags, emit
 from atip_trust.errors import EnvironmentFailure, UntrustedInputError, UsageError
-from atip_trust.admission.options import VerifyOptions
-from atip_trust.admission.verify import Verification, provenance_statement, verify
 from atip_trust.evaluation.inputs import Constraints, Evidence
+
+if TYPE_CHECKING:
+    import pathlib
+
+    from atip_trust.cli import sarif
+else:
+    pathlib = lazy_import("pathlib")  # only for --key files (docs/caching.md)
+    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
 
 
 def register(sub: Any) -> None:
@@ -158,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             results.append(_verify_one(args, artifact, constraints))
         except (UntrustedInputError, EnvironmentFailure) as err:
             if len(args.artifact) == 1:
-                raise  # one artifact: the one catch point reports it (cli/main.py)
+                raise  # one artifact: the one catch point reports it (cli/common.py)
             results.append(err)  # about this artifact: the others still get their result
     _shared_pass(args, constraints, results)
     if args.emit_vsa and isinstance(results[0], Verification):

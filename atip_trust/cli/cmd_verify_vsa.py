@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
+from atip_trust.admission.vsa import verify_vsa, verify_vsa_keyless
 from atip_trust.cli.common import EXIT_FAIL, EXIT_OK, add_common_options
+from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
 from atip_trust.cli.output import json_text, one_line
 from atip_trust.errors import UsageError
-from atip_trust.cli.identity_flags import add_identity_flags, identity_rules
-from atip_trust.admission.vsa import verify_vsa, verify_vsa_keyless
 from atip_trust.policy.constraints import choose_trusted_root
 
 

@@ -1,33 +1,57 @@
 """What every subcommand shares, below them all (issue 35 item 4): the docs/contract.md exit codes, the
-options accepted at every level of the command line, whether an ask can reach a person, and how an
-exit-2 error is rendered (JSON, SARIF, one line on stderr). ``cli/main.py`` (the parser and the one catch
-point) and each ``cmd_*`` module import it; it imports neither, so no command imports ``main`` back.
+options accepted at every level of the command line, whether an ask can reach a person, how an exit-2
+error is rendered (JSON, SARIF, one line on stderr), and the one catch point (docs/architecture.md
+practice 5): ``run`` parses a command line with the parser built from the commands it is given, runs
+the command and turns anything that escapes into exit 2. No error path returns 0; a traceback is
+printed only with ``-v``.
+
+``cli/main.py`` gives ``run`` every subcommand; ``serve`` gives it the ones a request may run
+(service/app.py), so both answer through the same parser and catch point. This module imports no
+command and not ``main``: no command imports ``main`` back, or another command.
+
+``--format`` and ``-v`` are accepted at every level of the command line (``policy --format json check
+F`` and ``policy check F --format sarif``): the shared options default to "not given" in each
+sub-parser, so a level that does not repeat them keeps what an outer level parsed.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from atip_trust.cli._deps import sarif
+from atip_trust._base.lazy import lazy_import
 from atip_trust._version import __version__
-from atip_trust.cli.output import FORMATS, json_text, one_line, write_report_files
+from atip_trust.admission.interactive import can_ask
+from atip_trust.cli.output import FORMATS, REPORT_FILE_FLAGS, json_text, one_line, write_report_files
+from atip_trust.cli.parser import Parser
+from atip_trust.cli.streams import GuardedStream, to_devnull
 from atip_trust.errors import (
     AtipTrustError,
-    error_code,
     BundleError,
     MetadataError,
     PolicyError,
     TrustRootError,
+    error_code,
 )
-from atip_trust.admission.interactive import can_ask
+
+if TYPE_CHECKING:
+    import traceback
+
+    from atip_trust.admission import admit
+    from atip_trust.cli import sarif
+else:
+    traceback = lazy_import("traceback")  # only with -v
+    admit = lazy_import("atip_trust.admission.admit")  # an unparsed command line's audit line only
+    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF (the warm paths print JSON or text)
 
 #: Exit codes: 0 verified/allowed, 1 failed/denied, 2 could not evaluate (also a denial), 3 ask.
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK = 0, 1, 2, 3
+#: ``exec``: the tool tried to leave the boundary its verified effects give it (EFFECT_VIOLATION,
+#: execution/exec.py ``EXIT_VIOLATION``, docs/sandbox.md).
+EXIT_VIOLATION = 4
 
 #: Defaults of the shared options, set once on the top-level parser (see the module docstring).
 COMMON_DEFAULTS = {"format": "text", "verbose": False}
@@ -147,6 +171,165 @@ def report_error(
     sys.stderr.write(f"atip-trust: error: {one_line(error_message(err)[0])}\n")
 
 
-__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_ERROR", "EXIT_ASK", "COMMON_DEFAULTS", "add_common_options",
-           "is_interactive", "error_location", "error_json", "error_message", "error_sarif", "render_error",
-           "report_error"]
+def common_options() -> argparse.ArgumentParser:
+    """The shared options on a parser of their own (docs/make_cli_doc.py lists them from it)."""
+    return add_common_options(Parser(add_help=False))
+
+
+def command_of(argv: Sequence[str], names: Collection[str]) -> str | None:
+    """The subcommand of ``names`` an argument list names: the first word that is one (global options
+    before it take no value that could be a command name), or None."""
+    for word in argv:
+        if word in names:
+            return word
+        if word == "--":
+            return None
+    return None
+
+
+#: Parsers built, by the subcommand given (or by every name, for the whole command line): a process
+#: that runs several command lines (``atip-trust serve``, tests calling ``main`` in-process) builds
+#: each once; argparse never changes a parser while parsing.
+_PARSERS: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+
+
+def build_parser(commands: Mapping[str, ModuleType], only: str | None = None) -> argparse.ArgumentParser:
+    """The command line of ``commands`` (name -> its module, each with ``register(subparsers)`` adding
+    a parser that takes ``add_common_options``), or with ``only``, just that subcommand's parser: each
+    subcommand module imports its own dependencies (sigstore, jsonschema, ...), so ``hash`` need not
+    pay for ``verify``'s (docs/caching.md: start-up is most of a warm admission)."""
+    key = (only,) if only is not None else tuple(commands)
+    parser = _PARSERS.get(key)
+    if parser is None:
+        parser = _PARSERS[key] = _build_parser(commands, only)
+    return parser
+
+
+def _build_parser(commands: Mapping[str, ModuleType], only: str | None) -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="atip-trust",
+        description="Verify what a command-line tool is, who signed it and how it was built, "
+        "and decide whether an agent may run it.",
+    )
+    # Its own options, not the subcommands' parent: set_defaults changes the default of the very action
+    # objects it holds, and the sub-parsers' copies must keep SUPPRESS.
+    add_common_options(parser)
+    parser.set_defaults(**COMMON_DEFAULTS)
+    parser.add_argument("--version", action="version", version=f"atip-trust {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in commands if only is None else (only,):
+        commands[name].register(sub)
+    parser.commands = dict(sub.choices)
+    return parser
+
+
+def run(argv: Sequence[str], commands: Mapping[str, ModuleType], *,
+        started: Callable[[], None] | None = None) -> int:
+    """Run one command line of ``commands``, standard output and error guarded against a reader that
+    leaves (cli/streams.py); ``started`` is called once its command is about to run (cli/launch.py)."""
+    with GuardedStream("stdout"), GuardedStream("stderr"):
+        rc = _run(list(argv), commands, started)
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError) as err:  # a full disk, say: the output the verdict needs is lost
+            sys.stderr.write(f"atip-trust: error: cannot write to standard output: {one_line(str(err))}\n")
+            return EXIT_ERROR
+        return rc
+
+
+def _early_format(argv: list[str]) -> tuple[str, dict[str, str]]:
+    """``--format`` and the report files (``--json-output``/``--sarif-output``) as given, known before
+    parsing, so that an error before parsing ends honours them too."""
+    fmt = "text"
+    files: dict[str, str] = {}
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        flag, eq, value = a.partition("=")
+        if not eq and i + 1 < len(argv):
+            value = argv[i + 1]
+        if flag == "--format" and value in FORMATS:
+            fmt = value
+        for kind, spelled in REPORT_FILE_FLAGS.items():
+            if flag == spelled and value:
+                files[kind] = value
+    return fmt, files
+
+
+def _run(argv: list[str], commands: Mapping[str, ModuleType], started: Callable[[], None] | None) -> int:
+    verbose = "-v" in argv or "--verbose" in argv
+    fmt, files = _early_format(argv)
+    command: str | None = None
+    args: argparse.Namespace | None = None
+    parser: argparse.ArgumentParser | None = None
+    try:
+        if argv and argv[0] == "--version":  # nothing else to import
+            sys.stdout.write(f"atip-trust {__version__}\n")
+            return EXIT_OK
+        parser = build_parser(commands, command_of(argv, commands))
+        args = parser.parse_args(argv)
+        args.cli_argv = tuple(argv)  # the words as given (``serve`` forwards its policy flags verbatim)
+        command = args.command
+        if command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_ERROR
+        if started is not None:  # the command's modules are loaded and its arguments parsed (launch.py)
+            started()
+        rc = int(args.func(args))
+        if rc not in (EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_ASK, EXIT_VIOLATION):
+            return EXIT_ERROR
+        return rc
+    except SystemExit as exc:  # --help / --version exit 0 through argparse; keep theirs
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("atip-trust: interrupted\n")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # Standard output was not the process's own (no guard): the reader left before the verdict
+        # could be known, which is not a verdict; stay quiet and fail closed.
+        to_devnull(sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+        return EXIT_ERROR
+    except BaseException as err:  # noqa: BLE001 - the one catch point: nothing escapes as exit 0
+        if verbose:
+            traceback.print_exc()
+        if args is None and parser is not None:
+            try:
+                _audit_usage_error(err, argv, parser, commands)
+            except Exception as audit_err:  # noqa: BLE001 - never mask the error being reported
+                sys.stderr.write(f"atip-trust: warning: no audit line: {type(audit_err).__name__}\n")
+        report_error(err, fmt, command, error_location(err, args), files)
+        return EXIT_ERROR
+
+
+#: Commands whose every refusal leaves an audit line (docs/cli-guide.md, "admit"): a command line that does not
+#: parse is one too, a denial (exit 2), recorded with what could be read of it.
+AUDITED_COMMANDS = ("admit", "exec", "hook")
+
+
+def _audit_usage_error(err: BaseException, argv: list[str], parser: argparse.ArgumentParser,
+                       commands: Collection[str]) -> None:
+    name = command_of(argv, commands)
+    sub = getattr(parser, "commands", {}).get(name) if name in AUDITED_COMMANDS else None
+    if name is None or not isinstance(sub, Parser):
+        return
+    words = argv[argv.index(name) + 1:]
+    ours = words[:words.index("--")] if "--" in words else words
+    if "--no-audit" in ours:
+        return
+    given: dict[str, str] = {}
+    read = sub.values_as_given(ours)
+    for i, word in enumerate(read):
+        flag, eq, value = word.partition("=")
+        if flag in ("--audit-log", "--command") and (eq or i + 1 < len(read)):
+            given[flag] = value if eq else read[i + 1]
+    found = sub.positionals(words)
+    tool = found[0] if found and name != "hook" else None
+    command: list[str] | str | None = found[1:] if name == "exec" else given.get("--command")
+    warning = admit.audit_failure(err, tool=tool, command=command, audit_log=given.get("--audit-log"))
+    if warning is not None:
+        sys.stderr.write(f"atip-trust: warning: {one_line(warning)}\n")
+
+
+__all__ = ["AUDITED_COMMANDS", "COMMON_DEFAULTS", "EXIT_ASK", "EXIT_ERROR", "EXIT_FAIL", "EXIT_OK", "EXIT_VIOLATION",
+           "add_common_options", "build_parser", "command_of", "common_options", "error_json", "error_location",
+           "error_message", "error_sarif", "is_interactive", "render_error", "report_error", "run"]

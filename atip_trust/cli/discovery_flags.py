@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust.cli.output import is_terminal, rich_text
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from atip_trust.admission.admit import load_admission_policy
+from atip_trust.cli.output import is_terminal, rich_text
 from atip_trust.discovery.discover import ToolRow, ToolSurface, discover
 from atip_trust.discovery.lock import LOCK_FILE
 
@@ -50,8 +51,6 @@ def run_discovery(args: argparse.Namespace) -> ToolSurface:
     # `scan --update-registry` pins registry.json anew from what verifies now; `lock` shares this function.
     pin = getattr(args, "update_registry", None) is None
     if is_terminal(sys.stderr) and args.format == "text":
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         with Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.description}"), transient=True,
                       console=console(sys.stderr)) as bar:
@@ -70,9 +69,7 @@ def run_discovery(args: argparse.Namespace) -> ToolSurface:
 
 
 def console(stream: Any) -> Any:
-    """A rich console on ``stream`` (rich is imported only for a terminal, docs/caching.md)."""
-    from rich.console import Console
-
+    """A rich console on ``stream`` (for a terminal: a pipe gets plain lines)."""
     return Console(file=stream, highlight=False)
 
 

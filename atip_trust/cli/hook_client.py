@@ -9,19 +9,22 @@ words hex-encoded in headers, written and read here by hand only because the sta
 costs more start-up than the whole decision (docs/serve.md, "Command hooks").
 
 When the service cannot be reached, runs as another user, or answers anything but a well-formed 200,
-this process decides in-process, exactly as ``atip-trust hook`` without the flag would: never "no opinion".
+this process decides in-process, exactly as ``atip-trust hook`` without the flag would: never "no opinion"
+(``main`` returns None and cli/launch.py runs that hook; this module imports no command line of its own).
 """
 
 from __future__ import annotations
 
+import _socket
 import io
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import _socket
-
-from atip_trust.cli._deps import agent_formats, cli_main
+if TYPE_CHECKING:
+    from atip_trust.agents.formats import HookAnswer
 
 _CAP = 1024 * 1024 + 1  # the hook input cap (agents/formats.py STDIN_CAP) plus one: larger is refused
 DEFAULT_TIMEOUT = 25  # seconds: cmd_hook.py's (not imported: the thin path loads almost nothing)
@@ -156,18 +159,23 @@ def _parse(raw: bytes) -> tuple[bytes, str, int] | None:
     return body, err, code
 
 
-def main(argv: list[str]) -> int:
-    """``argv``: the words after the program name, starting with ``hook``."""
+def main(argv: list[str], deny: Callable[[str, str], HookAnswer]) -> int | None:
+    """``argv``: the words after the program name, starting with ``hook``. The exit status of the answer
+    replayed, or None when the service gave none: standard input then holds the input already read and
+    ``sys.argv`` the hook's command line without the client's flags, for the caller to decide in-process.
+    ``deny(agent, message)``: the agent's denial when the service answered too late (agents/formats.py
+    ``render_error``, given by the caller: loading the hook formats here would cost every thin call)."""
     agent, flags, sock = _split(argv)
     stdin = sys.stdin.buffer if sys.stdin is not None else None
     data = stdin.read(_CAP) if stdin is not None else b""
     try:
         answer = _ask(sock or default_socket(), agent, flags, data) if len(data) < _CAP else None
     except _Late:
-        late = agent_formats.render_error(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
+        late = deny(agent, f"no answer within {_timeout(flags):g} s (--timeout)")
         answer = (late.stdout.encode(), late.stderr, late.exit_code)
     if answer is None:
-        return _in_process(argv, data)
+        _in_process(argv, data)
+        return None
     out, err, code = answer
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
@@ -176,13 +184,11 @@ def main(argv: list[str]) -> int:
     return code
 
 
-def _in_process(argv: list[str], data: bytes) -> int:
-    """The hook decided here, on the input already read (the service could not answer)."""
+def _in_process(argv: list[str], data: bytes) -> None:
+    """Ready the hook to be decided here, on the input already read (the service could not answer)."""
     sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogateescape")
     agent, flags, _ = _split(argv)
-    words = ["hook", agent, *flags]
-    sys.argv = [sys.argv[0], *words]  # --pin rebuilds the launcher from the command line
-    return cli_main.main(words)
+    sys.argv = [sys.argv[0], "hook", agent, *flags]  # --pin rebuilds the launcher from the command line
 
 
 __all__ = ["default_socket", "main"]

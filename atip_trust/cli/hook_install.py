@@ -13,10 +13,10 @@ import argparse
 import os
 import sys
 
-from atip_trust.agents import install as install_mod
+from atip_trust.agents import install
 from atip_trust.agents.formats import AGENTS
-from atip_trust.cli.identity_flags import GH_FLAGS
 from atip_trust.cli.common import EXIT_OK
+from atip_trust.cli.identity_flags import GH_FLAGS
 from atip_trust.cli.output import dump_json, one_line
 from atip_trust.errors import UsageError
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, actions: list[argparse.Action]) -> int:
     agent = args.target
     if agent is None:
         raise UsageError(f"hook install needs the agent: one of {', '.join(AGENTS)}")
-    path = args.settings or install_mod.settings_path(agent, args.scope)
+    path = args.settings or install.settings_path(agent, args.scope)
     if args.scope == "project" and not args.settings:
         # The project chooses its own files, links among them (a cloned repository): --scope project
         # writes inside the project, never through a link to a file of the user's elsewhere.
@@ -91,11 +91,11 @@ def run(args: argparse.Namespace, actions: list[argparse.Action]) -> int:
         if hook_flags(args, actions) or args.executable:
             raise UsageError("with --http the service decides with its own flags: give --policy, --bundle-dir "
                              "and the rest to `atip-trust serve`, not to the hook")
-        row = install_mod.http_settings(agent, args.token_env or install_mod.DEFAULT_TOKEN_ENV)
-        command = install_mod.service_url(args.http, agent)
+        row = install.http_settings(agent, args.token_env or install.DEFAULT_TOKEN_ENV)
+        command = install.service_url(args.http, agent)
     elif not args.uninstall:
-        command = install_mod.hook_command(agent, program(args.executable), hook_flags(args, actions))
-    result = install_mod.install(agent, path, command, write=not args.print, row=row)
+        command = install.hook_command(agent, program(args.executable), hook_flags(args, actions))
+    result = install.install(agent, path, command, write=not args.print, row=row)
     if args.format == "json":
         dump_json({"command": "hook install", **result.to_json(),
                    **({"content": result.content} if args.print else {})})

@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import argparse
 import re
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atip_trust.cli._deps import slsa
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import UsageError
 from atip_trust.signature.identity import IdentityRule
+
+if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
+else:
+    # Only with gh's identity flags: the provenance model is not loaded by a warm admission.
+    slsa = lazy_import("atip_trust.provenance.slsa")
 
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
+from collections.abc import Iterator
+from typing import Any
 
 from atip_trust.errors import UsageError
 

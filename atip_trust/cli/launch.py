@@ -14,8 +14,20 @@ from __future__ import annotations
 
 import gc
 import sys
+from typing import TYPE_CHECKING
 
-from atip_trust.cli._deps import cli_main, hook_client
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from atip_trust.agents import formats
+    from atip_trust.agents.formats import HookAnswer
+    from atip_trust.cli import hook_client
+    from atip_trust.cli import main as cli_main
+else:
+    # Imported inside main() below, so that its whole import runs with the collector paused.
+    cli_main = lazy_import("atip_trust.cli.main")
+    hook_client = lazy_import("atip_trust.cli.hook_client")  # only for hook --via-service (docs/serve.md)
+    formats = lazy_import("atip_trust.agents.formats")  # only for the thin client's late denial
 
 #: The agents' hook formats (agents/formats.py AGENTS, not imported here: it would load the record
 #: machinery on every start; tests/service/test_serve.py checks the two lists agree).
@@ -32,10 +44,19 @@ def _started() -> None:
     gc.enable()
 
 
+def _late_denial(agent: str, message: str) -> HookAnswer:
+    """The agent's denial for a service that answered too late (cli/hook_client.py)."""
+    return formats.render_error(agent, message)
+
+
 def main() -> int:
     argv = sys.argv[1:]
     if via_service(argv):  # a thin client of `serve` (docs/serve.md); loaded only then
-        return hook_client.main(argv)
+        answered = hook_client.main(argv, _late_denial)
+        if answered is not None:
+            return answered
+        # No answer from the service: decided here, as `hook` without the flag would (the client has
+        # put the input it read back on standard input and the hook's own words in sys.argv).
     gc.disable()
     try:
         return cli_main.main(sys.argv[1:], started=_started)

@@ -10,17 +10,24 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from atip_trust._base.files import write_atomic
-from atip_trust.cli._deps import sarif
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import ArtifactAccessError
 from atip_trust.facts.report import Check, Decision, Reason, TrustReport
 
 if TYPE_CHECKING:
+    from rich import console, markup, table
+
+    from atip_trust.cli import sarif
     from atip_trust.cli.sarif import Rule
+else:
+    sarif = lazy_import("atip_trust.cli.sarif")  # only for SARIF
+    # rich only on a terminal: the JSON and text outputs (a warm admission's) never load it.
+    console = lazy_import("rich.console")
+    markup = lazy_import("rich.markup")
+    table = lazy_import("rich.table")
 
 FORMATS = ("text", "json", "sarif")
 
@@ -77,9 +84,7 @@ def one_line(text: str) -> str:
 
 def rich_text(text: object) -> str:
     """``one_line`` for rich on a terminal, with rich's markup escaped too (``[red]`` in a name is text)."""
-    from rich.markup import escape
-
-    return escape(one_line(str(text)))
+    return markup.escape(one_line(str(text)))
 
 
 def json_text(obj: Any) -> str:
@@ -283,20 +288,17 @@ def render_verify_text(out: Mapping[str, Any], stream: TextIO, *, quiet: bool = 
 
 def _rich_verify(out: Mapping[str, Any], head: list[str], checks: list[Mapping[str, Any]], tail: list[str],
                  stream: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(file=stream)
-    console.print(f"[bold]{rich_text(verdict_line(out))}[/bold]", highlight=False)
+    screen = console.Console(file=stream)
+    screen.print(f"[bold]{rich_text(verdict_line(out))}[/bold]", highlight=False)
     for line in head:
-        console.print(rich_text(line), highlight=False)
-    table = Table(show_header=True, header_style="bold")
+        screen.print(rich_text(line), highlight=False)
+    rows = table.Table(show_header=True, header_style="bold")
     for col in ("status", "check", "detail", "expected", "actual"):
-        table.add_column(col, overflow="fold")
+        rows.add_column(col, overflow="fold")
     for c in checks:
         style = {"pass": "green", "fail": "red", "error": "red"}.get(str(c.get("status")), "dim")
         ev = c.get("evidence")
-        table.add_row(
+        rows.add_row(
             f"[{style}]{c.get('status')}[/{style}]",
             rich_text(c.get("name")),
             rich_text((c.get("message") or "") + (f" [{ev}]" if ev else "")),
@@ -304,9 +306,9 @@ def _rich_verify(out: Mapping[str, Any], head: list[str], checks: list[Mapping[s
             "" if c.get("actual") is None else rich_text(show(c.get("actual"))),
         )
     if checks:  # every failure was said above, and nothing else ran: no empty table
-        console.print(table)
+        screen.print(rows)
     for line in tail:
-        console.print(rich_text(line), highlight=False)
+        screen.print(rich_text(line), highlight=False)
 
 
 def print_report_text(rep: TrustReport, stream: TextIO, *, quiet: bool = False,

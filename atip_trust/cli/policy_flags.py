@@ -6,15 +6,18 @@ name. In a module of their own, below the commands, so that no command imports a
 from __future__ import annotations
 
 import argparse
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atip_trust.cli._deps import audit_mod
+from atip_trust._base.lazy import lazy_import
+from atip_trust.admission.admit import load_admission_policy
 from atip_trust.cli.identity_flags import add_identity_flags, gh_predicate_type, identity_rules, signer_entries
 from atip_trust.facts.report import TrustLevel
-from atip_trust.admission.admit import load_admission_policy
 from atip_trust.policy.model import Policy
+
+if TYPE_CHECKING:
+    from atip_trust.state import audit
+else:
+    audit = lazy_import("atip_trust.state.audit")  # only for --audit-log's help (its default path)
 
 
 def add_policy_flags(p: argparse.ArgumentParser) -> None:
@@ -66,7 +69,7 @@ class _AuditLogAction(argparse.Action):
 
     @property
     def help(self) -> str:
-        return (f"audit log (default: {audit_mod.default_audit_path()}; an org policy's audit.log takes "
+        return (f"audit log (default: {audit.default_audit_path()}; an org policy's audit.log takes "
                 "precedence and cannot be changed)")
 
     @help.setter

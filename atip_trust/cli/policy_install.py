@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
-from atip_trust.cli._deps import policy_install_mod
 from atip_trust.cli.common import EXIT_OK, add_common_options
 from atip_trust.cli.output import dump_json, one_line
+from atip_trust.policy import install
 
 
 def register(psub: Any) -> None:
@@ -26,7 +24,7 @@ def register(psub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    done = policy_install_mod.install_org(args.org)
+    done = install.install_org(args.org)
     if args.format == "json":
         dump_json({"command": "policy install", **done.to_json()})
         return EXIT_OK

@@ -20,9 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 from urllib.parse import quote_from_bytes
 
 from atip_trust._base.record import Record
@@ -194,7 +192,7 @@ for _level, _why in (
         f"The artifact {_why} (RFC §3.2.2 trust level {_level}); verify admits only VERIFIED.",
         "See the failed checks of the same run for what kept the level down." + _HELP_TAIL)
 
-#: Exit-2 errors (cli/main.py ``error_code``).
+#: Exit-2 errors (errors.py ``error_code``, reported by the one catch point in cli/common.py).
 ERROR_RULES: dict[str, Rule] = {
     "USAGE_ERROR": Rule(
         "Command line cannot be evaluated", "The flags are missing, conflicting or malformed; nothing "

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
-from atip_trust.cli._deps import gate_vsa
-from atip_trust.errors import UsageError
+from atip_trust._base.lazy import lazy_import
 from atip_trust.admission.verify import Verification, load_verify_policy
+from atip_trust.errors import UsageError
 from atip_trust.evaluation.inputs import Constraints
+
+if TYPE_CHECKING:
+    from atip_trust.admission import vsa
+else:
+    vsa = lazy_import("atip_trust.admission.vsa")  # signing: only with --emit-vsa (a warm verify loads no cryptography)
 
 
 def add_emit_flags(p: argparse.ArgumentParser) -> None:
@@ -57,7 +63,7 @@ def check_emit_flags(args: argparse.Namespace) -> None:
     if len(args.artifact) != 1:
         raise UsageError(f"--emit-vsa summarises one ARTIFACT, got {len(args.artifact)}")
     # Keyless: the CI's ambient identity is looked for before anything is verified (exit 2 without one).
-    args.vsa_identity = gate_vsa.ambient_identity() if args.vsa_keyless else None
+    args.vsa_identity = vsa.ambient_identity() if args.vsa_keyless else None
 
 
 def emit(args: argparse.Namespace, res: Verification, constraints: Constraints) -> None:
@@ -65,9 +71,9 @@ def emit(args: argparse.Namespace, res: Verification, constraints: Constraints) 
     included), as ``verify`` applied it."""
     digest = load_verify_policy(args.policy).digest if args.policy else None
     uri = args.vsa_policy_uri or ("file://" + os.path.abspath(args.policy) if args.policy else None)
-    policy_uri, policy_digest = gate_vsa.policy_reference(digest, repr(constraints), uri)
-    line = gate_vsa.emit_vsa(res.report, res.decision, key=args.vsa_key, verifier_id=args.vsa_verifier_id,
+    policy_uri, policy_digest = vsa.policy_reference(digest, repr(constraints), uri)
+    line = vsa.emit_vsa(res.report, res.decision, key=args.vsa_key, verifier_id=args.vsa_verifier_id,
                     resource_uri=args.vsa_resource_uri, policy_uri=policy_uri, policy_digest=policy_digest,
                     bundles=list(args.bundle), key_id=args.vsa_key_id, keyless=args.vsa_keyless,
                     trust_config=args.vsa_trust_config, identity=args.vsa_identity)
-    gate_vsa.write_vsa(args.emit_vsa, line)
+    vsa.write_vsa(args.emit_vsa, line)

@@ -25,21 +25,10 @@ from __future__ import annotations
 import pathlib
 import time
 from collections.abc import Callable, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust.evaluation._deps import (
-    bundles_mod,
-    certificate_pair,
-    keyless_mod,
-    keys,
-    legacy_mod,
-    metadata_mod,
-    slsa,
-)
 from atip_trust._base.files import path_texts
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, field
 from atip_trust.errors import (
     ArtifactAccessError,
@@ -49,12 +38,12 @@ from atip_trust.errors import (
     UntrustedInputError,
     UsageError,
 )
-from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.evaluation.inputs import Constraints, Evidence, SignerSet
+from atip_trust.facts.artifact import Artifact, DigestSubject
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import (
-    EvidenceSummary,
     Check,
+    EvidenceSummary,
     ProvenanceResult,
     SignatureResult,
     TrustLevel,
@@ -67,13 +56,26 @@ from atip_trust.signature.identity import (
 from atip_trust.signature.trustroot import RootChoiceError, TrustRoot
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
+    from typing import Any
 
-if TYPE_CHECKING:
+    from atip_trust.facts import metadata
     from atip_trust.facts.metadata import MetadataDocument
+    from atip_trust.provenance import slsa
     from atip_trust.provenance.slsa import BuilderMap, BuildSigner
+    from atip_trust.signature import bundle, certificate_pair, keyless, keys, legacy_bundle
     from atip_trust.signature.bundle import BundleInput
     from atip_trust.signature.keyless import KeylessVerifier
+else:
+    metadata = lazy_import("atip_trust.facts.metadata")  # only when there is metadata
+    slsa = lazy_import("atip_trust.provenance.slsa")  # only with an attestation, or a policy's sources or builders
+    # The verifiers (sigstore, cryptography): when evidence is first checked, never on a cache hit.
+    bundle = lazy_import("atip_trust.signature.bundle")
+    certificate_pair = lazy_import("atip_trust.signature.certificate_pair")
+    keyless = lazy_import("atip_trust.signature.keyless")
+    keys = lazy_import("atip_trust.signature.keys")
+    legacy_bundle = lazy_import("atip_trust.signature.legacy_bundle")
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -163,12 +165,11 @@ class Evaluation:
         self.digests = {k: v for k, v in got.items()}
 
     # (2)
-    def claims_from(self, metadata: Path | MetadataDocument | None) -> None:
+    def claims_from(self, meta: Path | MetadataDocument | None) -> None:
         self._step("claims")
-        if metadata is None:
+        if meta is None:
             return
-        doc = metadata if isinstance(metadata, metadata_mod.MetadataDocument) \
-            else metadata_mod.load_metadata(metadata)
+        doc = meta if isinstance(meta, metadata.MetadataDocument) else metadata.load_metadata(meta)
         claims = doc.claims
         self.claims = claims.to_json()
         name = doc.source_name
@@ -275,7 +276,7 @@ class Evaluation:
     def _keyless_verifier(self, root: TrustRoot) -> KeylessVerifier:
         """sigstore-python's Verifier for ``root`` (the given one when it is for this root)."""
         if self._keyless is None or self._keyless.trust_root.digest != root.digest:
-            self._keyless = keyless_mod.KeylessVerifier(root)
+            self._keyless = keyless.KeylessVerifier(root)
         return self._keyless
 
     def _root_for(self, b: BundleInput) -> TrustRoot:
@@ -364,11 +365,11 @@ class Evaluation:
         bundle names that key as its signer (``publicKey.hint`` or the signature's ``keyid``); else
         another key may have signed it (a rotated registry key): unverified."""
         info = b.dsse_payload()
-        r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
+        r.applies = info is not None and keyless.names_artifact(info[1], self.digests)
         for key in self._trusted_keys():
             try:
-                ptype, payload, when, checks = legacy_mod.verify_key_dsse(b.doc, key, root, evidence=b.label)
-            except legacy_mod.VERIFICATION_ERRORS as err:
+                ptype, payload, when, checks = legacy_bundle.verify_key_dsse(b.doc, key, root, evidence=b.label)
+            except legacy_bundle.VERIFICATION_ERRORS as err:
                 check = err.to_check(evidence=b.label)
                 claimed = check.name != "signature" or b.names_key(keys.key_digest(key).value)
                 tamper = check.impact == "compromised" and r.applies and claimed
@@ -387,10 +388,10 @@ class Evaluation:
 
     def _in_future(self, when: datetime, r: EvidenceResult, b: BundleInput) -> bool:
         """A signing time later than now (beyond the allowed clock skew) fails the evidence."""
-        if when.timestamp() <= self.now + keyless_mod.CLOCK_SKEW:
+        if when.timestamp() <= self.now + keyless.CLOCK_SKEW:
             return False
         r.checks.append(Check("time", "fail", "integrated time lies in the future",
-                              f"<= now + {keyless_mod.CLOCK_SKEW}s", when.isoformat(), b.label,
+                              f"<= now + {keyless.CLOCK_SKEW}s", when.isoformat(), b.label,
                               impact="unverified"))
         return True
 
@@ -399,24 +400,24 @@ class Evaluation:
         timestamp-only bundles (route ``timestamp``: no log entry)."""
         if b.content == "dsse":
             info = b.dsse_payload()
-            r.applies = info is not None and keyless_mod.names_artifact(info[1], self.digests)
+            r.applies = info is not None and keyless.names_artifact(info[1], self.digests)
         logged = b.route != "timestamp"
         try:
             if b.content == "dsse":
-                res = (legacy_mod.verify_legacy_dsse_detailed if logged else legacy_mod.verify_timestamped_dsse)(
+                res = (legacy_bundle.verify_legacy_dsse_detailed if logged else legacy_bundle.verify_timestamped_dsse)(
                     b.doc, root, evidence=b.label)
                 cert, when, checks = res.certificate, res.integrated_time, res.checks
             else:
-                cert, when, checks = (legacy_mod.verify_legacy_message if logged else
-                                      legacy_mod.verify_timestamped_message)(
+                cert, when, checks = (legacy_bundle.verify_legacy_message if logged else
+                                      legacy_bundle.verify_timestamped_message)(
                     b.doc, self.digests["sha256"], root, evidence=b.label)
-        except legacy_mod.VERIFICATION_ERRORS as err:
+        except legacy_bundle.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=b.label)
             if check.impact == "compromised" and not r.applies:
                 check = Check(check.name, check.status, check.message, check.expected, check.actual,
                               check.evidence, impact="unverified")
             r.compromised = check.impact == "compromised"
-            mismatch = None if r.compromised else bundles_mod.root_mismatch(b, check.message, root.name)
+            mismatch = None if r.compromised else bundle.root_mismatch(b, check.message, root.name)
             # A timestamp by a TSA the root does not list keeps its step's name; the rest is the chain.
             named = "certificate.chain" if mismatch and check.name != "timestamp" else check.name
             r.checks.append(Check(named, check.status,
@@ -489,7 +490,7 @@ class Evaluation:
             r.checks.append(Check("certificate.chain", "fail", err.message, expected=err.expected,
                                   actual=err.actual, evidence=pair.label, impact="unverified"))
             return r
-        except legacy_mod.VERIFICATION_ERRORS as err:
+        except legacy_bundle.VERIFICATION_ERRORS as err:
             check = err.to_check(evidence=pair.label)
             r.compromised = check.impact == "compromised"
             r.checks.append(check)
@@ -615,7 +616,7 @@ def _subject_digests(b: BundleInput) -> list[str]:
     if info is None:
         return []
     out: list[str] = []
-    for s in keyless_mod.subjects_of(info[1]):
+    for s in keyless.subjects_of(info[1]):
         dg = s.get("digest")
         if isinstance(dg, dict):
             out.extend(f"{k}:{v}" for k, v in dg.items() if k in ("sha256", "sha512"))
@@ -706,18 +707,18 @@ def evaluate(
     given = [pathlib.Path(p) for p in path_texts(evidence.bundles, "bundles")]
     for p in given:
         try:
-            bundles.extend(bundles_mod.load_bundles(p))
+            bundles.extend(bundle.load_bundles(p))
         except (UntrustedInputError, ArtifactAccessError) as err:
             if len(given) == 1:
                 raise  # the only evidence is unreadable: could not evaluate (exit 2)
             unreadable.append((p, err))
     signature = pathlib.Path(evidence.signature) if evidence.signature is not None else None
     certificate = pathlib.Path(evidence.certificate) if evidence.certificate is not None else None
-    metadata = evidence.metadata
-    if isinstance(metadata, (bytes, bytearray)):
-        metadata = metadata_mod.parse_metadata(bytes(metadata))
-    elif metadata is not None and not isinstance(metadata, metadata_mod.MetadataDocument):
-        metadata = pathlib.Path(metadata)
+    meta = evidence.metadata
+    if isinstance(meta, (bytes, bytearray)):
+        meta = metadata.parse_metadata(bytes(meta))
+    elif meta is not None and not isinstance(meta, metadata.MetadataDocument):
+        meta = pathlib.Path(meta)
     if require_anchor and (bundles or unreadable or signature) and not constraints.has_anchor:
         raise UsageError(
             "no signer to verify against: add --certificate-identity (or "
@@ -727,8 +728,8 @@ def evaluate(
             "policy= that lists signers)"
         )
     ev = Evaluation(artifact, constraints, trust_root, keyless=keyless, shared_with=shared_with)
-    ev.digest(sha512=metadata is not None or any(b.content == "dsse" for b in bundles))
-    ev.claims_from(metadata)
+    ev.digest(sha512=meta is not None or any(b.content == "dsse" for b in bundles))
+    ev.claims_from(meta)
     ev.evidence(bundles, signature, unreadable, certificate)
     ev.provenance()
     level = ev.level()

@@ -7,21 +7,22 @@ its constraints without loading the evaluation itself; ``atip_trust.evaluation.e
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from atip_trust._base.record import Record
 from atip_trust.signature.identity import match_identities
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
     import os
     from collections.abc import Sequence
     from pathlib import Path
 
-    PathLike = str | os.PathLike[str]
-
     from atip_trust.facts.metadata import MetadataDocument
     from atip_trust.facts.report import Check
     from atip_trust.provenance.slsa import AllowedSource, BuilderMap
     from atip_trust.signature.identity import CertificateFacts, IdentityRule
+
+    PathLike = str | os.PathLike[str]
 
 
 class Evidence(Record):

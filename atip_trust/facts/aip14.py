@@ -60,20 +60,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, Literal
+from typing import TYPE_CHECKING
 
-from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record, field
 from atip_trust._base.yamlio import load_yaml
 from atip_trust.errors import MetadataError
 from atip_trust.facts.digest import hash_bytes
 from atip_trust.facts.effects import classify, merge_declared
 from atip_trust.facts.report import Reason
-from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     from atip_trust.facts.effects import State
 
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,79}")

@@ -29,14 +29,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, Literal
+from typing import TYPE_CHECKING
 
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.flatten import FlatCommand
-from atip_trust._base.limits import LIMITS
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 #: RFC §3.7 types; the path-like ones are strings on a command line.
 _STRING_TYPES = frozenset({"string", "file", "directory", "url"})

@@ -15,18 +15,23 @@ import hashlib
 import os
 import stat
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from atip_trust._base.files import open_regular, path_name
-from atip_trust.facts._deps import fcntl, tempfile
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, UsageError
 from atip_trust.facts.digest import Digest, hash_fd
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    import fcntl
+    import tempfile
     from typing import NoReturn
 
     from atip_trust.facts.digest import Algorithm
+else:
+    fcntl = lazy_import("fcntl")  # only when a #! script is copied for its interpreter (sealed_copy)
+    tempfile = lazy_import("tempfile")  # only for a sealed copy of a #! script
 
 #: memfd_create(2)'s MFD_NOEXEC_SEAL and MFD_EXEC (Linux 6.3; Python 3.11 has no names for them): a
 #: copy for an interpreter to read can never be made executable; one the kernel itself runs (its ``#!``

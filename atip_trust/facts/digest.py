@@ -10,18 +10,25 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
 
-from atip_trust.facts._deps import hmac, queue, threading
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust.errors import ArtifactAccessError, MalformedInputError
-from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
+    import hmac
+    import queue
+    import threading
     from typing import Any, Literal
 
-if TYPE_CHECKING:
     Algorithm = Literal["sha256", "sha512"]
+else:
+    hmac = lazy_import("hmac")  # only when two digests are compared (in constant time)
+    queue = lazy_import("queue")  # only a large file is hashed with a reader thread (_hash_overlapped)
+    threading = lazy_import("threading")  # (with queue)
+
 ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "sha512")
 _HEX_LEN = {"sha256": 64, "sha512": 128}
 _LOWER_HEX = "0123456789abcdef"

@@ -13,12 +13,15 @@ unknown is risky (Agent Tool: "a tool should not be treated as ... non-destructi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from atip_trust.facts._deps import copy
+from atip_trust._base.lazy import lazy_import
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
 if TYPE_CHECKING:
+    import copy
     from typing import Any, Literal, TypeGuard
+else:
+    copy = lazy_import("copy")  # only when declared effects are merged
 
 #: Effect classes that capability gating knows (RFC §3.6: the metadata field that declares each one, in the comment).
 EFFECT_CLASSES: tuple[str, ...] = (

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from atip_trust._base.record import Record
 from atip_trust.errors import MetadataError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The provider function-name limit shared by OpenAI, Gemini and Anthropic tool names.
 NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")

@@ -45,20 +45,20 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import json_path, parse_json
+from atip_trust._base.limits import LIMITS, Limits
+from atip_trust._base.record import Record, field
 from atip_trust._base.schema import Validator, best_match, validator
 from atip_trust.errors import InputTooLargeError, MalformedInputError, MetadataError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.effects import merge_declared, walk_command
-from atip_trust._base.limits import LIMITS, Limits
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from atip_trust._base.schema import SchemaError
 
 SCHEMA_FILE = "atip-metadata.schema.json"

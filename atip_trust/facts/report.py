@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, Literal
+from typing import TYPE_CHECKING
 
 from atip_trust._base.jsonio import canonical_digest
 from atip_trust._base.record import Record, field, fields_json
 
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     CheckStatus = Literal["pass", "fail", "skip", "error"]
     #: What a failing check means for the trust level (principle 2).
     Impact = Literal["compromised", "unsigned", "unverified", "provenance", "none"]

@@ -45,27 +45,29 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import ssl
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # httpx is imported on first fetch: `import atip_trust` must stay cheap
-    import httpcore
-    import httpx
+import httpcore
+import httpx
 
-from atip_trust._base.record import Record
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
 from atip_trust.facts.digest import Digest, hash_bytes
 from atip_trust.facts.metadata import load_metadata
-from atip_trust._base.limits import LIMITS
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Redirects followed (same origin only). httpx's default is 20; five covers a CDN hop or two.
 MAX_REDIRECTS = 5
@@ -142,8 +144,6 @@ class _Watchdog:
 
 def _watched_backend(inner: httpcore.NetworkBackend, watch: _Watchdog) -> httpcore.NetworkBackend:
     """httpcore's network backend, with each new connection's socket handed to ``watch``."""
-    import httpcore
-
     def watched(stream: httpcore.NetworkStream) -> httpcore.NetworkStream:
         sock = stream.get_extra_info("socket")
         try:
@@ -204,8 +204,6 @@ def _show(u: httpx.URL) -> str:
 
 def check_url(url: str) -> httpx.URL:
     """Step (1): parse and refuse what we will not fetch, before any connection is made."""
-    import httpx
-
     try:
         u = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as err:
@@ -237,8 +235,6 @@ def check_url(url: str) -> httpx.URL:
 
 def _proxy_for(u: httpx.URL) -> str | None:
     """``HTTPS_PROXY``/``ALL_PROXY`` for an https URL unless ``NO_PROXY`` names its host; never loopback."""
-    import urllib.request
-
     if u.scheme != "https" or is_loopback(u.host):
         return None
     proxies = urllib.request.getproxies_environment()
@@ -254,10 +250,6 @@ def _proxy_for(u: httpx.URL) -> str | None:
 def _client(u: httpx.URL, timeout: float, watch: _Watchdog) -> httpx.Client:
     """A fresh client per request: no cookie jar carried across redirects, no environment, no auth;
     every connection it opens (to the host or to the proxy) is watched by ``watch`` (step 6)."""
-    import ssl
-
-    import httpx
-
     proxy = _proxy_for(u)
     try:
         verify: ssl.SSLContext = httpx.create_ssl_context(trust_env=True)
@@ -299,8 +291,6 @@ def redirect_target(current: httpx.URL, location: str | None, status: int = 302)
     and https → http would drop TLS. (httpx would follow either by default and only strip the
     ``Authorization`` header.)
     """
-    import httpx
-
     if not location:
         raise NetworkError(f"{current} answered {status} without a Location header")
     try:
@@ -388,8 +378,6 @@ def _hops(current: httpx.URL, url: str, *, timeout: float, deadline: float, watc
           max_bytes: int, max_redirects: int, headers: Mapping[str, str] | None,
           answers: frozenset[int]) -> tuple[int, bytes, str, dict[str, str]]:
     """``_request``'s redirect loop, each hop under the one deadline."""
-    import httpx
-
     for _hop in range(max_redirects + 1):
         shown = str(current)
         remaining = deadline - time.monotonic()
@@ -423,8 +411,6 @@ def _hops(current: httpx.URL, url: str, *, timeout: float, deadline: float, watc
 def _map_error(err: Exception, shown: str, current: httpx.URL, timeout: float,
                watch: _Watchdog) -> NetworkError:
     """An httpx exception as the ``NetworkError`` that names the URL (the caller raises it)."""
-    import httpx
-
     if watch.fired:
         # The watchdog shut the connection: whatever httpx saw (EOF, reset), it is the deadline.
         return NetworkError(f"fetching {shown} timed out: not complete after {timeout} s (connect, "

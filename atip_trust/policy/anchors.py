@@ -32,15 +32,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+from typing import TYPE_CHECKING
 
 from atip_trust._base.record import Record, replace
 from atip_trust.policy.load import builtin_builders
 from atip_trust.policy.model import BuilderRule, PolicyLayer, VerifierEntry
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 #: The anchor kinds an org layer fixes as a whole (attribute on ``PolicyLayer`` or None, document name).
 ANCHOR_KINDS: tuple[str, ...] = ("signers", "publicKeys", "trustedRoots", "trustedBuilders", "registries",

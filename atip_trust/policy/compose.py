@@ -29,11 +29,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, Literal, TypeVar
-
-    N = TypeVar("N", bound=int)  # an int or a TrustLevel (an IntEnum)
+from typing import TYPE_CHECKING
 
 from atip_trust._base.record import replace
 from atip_trust.facts.report import TrustLevel
@@ -57,8 +53,11 @@ from atip_trust.policy.model import (
 )
 
 if TYPE_CHECKING:
+    from typing import Any, Literal, TypeVar
+
     from atip_trust.policy.model import Mode, RuleSource
 
+    N = TypeVar("N", bound=int)  # an int or a TrustLevel (an IntEnum)
 
 
 def _stricter(a: N | None, b: N | None) -> N | None:
@@ -305,8 +304,6 @@ def cli_layer(
     if no_match_deny:
         doc["defaults"] = {"noMatch": "deny"}
     return layer_from_document(json.loads(json.dumps(doc)), source="cli")
-
-
 
 
 #: The note (and, on every decision, the reason ``ORG_POLICY_LEFT_OUT``) of a policy loaded without the

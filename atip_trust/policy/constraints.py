@@ -9,11 +9,10 @@ first used); public keys are read only when a policy or a flag names them, and c
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-
-from atip_trust.policy._deps import keys, pathlib, slsa, tufroot
 import time
+from typing import TYPE_CHECKING
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust.errors import PolicyError, TrustRootError, UsageError
 from atip_trust.evaluation.inputs import Constraints, SignerSet
 from atip_trust.policy.model import Policy, PublicKeyRule
@@ -21,12 +20,19 @@ from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
+    import pathlib
     from datetime import datetime
     from pathlib import Path
 
-
-if TYPE_CHECKING:
+    from atip_trust.provenance import slsa
     from atip_trust.provenance.slsa import BuilderMap
+    from atip_trust.signature import keys
+    from atip_trust.state import tufroot
+else:
+    pathlib = lazy_import("pathlib")  # paths are text on the warm path
+    slsa = lazy_import("atip_trust.provenance.slsa")  # only a policy that states sources or builders needs it
+    keys = lazy_import("atip_trust.signature.keys")  # only for a policy's signer keys
+    tufroot = lazy_import("atip_trust.state.tufroot")  # the TUF-refreshed roots (trust-root update)
 
 
 def builder_map(policy: Policy) -> BuilderMap | None:
@@ -238,7 +244,7 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
         signers = tuple(IdentityRule.coerce(s) for s in policy.signers)
         if c.signers:
             also += (SignerSet("flags", tuple(c.signers)),)
-    keys = trusted_keys(policy, tuple(c.keys))
+    key_paths = trusted_keys(policy, tuple(c.keys))
     req = policy.requirements
     min_slsa = c.min_slsa_level
     if req.min_slsa_level is not None:
@@ -254,7 +260,7 @@ def constraints_from_policy(policy: Policy, base: Constraints | None = None) -> 
     return Constraints(
         signers=signers,
         also_signers=also,
-        keys=keys,
+        keys=key_paths,
         builder_id=c.builder_id,
         source_uri=c.source_uri,
         source_tag=c.source_tag,

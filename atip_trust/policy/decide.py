@@ -33,24 +33,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any, Literal
+from typing import TYPE_CHECKING
 
-from atip_trust._base.times import utc_text
-from atip_trust.policy._deps import datetime_mod, slsa
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record, field, replace
+from atip_trust._base.times import utc_text
 from atip_trust.errors import expect_type
 from atip_trust.facts.effects import OMITTED_EFFECTS, effective_states, read_only
 from atip_trust.facts.report import (
-    EvidenceSummary,
     Decision,
+    EvidenceSummary,
     Reason,
     TrustLevel,
     TrustReport,
 )
-from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import STRICTNESS, CommandRule, Gate, Policy, Waiver
 from atip_trust.policy.rules import (
     Matcher,
@@ -61,10 +58,16 @@ from atip_trust.policy.rules import (
     split_command,
 )
 
-
 if TYPE_CHECKING:
+    import datetime
+    from typing import Any, Literal
+
     from atip_trust.facts.effects import State
     from atip_trust.policy.model import RuleBehavior, RuleSource
+    from atip_trust.provenance import slsa
+else:
+    datetime = lazy_import("datetime")  # only for a policy with waivers (their expiry)
+    slsa = lazy_import("atip_trust.provenance.slsa")  # only a policy that states sources or builders needs it
 
 #: Rule sources as Agent Tool names them (the Agent Tool permission decision's rule sources).
 AGENT_TOOL_SOURCES: dict[str, str] = {
@@ -217,7 +220,7 @@ def _distinct_signers(report: TrustReport, policy: Policy) -> set[tuple[str, str
 
 
 def _waiver_for(
-    policy: Policy, tool_name: str, digest: str | None, now: datetime | None, reasons: list[Reason]
+    policy: Policy, tool_name: str, digest: str | None, now: datetime.datetime | None, reasons: list[Reason]
 ) -> Waiver | None:
     live: Waiver | None = None
     for w in policy.waivers:
@@ -230,7 +233,7 @@ def _waiver_for(
             continue
         # The clock is read only here, for a waiver that names this tool: a decision without one
         # never needs datetime (its expiry was parsed with it when the policy was loaded).
-        now = now or datetime_mod.datetime.now(datetime_mod.UTC)
+        now = now or datetime.datetime.now(datetime.UTC)
         if w.expires <= now:
             reasons.append(
                 Reason(
@@ -264,7 +267,7 @@ class DecisionInput(Record):
     effects_verified: bool = False
     interactive: bool = False
     metadata_source: str | None = None
-    now: datetime | None = None
+    now: datetime.datetime | None = None
     purpose: Literal["run", "verify"] = "run"
     effects_unknown: str | None = None
     report_digest: str | None = None
@@ -304,7 +307,7 @@ def _decided(
     effects_verified: bool = False,
     interactive: bool = False,
     metadata_source: str | None = None,
-    now: datetime | None = None,
+    now: datetime.datetime | None = None,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
     report_digest: str | None = None,
@@ -371,7 +374,7 @@ class _Case(Record, frozen=False):
     effects: Mapping[str, Any] | None
     effects_verified: bool
     metadata_source: str | None
-    now: datetime | None  # None: the clock, read when a waiver is checked
+    now: datetime.datetime | None  # None: the clock, read when a waiver is checked
     effects_unknown: str | None
     effects_omitted: str | None
     declared: Sequence[tuple[RuleBehavior, Reason]]
@@ -400,7 +403,7 @@ def _core(
     effects: Mapping[str, Any] | None,
     effects_verified: bool,
     metadata_source: str | None,
-    now: datetime | None,
+    now: datetime.datetime | None,
     purpose: Literal["run", "verify"] = "run",
     effects_unknown: str | None = None,
     effects_omitted: str | None = None,
@@ -907,10 +910,10 @@ def to_agent_tool(
     decision: Decision,
     *,
     invocation_id: str | None = None,
-    decided_at: datetime | None = None,
+    decided_at: datetime.datetime | None = None,
     passthrough_on_no_match: bool = False,
     decision_id: str | None = None,
-    expires_at: datetime | None = None,
+    expires_at: datetime.datetime | None = None,
 ) -> dict[str, Any]:
     """The decision as an Agent Tool ``tool_permission_decision``.
 

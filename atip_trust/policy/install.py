@@ -25,15 +25,16 @@ does not have is removed. Last, the installed policy is loaded exactly as ``admi
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from atip_trust._base.files import exists, owner_problem, read_capped, write_atomic
 from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust.errors import EnvironmentFailure, PolicyError, UsageError
 from atip_trust.policy import load, signed
+
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE_MODE, DIR_MODE = 0o644, 0o755
 

@@ -19,21 +19,18 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from atip_trust._base import jsonio
 from atip_trust._base.files import exists, owner_problem, path_name, read_capped
-from atip_trust.policy._deps import datetime_mod, schema, serials, signed, slsa
-from atip_trust._base.record import Record
 from atip_trust._base.jsonio import json_path, parse_json
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record
 from atip_trust._base.shipped import shipped_path
 from atip_trust._version import __version__
 from atip_trust.errors import MalformedInputError, PolicyError
 from atip_trust.facts.report import TrustLevel
-from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import (
     BuilderRule,
     CommandRule,
@@ -55,9 +52,21 @@ from atip_trust.policy.rules import (
 )
 from atip_trust.state.verdict_cache import VerdictCache, cache_key
 
-
 if TYPE_CHECKING:
+    import datetime
+    from typing import Any
+
+    from atip_trust._base import schema
+    from atip_trust.policy import serials, signed
     from atip_trust.policy.model import RuleBehavior, RuleSource, SignerRule
+    from atip_trust.provenance import slsa
+else:
+    datetime = lazy_import("datetime")  # only for a policy with waivers (their expiry)
+    # The schema validator: a policy found valid before (the verdict cache) is not validated again.
+    schema = lazy_import("atip_trust._base.schema")
+    serials = lazy_import("atip_trust.policy.serials")  # only for an org policy without a signers file
+    signed = lazy_import("atip_trust.policy.signed")  # only where a signers file requires a signature
+    slsa = lazy_import("atip_trust.provenance.slsa")  # only a policy that states sources or builders needs it
 
 _SCHEMA = "policy.schema.json"
 
@@ -241,13 +250,13 @@ def _schema_error(doc: Any, cache: VerdictCache | None = None) -> PolicyError | 
     return PolicyError(f"policy does not match its schema: {msg}", path=path)
 
 
-def _parse_expiry(text: str, where: str) -> datetime:
+def _parse_expiry(text: str, where: str) -> datetime.datetime:
     try:
-        when = datetime_mod.datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
+        when = datetime.datetime.fromisoformat(text)  # Python 3.11 accepts a trailing "Z"
     except ValueError as err:
         raise PolicyError(f"expiry {text!r} is not an ISO 8601 date or date-time", path=where) from err
     if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime_mod.UTC)
+        when = when.replace(tzinfo=datetime.UTC)
     return when
 
 

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
 
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, field
 from atip_trust.facts.report import TrustLevel
-from atip_trust.policy._deps import slsa
 
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, Literal
 
+    from atip_trust.provenance import slsa
+
     RuleBehavior = Literal["allow", "ask", "deny"]
     Mode = Literal["enforce", "warn", "audit"]
     #: Where a rule came from; exported as the Agent Tool rule source (the Agent Tool permission decision's rule sources).
     RuleSource = Literal["org", "local", "cli", "default"]
+else:
+    slsa = lazy_import("atip_trust.provenance.slsa")  # only a policy that states sources or builders needs it
 
 #: Strictness order used everywhere a "more restrictive answer wins" (the more restrictive answer wins, as hosts compose policies).
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}

@@ -38,20 +38,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust.policy._deps import shlex
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.limits import LIMITS
 from atip_trust.errors import PolicyError
 from atip_trust.facts.report import TrustLevel
-from atip_trust._base.limits import LIMITS
 from atip_trust.policy.model import CommandRule, SignerRule
 from atip_trust.signature.identity import CLAIMS
 
-
 if TYPE_CHECKING:
+    import shlex
+    from typing import Any
+
     from atip_trust.policy.model import RuleBehavior, RuleSource
+else:
+    shlex = lazy_import("shlex")  # only for words that need quoting or splitting by shell rules
 
 # The patterns below are compiled by ``re`` where first matched (its own cache), not at import: a
 # cache-hit admission matches few of them (docs/adr/0001-start-up.md).

@@ -28,27 +28,30 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
+from typing import TYPE_CHECKING
+
+from atip_trust._base.files import exists, read_capped, write_atomic
+from atip_trust._base.jsonio import expect_object, parse_json
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record
+from atip_trust.errors import AtipTrustError, EnvironmentFailure, PolicyError
+from atip_trust.facts.digest import Digest
+from atip_trust.policy import serials
+from atip_trust.policy.model import SignerRule
+from atip_trust.policy.rules import signer_from_json
+from atip_trust.policy.serials import SERIALS_ENV
+from atip_trust.signature.bundle import load_bundles
+from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
+from atip_trust.signature.identity import IdentityRule
+from atip_trust.signature.keyless import KeylessVerifier
+from atip_trust.signature.keyless_sign import ambient_identity, sign_blob
+from atip_trust.signature.keys import parse_public_key
+from atip_trust.signature.trustroot import TrustRoot
+
 if TYPE_CHECKING:
     from typing import Any
 
     from atip_trust.signature.keys import PublicKey
-
-from atip_trust._base.files import exists, read_capped, write_atomic
-from atip_trust._base.jsonio import expect_object, parse_json
-from atip_trust.policy._deps import bundles_mod, keyless_mod, keyless_sign_mod
-from atip_trust._base.record import Record
-from atip_trust.errors import AtipTrustError, EnvironmentFailure, PolicyError
-from atip_trust._base.limits import LIMITS
-from atip_trust.facts.digest import Digest
-from atip_trust.policy.model import SignerRule
-from atip_trust.policy.rules import signer_from_json
-from atip_trust.signature.envelope import envelope_signed_by, load_private_key, parse_envelope, sign_envelope
-from atip_trust.signature.identity import IdentityRule
-from atip_trust.signature.keys import parse_public_key
-from atip_trust.signature.trustroot import TrustRoot
-from atip_trust.policy.serials import SERIALS_ENV
-from atip_trust.policy import serials
 
 
 POLICY_PAYLOAD_TYPE = "application/vnd.atip-trust.policy+json"
@@ -103,10 +106,10 @@ class Signers(Record):
 def sign_policy_keyless(policy_path: str, trust_config: str | None) -> str:
     """``policy sign FILE --keyless``: write ``FILE.sigstore.json``, a Sigstore bundle over the file's
     exact bytes signed with the CI's ambient OIDC identity (signature/keyless_sign.py); its path."""
-    token = keyless_sign_mod.ambient_identity("--keyless")  # before anything else: exit 2 without one
+    token = ambient_identity("--keyless")  # before anything else: exit 2 without one
     data = read_capped(policy_path, LIMITS.policy_bytes, what="policy")
     parse_json(data, what="policy")
-    bundle = keyless_sign_mod.sign_blob(data, flag="--keyless", config=trust_config, token=token)
+    bundle = sign_blob(data, flag="--keyless", config=trust_config, token=token)
     out = bundle_path(policy_path)
     _write_signature(out, (bundle.strip() + "\n").encode())
     return out
@@ -188,11 +191,11 @@ def _keyless_problem(bundle: str, data: bytes, signers: Signers) -> str | None:
         return f"{bundle} is a keyless signature and {signers.path} names no identity"
     if os.path.islink(bundle):
         return f"{bundle} is a symbolic link (a signature beside the org policy is read as a file)"
-    verifier = keyless_mod.KeylessVerifier(_trust_root(signers))
+    verifier = KeylessVerifier(_trust_root(signers))
     digest = {"sha256": Digest.from_hex("sha256", hashlib.sha256(data).hexdigest())}
     rules = [IdentityRule.coerce(r) for r in signers.identities]
     why = f"{bundle} holds no Sigstore bundle"
-    for b in bundles_mod.load_bundles(bundle):
+    for b in load_bundles(bundle):
         if b.content != "message_signature":
             why = f"{b.label}: not a message signature over the policy file"
             continue

@@ -31,27 +31,28 @@ about the same artifact never satisfies them.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
+
+from google.protobuf import json_format
+from in_toto_attestation.v1 import statement_pb2
+from in_toto_attestation.v1.statement import Statement as ItStatement  # ours is Statement
 
 from atip_trust._base.jsonio import json_path, load_json_file, parse_json
-from atip_trust.provenance._deps import fnmatch
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record, field
 from atip_trust._base.shipped import shipped_path
 from atip_trust.errors import AtipTrustError, BundleError, PolicyError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
-from atip_trust._base.limits import LIMITS
 
-# fnmatch only to match a policy's source refs (a warm admission with the default policy, which includes
-# the shipped builder map, loads this module: docs/caching.md).
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 #: DSSE payload type of in-toto statements (in-toto attestation spec, Envelope layer).
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -156,15 +157,9 @@ def _parse_subject(obj: Any, path: list[str | int]) -> Subject:
 def _validate_v1_with_in_toto(doc: dict[str, Any]) -> None:
     """Second opinion from in-toto-attestation's own v1 validator (subjects, digests, predicate)."""
     try:
-        from google.protobuf import json_format
-        from in_toto_attestation.v1 import statement_pb2
-        from in_toto_attestation.v1.statement import Statement as ItStatement
-
         pb = statement_pb2.Statement()
         json_format.ParseDict(doc, pb, ignore_unknown_fields=True)
         ItStatement.copy_from_pb(pb).validate()
-    except ImportError:  # pragma: no cover - in-toto-attestation is a declared dependency
-        return
     except Exception as err:  # noqa: BLE001 - protobuf raises several unrelated types; map them all
         raise _bad([], f"rejected by in-toto-attestation v1 validation: {err}") from err
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from atip_trust._base.jsonio import parse_json
 from atip_trust._base.record import Record
 from atip_trust._base.times import parse_rfc3339
 from atip_trust.errors import BundleError
 from atip_trust.provenance.slsa import INTOTO_PAYLOAD_TYPE, STATEMENT_V1, Statement, parse_statement
+
+if TYPE_CHECKING:
+    from typing import Any
 
 VSA_PREDICATE_TYPE = "https://slsa.dev/verification_summary/v1"
 #: The N of ``SLSA_<TRACK>_LEVEL_<N>``: Go ``strconv.Atoi`` syntax in ASCII, bounded (Atoi is int64).

@@ -57,13 +57,13 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from atip_trust._base.record import Record, field, fields_json, replace
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record, field, fields_json, replace
 from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.metadata import MetadataDocument, parse_metadata
-from atip_trust._base.limits import LIMITS
 from atip_trust.net.fetch import env_flag, fetch_conditional
 
 #: RFC §4.7: re-check a cached shim after this many seconds.

@@ -23,19 +23,20 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust._base.record import Record, replace
 from atip_trust._base.files import open_regular, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.record import Record, replace
 from atip_trust.errors import ArtifactAccessError, AtipTrustError, EnvironmentFailure, MalformedInputError
 from atip_trust.facts.artifact import Artifact, FileIdentity
 from atip_trust.facts.digest import Digest
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: RFC §4.3 ``version``.
 FORMAT_VERSION = "2"
@@ -121,12 +122,24 @@ class LocalRegistry:
 
     def get(self, name: str) -> LocalEntry | None:
         """The entry for ``name`` checked against the file now, or None when it is not indexed."""
-        raw = self._load()["tools"].get(name)
-        if raw is None:
-            return None
-        entry = self._entry(name, raw)
-        current, rehashed = self._current(raw, entry.digest)
-        return replace(entry, current=current, rehashed=rehashed)
+        found = self.checked((name,))
+        return found[0] if found else None
+
+    def checked(self, names: Iterable[str], limit: int | None = None) -> list[LocalEntry]:
+        """The entries of those of ``names`` the index holds (at most ``limit``), each checked against
+        its file now, from one read of the index (agents/identity.py reads every pin it may match)."""
+        tools = self._load()["tools"]
+        out: list[LocalEntry] = []
+        for name in names:
+            raw = tools.get(name)
+            if raw is None:
+                continue
+            if limit is not None and len(out) >= limit:
+                break
+            entry = self._entry(name, raw)
+            current, rehashed = self._current(raw, entry.digest)
+            out.append(replace(entry, current=current, rehashed=rehashed))
+        return out
 
     def _entry(self, name: str, raw: Any) -> LocalEntry:
         where = f"{self.path}: tools.{name}"

@@ -1,9 +1,10 @@
 """What a request to ``atip-trust serve`` means, and its answer (docs/serve.md).
 
-Same verdicts as the CLI, by construction: a hook or admit request is answered by running the CLI's own
-entry point (``cli/main.py main``) in this process, on the main thread, one request at a time, with the
-request's body as standard input and its words as the command line — the parser, the policy loading,
-the verdict cache's stat and digest checks, the audit line and the one catch point are the CLI's. Nothing
+Same verdicts as the CLI, by construction: a hook, admit or compile request is answered by running that
+command line through the CLI's own catch point (cli/common.py ``run``, with the ``hook``, ``admit`` and
+``compile`` commands) in this process, on the main thread, one request at a time, with the request's
+body as standard input and its words as the command line — the parser, the policy loading, the verdict
+cache's stat and digest checks, the audit line and the one catch point are the CLI's. Nothing
 is kept between requests that the CLI would not re-check: a policy, an org policy or its signature, a
 trusted root, a bundle or a tool's bytes that changed are read again on the next request, because
 every one of them is looked up by the same stat-keyed memos a CLI run uses (docs/caching.md).
@@ -26,15 +27,20 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from atip_trust._version import __version__
 from atip_trust.admission.verdict_key import HITS
-from atip_trust.cli.hook_client import decision_env
-from atip_trust.cli.main import main
-from atip_trust.service.calls import check_call_request
 from atip_trust.agents.formats import AGENTS, STDIN_CAP, render_error
+from atip_trust.cli import cmd_admit, cmd_compile, cmd_hook, common
+from atip_trust.cli.hook_client import decision_env
+from atip_trust.errors import UsageError
+from atip_trust.service.calls import check_call_request
 from atip_trust.service.metrics import Metrics
+
+#: The commands a request runs, each as the CLI runs it (the same module, parser and catch point).
+COMMANDS: dict[str, ModuleType] = {"hook": cmd_hook, "admit": cmd_admit, "compile": cmd_compile}
 
 #: serve's own options and how many words each takes; every other word given to ``serve`` is a policy,
 #: evidence or audit flag forwarded to each decision (``hook``'s and ``admit``'s flags).
@@ -122,7 +128,7 @@ def run_cli(argv: list[str], stdin: bytes = b"", cwd: str | None = None, path_en
             os.environ["PATH"] = path_env
         if cwd is not None:
             os.chdir(cwd)
-        code = main(argv)
+        code = common.run(argv, COMMANDS)
     finally:
         sys.stdin, sys.stdout, sys.stderr, sys.argv = saved[:4]
         if path_env is not None:
@@ -160,6 +166,15 @@ class Service:
         self.metrics = Metrics()
         self.jobs: queue.Queue[Job | None] = queue.Queue()
         self.stopping = threading.Event()
+
+    def check_flags(self) -> None:
+        """Refuse at start a flag a decision would refuse (each request would fail otherwise)."""
+        for argv in (["hook", "claude-code", *self.hook_flags], ["admit", "x", *self.admit_flags]):
+            try:
+                common.build_parser(COMMANDS, argv[0]).parse_args(argv)
+            except SystemExit as exc:
+                raise UsageError(f"serve cannot forward these flags to {argv[0]}: "
+                                 f"{' '.join(self.hook_flags)}") from exc
 
     # -- the main thread ---------------------------------------------------------------------------
     def run_jobs(self, done: Callable[[], bool]) -> None:
@@ -376,4 +391,4 @@ def _admit_argv(req: dict[str, Any], defaults: Sequence[str]) -> list[str] | Res
     return [*argv, *defaults, "--", tool]
 
 
-__all__ = ["CliRun", "Response", "Service", "forwarded_flags", "run_cli", "strip_options"]
+__all__ = ["COMMANDS", "CliRun", "Response", "Service", "forwarded_flags", "run_cli", "strip_options"]

@@ -16,8 +16,9 @@ from atip_trust._base.files import read_capped
 from atip_trust.admission.admit import admit
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.calls import check_call
+from atip_trust.cli import cmd_admit
+from atip_trust.cli.common import build_parser
 from atip_trust.cli.policy_flags import policy_from_args
-from atip_trust.cli.main import build_parser
 from atip_trust.errors import AtipTrustError
 from atip_trust.evaluation.evaluate import Evidence
 
@@ -61,7 +62,7 @@ def check_call_request(req: dict[str, Any], flags: Sequence[str]) -> tuple[int, 
 
 def _decide(req: dict[str, Any], tool: str, name: list[str], arguments: dict[str, Any], bundles: list[str],
             stdin: Any, flags: Sequence[str]) -> tuple[int, dict[str, Any]]:
-    args = build_parser("admit").parse_args(["admit", tool, *flags])
+    args = build_parser({"admit": cmd_admit}, "admit").parse_args(["admit", tool, *flags])
     policy = policy_from_args(args)
     metadata_path = req.get("metadata")
     metadata = None

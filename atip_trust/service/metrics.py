@@ -54,7 +54,7 @@ class Metrics:
                       f"atip_trust_verdict_cache_hits_total {cache_hits}",
                       "# HELP atip_trust_request_seconds Time from a request's arrival to its answer.",
                       "# TYPE atip_trust_request_seconds histogram"]
-            for bound, n in zip(BUCKETS, self.buckets):
+            for bound, n in zip(BUCKETS, self.buckets, strict=True):  # one count per bound
                 lines.append(f'atip_trust_request_seconds_bucket{{le="{bound:g}"}} {n}')
             lines += [f'atip_trust_request_seconds_bucket{{le="+Inf"}} {self.count}',
                       f"atip_trust_request_seconds_sum {self.total:.6f}",

@@ -25,11 +25,11 @@ from typing import Any, Literal
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from atip_trust._base.record import Record, field
 from atip_trust._base.files import path_name, read_capped
 from atip_trust._base.jsonio import parse_json
-from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record, field
+from atip_trust.errors import BundleError, InputTooLargeError, MalformedInputError
 
 Route = Literal["sigstore", "key", "legacy", "timestamp", "malformed"]
 

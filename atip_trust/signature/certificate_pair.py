@@ -28,8 +28,9 @@ import re
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from atip_trust._base.record import Record
 from atip_trust._base.files import read_capped
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
@@ -38,7 +39,6 @@ from atip_trust.signature.fulcio import verify_signing_certificate
 from atip_trust.signature.keys import decode_signature
 from atip_trust.signature.legacy_bundle import verify_message_signature
 from atip_trust.signature.trustroot import TrustRoot
-from atip_trust._base.limits import LIMITS
 
 _PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----")
 

@@ -21,9 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
@@ -37,12 +35,15 @@ from cryptography.hazmat.primitives.serialization import (
 
 from atip_trust._base.files import read_capped
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError, BundleError, UsageError
-from atip_trust._base.limits import LIMITS
 from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
 from atip_trust.signature.dsse import pae
 from atip_trust.signature.keys import PublicKey, _check_supported
+
+if TYPE_CHECKING:
+    from typing import Any
 
 PrivateKey = ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey
 

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust.signature._deps import x509
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.record import Record, field
 from atip_trust.errors import UsageError
 from atip_trust.facts.report import Check
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cryptography import x509
+else:
+    x509 = lazy_import("cryptography.x509")  # only when a certificate is read, never on a cache hit
 
 
 _FULCIO = "1.3.6.1.4.1.57264.1."

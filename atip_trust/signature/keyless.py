@@ -29,23 +29,13 @@ import base64
 import binascii
 import time
 from datetime import datetime, timezone
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any, Literal
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 
-from atip_trust._base.record import Record, field
-from atip_trust.signature._deps import (
-    fulcio,
-    rfc3161_client,
-    sigstore_common,
-    sigstore_errors,
-    sigstore_hashes,
-    sigstore_models,
-    sigstore_verify,
-)
 from atip_trust._base.jsonio import parse_json
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record, field
 from atip_trust.errors import AtipTrustError, TrustRootError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check
@@ -59,6 +49,24 @@ from atip_trust.signature.tlog import (
     integrated_time_utc,
 )
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    import rfc3161_client
+    from sigstore import errors, hashes, models, verify
+    from sigstore_models.common import v1
+
+    from atip_trust.signature import fulcio
+else:
+    fulcio = lazy_import("atip_trust.signature.fulcio")  # cryptography's x509 verification: on first use
+    # Sigstore-python, its models and rfc3161-client: when a keyless bundle is first verified.
+    rfc3161_client = lazy_import("rfc3161_client")
+    errors = lazy_import("sigstore.errors")
+    hashes = lazy_import("sigstore.hashes")
+    models = lazy_import("sigstore.models")
+    verify = lazy_import("sigstore.verify")
+    v1 = lazy_import("sigstore_models.common.v1")
 
 
 #: What (A) checks itself: ECDSA P-256 with SHA-256, the key Fulcio issues; other key types are left to
@@ -305,7 +313,7 @@ class KeylessVerifier:
             self._verifier = known
             return
         try:
-            self._verifier = sigstore_verify.Verifier(trusted_root=trust_root.sigstore_trusted_root())
+            self._verifier = verify.Verifier(trusted_root=trust_root.sigstore_trusted_root())
         except TrustRootError:
             raise
         except Exception as err:  # noqa: BLE001 - sigstore raises several types for a bad root
@@ -355,7 +363,7 @@ class KeylessVerifier:
     def _verify(
         self, b: BundleInput, digests: dict[str, Digest], sha256: Digest, out: KeylessOutcome
     ) -> None:
-        SigstoreError = sigstore_errors.Error  # noqa: N806 - the class, bound once for the handlers below
+        SigstoreError = errors.Error  # noqa: N806 - the class, bound once for the handlers below
 
         ev = b.label
         refused = _refused_before_sigstore(b)
@@ -363,7 +371,7 @@ class KeylessVerifier:
             out.checks.append(refused)
             return
         try:
-            bundle = sigstore_models.Bundle.from_json(b.raw)
+            bundle = models.Bundle.from_json(b.raw)
         except SigstoreError as err:
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             out.checks.append(Check("bundle", "fail", f"bundle rejected: {first}{b.instance_hint()}",
@@ -385,7 +393,7 @@ class KeylessVerifier:
         try:
             if b.content == "message_signature":
                 self._verifier.verify_artifact(
-                    sigstore_hashes.Hashed(algorithm=sigstore_common.HashAlgorithm.SHA2_256, digest=sha256.value),
+                    hashes.Hashed(algorithm=v1.HashAlgorithm.SHA2_256, digest=sha256.value),
                     bundle, recorder
                 )
             else:

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from sigstore import dsse, models, oidc, sign
 
 from atip_trust._base.files import read_capped
-from atip_trust.signature._deps import keyless_mod, sigstore_dsse, sigstore_models, sigstore_oidc, sigstore_sign
 from atip_trust._base.limits import LIMITS
 from atip_trust.errors import AtipTrustError, EnvironmentFailure, UsageError
 from atip_trust.facts.digest import Digest
+from atip_trust.signature import keyless
 from atip_trust.signature.bundle import bundles_from_bytes
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 #: Where an ambient identity comes from, for the refusal's message (the ``id`` package's detectors).
@@ -60,7 +62,7 @@ def ambient_identity(flag: str) -> Any:
         raise EnvironmentFailure(f"{flag} needs the network (an OIDC token, Fulcio, Rekor) and ATIP_OFFLINE "
                                  "is set: sign with a key instead, or unset ATIP_OFFLINE")
     try:
-        raw = sigstore_oidc.detect_credential()
+        raw = oidc.detect_credential()
     except Exception as err:  # noqa: BLE001 - IdentityError, and whatever a detector's HTTP client raises
         raise EnvironmentFailure(f"{flag}: the CI's ambient OIDC credential could not be obtained: "
                                  f"{_first_line(err)}") from err
@@ -68,8 +70,8 @@ def ambient_identity(flag: str) -> Any:
         raise UsageError(f"{flag} signs with the CI's ambient OIDC identity and found none: expected a "
                          f"credential from {AMBIENT_SOURCES}")
     try:
-        return sigstore_oidc.IdentityToken(raw)
-    except sigstore_oidc.IdentityError as err:
+        return oidc.IdentityToken(raw)
+    except oidc.IdentityError as err:
         raise EnvironmentFailure(f"{flag}: the ambient OIDC token is not usable for Sigstore: "
                                  f"{_first_line(err)}") from err
 
@@ -78,9 +80,9 @@ def trust_config(path: str | os.PathLike[str] | None) -> Any:
     """The Sigstore instance to sign with: a ClientTrustConfig file, or public-good over TUF."""
     try:
         if path is None:
-            return sigstore_models.ClientTrustConfig.production()
+            return models.ClientTrustConfig.production()
         raw = read_capped(path, LIMITS.bundle_bytes, what="Sigstore trust config")
-        return sigstore_models.ClientTrustConfig.from_json(raw.decode("utf-8"))
+        return models.ClientTrustConfig.from_json(raw.decode("utf-8"))
     except EnvironmentFailure:
         raise
     except Exception as err:  # noqa: BLE001 - sigstore and betterproto raise several types for a bad file
@@ -93,7 +95,7 @@ def _self_check(bundle: str, config: Any, sha256: str, flag: str) -> None:
     root, bound to ``sha256``): a signing instance that hands back something unverifiable fails here."""
     try:
         root = TrustRoot.from_bytes(str(config._inner.trusted_root.to_json()).encode(), name="signing trust config")
-        verifier = keyless_mod.KeylessVerifier(root)
+        verifier = keyless.KeylessVerifier(root)
         for b in bundles_from_bytes("signed bundle", bundle.encode()):
             out = verifier.verify(b, {"sha256": Digest.from_hex("sha256", sha256)})
             if not out.valid:
@@ -113,9 +115,9 @@ def _sign(flag: str, config_path: str | os.PathLike[str] | None, how: str, data:
     token = token if token is not None else ambient_identity(flag)
     config = trust_config(config_path)
     try:
-        context = sigstore_sign.SigningContext.from_trust_config(config)
+        context = sign.SigningContext.from_trust_config(config)
         with context.signer(token, cache=True) as signer:
-            signed = (signer.sign_dsse(sigstore_dsse.Statement(data)) if how == "dsse"
+            signed = (signer.sign_dsse(dsse.Statement(data)) if how == "dsse"
                       else signer.sign_artifact(data))
         bundle = str(signed.to_json())
     except Exception as err:  # noqa: BLE001 - the one boundary for signing: Fulcio, Rekor, network, token

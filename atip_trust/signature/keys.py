@@ -36,9 +36,7 @@ import hmac
 import os
 import re
 from datetime import datetime
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
@@ -48,9 +46,10 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
-from atip_trust._base.record import Record, field
 from atip_trust._base.files import read_capped, read_fd_capped
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
+from atip_trust._base.limits import LIMITS
+from atip_trust._base.record import Record, field
 from atip_trust.errors import (
     ArtifactAccessError,
     BundleError,
@@ -60,13 +59,14 @@ from atip_trust.errors import (
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import Check
-from atip_trust._base.limits import LIMITS
 from atip_trust.signature.algorithms import Scheme, hash_name, verify_signature
 from atip_trust.signature.bundle import bundle_version, proof_required
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from atip_trust.facts.report import Impact
 
 PublicKey = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey | rsa.RSAPublicKey

@@ -36,17 +36,18 @@ import binascii
 import hashlib
 import hmac
 from datetime import datetime, timezone
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
-from atip_trust._base.record import Record
+# rfc3161-client is the library sigstore-python itself uses for timestamps (installed with sigstore).
+from rfc3161_client import VerifierBuilder, decode_timestamp_response
+
 from atip_trust._base.jsonio import b64_bytes, expect_object, get_field, parse_json
+from atip_trust._base.record import Record
 from atip_trust.errors import BundleError
 from atip_trust.facts.digest import Digest
 from atip_trust.facts.report import OTHER_BYTES, Check, CheckFailure
@@ -59,6 +60,9 @@ from atip_trust.signature.fulcio import (
 )
 from atip_trust.signature.tlog import LogEntry, TlogVerificationError, verify_entry
 from atip_trust.signature.trustroot import TrustRoot
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: sigstore-python's cap on signed timestamps per bundle (verify/verifier.py MAX_ALLOWED_TIMESTAMP).
 MAX_TIMESTAMPS = 32
@@ -239,9 +243,6 @@ def _verify_timestamps(tokens: list[bytes], message: bytes, trust_root: TrustRoo
         )
     if len(set(tokens)) != len(tokens):
         raise LegacyVerificationError("duplicate signed timestamp", check="timestamp")
-    # rfc3161-client is the library sigstore-python itself uses for this (installed with sigstore).
-    from rfc3161_client import VerifierBuilder, decode_timestamp_response
-
     times: list[datetime] = []
     for i, token in enumerate(tokens):
         try:

@@ -32,16 +32,17 @@ import hashlib
 import hmac
 import re
 from datetime import UTC, datetime, timedelta
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust._base.record import Record
 from atip_trust._base.jsonio import b64_bytes, canonical_json, expect_object, get_field, join_path
+from atip_trust._base.record import Record
 from atip_trust.errors import BundleError
 from atip_trust.facts.report import Check, CheckFailure
 from atip_trust.signature.algorithms import LOG_SCHEMES, verify_signature
 from atip_trust.signature.trustroot import LogKey, TrustRoot
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Largest value a protobuf (u)int64 field may carry here; Rekor indices and times are non-negative.
 _MAX_INT64 = 2**63 - 1

@@ -22,30 +22,45 @@ import importlib.machinery
 import json
 import os
 from functools import lru_cache
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any
+from typing import TYPE_CHECKING
 
 from atip_trust._base.files import open_regular, read_fd_capped
 from atip_trust._base.jsonio import parse_json
-from atip_trust.signature._deps import (
-    datetime_mod,
-    base64,
-    binascii,
-    importlib_util,
-    pathlib,
-    serialization,
-    sigstore,
-    x509,
-)
+from atip_trust._base.lazy import lazy_import
+from atip_trust._base.limits import LIMITS
 from atip_trust._base.record import Record
 from atip_trust._base.statmemo import Ident, ident_of, memo_get, memo_put, regular_ident
 from atip_trust.errors import AtipTrustError, InputTooLargeError, TrustRootError
-from atip_trust._base.limits import LIMITS
 
 if TYPE_CHECKING:
+    import base64
+    import binascii
+    import datetime
+    import pathlib
+    from importlib import util
+    from typing import Any
+
+    import sigstore
+    from cryptography import exceptions, x509
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+    from sigstore import errors, models
+    from sigstore_models.trustroot import v1
+else:
+    base64 = lazy_import("base64")  # only for a root's keys and certificates, never on a cache hit
+    binascii = lazy_import("binascii")  # (with base64)
+    datetime = lazy_import("datetime")  # only when a root's validity periods are read
+    util = lazy_import("importlib.util")  # only for a sigstore package no path finder provides
+    pathlib = lazy_import("pathlib")  # only for from_path callers that pass text
+    # Cryptography, sigstore-python and its models: only when a root's keys are read or sigstore
+    # verifies (keyless), never by a warm admission.
+    exceptions = lazy_import("cryptography.exceptions")
+    serialization = lazy_import("cryptography.hazmat.primitives.serialization")
+    x509 = lazy_import("cryptography.x509")
+    sigstore = lazy_import("sigstore")
+    errors = lazy_import("sigstore.errors")
+    models = lazy_import("sigstore.models")
+    v1 = lazy_import("sigstore_models.trustroot.v1")
 
 #: Folder names inside the sigstore package's ``_store`` data directory (TUF repository URLs).
 _EMBEDDED = {
@@ -60,10 +75,10 @@ class LogKey(Record):
     key_id: bytes
     public_key: PublicKeyTypes
     base_url: str
-    valid_from: datetime | None
-    valid_until: datetime | None
+    valid_from: datetime.datetime | None
+    valid_until: datetime.datetime | None
 
-    def valid_at(self, when: datetime) -> bool:
+    def valid_at(self, when: datetime.datetime) -> bool:
         if self.valid_from is not None and when < self.valid_from:
             return False
         if self.valid_until is not None and when > self.valid_until:
@@ -76,24 +91,17 @@ class CertificateAuthority(Record):
 
     uri: str
     chain: tuple[x509.Certificate, ...]
-    valid_from: datetime | None
-    valid_until: datetime | None
+    valid_from: datetime.datetime | None
+    valid_until: datetime.datetime | None
 
 
-def _ts(value: Any) -> datetime | None:
+def _ts(value: Any) -> datetime.datetime | None:
     if value is None:
         return None
     try:
-        return datetime_mod.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(datetime_mod.UTC)
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(datetime.UTC)
     except ValueError as err:
         raise TrustRootError(f"bad timestamp {value!r} in trusted root") from err
-
-
-def _unsupported() -> type[Exception]:
-    """cryptography's ``UnsupportedAlgorithm``, imported when an ``except`` clause needs it."""
-    from cryptography.exceptions import UnsupportedAlgorithm
-
-    return UnsupportedAlgorithm
 
 
 def _first_line(err: Exception) -> str:
@@ -114,7 +122,7 @@ def _log_keys(entries: Any, where: str) -> tuple[LogKey, ...]:
         raw = _b64(pk.get("rawBytes", ""), f"{where}[{i}].publicKey.rawBytes")
         try:
             key = serialization.load_der_public_key(raw)
-        except (ValueError, TypeError, _unsupported()) as err:
+        except (ValueError, TypeError, exceptions.UnsupportedAlgorithm) as err:
             # An algorithm or curve cryptography does not implement is this key's refusal, named,
             # not an internal error (cryptography raises UnsupportedAlgorithm outside ValueError).
             raise TrustRootError(f"{where}[{i}] public key refused: {_first_line(err)} (supported: ECDSA "
@@ -141,7 +149,7 @@ def _cas(entries: Any, where: str) -> tuple[CertificateAuthority, ...]:
             try:
                 cert = x509.load_der_x509_certificate(der)
                 cert.public_key()  # a key of an algorithm cryptography lacks: refused here, named
-            except (ValueError, _unsupported()) as err:
+            except (ValueError, exceptions.UnsupportedAlgorithm) as err:
                 raise TrustRootError(f"{where}[{i}] certificate {j} refused: {_first_line(err)}") from err
             certs.append(cert)
         valid = ca.get("validFor") or {}
@@ -203,7 +211,7 @@ class TrustRoot(Record):
         return self.embedded_root or bool(self.check().tlogs)
 
     @property
-    def newest_start(self) -> datetime | None:
+    def newest_start(self) -> datetime.datetime | None:
         """The latest ``validFor.start`` of any key or CA in the root (of any member of a ``.jsonl``):
         the root cannot have been written before it, so ``now - newest_start`` never understates how
         old the root is (policy ``trust.rootMaxAge`` for a root no TUF update has vouched for)."""
@@ -350,7 +358,7 @@ class TrustRoot(Record):
                 # sys.path's finder first (importlib.machinery: what a site-packages install is found
                 # by, loaded with the interpreter); importlib.util (which imports contextlib) only for a
                 # package another finder provides. docs/caching.md.
-                spec = importlib.machinery.PathFinder.find_spec("sigstore") or importlib_util.find_spec("sigstore")
+                spec = importlib.machinery.PathFinder.find_spec("sigstore") or util.find_spec("sigstore")
                 locations = list(spec.submodule_search_locations or ()) if spec is not None else []
                 if not locations:
                     raise FileNotFoundError("the sigstore package is not installed")
@@ -374,14 +382,9 @@ class TrustRoot(Record):
         if self.check().members:
             raise TrustRootError(f"{self.name} holds {len(self.members)} trusted roots: one is chosen per "
                                  "bundle (TrustRoot.choose), never all at once")
-        from sigstore.errors import Error as SigstoreError
-        from sigstore.models import TrustedRoot as SigstoreTrustedRoot
-        from sigstore_models.trustroot import v1 as trustroot_v1
-
         try:
-            return SigstoreTrustedRoot(trustroot_v1.TrustedRoot.from_json(
-                _closed_tsa_windows(_spec_defaults(self.raw))))
-        except (SigstoreError, ValueError, TypeError, KeyError) as err:
+            return models.TrustedRoot(v1.TrustedRoot.from_json(_closed_tsa_windows(_spec_defaults(self.raw))))
+        except (errors.Error, ValueError, TypeError, KeyError) as err:
             raise TrustRootError(f"trusted root {self.name} rejected by sigstore: {err}") from err
 
 
@@ -507,8 +510,6 @@ def _spec_defaults(raw: bytes) -> bytes:
     return json.dumps(doc).encode() if changed else raw
 
 
-
-
 def _closed_tsa_windows(raw: bytes) -> bytes:
     """The same root with each TSA ``validFor.end`` one microsecond later, for sigstore-python only.
 
@@ -525,7 +526,7 @@ def _closed_tsa_windows(raw: bytes) -> bytes:
         valid = tsa.get("validFor") if isinstance(tsa, dict) else None
         end = _ts(valid.get("end")) if isinstance(valid, dict) else None
         if end is not None and isinstance(valid, dict):
-            later = end + datetime_mod.timedelta(microseconds=1)  # datetime's resolution
+            later = end + datetime.timedelta(microseconds=1)  # datetime's resolution
             valid["end"] = later.isoformat(timespec="microseconds").replace("+00:00", "Z")
             changed = True
     return json.dumps(doc).encode() if changed else raw

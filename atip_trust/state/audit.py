@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import errno
 import os
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from typing import Any
+from typing import TYPE_CHECKING
 
-from atip_trust._base.times import utc_text
 from atip_trust._base.files import open_regular
 from atip_trust._base.jsonio import canonical_json
+from atip_trust._base.times import utc_text
 from atip_trust.errors import ArtifactAccessError
+from atip_trust.facts.report import Decision, TrustReport
+from atip_trust.state import dirs
 
 try:  # POSIX; elsewhere lines are appended without the truncate-back guard
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-from atip_trust.facts.report import Decision, TrustReport
-from atip_trust.state import dirs
 
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
 
 
 def default_audit_path() -> str:

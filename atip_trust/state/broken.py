@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 from atip_trust.state.dirs import user_state_dir
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

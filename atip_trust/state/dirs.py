@@ -15,8 +15,14 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
 
-from atip_trust.state._deps import platformdirs
+from atip_trust._base.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import platformdirs
+else:
+    platformdirs = lazy_import("platformdirs")  # only where the folders are not found from the environment
 
 
 APP = "atip-trust"

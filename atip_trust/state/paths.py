@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from atip_trust.state._deps import platformdirs
+import platformdirs
+
 from atip_trust.state.dirs import agent_tools_data_dir
 
 

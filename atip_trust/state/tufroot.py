@@ -41,31 +41,39 @@ import hashlib
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from datetime import datetime
-    from collections.abc import Callable, Iterator
 
-from atip_trust._base.jsonio import parse_json
 from atip_trust._base.files import read_capped
+from atip_trust._base.jsonio import parse_json
+from atip_trust._base.lazy import lazy_import
 from atip_trust._base.limits import LIMITS
-from atip_trust.state._deps import (
-    datetime_mod,
-    fetch,
-    tempfile,
-    tuf_config,
-    tuf_exceptions,
-    tuf_fetcher,
-    tuf_metadata,
-    tuf_updater,
-)
-from atip_trust.state.verdict_cache import cache_key
 from atip_trust._base.record import Record
 from atip_trust._version import __version__
 from atip_trust.errors import AtipTrustError, EnvironmentFailure, TrustRootError, UsageError
 from atip_trust.signature.trustroot import TrustRoot, embedded_tuf_root
 from atip_trust.state.dirs import user_cache_dir
+from atip_trust.state.verdict_cache import cache_key
+
+if TYPE_CHECKING:
+    import datetime
+    import tempfile
+    from collections.abc import Callable, Iterator
+
+    from tuf.api import exceptions, metadata
+    from tuf.ngclient import config, fetcher, updater
+
+    from atip_trust.net import fetch
+else:
+    datetime = lazy_import("datetime")  # only where a TUF-verified root is used (its verification time) or stored
+    tempfile = lazy_import("tempfile")  # (with shutil and random) only when a root is stored
+    # Python-tuf and our HTTP layer only when a root is refreshed or a stored one verified again.
+    exceptions = lazy_import("tuf.api.exceptions")
+    metadata = lazy_import("tuf.api.metadata")  # a store's own root.json, read back; a stored root's expiry
+    config = lazy_import("tuf.ngclient.config")
+    fetcher = lazy_import("tuf.ngclient.fetcher")
+    updater = lazy_import("tuf.ngclient.updater")
+    fetch = lazy_import("atip_trust.net.fetch")  # only for an update: an admission reads the cache only
 
 
 #: The Sigstore TUF repositories (sigstore-python ``_internal/tuf.py``).
@@ -86,7 +94,7 @@ class VerifiedRoot(Record):
     url: str
     path: str
     digest: str
-    verified_at: datetime
+    verified_at: datetime.datetime
     #: The bytes of ``path`` that were verified (None when not read: a record just written).
     raw: bytes | None = None
 
@@ -125,7 +133,7 @@ def _record(folder: str, url: str) -> VerifiedRoot:
     try:
         record = parse_json(_store_file(folder, "verified.json", 64 * 1024), what="TUF record")
         raw = _store_file(folder, TARGET, LIMITS.trusted_root_bytes)
-        when = datetime_mod.datetime.fromisoformat(str(record["verified_at"]))
+        when = datetime.datetime.fromisoformat(str(record["verified_at"]))
     except (AtipTrustError, KeyError, TypeError, ValueError) as err:
         why = err.diagnostics() if isinstance(err, AtipTrustError) else f"{type(err).__name__}: {err}"
         raise TrustRootError(f"the TUF store {folder} cannot be read: {why}") from err
@@ -234,17 +242,17 @@ def _offline_workflow(folder: str, url: str, shipped: bytes, files: dict[str, by
         else:
             data = files.get(name)
         if data is None:
-            raise tuf_exceptions.DownloadHTTPError(f"{name or wanted}: not in the store {folder}", 404)
+            raise exceptions.DownloadHTTPError(f"{name or wanted}: not in the store {folder}", 404)
         return data
 
     try:
         with tempfile.TemporaryDirectory(prefix="atip-tuf-") as scratch:
-            updater = tuf_updater.Updater(
+            client = updater.Updater(
                 metadata_dir=scratch, metadata_base_url=url, target_dir=None,
                 target_base_url=url + "/targets/", fetcher=_fetcher_class()(url, None, serve),
-                config=tuf_config.UpdaterConfig(app_user_agent=f"atip-trust/{__version__}"), bootstrap=shipped)
-            updater.refresh()
-            info = updater.get_targetinfo(TARGET)
+                config=config.UpdaterConfig(app_user_agent=f"atip-trust/{__version__}"), bootstrap=shipped)
+            client.refresh()
+            info = client.get_targetinfo(TARGET)
             if info is None:
                 raise TrustRootError(f"the TUF store {folder}: the targets metadata names no {TARGET}")
             info.verify_length_and_hashes(target)
@@ -263,10 +271,10 @@ def _earliest_expiry(files: dict[str, bytes], shipped: bytes) -> float:
     past it the store must be verified again (and is then refused as expired)."""
     roots = sorted((int(n.split("/")[1].split(".")[0]), b) for n, b in files.items() if n.startswith("root_history/"))
     chosen = [roots[-1][1] if roots else shipped] + [files[f"{r}.json"] for r in ("timestamp", "snapshot", "targets")]
-    return min(tuf_metadata.Metadata.from_bytes(b).signed.expires.timestamp() for b in chosen)
+    return min(metadata.Metadata.from_bytes(b).signed.expires.timestamp() for b in chosen)
 
 
-def verified_at(path: str) -> datetime | None:
+def verified_at(path: str) -> datetime.datetime | None:
     """When the root at ``path`` was verified by a TUF update (it is a store's ``trusted_root.json``
     whose record names its bytes), else None."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -279,20 +287,20 @@ def verified_at(path: str) -> datetime | None:
 def _mirror_read(base_url: str, mirror: str, url: str) -> bytes:
     """``url`` (under ``base_url``) read from the same relative path in the local ``mirror`` folder."""
     if not url.startswith(base_url):
-        raise tuf_exceptions.DownloadError(f"{url} is outside the repository {base_url}")
+        raise exceptions.DownloadError(f"{url} is outside the repository {base_url}")
     parts = url[len(base_url):].split("/")
     if any(p in ("", ".", "..") for p in parts):
-        raise tuf_exceptions.DownloadError(f"{url}: not a path inside the mirror")
+        raise exceptions.DownloadError(f"{url}: not a path inside the mirror")
     path = os.path.join(mirror, *parts)
     try:
         with open(path, "rb") as f:
             data = f.read(_FETCH_CAP + 1)
     except FileNotFoundError:
-        raise tuf_exceptions.DownloadHTTPError(f"{path}: not in the mirror", 404) from None
+        raise exceptions.DownloadHTTPError(f"{path}: not in the mirror", 404) from None
     except OSError as err:
-        raise tuf_exceptions.DownloadError(f"{path}: {err.strerror}") from err
+        raise exceptions.DownloadError(f"{path}: {err.strerror}") from err
     if len(data) > _FETCH_CAP:
-        raise tuf_exceptions.DownloadError(f"{path} is over {_FETCH_CAP} bytes")
+        raise exceptions.DownloadError(f"{path} is over {_FETCH_CAP} bytes")
     return data
 
 
@@ -301,9 +309,9 @@ def _net_read(url: str) -> bytes:
     try:
         answer = fetch.fetch_conditional(url, max_bytes=_FETCH_CAP)
     except AtipTrustError as err:
-        raise tuf_exceptions.DownloadError(err.diagnostics()) from err
+        raise exceptions.DownloadError(err.diagnostics()) from err
     if answer.status != 200:
-        raise tuf_exceptions.DownloadHTTPError(f"{url}: HTTP {answer.status}", answer.status)
+        raise exceptions.DownloadHTTPError(f"{url}: HTTP {answer.status}", answer.status)
     return answer.body
 
 
@@ -312,7 +320,7 @@ def _fetcher_class() -> type:
     """python-tuf's ``FetcherInterface`` over ``_net_read`` or ``_mirror_read`` (made on first use, as
     python-tuf is imported then). Its public methods, and the length caps they apply, are python-tuf's."""
 
-    class AtipFetcher(tuf_fetcher.FetcherInterface):
+    class AtipFetcher(fetcher.FetcherInterface):
         def __init__(self, base_url: str, mirror: str | None,
                      serve: Callable[[str], bytes] | None = None) -> None:
             self.base_url, self.mirror, self.serve = base_url.rstrip("/") + "/", mirror, serve
@@ -358,7 +366,7 @@ def _damaged_root(metadata_dir: str) -> str | None:
     path = os.path.join(metadata_dir, "root.json")
     try:
         with open(path, "rb") as f:
-            tuf_metadata.Metadata.from_bytes(f.read(_FETCH_CAP + 1))
+            metadata.Metadata.from_bytes(f.read(_FETCH_CAP + 1))
     except FileNotFoundError:
         return None
     except Exception as err:  # noqa: BLE001 - python-tuf's DeserializationError, OSError...
@@ -367,7 +375,7 @@ def _damaged_root(metadata_dir: str) -> str | None:
 
 
 def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror: str | None = None,
-           now: datetime | None = None) -> VerifiedRoot:
+           now: datetime.datetime | None = None) -> VerifiedRoot:
     """Refresh ``url``'s TUF metadata, verify its ``trusted_root.json`` and store it (module docstring).
     ``bootstrap``: the TUF root to start from when this custom repository was never updated here; the
     public-good and staging repositories always start from the shipped root (``shipped_tuf_root``), and
@@ -402,16 +410,16 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
             raise UsageError(f"no TUF root to start from for {url}: give the repository's initial root.json "
                              "(--tuf-root FILE); it is trusted as given")
     try:
-        updater = tuf_updater.Updater(
+        client = updater.Updater(
             metadata_dir=metadata_dir, metadata_base_url=url, target_dir=targets_dir,
             target_base_url=url + "/targets/", fetcher=_fetcher_class()(url, mirror),
-            config=tuf_config.UpdaterConfig(app_user_agent=f"atip-trust/{__version__}"),
+            config=config.UpdaterConfig(app_user_agent=f"atip-trust/{__version__}"),
             bootstrap=bootstrap if first else None)
-        updater.refresh()
-        info = updater.get_targetinfo(TARGET)
+        client.refresh()
+        info = client.get_targetinfo(TARGET)
         if info is None:
             raise TrustRootError(f"the TUF repository {url} has no {TARGET} target")
-        target = updater.find_cached_target(info) or updater.download_target(info)
+        target = client.find_cached_target(info) or client.download_target(info)
     except TrustRootError:
         raise
     except OSError as err:  # python-tuf persisting metadata into a store that cannot take it
@@ -423,7 +431,7 @@ def update(url: str = PRODUCTION_URL, *, bootstrap: bytes | None = None, mirror:
     with open(target, "rb") as f:
         raw = f.read()
     TrustRoot.from_bytes(raw, name=f"{TARGET} from {url}")  # checked as any root is, before it is kept
-    when = now or datetime_mod.datetime.now(datetime_mod.UTC)
+    when = now or datetime.datetime.now(datetime.UTC)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     path = os.path.join(folder, TARGET)
     record = VerifiedRoot(url, path, digest, when, raw)

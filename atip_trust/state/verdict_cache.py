@@ -31,10 +31,7 @@ import stat
 import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-TYPE_CHECKING = False  # typing's constant without importing typing at run time (docs/caching.md)
-if TYPE_CHECKING:
-    from typing import Any
-
+from typing import TYPE_CHECKING
 
 from atip_trust._base.files import open_regular, private_dir, read_fd_capped, write_atomic
 from atip_trust._base.jsonio import canonical_digest, parse_json
@@ -42,6 +39,9 @@ from atip_trust._base.record import Record, fields_json
 from atip_trust._base.statmemo import RACY_NS, Ident, ident_of
 from atip_trust.errors import AtipTrustError
 from atip_trust.state import dirs
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 #: Entry layout version; an entry of another version is ignored.

@@ -13,9 +13,10 @@ from pathlib import PurePosixPath
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import examples
 
 from atip_trust.admission.admit import tool_name_of
+
+from conftest import examples
 
 CRAFTED = ["/usr/bin/gh", "bin/gh/", "bin/gh/.", "bin//gh", "./gh", "/", "//", ".", "./", "a/..", "../gh",
            "/usr/bin/./gh/./", "gh", "/gh\u00a0", "a/ b", "a/.hidden", "a/...", "///x//"]

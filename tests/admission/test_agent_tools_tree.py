@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.registry import LocalRegistry
+
 from gate_world import GH, ISSUER, ORG_ID, World, make_world
 from test_effects_model import READ_ONLY
 from verify_helpers import Run
-
-from atip_trust.registry import LocalRegistry
 
 #: The unsigned build gate_world puts in another PATH folder: "another binary" named gh.
 OTHER = GH + b"# another build, never signed\n"

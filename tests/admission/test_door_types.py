@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from world import World
 
 import atip_trust
 from atip_trust.errors import ArgumentTypeError, AtipTrustError, UsageError
+
+from world import World
 
 SIGNED = b"#!/bin/sh\necho signed\n"
 

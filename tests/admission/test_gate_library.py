@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import ISSUER, World
 
 import atip_trust
 from atip_trust import AtipTrustError, TrustLevel
+
+from world import ISSUER, World
 
 SIGNED = b"#!/bin/sh\necho signed\n"
 UNSIGNED = b"#!/bin/sh\necho unsigned\n"

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from test_verdict_memo import ISSUER, OTHER_ID, SIGNED, rewrite_same_size, world  # noqa: F401
 
-from atip_trust.errors import AtipTrustError, UsageError
 from atip_trust.admission.admit import Admission, admit, load_admission_policy
 from atip_trust.admission.held import HeldTool
+from atip_trust.errors import AtipTrustError, UsageError
+
+import testsigstore
+from test_verdict_memo import ISSUER, OTHER_ID, SIGNED, rewrite_same_size, world  # noqa: F401
 
 
 def hold(w: dict[str, Any], policy: Any = None, **extra: Any) -> HeldTool:

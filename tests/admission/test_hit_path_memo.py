@@ -8,12 +8,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import testsigstore
-
-from atip_trust.facts.artifact import resolve
 from atip_trust.admission.verdict_key import open_cache
+from atip_trust.facts.artifact import resolve
 from atip_trust.signature.trustroot import TrustRoot
 
+import testsigstore
 
 
 def test_a_cache_directory_changed_between_two_calls_in_one_process_is_the_one_used(

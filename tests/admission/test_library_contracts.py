@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
 
 import atip_trust
 import atip_trust.errors
 from atip_trust import AtipTrustError, UsageError
+
+from world import World
 
 SIGNED = b"#!/bin/sh\necho signed\n"
 LIBRARY_DOC = Path(__file__).resolve().parents[2] / "docs" / "library.md"

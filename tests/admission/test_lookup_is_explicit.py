@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from atip_trust.facts.artifact import Artifact, resolve
-from atip_trust.execution.exec import locate
 from atip_trust.admission.verify import subject_of
+from atip_trust.execution.exec import locate
+from atip_trust.facts.artifact import Artifact, resolve
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from verify_helpers import cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from gate_world import ISSUER, ORG_ID
 from test_agent_tools_tree import OTHER, Tree, _check, _codes, tree  # noqa: F401 - tree: the fixture
 from test_effects_model import READ_ONLY

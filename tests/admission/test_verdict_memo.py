@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from world import ISSUER, ORG_ID, World
 
 from atip_trust.admission import verdict_key as gate_cached
 from atip_trust.admission.admit import Admission, admit, load_admission_policy
+
+import testsigstore
+from world import ISSUER, ORG_ID, World
 
 OTHER_ID = "https://github.com/someone-else/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 SIGNED = b"#!/bin/sh\necho signed\n"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import json
+import os
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path

@@ -13,18 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 
 import atip_trust
+from atip_trust.agents.calls import VIOLATION_SEVERITY, CallDecision, check_call, validate_call
 from atip_trust.errors import PolicyError
 from atip_trust.facts.effects import command_states
 from atip_trust.facts.metadata import parse_metadata
 from atip_trust.facts.report import TrustLevel, TrustReport
-from atip_trust.agents.calls import VIOLATION_SEVERITY, CallDecision, check_call, validate_call
 from atip_trust.policy.compose import compose
 from atip_trust.policy.decide import decide
 from atip_trust.policy.load import layer_from_document
 from atip_trust.policy.model import Policy
+
+import testsigstore
 
 SAFE: dict[str, Any] = {
     "destructive": False, "reversible": True, "idempotent": True, "network": False,

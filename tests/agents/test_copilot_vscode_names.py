@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from gate_world import World, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.cli.cmd_hook import HookTimeout
+
 from gate_world import World, make_world
 from test_hooks import decision, hook_input
 from verify_helpers import run_cli
-
-from atip_trust.cli.cmd_hook import HookTimeout
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 ROOT = Path(__file__).resolve().parents[2]

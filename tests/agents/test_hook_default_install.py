@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from test_hook_agents import cursor_input
 from test_hooks import decision, hook_input
 

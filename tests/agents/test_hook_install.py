@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.agents.formats import AGENTS, ERROR_EXIT
+from atip_trust.agents.install import NO_ANSWER, SETTINGS
+
 from gate_world import World, make_world
 from test_hook_agents import cursor_input
 from test_hooks import hook_input
 from verify_helpers import run_cli
-
-from atip_trust.agents.formats import AGENTS, ERROR_EXIT
-from atip_trust.agents.install import NO_ANSWER, SETTINGS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 SHELLS = [s for s in ("/bin/sh", shutil.which("bash")) if s]

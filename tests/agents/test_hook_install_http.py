@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from gate_world import World, make_world
 from test_hook_install import cli, launcher
 

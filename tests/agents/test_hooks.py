@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_world import World, make_world
 
 from atip_trust.agents.shell_model import Unprovable, programs
+
+from gate_world import World, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 

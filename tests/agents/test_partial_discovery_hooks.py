@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from gate_world import GH, ISSUER, ORG_ID, World, make_world
 from test_hooks import decision, hook_input
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from atip_trust.agents import tables
 from atip_trust.agents.runners import RUNNERS
 from atip_trust.agents.shell_model import Unprovable, programs
+from atip_trust.facts.git_options import GIT_SUBCOMMANDS
 from atip_trust.facts.program_tables import TABLES, env_allowed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,3 +67,44 @@ def test_a_runner_is_refused_the_variables_it_reads_itself(line: str) -> None:
 def test_a_runner_passes_other_variables_on_to_what_it_runs() -> None:
     assert env_allowed(TABLES["env"], "X") and not env_allowed(TABLES["git"], "X")
     assert [p.argv for p in programs("X=1 env tool")] == [("env", "tool"), ("tool",)]
+
+
+def _valued(text: str) -> list[str]:
+    """The options the gate reads from a table's list as taking a value in the next word (agents/tables.py:
+    where two lists meet, the kind that takes less)."""
+    spec = tables._spec(text)
+    names = {t.split("=", 1)[0] for t in text.split() if t.startswith("--")}
+    return [f"-{c}" for c, kind in spec.short.items() if kind == tables._VALUED] + \
+        [n for n in sorted(names) if spec.long(n[2:]) == tables._VALUED]
+
+
+def _takes_next_word(argv: list[str], option: str, cwd: Path) -> bool:
+    """The program reads the word after ``option`` as its value: it does not complain about it as an
+    option of its own."""
+    r = subprocess.run([*argv, option, "--bogus-xyz"], cwd=cwd, capture_output=True, text=True, timeout=20,
+                       stdin=subprocess.DEVNULL, env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LANG": "C"})
+    said = r.stdout + r.stderr
+    return not ("bogus-xyz" in said and any(k in said for k in ("unknown option", "unrecognized", "is unknown",
+                                                                 "unknown switch", "invalid option")))
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("tar") is None, reason="needs git and tar")
+def test_an_option_the_tables_say_takes_a_value_takes_the_next_word(tmp_path: Path) -> None:
+    """The arity in the tables is the installed programs' own: a word after an option the table says takes
+    a value is that value to the program too (else the gate would skip a word the program reads as an
+    option). Plumbing that would write or reach a network is run in a throw-away repository."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "--allow-empty",
+                    "-m", "t"], cwd=tmp_path, check=True, timeout=30)  # git log reads options only with a commit
+    wrong = []
+    for sub in ("log", "diff", "show", "status", "grep", "blame", "branch", "tag", "commit", "rev-list",
+                "shortlog", "ls-files", "format-patch"):
+        for option in _valued(GIT_SUBCOMMANDS[sub]):
+            if not _takes_next_word(["git", sub], option, tmp_path):
+                wrong.append(f"git {sub} {option}")
+    for name, argv in (("tar", ["tar", "-c", "-f", "/dev/null"]), ("sort", ["sort"]), ("sed", ["sed"])):
+        options = TABLES[name].options
+        assert options is not None
+        wrong += [f"{name} {o}" for o in _valued(options) if o != "--pax-option"  # (it names the value's key)
+                  and not _takes_next_word(argv, o, tmp_path)]
+    assert not wrong, wrong

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
+
 from test_vsa_admit import write_vsa
 from verify_helpers import cli
 from world import ISSUER, ORG_ID, World

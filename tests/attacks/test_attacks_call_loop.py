@@ -11,10 +11,11 @@ import json
 from typing import Any
 
 import pytest
-import test_bridge_loop
-from test_bridge_loop import SECRET, Loop, response, shown
 
 from atip_trust.bridge.safety import create_result_filter
+
+import test_bridge_loop
+from test_bridge_loop import SECRET, Loop, response, shown
 
 #: The signed fake gh of test_bridge_loop.py, by name.
 loop = test_bridge_loop.loop

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.discovery.scan import scan_directories
+
 import test_discovery_lock
 from discovery_world import (
     ORG_ID,
@@ -25,8 +28,6 @@ from discovery_world import (
 from test_discovery_lock import _lock, _scan_locked
 from test_discovery_scan import _env
 from verify_helpers import cli
-
-from atip_trust.discovery.scan import scan_directories
 
 NOBODY = 65534
 #: A directory with one signed tool, locked (test_discovery_lock.py), by name.

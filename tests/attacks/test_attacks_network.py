@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 from pytest_httpserver import HTTPServer
-from test_fetch import GOOD, IDENTITY, ISSUER, JSON, SIG, verify, write_metadata
 
 from atip_trust.errors import NetworkError
 from atip_trust.net.fetch import fetch_bytes, fetch_conditional
+
+from test_fetch import GOOD, IDENTITY, ISSUER, JSON, SIG, verify, write_metadata
 
 #: How long the trickle server keeps going before it finishes a valid answer (the old code's fetch
 #: then succeeds: what the tests below must never see).

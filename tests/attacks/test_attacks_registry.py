@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_registry_client
 from pytest_httpserver import HTTPServer
-from test_registry_client import base, client_for, reasons, registry_policy, serve
-from verify_helpers import cli
 from werkzeug import Request, Response
 
 from atip_trust.errors import UsageError
+
+import test_registry_client
+from test_registry_client import base, client_for, reasons, registry_policy, serve
+from verify_helpers import cli
 
 #: The fixtures of test_registry_client.py, by name (a signed shim world, a private cache directory).
 world = test_registry_client.world
@@ -152,12 +153,12 @@ def test_rfc_4_7_registry_cache_control_no_store_keeps_no_copy(
 
 def test_a_registry_trickling_its_headers_is_an_error_attempt_within_the_lookup_timeout(
         world, tmp_path, cache_dir) -> None:
-    from test_attacks_network import TrickleServer
-
     from atip_trust.admission.admit import load_admission_policy
     from atip_trust.admission.shims import registry_specs, shim_verifier
     from atip_trust.registry import RegistryClient
     from atip_trust.signature.trustroot import TrustRoot
+
+    from test_attacks_network import TrickleServer
 
     server = TrickleServer()
     try:

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from verify_helpers import run_cli
 
 SPELLINGS = ["bin//tool", "./bin/./tool", "bin/../bin/tool", "{tmp}/bin//tool", "{tmp}/bin/./tool"]

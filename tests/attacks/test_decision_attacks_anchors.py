@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
 from verify_helpers import cli
 from world import ISSUER, ORG_ID, World

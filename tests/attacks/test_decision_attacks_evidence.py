@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
 from verify_helpers import Run, cli, run_cli
 from world import ISSUER, ORG_ID, REGISTRY_ID, World
@@ -245,9 +246,9 @@ def test_metadata_swapped_after_reading_is_not_what_the_signature_is_checked_ove
 ) -> None:
     """verify_metadata takes the parsed document (its bytes), never the path: a file swapped for a
     signed one after it was read cannot lend the signed bytes' standing to the read document."""
+    from atip_trust.admission.metadata_trust import verify_metadata
     from atip_trust.facts.digest import hash_bytes
     from atip_trust.facts.metadata import load_metadata
-    from atip_trust.admission.metadata_trust import verify_metadata
     from atip_trust.policy.model import SignerRule
     from atip_trust.signature.trustroot import default_trust_root
 

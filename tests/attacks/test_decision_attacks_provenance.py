@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
 from conftest import FIXTURES
 from verify_helpers import Run, cli

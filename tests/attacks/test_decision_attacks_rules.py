@@ -21,10 +21,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import examples
-from verify_helpers import cli
-from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
+from atip_trust._base.limits import LIMITS
 from atip_trust.errors import PolicyError
 from atip_trust.facts.effects import command_states, states_for_command
 from atip_trust.facts.metadata import parse_metadata
@@ -34,7 +32,6 @@ from atip_trust.facts.report import (
     TrustLevel,
     TrustReport,
 )
-from atip_trust._base.limits import LIMITS
 from atip_trust.policy.compose import compose, load_policy
 from atip_trust.policy.decide import decide, to_agent_tool
 from atip_trust.policy.load import layer_from_document
@@ -46,6 +43,10 @@ from atip_trust.policy.rules import (
     glob_match,
     rule_matches,
 )
+
+from conftest import examples
+from verify_helpers import cli
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ROOT / "policies"

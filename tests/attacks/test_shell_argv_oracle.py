@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from world import World
 
 from atip_trust.agents.shell_model import Unprovable, programs
+
+from world import World
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 

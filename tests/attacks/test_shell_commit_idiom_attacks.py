@@ -24,13 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shell_lines import ShellWorld, make_world
-from test_shell_oracle import judge, run_in_bash
-from test_shell_time_attacks import _AS_USER, NOBODY, ROOT
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents.shell_model import Unprovable, programs
 from atip_trust.policy.model import Policy
+
+from shell_lines import ShellWorld, make_world
+from test_shell_oracle import judge, run_in_bash
+from test_shell_time_attacks import _AS_USER, NOBODY, ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 IDIOM = ("git commit -m \"$(cat <<'EOF'\nFix the parser budget\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n"

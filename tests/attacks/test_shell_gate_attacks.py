@@ -11,12 +11,13 @@ from __future__ import annotations
 import sys
 
 import pytest
+
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.agents.shell_model import Unprovable, programs
+from atip_trust.policy.model import Policy
+
 from shell_lines import ShellWorld, make_world
 from test_shell_oracle import judge, run_in_bash
-
-from atip_trust.agents.shell_model import Unprovable, programs
-from atip_trust.admission.admit import load_admission_policy
-from atip_trust.policy.model import Policy
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 

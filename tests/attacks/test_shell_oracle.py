@@ -22,19 +22,22 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shell_lines import ShellWorld, line, make_world
 
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
 from atip_trust.cli.cmd_hook import pin_words
-from atip_trust.admission.admit import load_admission_policy
-from atip_trust.admission.options import AdmitOptions
 from atip_trust.policy.model import Policy
+
+from shell_lines import ShellWorld, line, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 LINES = 2000
@@ -47,10 +50,27 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy
     return world, load_admission_policy(str(world.policy))
 
 
+@contextmanager
+def agent_tools(world: ShellWorld) -> Iterator[None]:
+    """The gate reads the world's agent-tools tree (its registry.json pins deploy), as a hook whose user
+    ran ``scan --update-registry`` would; the process's own setting is put back after."""
+    saved = os.environ.get("XDG_DATA_HOME")
+    if world.xdg_data is not None:
+        os.environ["XDG_DATA_HOME"] = str(world.xdg_data)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_DATA_HOME", None)
+        else:
+            os.environ["XDG_DATA_HOME"] = saved
+
+
 def judge(world: ShellWorld, policy: Policy, text: str) -> str | None:
-    verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
-                             options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
-                                             path_env=world.env["PATH"]))
+    with agent_tools(world):
+        verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
+                                 options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
+                                                 path_env=world.env["PATH"]))
     return None if verdict is None else verdict.behavior
 
 
@@ -58,9 +78,10 @@ def judge_pinned(world: ShellWorld, policy: Policy, text: str) -> str | None:
     """The line ``atip-trust hook claude-code --pin`` would have the agent run, or None when not allowed."""
     program, flags = pin_words(["atip-trust", "hook", "claude-code", "--pin", "--no-audit", "--policy",
                                 str(world.policy), "--bundle-dir", str(world.bundles)])
-    verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
-                             options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
-                                             path_env=world.env["PATH"], pin=program, pin_options=flags))
+    with agent_tools(world):
+        verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(world.dir)), policy=policy,
+                                 options=Options(admit=AdmitOptions(audit=False), bundle_dir=str(world.bundles),
+                                                 path_env=world.env["PATH"], pin=program, pin_options=flags))
     return verdict.rewritten if verdict is not None and verdict.behavior == "allow" else None
 
 
@@ -109,6 +130,22 @@ def test_the_worlds_signed_tools_are_allowed(oracle: tuple[ShellWorld, Policy]) 
                  "timeout 5 env -- tool"):
         assert judge(world, policy, text) == "allow", text
         assert not run_in_bash(world, text), text
+
+
+def test_the_worlds_registry_pinned_copies_are_deploy(oracle: tuple[ShellWorld, Policy]) -> None:
+    """The PINNED class can fail: its lines really destroy, and only the registry pin says the copy is
+    deploy (off PATH, its name never typed)."""
+    world, policy = oracle
+    for text in ("d/ship destroy prod", "tools/dl destroy prod", "d/ship -q destroy prod"):
+        assert ran(world, text)[1], text
+        assert judge(world, policy, text) == "deny", text
+    assert judge(world, policy, "d/ship status") == "allow"  # deploy's allow rule, as deploy: signed
+    # Its signed metadata declares purge's -f as --force, which a deny rule names.
+    for text in ("d/ship purge -f x", "d/ship -e prod purge -yf x", "d/ship --undeclared purge -f x"):
+        assert ran(world, text)[1], text
+        assert judge(world, policy, text) in ("deny", "ask"), text
+    assert judge(world, policy, "d/ship purge -f x") == "deny"
+    assert judge(world, policy, "d/ship -e purge status") == "allow"  # purge is -e's value
 
 
 @pytest.mark.slow

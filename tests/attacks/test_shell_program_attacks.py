@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from shell_lines import ShellWorld, make_world
-from test_shell_oracle import judge, ran
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import identity, spellings
@@ -24,6 +22,9 @@ from atip_trust.agents.runners import RUNNERS
 from atip_trust.agents.shell_model import Unprovable, programs
 from atip_trust.facts.program_tables import TABLES
 from atip_trust.policy.model import Policy
+
+from shell_lines import ShellWorld, make_world
+from test_shell_oracle import judge, ran
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 

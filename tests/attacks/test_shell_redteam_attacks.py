@@ -14,12 +14,13 @@ import shutil
 import sys
 
 import pytest
+
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.policy.model import Policy
-from test_shell_oracle import judge
-from test_shell_redteam_oracle import HELPERS_MARK, agent_home, as_owner, bash_ran, line_env, make_redteam_world
 
 from shell_lines import ShellWorld
+from test_shell_oracle import judge
+from test_shell_redteam_oracle import HELPERS_MARK, agent_home, as_owner, bash_ran, line_env, make_redteam_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 

@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents import hooks
@@ -54,10 +55,10 @@ from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, Verdict, decide_command
 from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.policy.model import Policy
-from test_shell_oracle import judge_pinned, ran
 
 import testsigstore
 from shell_lines import ISSUER, SIGNER, ShellWorld, _reset_remote, make_world
+from test_shell_oracle import judge_pinned, ran
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "2500"))

@@ -25,14 +25,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shell_lines import ShellWorld, make_world
-from test_shell_oracle import judge, run_in_bash
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, decide_command
 from atip_trust.policy.model import Policy
+
+from shell_lines import ShellWorld, make_world
+from test_shell_oracle import judge, run_in_bash
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 ROOT = Path(__file__).resolve().parents[2]

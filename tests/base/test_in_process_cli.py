@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from verify_helpers import PROCESS_MEMOS, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

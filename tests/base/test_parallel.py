@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from verify_helpers import cli
 
 from atip_trust._base.parallel import WorkerLost, map_processes, map_threads
-from atip_trust.evaluation.evaluate import Constraints
 from atip_trust.admission.batch import VerifyJob, verify_batch
+from atip_trust.evaluation.evaluate import Constraints
 from atip_trust.signature.identity import IdentityRule
+
+import testsigstore
+from verify_helpers import cli
 
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISS = "https://token.actions.githubusercontent.com"

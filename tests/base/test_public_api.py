@@ -76,8 +76,17 @@ def test_unknown_name_is_an_attribute_error() -> None:
         raise AssertionError("atip_trust.no_such_name resolved")
 
 
-def test_import_atip_trust_loads_no_submodule() -> None:
+def test_import_atip_trust_loads_no_module_of_a_public_name() -> None:
+    """Only the deferral itself (_base/lazy.py) is loaded; each name's module waits for its first use."""
     probe = "import sys, atip_trust; print(sorted(m for m in sys.modules if m.startswith('atip_trust')))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                          stdin=subprocess.DEVNULL, check=True).stdout
-    assert out.strip() == "['atip_trust']"
+    assert out.strip() == "['atip_trust', 'atip_trust._base', 'atip_trust._base.lazy']"
+
+
+def test_each_public_module_is_deferred_once_under_its_own_name() -> None:
+    """``_MODULES`` (the deferred imports ``__getattr__`` reads) holds exactly the modules ``_API`` names,
+    each key the module its deferred import loads: a name whose module were missing or misspelt there
+    would be an AttributeError at its first use, not at import."""
+    assert sorted(atip_trust._MODULES) == sorted(set(atip_trust._API.values()))
+    assert all(lazy._lazy_name == name for name, lazy in atip_trust._MODULES.items())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from readme_commands import README, joined, readme_main_job, sh_blocks
 from verify_helpers import cli
 

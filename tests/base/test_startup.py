@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import fast_path
 import pytest
+
+import fast_path
 import testsigstore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,12 +29,19 @@ sys.stderr.write(json.dumps({"rc": rc, "modules": sorted(sys.modules), "who": _W
 """
 
 
+#: The probe's entry as the console script runs it (cli/launch.py, which pauses the collector first).
+CONSOLE = ("from atip_trust.cli.launch import main as launch\n"
+           "def main(argv):\n    sys.argv = ['atip-trust', *argv]\n    return launch()\n")
+
+
 def probe(argv: list[str], env: dict[str, str] | None = None, *, bare: bool = False,
-          stdin: str | None = None) -> dict[str, Any]:
+          stdin: str | None = None, console: bool = False) -> dict[str, Any]:
     """Run the CLI's ``main(argv)`` in a fresh interpreter: its exit code, standard output, every module
     it loaded and who imported each (tests/fast_path.py). ``bare``: without site-packages (``-S``; the
-    package from this checkout). ``stdin``: text the command reads as its standard input."""
-    code = PROBE if stdin is None else PROBE.replace(
+    package from this checkout). ``stdin``: text the command reads as its standard input. ``console``:
+    through the console script's entry point (cli/launch.py) rather than the library's."""
+    code = PROBE if not console else PROBE.replace("from atip_trust.cli.main import main\n", CONSOLE)
+    code = code if stdin is None else code.replace(
         "rc = main(", f"sys.stdin = __import__('io').TextIOWrapper(__import__('io').BytesIO({stdin.encode()!r})); rc = main(")
     p = subprocess.run([sys.executable, *(["-S"] if bare else []), "-c", code, json.dumps(argv)], cwd=REPO,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
@@ -94,6 +102,65 @@ ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.
 ISS = "https://token.actions.githubusercontent.com"
 
 
+def cache_env(tmp_path: Path) -> dict[str, str]:
+    """This environment with its verdict cache under ``tmp_path`` and no organisation policy."""
+    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ATIP_TRUST_ORG_POLICY", None)
+    return env
+
+
+def signed_tool(tmp_path: Path) -> tuple[testsigstore.TestSigstore, Path, Path]:
+    """The test Sigstore, an executable tool in ``tmp_path`` and its keyless bundle (ID, ISS)."""
+    ts = testsigstore.TestSigstore(seed=7)
+    body = b"#!/bin/sh\necho tool\n"
+    tool = tmp_path / "tool"
+    tool.write_bytes(body)
+    tool.chmod(0o755)
+    bundle = tmp_path / "tool.sigstore.json"
+    bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
+    return ts, tool, bundle
+
+
+def admit_world(tmp_path: Path, *, file_root: bool = True) -> tuple[list[str], dict[str, str]]:
+    """A keyless-signed tool, its bundle and a one-signer policy (with ``file_root``, a trusted root file
+    too): the ``admit --no-audit --format json`` command line and an environment with its own cache."""
+    ts, tool, bundle = signed_tool(tmp_path)
+    trust: dict[str, object] = {"signers": [{"identity": ID, "issuer": ISS}]}
+    argv = ["admit", str(tool), "--command", "status", "--bundle", str(bundle), "--no-audit",
+            "--format", "json", "--policy", str(tmp_path / "policy.json")]
+    if file_root:
+        trust["trustedRoots"] = [{"path": str(ts.write_trusted_root(tmp_path / "trusted_root.json"))}]
+        argv += ["--trusted-root", str(tmp_path / "trusted_root.json")]
+    (tmp_path / "policy.json").write_text(json.dumps({
+        "version": 1, "trust": trust,
+        "permissions": {"allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]}}))
+    return argv, cache_env(tmp_path)
+
+
+def verify_world(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """A keyless-signed tool, its bundle and root: the ``verify --format json`` command line naming the
+    signer, and an environment with its own cache."""
+    ts, tool, bundle = signed_tool(tmp_path)
+    root = ts.write_trusted_root(tmp_path / "trusted_root.json")
+    argv = ["verify", str(tool), "--bundle", str(bundle), "--trusted-root", str(root),
+            "--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--format", "json"]
+    return argv, cache_env(tmp_path)
+
+
+#: A Claude Code pre-tool request for a program (``true`` would be a shell builtin: nothing to admit).
+HOOK_REQUEST = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                           "tool_input": {"command": "ls -l"}})
+
+
+def hook_world(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """A policy that denies programs it does not name: the ``hook claude-code --no-audit`` command line
+    and an environment with its own cache (its standard input: ``HOOK_REQUEST``)."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"version": 1, "hooks": {"unlisted": "deny"}}))
+    root = str(REPO / "fixtures" / "sigstore" / "trusted_root.json")
+    return ["hook", "claude-code", "--no-audit", "--trusted-root", root, "--policy", str(policy)], cache_env(tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("root", ["file", "embedded"])
 def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_library(
@@ -103,25 +170,7 @@ def test_a_cache_hit_admit_loads_no_verifier_schema_validator_http_or_terminal_l
     jsonschema; the second reuses the trust report and the policy's validation and loads none of
     them, nor httpx or rich, and decides the same. With the embedded root (no --trusted-root), the
     root is found and digested without importing sigstore."""
-    ts = testsigstore.TestSigstore(seed=7)
-    body = b"#!/bin/sh\necho tool\n"
-    tool = tmp_path / "tool"
-    tool.write_bytes(body)
-    tool.chmod(0o755)
-    bundle = tmp_path / "tool.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
-    trust: dict[str, object] = {"signers": [{"identity": ID, "issuer": ISS}]}
-    argv = ["admit", str(tool), "--command", "status", "--bundle", str(bundle), "--no-audit",
-            "--format", "json", "--policy", str(tmp_path / "policy.json")]
-    if root == "file":
-        trust["trustedRoots"] = [{"path": str(ts.write_trusted_root(tmp_path / "trusted_root.json"))}]
-        argv += ["--trusted-root", str(tmp_path / "trusted_root.json")]
-    (tmp_path / "policy.json").write_text(json.dumps({
-        "version": 1, "trust": trust,
-        "permissions": {"allow": [{"rule": "tool *", "minTrustLevel": "VERIFIED"}]}}))
-    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("ATIP_TRUST_ORG_POLICY", None)
-
+    argv, env = admit_world(tmp_path, file_root=root == "file")
     cold, warm = probe(argv, env), probe(argv, env)
     cold_out, warm_out = json.loads(str(cold["stdout"])), json.loads(str(warm["stdout"]))
     assert cold_out["cache"] == "miss" and warm_out["cache"] == "hit", (cold, warm)
@@ -199,17 +248,7 @@ def test_the_console_entry_and_a_library_caller_answer_a_usage_error_alike(tmp_p
 def test_a_cache_hit_verify_loads_no_verifier_http_client_or_metadata_model(tmp_path: Path) -> None:
     """``verify`` has the same warm path as ``admit``: the second identical run takes the report from the
     verdict cache and loads no verifier, HTTP client (``--fetch`` only), metadata model or dataclasses."""
-    ts = testsigstore.TestSigstore(seed=7)
-    body = b"#!/bin/sh\necho tool\n"
-    tool = tmp_path / "tool"
-    tool.write_bytes(body)
-    bundle = tmp_path / "tool.sigstore.json"
-    bundle.write_text(json.dumps(ts.sign_artifact(body, identity=ID, issuer=ISS)))
-    root = ts.write_trusted_root(tmp_path / "trusted_root.json")
-    argv = ["verify", str(tool), "--bundle", str(bundle), "--trusted-root", str(root),
-            "--certificate-identity", ID, "--certificate-oidc-issuer", ISS, "--format", "json"]
-    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("ATIP_TRUST_ORG_POLICY", None)
+    argv, env = verify_world(tmp_path)
     cold, warm = probe(argv, env), probe(argv, env)
     assert (json.loads(str(cold["stdout"]))["cache"], json.loads(str(warm["stdout"]))["cache"]) == ("miss", "hit")
     assert cold["rc"] == warm["rc"] == 0
@@ -227,18 +266,11 @@ def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(
     no evidence it answers (here denied: the policy denies programs it does not name); the first time it
     evaluates the program (and validates the policy), from then on it answers from the verdict cache
     without loading a verifier, dataclasses or platformdirs."""
-    # A program (``true`` would be a shell builtin: nothing to admit, no answer), on a standard input
-    # with bytes under it, as the agent gives it (the hook reads ``sys.stdin.buffer``).
-    request = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "ls -l"}})
-    env = {**os.environ, "ATIP_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("ATIP_TRUST_ORG_POLICY", None)
-    policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps({"version": 1, "hooks": {"unlisted": "deny"}}))
-    root = str(REPO / "fixtures" / "sigstore" / "trusted_root.json")
+    # The request comes on a standard input with bytes under it, as the agent gives it (the hook reads
+    # ``sys.stdin.buffer``).
+    argv, env = hook_world(tmp_path)
     for run in range(2):
-        out = probe(["hook", "claude-code", "--no-audit", "--trusted-root", root, "--policy", str(policy)], env,
-                    stdin=request)
+        out = probe(argv, env, stdin=HOOK_REQUEST)
         answer = json.loads(out["stdout"])["hookSpecificOutput"]
         # ls has no evidence: UNSIGNED, which this policy denies — a decision, not an error (an internal
         # error denies too, and must not pass for one).
@@ -249,3 +281,35 @@ def test_an_agent_hook_answering_for_a_command_loads_no_verifier_or_dataclasses(
             assert "jsonschema" in tops(out), out  # the probe sees what a first answer loads
             continue
         assert off_path(out, "hook-hit") == [], "\n".join(off_path(out, "hook-hit"))
+
+
+@pytest.mark.slow
+def test_every_deferring_module_is_loaded_by_a_probed_command(tmp_path: Path) -> None:
+    """DEFERRING (tests/fast_path.py) may name only modules the probed commands load: deferring pays
+    there and nowhere else (tests/base/test_layers.py refuses a deferred import in any other module).
+    The probed commands are those of the tests above: ``--version``, ``hash``, and ``admit`` (with a
+    file and the embedded root, with and without an audit line), ``verify`` and a hook answer, each run
+    twice: the first run fills the verdict cache (what a miss loads, e.g. the verifier's modules, which
+    defer what only signing or some evidence needs), the second answers from it (the fast path). The
+    hook answers through the console script's entry (cli/launch.py), as an agent runs it."""
+    loaded = set(probe(["--version"])["modules"]) | set(probe(["hash", "./README.md"])["modules"])
+    worlds: list[tuple[list[str], dict[str, str], str | None]] = []
+    for name in ("admit", "embedded", "verify", "hook"):
+        (tmp_path / name).mkdir()
+    argv, env = admit_world(tmp_path / "admit")
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # where the audit line goes
+    worlds += [([a for a in argv if a != "--no-audit"], env, None), (argv, env, None)]
+    embedded, env = admit_world(tmp_path / "embedded", file_root=False)
+    worlds += [(embedded, env, None), (*verify_world(tmp_path / "verify"), None),
+               (*hook_world(tmp_path / "hook"), HOOK_REQUEST)]
+    for argv, env, stdin in worlds:
+        console = argv[0] == "hook"
+        first, second = (probe(argv, env, stdin=stdin, console=console) for _ in range(2))
+        if console:  # (the hook answers in its agent's format, without a cache field)
+            assert second["rc"] == 0 and off_path(second, "hook-hit") == [], second
+        else:
+            assert json.loads(str(second["stdout"]))["cache"] == "hit", second
+        loaded |= set(first["modules"]) | set(second["modules"])
+    absent = sorted(fast_path.DEFERRING - loaded)
+    assert not absent, (f"DEFERRING names {len(absent)} module(s) no probed command loads: {', '.join(absent)}; "
+                        "take them off it (tests/fast_path.py) and let them import plainly at the top")

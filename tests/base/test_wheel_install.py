@@ -22,8 +22,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import testsigstore
 from pytest_httpserver import HTTPServer
+
+import testsigstore
 from readme_commands import readme_main_job
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from atip_trust.bridge import compile_tools, generate_safety_prompt, to_anthropic, to_gemini, to_openai
-from reference_examples import reference_example
-
 from atip_trust.bridge.compile import safety_suffix, utf16_len
 from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.effects import merge_declared
 from atip_trust.facts.flatten import flatten_commands
+
+from reference_examples import reference_example
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 GOLDEN = FIXTURES / "bridge" / "golden"

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_world import World, make_world
 
-from atip_trust.bridge import Surface, SurfaceTool, build_surface, run_tool_call
-from atip_trust.bridge.lifecycle import ToolCall
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
+from atip_trust.bridge import Surface, SurfaceTool, build_surface, run_tool_call
+from atip_trust.bridge.lifecycle import ToolCall
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.exec import admit_file
 from atip_trust.policy.model import Policy
+
+from gate_world import World, make_world
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RFC_GH = FIXTURES / "metadata" / "valid" / "gh-rfc-v0.6.json"

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-from verify_helpers import cli
 
 from atip_trust.bridge import (
     DEFAULT_REDACT_PATTERNS,
@@ -19,6 +18,8 @@ from atip_trust.bridge import (
     to_openai,
 )
 from atip_trust.errors import MetadataError
+
+from verify_helpers import cli
 
 
 def test_result_filter_takes_the_defaults_plus_a_pattern_as_the_reference_idiom_writes_it() -> None:

@@ -10,18 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reference_examples import reference_example
-from verify_helpers import Run, cli
-from world import World
 
+from atip_trust.admission.admit import load_admission_policy
 from atip_trust.bridge import compile_surface, compile_tools
 from atip_trust.bridge.compile import command_effects
 from atip_trust.bridge.surface import CONFIRM_NOTE, SurfaceTool
 from atip_trust.evaluation.evaluate import Constraints, Evidence, evaluate
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.flatten import flatten_commands
-from atip_trust.admission.admit import load_admission_policy
 from atip_trust.signature.trustroot import default_trust_root
+
+from reference_examples import reference_example
+from verify_helpers import Run, cli
+from world import World
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RFC_GH = FIXTURES / "metadata" / "valid" / "gh-rfc-v0.6.json"

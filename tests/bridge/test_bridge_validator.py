@@ -3,11 +3,11 @@ call-time gate answers: the same violations, the same behaviour, never a pass fo
 
 from __future__ import annotations
 
-from test_call_validator import TOOL, codes, make_policy, report
-
+from atip_trust.agents.calls import validate_call
 from atip_trust.bridge import SurfaceTool, create_validator
 from atip_trust.facts.report import TrustLevel
-from atip_trust.agents.calls import validate_call
+
+from test_call_validator import TOOL, codes, make_policy, report
 
 
 def _validator(level: TrustLevel, verified: bool = True):  # type: ignore[no-untyped-def]

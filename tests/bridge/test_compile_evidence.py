@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
 from cryptography.hazmat.primitives.asymmetric import ec
-from verify_helpers import run_cli
 
 import atip_trust
 from atip_trust.bridge.loop import run_tool_call
 from atip_trust.bridge.surface import SurfaceTool, build_surface
+
+from verify_helpers import run_cli
+from world import World
 
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho \"acmetool $*\"\n"

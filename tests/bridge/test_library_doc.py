@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from gate_world import GH, World, make_world
 
 ROOT = Path(__file__).resolve().parents[2]

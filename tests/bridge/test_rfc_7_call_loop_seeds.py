@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from test_bridge_loop import Loop, loop, response, shown  # noqa: F401 - loop: the fixture
 
 AIP14_STANDARD_CODES = {"input_invalid", "input_unsupported", "unauthorised", "auth_required", "not_found",

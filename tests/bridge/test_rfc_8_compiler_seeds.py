@@ -19,6 +19,7 @@ from atip_trust.bridge.argv import tool_call_to_argv
 from atip_trust.bridge.compile import OPENAI_DESCRIPTION_MAX_LENGTH, SAFETY_FLAGS, compile_tools, utf16_len
 from atip_trust.facts.arguments import KNOWN_TYPES
 
+
 def _param(typ: str, variadic: bool, kind: str) -> dict[str, Any]:
     p: dict[str, Any] = {"name": f"p_{typ}", "type": typ, "description": typ, "variadic": variadic}
     if typ == "enum" or typ == "array" and variadic:

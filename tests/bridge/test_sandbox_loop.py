@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.admission.admit import load_admission_policy
+from atip_trust.admission.options import AdmitOptions
+from atip_trust.bridge import SurfaceTool, build_surface, run_tool_call
+from atip_trust.evaluation.inputs import Evidence
+from atip_trust.execution.exec import admit_file
+
 from gate_world import World, make_world
 from sandbox_world import READ_ONLY, sandbox_available
 from test_bridge_loop import RFC_GH, response, shown
 from world import ORG_ID
-
-from atip_trust.admission.admit import load_admission_policy
-from atip_trust.admission.options import AdmitOptions
-from atip_trust.bridge import build_surface, run_tool_call
-from atip_trust.bridge import SurfaceTool
-from atip_trust.evaluation.inputs import Evidence
-from atip_trust.execution.exec import admit_file
 
 pytestmark = [pytest.mark.skipif(sandbox_available() is not None, reason=str(sandbox_available())),
               pytest.mark.skipif(sys.platform != "linux", reason="Landlock is Linux only")]

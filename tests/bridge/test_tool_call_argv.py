@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from atip_trust.errors import MetadataError, UsageError
 from atip_trust.bridge.argv import tool_call_to_argv
+from atip_trust.errors import MetadataError, UsageError
 from atip_trust.facts.arguments import parse_argv
 from atip_trust.facts.flatten import find_command
 

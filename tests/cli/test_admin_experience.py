@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from verify_helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]

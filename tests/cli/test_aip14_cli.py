@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from test_bridge_loop import loop, response  # noqa: F401 - loop: the call loop's fixture
 from test_effects_model import ISSUER, ORG_ID, READ_ONLY, Signed, _codes, signed  # noqa: F401 - fixture
 

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from atip_trust.facts.aip14 import DEFAULT_TIMEOUT_MS, parse_tool_md
+
 from test_aip14_cli import PURE_READ, _contract, _flags
 from test_effects_model import ISSUER, ORG_ID, Signed, _codes, signed  # noqa: F401 - fixture
 from verify_helpers import cli_subprocess
-
-from atip_trust.facts.aip14 import DEFAULT_TIMEOUT_MS, parse_tool_md
 
 
 def _inline(action: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from verify_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
-from world import ISSUER, World
 from verify_helpers import run_cli
+from world import ISSUER, World
 
 ROOT = Path(__file__).resolve().parents[2]
 FX = ROOT / "fixtures" / "sigstore"

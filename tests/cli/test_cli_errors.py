@@ -21,8 +21,6 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import examples
-from make_metadata_fixtures import VALID
 
 from atip_trust.cli.main import main
 from atip_trust.errors import (
@@ -35,6 +33,9 @@ from atip_trust.errors import (
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import hash_fd
 from atip_trust.facts.metadata import load_metadata, parse_metadata
+
+from conftest import examples
+from make_metadata_fixtures import VALID
 
 CLI = [sys.executable, "-m", "atip_trust"]
 FUZZ = settings(

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 
 import jsonschema
 import pytest
+
 from verify_helpers import run_cli
 from world import World
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_doctor import doctor, home, problems  # noqa: F401 - the fixture
 
 from atip_trust.cli.main import main
+
+from test_doctor import doctor, home, problems  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths and modes")
 

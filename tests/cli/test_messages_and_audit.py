@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
 from gate_world import make_world
 from verify_helpers import run_cli

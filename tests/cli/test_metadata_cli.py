@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from make_metadata_fixtures import CURL_HASH, EMPTY_HASH, VALID, Case, malformed_cases
-import verify_helpers
 
 from atip_trust.cli.main import main
+
+import verify_helpers
+from make_metadata_fixtures import CURL_HASH, EMPTY_HASH, VALID, Case, malformed_cases
 
 CLI = [sys.executable, "-m", "atip_trust"]
 INCOMPLETE = [

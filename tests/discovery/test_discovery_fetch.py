@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from discovery_world import ISSUER, REGISTRY_ID, SAFE_EFFECTS, World, sentinel_script
 from pytest_httpserver import HTTPServer
+
+from discovery_world import ISSUER, REGISTRY_ID, SAFE_EFFECTS, World, sentinel_script
 from verify_helpers import cli
 
 EVIL_ID = "https://github.com/evil/shims/.github/workflows/sign.yml@refs/heads/main"

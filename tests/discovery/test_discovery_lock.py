@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from discovery_world import (
     ORG_ID,
     ORG_ID_V2,

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from discovery_world import ORG_ID, process_alive, World, agent_json, agent_script, sentinel_script
-from verify_helpers import cli
 
 from atip_trust.discovery.scan import scan_directories
+
+from discovery_world import ORG_ID, World, agent_json, agent_script, process_alive, sentinel_script
+from verify_helpers import cli
 
 
 def _env(tmp: Path) -> dict[str, str]:

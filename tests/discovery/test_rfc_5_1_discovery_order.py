@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gate_world import World, make_world
-
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.discovery.probe import probe
 from atip_trust.execution.exec import admit_file
 from atip_trust.registry import LocalRegistry
+
+from gate_world import World, make_world
 
 SAFE = {"destructive": False, "reversible": True, "idempotent": True, "network": False,
         "filesystem": {"read": True, "write": False, "delete": False}}

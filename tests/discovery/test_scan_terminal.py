@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 import pytest
+
 from world import World
 
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"

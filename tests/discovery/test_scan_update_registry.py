@@ -8,10 +8,10 @@ import json
 import os
 from pathlib import Path
 
+from atip_trust.registry import LocalRegistry
+
 from discovery_world import ORG_ID, World, agent_json, agent_script, sentinel_script
 from verify_helpers import cli, cli_subprocess
-
-from atip_trust.registry import LocalRegistry
 
 
 def test_rfc_4_3_scan_update_registry_indexes_verified_tools_with_metadata(tmp_path: Path) -> None:

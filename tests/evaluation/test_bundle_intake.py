@@ -16,21 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from world import World as WorldBase
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import examples
 
 from atip_trust.errors import AtipTrustError, BundleError
 from atip_trust.evaluation.evaluate import evaluate
+from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.report import EvidenceSummary, TrustReport
-from atip_trust.evaluation.inputs import Constraints, Evidence
 from atip_trust.signature.bundle import load_bundles
 from atip_trust.signature.identity import IdentityRule
 from atip_trust.signature.trustroot import TrustRoot
+
+import testsigstore
+from conftest import examples
+from world import World as WorldBase
 
 IDENTITY = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from cryptography.hazmat.primitives import serialization
-from verify_helpers import cli, cli_subprocess
-from world import ISSUER, World
 
 from atip_trust.policy.decide import decide
+
+import testsigstore
+from verify_helpers import cli, cli_subprocess
+from world import ISSUER, World
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ROOT / "fixtures" / "keys"

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_world import GH, World, make_world
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
@@ -29,6 +28,8 @@ from atip_trust.execution.exec import (
     interpreter_options,
     script_interpreter,
 )
+
+from gate_world import GH, World, make_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="execve of a descriptor is POSIX")
 

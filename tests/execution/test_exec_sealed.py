@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import examples
-from gate_world import World, make_world
 
 from atip_trust.errors import UsageError
+
+from conftest import examples
+from gate_world import World, make_world
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memfd and /proc are Linux")
 
@@ -213,7 +214,8 @@ def test_a_script_whose_bytes_changed_before_the_copy_is_refused_not_copied(tmp_
 def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
     """`TOOL --agent` of a #! tool (discovery/probe.py): the interpreter reads the sealed copy too. The tool
     answers metadata only when its script comes from the memfd; from its own file it leaves a sentinel."""
-    from discovery_world import ORG_ID, World as DiscoveryWorld, agent_json
+    from discovery_world import ORG_ID, agent_json
+    from discovery_world import World as DiscoveryWorld
     from verify_helpers import cli
 
     w = DiscoveryWorld(tmp_path)
@@ -233,8 +235,8 @@ def test_probe_of_a_script_tool_reads_a_sealed_copy(tmp_path: Path) -> None:
 def test_run_verified_of_a_script_rewritten_in_place_while_it_runs_never_runs_the_new_bytes(tmp_path: Path) -> None:
     """The bounded runner (execution/child.py) given a #! file: the kernel reads the #! line and hands the
     interpreter a name to read the script by; that name is the sealed copy, not the file."""
-    from atip_trust.facts.artifact import Artifact
     from atip_trust.execution.child import run_verified
+    from atip_trust.facts.artifact import Artifact
 
     target, sentinel = tmp_path / "tool", tmp_path / "sentinel"
     body = _self_rewriting_script(target, sentinel)
@@ -250,7 +252,8 @@ def test_run_verified_of_a_script_rewritten_in_place_while_it_runs_never_runs_th
 
 def test_the_bridge_call_loop_runs_a_script_tool_from_its_sealed_copy(tmp_path: Path) -> None:
     """run_tool_call (bridge/loop.py) of a #! tool: its verified interpreter reads the sealed copy."""
-    from test_bridge_loop import loop as make_loop, response, shown
+    from test_bridge_loop import loop as make_loop
+    from test_bridge_loop import response, shown
 
     lp = make_loop.__wrapped__(tmp_path)  # type: ignore[attr-defined]
     lp.world.tool("gh", lp.body('readlink "$0"\n'))

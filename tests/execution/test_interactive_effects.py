@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.facts.effects import interactive_need
+
 from gate_world import World, make_world
 from test_bridge_loop import Loop, loop, response, shown  # noqa: F401 - loop: the call loop's fixture
 
-from atip_trust.facts.effects import interactive_need
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:

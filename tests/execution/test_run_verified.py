@@ -8,12 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
-from discovery_world import process_alive
 
 from atip_trust.errors import ArtifactAccessError, EnvironmentFailure
-from atip_trust.facts.artifact import Artifact
 from atip_trust.execution import child as run_mod
 from atip_trust.execution.child import run_verified
+from atip_trust.facts.artifact import Artifact
+
+from discovery_world import process_alive
 
 
 def _script(path: Path, body: str) -> Path:

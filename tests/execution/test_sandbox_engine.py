@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_world import READ_ONLY, sandbox_available
 
 from atip_trust.execution.sandbox import (
     PROBE_BOUNDARY,
@@ -25,6 +24,8 @@ from atip_trust.execution.sandbox import (
 )
 from atip_trust.policy.compose import compose
 from atip_trust.policy.load import load_layer
+
+from sandbox_world import READ_ONLY, sandbox_available
 
 REPO = Path(__file__).resolve().parents[2]
 POLICIES = REPO / "policies"
@@ -155,7 +156,7 @@ def test_the_boundary_holds_for_a_user_who_is_not_root(tmp_path: Path) -> None:
 
 def test_doctor_names_a_missing_engine_under_required_as_a_problem_and_lists_marks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from atip_trust.cli.cmd_doctor import sandbox as doctor_sandbox
+    from atip_trust.cli.cmd_doctor import boundary as doctor_sandbox
     from atip_trust.state.broken import mark_broken
 
     monkeypatch.setenv("ATIP_STATE_DIR", str(tmp_path))

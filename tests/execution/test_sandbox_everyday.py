@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from sandbox_world import READ_ONLY, SandboxWorld, sandbox_available
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
@@ -17,6 +16,8 @@ from atip_trust.evaluation.inputs import Evidence
 from atip_trust.execution.child import run_verified
 from atip_trust.execution.exec import admit_file
 from atip_trust.execution.sandbox import boundary_for
+
+from sandbox_world import READ_ONLY, SandboxWorld, sandbox_available
 
 pytestmark = [pytest.mark.skipif(sandbox_available() is not None, reason=str(sandbox_available())),
               pytest.mark.skipif(sys.platform != "linux", reason="Landlock is Linux only")]

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_world import READ_ONLY, SandboxWorld, gcc_available, sandbox_available
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.discovery.probe import probe
 from atip_trust.execution.exec import admit_file
 from atip_trust.execution.sandbox import DISABLE_ENV
+
+from sandbox_world import READ_ONLY, SandboxWorld, gcc_available, sandbox_available
 
 pytestmark = [pytest.mark.skipif(sandbox_available() is not None, reason=str(sandbox_available())),
               pytest.mark.skipif(sys.platform != "linux", reason="Landlock is Linux only")]

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
+
 from verify_helpers import run_cli
+from world import World
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32" or not os.path.exists("/bin/sh"), reason="POSIX /bin/sh")
 ROOT = Path(__file__).resolve().parents[2]

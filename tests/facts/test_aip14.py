@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from atip_trust._base.limits import LIMITS
+from atip_trust.agents.calls import validate_call
 from atip_trust.errors import InputTooLargeError, MalformedInputError, MetadataError
 from atip_trust.facts.aip14 import contract_states, load_tool_md, parse_tool_md
 from atip_trust.facts.effects import classify
 from atip_trust.facts.report import TrustLevel, TrustReport
-from atip_trust.agents.calls import validate_call
-from atip_trust._base.limits import LIMITS
 from atip_trust.policy.compose import compose
 from atip_trust.policy.load import layer_from_document
 

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from world import World
 
 import atip_trust
 from atip_trust._base.record import Record
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import Artifact
+
+from world import World
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc/self/fd")
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from verify_helpers import cli
 
 from atip_trust.facts.aip14 import parse_tool_md
 from atip_trust.facts.effects import EFFECT_CLASSES, classify, command_lookup, read_only
+
+import testsigstore
+from verify_helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 ISSUER = "https://token.actions.githubusercontent.com"

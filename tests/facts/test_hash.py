@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import verify_helpers
 
 CLI = [sys.executable, "-m", "atip_trust"]

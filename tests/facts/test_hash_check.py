@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from verify_helpers import run_cli
 
 CLI = [sys.executable, "-m", "atip_trust"]

@@ -11,15 +11,8 @@ from typing import Any
 import pytest
 import referencing
 from jsonschema import Draft202012Validator
-from make_metadata_fixtures import (
-    CURL_HASH,
-    CURL_SCRIPT,
-    EMPTY_HASH,
-    VALID,
-    Case,
-    malformed_cases,
-)
 
+from atip_trust._base.limits import LIMITS
 from atip_trust.errors import InputTooLargeError, MetadataError, UntrustedInputError
 from atip_trust.facts.artifact import Artifact
 from atip_trust.facts.digest import Digest
@@ -31,7 +24,15 @@ from atip_trust.facts.metadata import (
     load_metadata,
     parse_metadata,
 )
-from atip_trust._base.limits import LIMITS
+
+from make_metadata_fixtures import (
+    CURL_HASH,
+    CURL_SCRIPT,
+    EMPTY_HASH,
+    VALID,
+    Case,
+    malformed_cases,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 VALID_FILES = sorted(VALID.glob("*.json"))

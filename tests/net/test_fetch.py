@@ -19,14 +19,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import FIXTURES
 from pytest_httpserver import HTTPServer
-from verify_helpers import Run, cli, cli_subprocess
 from werkzeug import Request, Response
 
+from atip_trust._base.limits import LIMITS
 from atip_trust._version import __version__
 from atip_trust.errors import InputTooLargeError, NetworkError, UsageError
-from atip_trust._base.limits import LIMITS
 from atip_trust.net.fetch import (
     MAX_REDIRECTS,
     bundle_suffix,
@@ -36,6 +34,9 @@ from atip_trust.net.fetch import (
     is_loopback,
     redirect_target,
 )
+
+from conftest import FIXTURES
+from verify_helpers import Run, cli, cli_subprocess
 
 SIG = FIXTURES / "sigstore"
 ARTIFACT = SIG / "artifacts" / "hello-tool"

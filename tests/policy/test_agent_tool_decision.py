@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from test_policy_decide import decide, pol
-
 from atip_trust.policy.decide import to_agent_tool
+
+from test_policy_decide import decide, pol
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

@@ -22,20 +22,21 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from conftest import examples
-from test_vsa_admit import write_vsa
-from world import ISSUER, ORG_ID, World
 
 from atip_trust.admission.admit import admit
 from atip_trust.admission.options import AdmitOptions
 from atip_trust.errors import AtipTrustError
 from atip_trust.evaluation.inputs import Evidence
 from atip_trust.facts.report import TrustLevel, TrustReport
-from atip_trust.policy.decide import decide
 from atip_trust.policy.anchors import ANCHOR_KINDS
 from atip_trust.policy.compose import cli_layer, compose
+from atip_trust.policy.decide import decide
 from atip_trust.policy.load import layer_from_document
 from atip_trust.policy.model import Policy, PolicyLayer
+
+from conftest import examples
+from test_vsa_admit import write_vsa
+from world import ISSUER, ORG_ID, World
 
 TOOL = b"#!/bin/sh\necho property\n"
 OTHER_ID = "https://github.com/attacker/tools/.github/workflows/release.yml@refs/tags/v1.0.0"

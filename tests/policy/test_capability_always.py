@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verify_helpers import cli
-from world import ISSUER, World
 
 import atip_trust
 from atip_trust.errors import PolicyError
 from atip_trust.policy.explain import explain_policy
+
+from verify_helpers import cli
+from world import ISSUER, World
 
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 TOOL = b"#!/bin/sh\necho acme\n"

@@ -14,13 +14,14 @@ from typing import Any
 
 import jsonschema
 import pytest
-import testsigstore
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.load import load_layer
+
+import testsigstore
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schema" / "policy.schema.json").read_text(encoding="utf-8"))

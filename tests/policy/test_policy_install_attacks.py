@@ -10,9 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
-from test_policy_install import machine  # noqa: F401 - the fixture
 
 from atip_trust.cli.main import main
+
+from test_policy_install import machine  # noqa: F401 - the fixture
 
 SECRET = "root-only secret: the shadow file's line\n"
 

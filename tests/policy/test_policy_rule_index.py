@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import examples
 
 from atip_trust.policy.rules import (
     command_line,
@@ -17,6 +16,8 @@ from atip_trust.policy.rules import (
     rules_for_tool,
     split_command,
 )
+
+from conftest import examples
 
 RULES: list[object] = [
     "Bash(gh pr view *)", "Bash(gh *)", "gh", "Bash(gh:*)", "Bash(g*)", "Bash(* --version)",

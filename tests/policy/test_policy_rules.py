@@ -7,7 +7,6 @@ import shlex
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import examples
 
 from atip_trust.errors import PolicyError
 from atip_trust.policy.rules import (
@@ -18,6 +17,8 @@ from atip_trust.policy.rules import (
     rule_matches,
     split_command,
 )
+
+from conftest import examples
 
 
 def matches(rule: object, line: str) -> bool:

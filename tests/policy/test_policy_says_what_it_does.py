@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+
 from verify_helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]

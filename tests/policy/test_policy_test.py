@@ -263,9 +263,9 @@ def test_the_machines_cached_trusted_root_does_not_change_a_case(tmp_path: Path,
     import hashlib as _h
     from datetime import UTC, datetime
 
-    import testsigstore
-
     from atip_trust.state import tufroot
+
+    import testsigstore
 
     ts = testsigstore.TestSigstore(seed=3307, name="atip-test-hermetic")
     ident, issuer = "https://github.com/o/r/.github/workflows/rel.yml@refs/tags/v1", "https://token.actions.githubusercontent.com"

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from verify_helpers import cli
-from world import ISSUER, World
 
 import atip_trust
 from atip_trust.facts.report import OTHER_BYTES
+
+from verify_helpers import cli
+from world import ISSUER, World
 
 ORG_ID = "https://github.com/acme/tools/.github/workflows/release.yml@refs/tags/v1.0.0"
 EVIL_ID = "https://github.com/evil/tools/.github/workflows/release.yml@refs/tags/v1.0.0"

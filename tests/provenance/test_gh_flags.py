@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
 from verify_helpers import cli
 from world import ISSUER, World

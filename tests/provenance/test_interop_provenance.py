@@ -7,11 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from atip_trust.provenance.slsa import BuilderMap
+
 from conftest import INTEROP
 from interop_cases import build, load_rows
 from verify_helpers import cli
-
-from atip_trust.provenance.slsa import BuilderMap
 
 ROWS = [
     r for r in (load_rows(INTEROP) if (INTEROP / "index.json").is_file() else [])

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 
 from atip_trust.errors import BundleError, PolicyError
 from atip_trust.facts.digest import Digest, hash_bytes
@@ -29,6 +28,8 @@ from atip_trust.provenance.slsa import (
     parse_statement,
     slsa_facts,
 )
+
+import testsigstore
 
 ARTIFACT = b"#!/bin/sh\necho atip tool\n"
 SHA256 = hash_bytes(ARTIFACT, "sha256")

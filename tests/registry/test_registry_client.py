@@ -22,15 +22,16 @@ from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
-from verify_helpers import cli
 from werkzeug import Request, Response
-from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
-from atip_trust.errors import UsageError
-from atip_trust.facts.digest import Digest
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.admission.shims import registry_client
+from atip_trust.errors import UsageError
+from atip_trust.facts.digest import Digest
 from atip_trust.registry import RegistryClient, ShimResult
+
+from verify_helpers import cli
+from world import ISSUER, ORG_ID, REGISTRY_ID, World
 
 EVIL_ID = "https://github.com/evil/shims/.github/workflows/sign.yml@refs/heads/main"
 TOOL = b"#!/bin/sh\necho status\n"

@@ -20,16 +20,17 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.cli.main import main
+
 from serve_helpers import Served, start, token_file
 from shell_lines import ShellWorld, line, make_world
 from verify_helpers import cli, run_cli
-
-from atip_trust.cli.main import main
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Unix sockets with SO_PEERCRED")
 

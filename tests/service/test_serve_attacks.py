@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from serve_helpers import Served, start, token_file
 from shell_lines import ShellWorld
 from test_serve import _direct, _thin, env_of, hook_json, served, shell_world, short_dir  # noqa: F401 - fixtures

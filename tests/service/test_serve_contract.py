@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from atip_trust.agents.formats import AGENTS
+from atip_trust.service.app import ADMIT_FIELDS
+
 from serve_helpers import Served, serving
 from shell_lines import ShellWorld, make_world
 from test_serve import env_of, hook_json
 from verify_helpers import cli
-
-from atip_trust.agents.formats import AGENTS
-from atip_trust.service.app import ADMIT_FIELDS
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Unix sockets with SO_PEERCRED")
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from serve_helpers import Served, serving
 from shell_lines import ShellWorld, make_world
 from test_serve import env_of

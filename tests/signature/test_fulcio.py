@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-import testsigstore
 from cryptography import x509
 
 from atip_trust._base.record import replace
@@ -20,6 +19,8 @@ from atip_trust.signature.fulcio import (
     verify_signing_certificate,
 )
 from atip_trust.signature.trustroot import TrustRoot
+
+import testsigstore
 
 ID = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

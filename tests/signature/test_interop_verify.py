@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import INTEROP
 from interop_cases import GITHUB_ROOT, build, load_rows
 from verify_helpers import run_cli

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from cryptography import x509
 
 from atip_trust.errors import BundleError
@@ -26,6 +25,8 @@ from atip_trust.signature.legacy_bundle import (
 )
 from atip_trust.signature.tlog import TlogVerificationError
 from atip_trust.signature.trustroot import TrustRoot
+
+import testsigstore
 
 ID = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

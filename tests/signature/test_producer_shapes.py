@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+import testsigstore
 from verify_helpers import Run, cli
 from world import World as WorldBase
 

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 import rfc8785
-import testsigstore
 from cryptography import x509
 from cryptography.x509.oid import ObjectIdentifier
 from sigstore.errors import VerificationError
 from sigstore.models import Bundle, InvalidBundle, TrustedRoot
 from sigstore.verify import Verifier, policy
+
+import testsigstore
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 COMMITTED = FIXTURES / "sigstore"

@@ -17,10 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import der
 import pytest
-import testsigstore
-from conftest import FIXTURES
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from rfc3161_client import VerificationError as Rfc3161VerificationError
@@ -28,6 +25,10 @@ from rfc3161_client import VerifierBuilder, decode_timestamp_response
 from sigstore.errors import VerificationError
 from sigstore.models import Bundle, TrustedRoot
 from sigstore.verify import Verifier, policy
+
+import der
+import testsigstore
+from conftest import FIXTURES
 from verify_helpers import cli
 
 TSA_DIR = FIXTURES / "sigstore" / "tsa"

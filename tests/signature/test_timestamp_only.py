@@ -18,16 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from atip_trust.evaluation.evaluate import evaluate
+from atip_trust.evaluation.inputs import Constraints, Evidence
+from atip_trust.facts.artifact import Artifact
+from atip_trust.facts.report import TrustReport
+from atip_trust.signature.identity import IdentityRule
+from atip_trust.signature.trustroot import TrustRoot
+
 import testsigstore
 from verify_helpers import cli
 from world import World as WorldBase
-
-from atip_trust.evaluation.evaluate import evaluate
-from atip_trust.facts.artifact import Artifact
-from atip_trust.facts.report import TrustReport
-from atip_trust.evaluation.inputs import Constraints, Evidence
-from atip_trust.signature.identity import IdentityRule
-from atip_trust.signature.trustroot import TrustRoot
 
 IDENTITY = "https://github.com/atip-test/private-tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-import testsigstore
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+import testsigstore
 from verify_helpers import cli
 
 P256 = bytes.fromhex("06082A8648CE3D030107")

@@ -9,9 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from verify_helpers import run_cli
 
 from atip_trust.signature.trustroot import TrustRoot
+
+from verify_helpers import run_cli
 
 CASE = "conformance-trust-root-tsa-validity-end-inclusive"
 IDENTITY = ("https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/"

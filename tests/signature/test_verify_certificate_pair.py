@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
-from world import World
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+
+import testsigstore
 from verify_helpers import run_cli
+from world import World
 
 CLI = [sys.executable, "-m", "atip_trust"]
 ID = "https://github.com/acme/tool/.github/workflows/release.yml@refs/tags/v1.0.0"

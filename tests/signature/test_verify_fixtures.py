@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from conftest import FIXTURES
 from verify_helpers import cli
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 import testsigstore
 from verify_helpers import cli, cli_subprocess
 from world import World

@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 
 import pytest
-import testsigstore
 from pytest_httpserver import HTTPServer
-from tufrepo import TufRepo
-from verify_helpers import cli, cli_subprocess
 from werkzeug import Request, Response
 
 from atip_trust.state import tufroot
+
+import testsigstore
+from tufrepo import TufRepo
+from verify_helpers import cli, cli_subprocess
 
 
 @pytest.fixture(autouse=True)

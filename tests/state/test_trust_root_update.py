@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testsigstore
 from pytest_httpserver import HTTPServer
-from tufrepo import TufRepo
-from verify_helpers import Run, cli
 from werkzeug import Request, Response
 
 from atip_trust.state import tufroot
+
+import testsigstore
+from tufrepo import TufRepo
+from verify_helpers import Run, cli
 
 IDENTITY = "https://github.com/atip-test/tool/.github/workflows/release.yml@refs/tags/v1.0.0"
 ISSUER = "https://token.actions.githubusercontent.com"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import testsigstore
 from verify_helpers import Run, cli
 from world import ISSUER, ORG_ID, World
