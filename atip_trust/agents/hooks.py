@@ -256,7 +256,7 @@ def _locate(program: Program, cwd: str | None, path_env: str | None) -> str:
 #: Where a path names a process's descriptors (``/dev/fd/3``, ``/dev/stdin``, ``/proc/self/fd/3``):
 #: the shell that runs the line opens its own, which the line chooses (``/dev/fd/3 3< tools/hub``); the
 #: hook would open its own instead.
-_PROCESS_FILES = ("/dev", "/proc")
+_PROCESS_FILES = ("/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/proc")
 
 
 def _own_file(found: str) -> str:
