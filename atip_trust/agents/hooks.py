@@ -405,8 +405,8 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
 #: Programs that run other programs by name from PATH, which the line never names: for each, the helper
 #: names and the sub-commands that may run them (None: any invocation). git(1), git-config(1): ssh for
 #: an ``host:path`` or ``ssh://`` address (also a remote's configured one), the signing programs
-#: (``-S``, ``commit.gpgSign``, ``--show-signature``), the editor (a message not given, a terminal that
-#: is not dumb; Debian's default is ``editor``). GNU tar: the compression programs, also when it
+#: (``-S``, ``commit.gpgSign``, ``--show-signature``), the editor (a message not given, ``add -e``,
+#: ``branch --edit-description``; a terminal that is not dumb; Debian's default is ``editor``). GNU tar: the compression programs, also when it
 #: extracts (it recognises a compressed archive by its bytes).
 _PATH_HELPERS: dict[str, tuple[tuple[tuple[str, ...], frozenset[str] | None], ...]] = {
     "git": (
@@ -414,7 +414,7 @@ _PATH_HELPERS: dict[str, tuple[tuple[tuple[str, ...], frozenset[str] | None], ..
         (("gpg", "gpgsm", "ssh-keygen"), frozenset({"commit", "tag", "merge", "rebase", "cherry-pick", "revert", "am",
                                                     "pull", "verify-commit", "verify-tag", "log", "show"})),
         (("editor", "vi"), frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "pull",
-                                      "notes"})),
+                                      "notes", "add", "branch"})),
     ),
     "tar": ((("gzip", "bzip2", "xz", "lzip", "lzma", "lzop", "zstd", "compress"), None),),
 }

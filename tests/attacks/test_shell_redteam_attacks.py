@@ -197,6 +197,7 @@ def test_a_push_to_a_named_remote_is_still_judged_by_its_rules(world: tuple[Shel
 
 @pytest.mark.parametrize("text", ["git ls-remote localhost:x", "git clone localhost:x d/c", "git fetch ssh://localhost/x",
                                   "git commit --allow-empty", "git commit --allow-empty -S -m x", "git tag -a v9",
+                                  "git branch --edit-description",
                                   "git push origin main"])
 def test_git_running_an_unsigned_helper_by_name_is_not_allowed(world: tuple[ShellWorld, Policy], text: str) -> None:
     """git runs ssh, gpg and the editor by name from PATH; ``d/ubin`` (first on PATH here) holds unsigned

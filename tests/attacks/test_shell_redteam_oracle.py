@@ -313,7 +313,7 @@ HELPERS_MARK = "#helpers"
 HELPERS = ["git ls-remote localhost:x", "git fetch localhost:x", "git clone localhost:x d/c", "git push localhost:x main",
            "git ls-remote ssh://localhost/x", "git pull -q localhost:x main", "git commit --allow-empty",
            "git commit --allow-empty -S -m x", "git tag -a v9", "git tag -s v9 -m x", "nice git fetch localhost:x",
-           "git commit --allow-empty --gpg-sign -m x", "git -c user.name=x commit --allow-empty", "git status",
+           "git commit --allow-empty --gpg-sign -m x", "git add -e d/list", "git branch --edit-description", "git -c user.name=x commit --allow-empty", "git status",
            "git log -1", "git commit --allow-empty -m x", "git push origin main", "ls", "tar -czf out.txt d/list",
            "tar -cJf out.txt d/list", "tar -xf d/list.tgz -C d", "tar -tf d/list.tgz", "tar -cf out.txt d/list"]
 GLUED = ["tool{x}<<<y ./evil", "tool 0<&- ./evil", "echo x|tool", "tool>/dev/null;./evil", "tool;./evil",
