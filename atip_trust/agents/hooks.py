@@ -194,6 +194,28 @@ def _cap(program: Program, path: str, pinned: bool) -> str | None:
     return None
 
 
+def _shadow(program: Program, found: str, options: Options, cwd: str | None) -> str | None:
+    """Why a program found on PATH is only asked after a writer although its own file cannot change: a
+    PATH folder searched before its own is one the user can change, so a file an earlier part makes
+    there runs instead (``cp ./x ~/.local/bin/ls && ls``: found by tests/attacks/test_shell_redteam_oracle.py);
+    None when there is none, the line is pinned or nothing before it can write."""
+    if "/" in program.argv[0] or not program.after_writer or options.pin is not None:
+        return None
+    search = program.search if program.search is not None else options.path_env
+    own = os.path.dirname(os.path.abspath(found))
+    for entry in (os.environ.get("PATH", os.defpath) if search is None else search).split(os.pathsep):
+        places = [entry] if os.path.isabs(entry) else [os.path.join(cwd or "", entry or ".")]
+        if entry.startswith("~"):
+            places.append(os.path.expanduser(entry))  # as bash reads it (_tilde_entry)
+        if os.path.normpath(places[0]) == own:
+            return None
+        changed = next((p for p in places if os.path.isabs(p) and changeable(p)), None)
+        if changed is not None or not os.path.isabs(places[0]):
+            return (f"an earlier part of the line can write files and {changed or entry!r}, searched on PATH "
+                    f"before {own}, is a folder you can change: a program made there would run instead")
+    return None
+
+
 def locate(name: str, path_env: str | None, cwd: str | None, moved: bool) -> str:
     """The file bash runs for the bare ``name``: ``ArtifactAccessError`` when there is none,
     :class:`Unprovable` when a relative entry that cannot be placed comes before it.
@@ -297,7 +319,7 @@ def _script_refusal(opened: Opened, policy: Policy, options: Options) -> tuple[E
         interp.art.close()
 
 
-def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -> Part:
+def _judge(program: Program, opened: Opened, policy: Policy, options: Options, cwd: str | None) -> Part:
     """One admitted program's part: admission's answer, then the hook's own rules (module docstring)."""
     adm = opened.admission
     line = " ".join(program.argv)
@@ -312,7 +334,8 @@ def _judge(program: Program, opened: Opened, policy: Policy, options: Options) -
         # The interpreter a script names runs too: a file the line can rewrite before it runs is the same
         # gap as the script's own (found by tests/attacks/test_shell_redteam_oracle.py).
         cap = _cap(program, found, options.pin is not None) or \
-            (None if interpreter is None else _cap(program, interpreter, options.pin is not None))
+            (None if interpreter is None else _cap(program, interpreter, options.pin is not None)) or \
+            _shadow(program, found, options, cwd)
         if cap is not None:
             return Part(program.argv, "ask", f"{line}: admitted ({level}) but {cap}", found, digest, program)
         signer = adm.report.signature.identity
@@ -386,7 +409,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
     except AtipTrustError as err:
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     try:
-        part = _as_read(_judge(program, opened, policy, options), program, policy, opened.admission)
+        part = _as_read(_judge(program, opened, policy, options, request.cwd), program, policy, opened.admission)
         part = _known_as(part, program.argv, also, policy)
     except ExecRefused as err:
         part = Part(program.argv, err.behavior, f"{line}: {err}", program=program)

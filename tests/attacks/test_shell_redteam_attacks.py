@@ -51,6 +51,14 @@ def attack(world: tuple[ShellWorld, Policy], text: str, *, unsigned: bool = Fals
     return str(answer)
 
 
+def system_first(world: ShellWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PATH with the system's folders first: after a writer, a program is not asked only because the
+    owner's ``bin`` comes before /usr/bin (a program the line made there would run instead)."""
+    entries = world.env["PATH"].split(":")
+    system = [e for e in entries if e in ("/usr/bin", "/bin")]
+    monkeypatch.setitem(world.env, "PATH", ":".join(system + [e for e in entries if e not in system]))
+
+
 def without_relative_path(world: ShellWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     """PATH without the world's relative entry: find refuses ``-execdir`` under a PATH that has one."""
     monkeypatch.setitem(world.env, "PATH", ":".join(e for e in world.env["PATH"].split(":") if os.path.isabs(e)))
@@ -86,9 +94,10 @@ def test_a_runner_that_forks_its_command_is_a_background_job(owner: tuple[ShellW
     attack(owner, f"{runner} {LATER}; {JOIN}", unsigned=True)
 
 
-def test_setsid_that_waits_is_not_a_background_job(owner: tuple[ShellWorld, Policy]) -> None:
+def test_setsid_that_waits_is_not_a_background_job(owner: tuple[ShellWorld, Policy], monkeypatch: pytest.MonkeyPatch) -> None:
     shell_world, policy = owner
-    assert judge(shell_world, policy, "setsid -w tool x; ls") == "allow"
+    system_first(shell_world, monkeypatch)
+    assert judge(shell_world, policy, "setsid -w tool x; cp ./evil bin/tool") == "allow"  # tool ran first
     assert judge(shell_world, policy, f"setsid -w {LATER}; cp ./evil bin/tool") == "allow"  # it ran before
 
 
@@ -103,9 +112,10 @@ def test_a_login_shell_after_a_writer_is_asked(owner: tuple[ShellWorld, Policy],
     attack(owner, text, unsigned=True)
 
 
-def test_a_login_shell_alone_is_allowed(owner: tuple[ShellWorld, Policy]) -> None:
+def test_a_login_shell_alone_is_allowed(owner: tuple[ShellWorld, Policy], monkeypatch: pytest.MonkeyPatch) -> None:
     """Codex's ``bash -lc LINE`` with nothing written before it stays allowed."""
     shell_world, policy = owner
+    system_first(shell_world, monkeypatch)
     assert judge(shell_world, policy, "bash -lc 'tool x'") == "allow"
     assert judge(shell_world, policy, "echo x > out.txt; bash -c 'ls -la'") == "allow"
 
@@ -266,7 +276,25 @@ def test_a_script_whose_interpreter_the_line_rewrites_is_asked(owner: tuple[Shel
     attack(owner, text, unsigned=True)
 
 
-def test_a_script_with_an_interpreter_nobody_rewrites_is_allowed(owner: tuple[ShellWorld, Policy]) -> None:
+def test_a_script_with_an_interpreter_nobody_rewrites_is_allowed(owner: tuple[ShellWorld, Policy], monkeypatch: pytest.MonkeyPatch) -> None:
     shell_world, policy = owner
+    system_first(shell_world, monkeypatch)
     assert judge(shell_world, policy, "ptool x") == "allow"
-    assert judge(shell_world, policy, "echo x > out.txt; ls -la") == "allow"
+    assert judge(shell_world, policy, "ptool x; cp ./evil bin/interp") == "allow"  # it ran first
+
+
+# -- time: a file made earlier on PATH than the one checked ----------------------------------------------
+
+@pytest.mark.parametrize("text", ["cp ./evil bin/ls && ls", "cp ./evil bin/cat; cat d/list",
+                                  "for i in 1 2; do env ls; cp ./evil bin/ls; done", "cp ./evil bin/ls; env ls"])
+def test_a_program_shadowed_by_a_file_the_line_makes_is_asked(owner: tuple[ShellWorld, Policy], text: str) -> None:
+    """``ls`` is /usr/bin/ls, which nobody can change; but ``bin``, first on PATH, is the owner's: the line
+    puts an ``ls`` there first, and bash runs that one."""
+    attack(owner, text, unsigned=True)
+
+
+def test_a_system_program_after_a_writer_with_no_folder_before_it_is_allowed(
+        owner: tuple[ShellWorld, Policy], monkeypatch: pytest.MonkeyPatch) -> None:
+    shell_world, policy = owner
+    monkeypatch.setitem(shell_world.env, "PATH", "/usr/bin:/bin")
+    assert judge(shell_world, policy, "echo x > out.txt && ls -la") == "allow"

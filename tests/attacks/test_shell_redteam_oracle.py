@@ -152,7 +152,20 @@ def make_redteam_world(base: Path) -> ShellWorld:
     world.policy.write_text(json.dumps(policy))
     world.reset()
     _keep_repository(world)
+    _keep_folders(world)
     return world
+
+
+#: Folders whose programs a line may add to (a shadow earlier on PATH), and what each held when the world
+#: was made: reset removes anything else.
+_PROGRAM_FOLDERS = ("bin", "bin-unsigned", "hbin", "d/ubin", "node_modules/.bin", "d")
+_HELD: dict[Path, frozenset[str]] = {}
+
+
+def _keep_folders(world: ShellWorld) -> None:
+    for rel in _PROGRAM_FOLDERS:
+        folder = world.dir / rel
+        _HELD[folder] = frozenset(os.listdir(folder)) if folder.is_dir() else frozenset()
 
 
 def _keep_repository(world: ShellWorld) -> None:
@@ -165,6 +178,14 @@ def _keep_repository(world: ShellWorld) -> None:
 
 def reset(world: ShellWorld) -> None:
     """Beyond ShellWorld.reset: files a line may create that later lines would read."""
+    for folder, held in _HELD.items():
+        if folder.is_relative_to(world.dir) and folder.is_dir():
+            for extra in set(os.listdir(folder)) - held:
+                path = folder / extra
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
     for rel in (".profile", ".bashrc", ".bash_profile", ".bash_login", ".gitconfig", ".config/git/config", "d/go", "d/go2", "d/lock",
                 "out.txt", "tool2"):
         (world.dir / rel).unlink(missing_ok=True)
@@ -285,7 +306,7 @@ BUILTINS = ["test -v 'a[$(./evil)]'", "[ -v 'a[$(./evil)]' ]", "test -R 'a[$(./e
             "true 'a[$(./evil)]'", "echo 'a[$(./evil)]'", "test -v a", "test -v x -o -n y", "[ -n x ]",
             "getopts a 'a[$(./evil)]'", "mapfile 'a[$(./evil)]' < d/list"]
 #: Parts that rewrite the tool (or gh) before a later run of it.
-WRITERS = ["cp ./evil bin/interp", "cp ./evil bin/tool", "cat ./evil > bin/tool", "cp ./evil bin/gh", "tee bin/tool < ./evil >/dev/null",
+WRITERS = ["cp ./evil bin/interp", "cp ./evil bin/ls", "cp ./evil bin/cat", "cp ./evil bin/tool", "cat ./evil > bin/tool", "cp ./evil bin/gh", "tee bin/tool < ./evil >/dev/null",
            "install ./evil bin/tool", "cp ./evil node_modules/.bin/ntool", "ln -sf ../evil bin/tool"]
 #: {r} runs the tool, {w} rewrites it; a job that outlives its runner signals ``d/go2`` when done, and the
 #: line waits for it (``test``, not ``[``, which the gate does not read).
@@ -300,7 +321,7 @@ TIME_SHAPES = ["{r} & {w}", "{w} & {r}", "for i in 1 2; do {r}; {w}; done", "whi
                "find . -maxdepth 1 -name 'd' -exec bash -c '{r}; {w}' ; -exec {r} ;",
                "printf '1\\n2\\n' | xargs -I{{}} bash -c '{r}; {w}'",
                "{r} && {w} && {r}", "{w}; {r}", "if {r}; then {w}; fi; {r}"]
-TIME_RUNS = ["ptool", "tool", "tool x", "bin/tool", "gh pr list", "ntool", "env tool", "wrap tool"]
+TIME_RUNS = ["ptool", "env ls", "cat d/list", "tool", "tool x", "bin/tool", "gh pr list", "ntool", "env tool", "wrap tool"]
 PLACES = ["cd d; ntool", "cd d && ntool", "pushd d >/dev/null; ntool", "(cd d; ntool)", "env -C d ntool",
           "env --chdir=d ntool", "env -Cd ntool", "env --ch d ntool", "find d -maxdepth 0 -execdir ntool ;",
           "bash -c 'cd d; ntool'", "cd d; bash -c ntool", "{ cd d; } ; ntool", "cd d || true; ntool",
