@@ -47,7 +47,7 @@ from atip_trust.agents.bash_syntax import OverBudget
 from atip_trust.agents.declared import declaration_of
 from atip_trust.agents.formats import ORDER, HookAnswer, HookRequest, parse_request, render, render_error
 from atip_trust.agents.git_repository import check_repository
-from atip_trust.agents.runners import git_subcommand
+from atip_trust.agents.runners import RUNNERS, git_subcommand
 from atip_trust.agents.shell_model import (
     Program,
     Unprovable,
@@ -530,7 +530,11 @@ def _renamed(program: Program, name: str) -> list[Program]:
     again = programs_of_argv([name, *program.argv[1:]], env=program.env, cleared=program.cleared)
     first = replace(program, argv=(name, *program.argv[1:]), span=None,
                     state_dependent=program.state_dependent or reads_state(name, [Word(w) for w in program.argv]))
-    inner = [replace(p, after_writer=p.after_writer or program.after_writer, moved=p.moved or program.moved,
+    # A runner that returns before its command runs (setsid -f under another name: runners.Outcome
+    # .background) leaves what it runs after the rest of the line, whatever writes there.
+    model = RUNNERS.get(name)
+    late = model is not None and model([Word(name), *(Word(w) for w in program.argv[1:])]).background
+    inner = [replace(p, after_writer=p.after_writer or program.after_writer or late, moved=p.moved or program.moved,
                      via=(*program.via, name, *p.via), literal=p.literal and program.literal)
              for p in again[1:]]
     return [first, *inner]
