@@ -298,3 +298,12 @@ def test_a_system_program_after_a_writer_with_no_folder_before_it_is_allowed(
     shell_world, policy = owner
     monkeypatch.setitem(shell_world.env, "PATH", "/usr/bin:/bin")
     assert judge(shell_world, policy, "echo x > out.txt && ls -la") == "allow"
+
+
+def test_a_disguised_setsid_that_forks_is_a_background_job_too(owner: tuple[ShellWorld, Policy]) -> None:
+    """``ss`` is setsid's bytes: with ``-f`` what it runs comes after every writer of the line, as with
+    ``setsid -f`` itself (re-read runners keep runners.Outcome.background)."""
+    shell_world, policy = owner
+    for runner in ("setsid", "ss"):
+        assert judge(shell_world, policy, f"{runner} -f tool x") == "ask", runner
+        assert judge(shell_world, policy, f"{runner} -w tool x") == "allow", runner
