@@ -28,7 +28,7 @@ assignment, a runner or disguise around it...) are judged next. Each line the ga
 lines it passes through (no opinion) are run too. Neither may run a command a deny rule names, and an
 allowed line may not run unverified bytes (``evil`` leaves the sentinel); every tenth allowed line is
 also judged with ``--pin`` and its rewritten line run in the world's folder (which ships an
-``atip_trust/`` package). ``ATIP_REDTEAM_LINES`` sets the size (default 2,500 per user: about 45 s on two
+``atip_trust/`` package). ``ATIP_REDTEAM_LINES`` sets the size (default 4,000 per user: about 35 s on two
 busy cores with ``-n auto``); the seed is ``ATIP_REDTEAM_SEED`` (default 2026).
 """
 
@@ -61,7 +61,7 @@ from shell_lines import ISSUER, SIGNER, ShellWorld, _reset_remote, make_world
 from test_shell_oracle import judge_pinned, ran
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
-LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "2500"))
+LINES = int(os.environ.get("ATIP_REDTEAM_LINES", "4000"))
 SEED = int(os.environ.get("ATIP_REDTEAM_SEED", "2026"))
 
 #: Allowed names whose bytes are another program's (identity by bytes): name -> (how, the program).
