@@ -34,11 +34,13 @@ busy cores with ``-n auto``); the seed is ``ATIP_REDTEAM_SEED`` (default 2026).
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -470,12 +472,52 @@ def agent_home(world: ShellWorld) -> Iterator[None]:
 
 def bash_ran(world: ShellWorld, text: str) -> tuple[bool, bool]:
     """(unsigned bytes ran, a denied command ran) for ``text`` run by bash (test_shell_oracle.ran), the
-    world put back afterwards."""
+    world put back afterwards. A job that left bash's session (``setsid -f``) is not killed with bash's
+    process group: while the line runs this process is the subreaper of what it starts (prctl(2)), so
+    such a job becomes its child, and is killed before the next line can run beside it (its sentinel
+    would be counted against that line)."""
+    _subreaper(True)
     try:
         return ran(world, text)
     finally:
+        _kill_strays(world)
+        _subreaper(False)
         reset(world)
         world.reset()
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on: bool) -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+
+
+def _kill_strays(world: ShellWorld) -> None:
+    """Kill (with its process group) and reap each child of this process that runs in the world's
+    folder: the jobs a line put in a session of their own (test_shell_oracle.ran has killed and waited
+    for bash and its group already)."""
+    me, root = str(os.getpid()), os.path.realpath(world.dir)
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                parent = f.read().rsplit(")", 1)[1].split()[1]
+            cwd = os.path.realpath(os.readlink(f"/proc/{entry}/cwd"))
+        except (OSError, IndexError):
+            continue
+        if parent != me or not (cwd == root or cwd.startswith(root + os.sep)):
+            continue
+        pid = int(entry)
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def examine(world: ShellWorld, policy: Policy, text: str, *, pin: bool) -> tuple[str, str | None]:
