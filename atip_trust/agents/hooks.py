@@ -397,7 +397,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
             if claimed is not None:
                 return _admit_as(claimed[0], program, found, request, policy, options, depth, claimed[1])
     except Unprovable as why:
-        return Part(program.argv, "ask", f"{line}: {why}", program=program)
+        return _denied_anyway(Part(program.argv, "ask", f"{line}: {why}", program=program), policy)
     except ArtifactAccessError as err:
         if not program.after_writer and not names_program(policy, os.path.basename(program.argv[0])):
             # Not installed, not governed, and nothing earlier in the line can make it: no opinion
@@ -405,7 +405,8 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
             return Part(program.argv, policy.hooks_unlisted, f"{line}: not found, and the policy names no rule "
                         f"for it (hooks.unlisted {policy.hooks_unlisted}): {err.diagnostics()}", program=program)
         # Not there now (a file the line itself may make): nothing to check, so a person decides.
-        return Part(program.argv, "ask", f"{line}: cannot be checked: {err.diagnostics()}", program=program)
+        return _denied_anyway(Part(program.argv, "ask", f"{line}: cannot be checked: {err.diagnostics()}",
+                                   program=program), policy)
     except AtipTrustError as err:
         return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     try:
@@ -423,6 +424,20 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
         except AtipTrustError as err:  # no audit line, no allow (docs/contract.md: a failed write is a denial)
             return Part(program.argv, "deny", f"{line}: cannot be verified: {err.diagnostics()}", program=program)
     return part
+
+
+def _denied_anyway(part: Part, policy: Policy) -> Part:
+    """``part``, a question because the program could not be checked (a repository or configuration
+    check that fails, a file not found or not placed), made a denial when a deny rule of the name the
+    line gives it matches the command in some reading (agents/spellings.py): the rule names what the
+    line does, whatever else about it is unprovable (``git -C vendor/lib.git push -f origin main`` is a
+    force push, whichever configuration git reads). Only ever stricter: an ask stays an ask otherwise."""
+    argv = part.argv
+    found = spellings.strictest_reading(policy, os.path.basename(argv[0]), argv, given=True)
+    if found is None or found[0] != "deny":
+        return part
+    return replace(part, behavior="deny", reason=f"{' '.join(argv)}: {found[1]}, whatever else is not known "
+                   f"about it ({part.reason})")
 
 
 #: Programs that run other programs by name from PATH, which the line never names: for each, the helper

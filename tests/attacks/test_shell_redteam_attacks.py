@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -307,3 +309,46 @@ def test_a_disguised_setsid_that_forks_is_a_background_job_too(owner: tuple[Shel
     for runner in ("setsid", "ss"):
         assert judge(shell_world, policy, f"{runner} -f tool x") == "ask", runner
         assert judge(shell_world, policy, f"{runner} -w tool x") == "allow", runner
+
+
+# -- a deny rule beats an unprovable check ----------------------------------------------------------------
+
+@pytest.fixture
+def lib_remote(tmp_path: Path) -> tuple[ShellWorld, Policy]:
+    """A world of its own whose committed bare repository ``vendor/lib.git`` can push: it borrows the
+    world's objects, has ``main`` at the world's commit (one apart from the remote's) and ``origin`` is
+    the world's remote, whose update hook writes ``denied`` for a force push."""
+    made = make_redteam_world(tmp_path / "lib-remote")
+    lib = made.dir / "vendor" / "lib.git"
+    (lib / "objects" / "info" / "alternates").write_text(f"{made.dir / '.git' / 'objects'}\n")
+    head = subprocess.run(["git", "rev-parse", "main"], cwd=made.dir, capture_output=True, text=True, check=True,
+                          timeout=60).stdout.strip()
+    (lib / "refs" / "heads" / "main").write_text(head + "\n")
+    with (lib / "config").open("a") as config:
+        config.write(f'[remote "origin"]\n\turl = {made.dir / "remote.git"}\n')
+    return made, load_admission_policy(str(made.policy))
+
+
+@pytest.mark.parametrize("text", ["git push -f remote.git main", "git push -fu ./remote.git main",
+                                  "git push --force remote.git main", "env git push -f remote.git main"])
+def test_a_force_push_into_a_repository_in_the_tree_is_denied_not_asked(world: tuple[ShellWorld, Policy],
+                                                                        text: str) -> None:
+    """The receiving repository is in the tree (its hooks run: unprovable), but the shipped force-push
+    deny rules name what the line does whatever else is unknown: a denial, not a question a user may
+    answer yes to."""
+    assert attack(world, text, denied=True) == "deny"
+
+
+def test_a_force_push_from_a_committed_bare_repository_is_denied_not_asked(lib_remote: tuple[ShellWorld, Policy]) -> None:
+    """``git -C vendor/lib.git`` reads a repository the tree ships (unprovable), and pushes from it with
+    ``-f``: the force-push deny rule applies before the unprovable configuration."""
+    assert attack(lib_remote, "git -C vendor/lib.git push -f origin main", denied=True) == "deny"
+    assert attack(lib_remote, "git -C vendor/lib.git push -vf origin main", denied=True) == "deny"
+
+
+def test_an_unprovable_push_that_no_deny_rule_names_is_still_asked(world: tuple[ShellWorld, Policy],
+                                                                   lib_remote: tuple[ShellWorld, Policy]) -> None:
+    """Only a deny rule changes the answer: without a force flag the unprovable push stays a question."""
+    assert judge(*world, "git push remote.git main") == "ask"
+    assert judge(*lib_remote, "git -C vendor/lib.git push origin main") == "ask"
+    assert judge(*lib_remote, "git -C vendor/lib.git status") == "ask"
