@@ -499,18 +499,6 @@ def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:
     write_audit(adm, record=record)
 
 
-#: Folders whose programs a file's bytes are also compared with, after the line's PATH: runners live in
-#: sbin too (/usr/sbin/chroot, runuser), off an agent's PATH; a signed copy of chroot named ``cr`` is
-#: chroot (found by tests/attacks/test_shell_redteam_oracle.py).
-_SYSTEM_FOLDERS = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin"
-
-
-def _identity_path(options: Options) -> str:
-    """The PATH agents/identity.py indexes for names: the line's, then :data:`_SYSTEM_FOLDERS`."""
-    line = os.environ.get("PATH", os.defpath) if options.path_env is None else options.path_env
-    return f"{line}{os.pathsep}{_SYSTEM_FOLDERS}"
-
-
 def _reread(program: Program, found: str, policy: Policy, options: Options
             ) -> tuple[list[Program] | None, frozenset[str]]:
     """The program read again by what its bytes are (agents/identity.py: PATH, registry.json), when that
@@ -521,7 +509,7 @@ def _reread(program: Program, found: str, policy: Policy, options: Options
         return None, frozenset()
     governed = identity.governed_names(policy)
     typed = os.path.basename(program.argv[0])
-    names = identity.names_of(found, governed, _identity_path(options))
+    names = identity.names_of(found, governed, options.path_env)
     name = identity.identity(typed, names, governed)
     return None if name is None else _renamed(program, name), names - {typed, name}
 
@@ -562,7 +550,7 @@ def _script_identity(program: Program, found: str, policy: Policy, options: Opti
     applies: only the name)."""
     governed = identity.governed_names(policy)
     name = identity.identity(os.path.basename(program.argv[0]),
-                             identity.names_of(found, governed, _identity_path(options)), governed)
+                             identity.names_of(found, governed, options.path_env), governed)
     return program if name is None else replace(program, argv=(name, *program.argv[1:]))
 
 

@@ -5,7 +5,9 @@ to) ``env`` called ``tool`` runs whatever follows, and a link to ``gh`` called `
 whose deny rules apply. So each file the hook admits is compared with the programs whose names carry a
 meaning here — the modelled runners (agents/runners.py), the programs with a table
 (facts/program_tables.py), the interpreters and other runners of facts/programs.py, and every program
-the policy names — as found on PATH and in glibc's default path:
+the policy names — as found on PATH and then in the system's own folders (:data:`SYSTEM_FOLDERS`: glibc's
+default path and the folders a shell started without PATH searches, sbin among them; runners live there
+too, off an agent's PATH: a signed copy of /usr/sbin/chroot called ``cr`` is chroot):
 
 * symlinks are resolved first: a file whose real name is one of those names is that program;
 * the same file (device and inode: a hard link, or a link resolved to it) is that program;
@@ -35,7 +37,7 @@ from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from atip_trust._base.lazy import lazy_import
-from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS
+from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS, SHELL_DEFAULT_PATH
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import path_entries
 from atip_trust.facts.program_tables import TABLES
@@ -49,6 +51,11 @@ else:
     local = lazy_import("atip_trust.registry.local")  # why deferred: only while registry.json exists
 
 _CHUNK = 1 << 20
+#: The folders indexed after the line's PATH: glibc's default path (runners.DEFAULT_PATH), then every
+#: absolute folder of the shells' compiled-in defaults (runners.SHELL_DEFAULT_PATH: /usr/local/sbin,
+#: /usr/local/bin, /usr/sbin, /sbin...), named there only (found by tests/attacks/test_shell_redteam_oracle.py).
+SYSTEM_FOLDERS = tuple(dict.fromkeys(e for p in (DEFAULT_PATH, *SHELL_DEFAULT_PATH.values())
+                                     for e in p.split(":") if os.path.isabs(e)))
 
 
 def governed_names(policy: Policy) -> frozenset[str]:
@@ -81,7 +88,7 @@ class _Index:
         self.by_size: dict[int, list[tuple[str, str, tuple[int, int]]]] = {}
         self.digests: dict[str, str | None] = {}
         seen: set[str] = set()
-        entries = [e for e, usable in path_entries(path_env) if usable] + DEFAULT_PATH.split(":")
+        entries = [e for e, usable in path_entries(path_env) if usable] + list(SYSTEM_FOLDERS)
         listed: set[str] = set()
         for entry in dict.fromkeys(entries):
             real = os.path.realpath(entry)  # /bin is /usr/bin on a merged-/usr system: list it once
@@ -162,6 +169,7 @@ def _registry() -> tuple[str | None, tuple[int, ...] | None]:
 
 def _index(governed: frozenset[str], path_env: str | None) -> _Index:
     registry, stamp = _registry()
+    path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env  # the key: PATH as read now
     key = (governed, path_env, stamp)
     index = _INDEXES.get(key)
     if index is None:
@@ -173,7 +181,8 @@ def _index(governed: frozenset[str], path_env: str | None) -> _Index:
 
 
 def names_of(found: str, governed: frozenset[str], path_env: str | None) -> frozenset[str]:
-    """The names the file at ``found`` is known by here (module docstring); empty when none."""
+    """The names the file at ``found`` is known by here (module docstring); empty when none. ``path_env``:
+    the line's PATH (None: this process's); :data:`SYSTEM_FOLDERS` are searched after it."""
     index = _index(governed, path_env)
     known = index.known
     real = os.path.basename(os.path.realpath(found))
@@ -250,4 +259,4 @@ def identity(typed: str, names: Iterable[str], governed: frozenset[str]) -> str 
     return next((n for n in names if n in governed), None)
 
 
-__all__ = ["governed_names", "identity", "is_system", "names_of"]
+__all__ = ["SYSTEM_FOLDERS", "governed_names", "identity", "is_system", "names_of"]

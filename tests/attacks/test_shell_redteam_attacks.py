@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from atip_trust.admission.admit import load_admission_policy
+from atip_trust.agents import identity
 from atip_trust.policy.model import Policy
 
 from shell_lines import ShellWorld
@@ -248,6 +249,24 @@ def test_a_copy_of_a_runner_from_sbin_is_read_as_that_runner(world: tuple[ShellW
     allows."""
     shell_world, _ = world
     attack(world, f"cr / {shell_world.dir}/evil", unsigned=True)
+
+
+@pytest.mark.skipif(shutil.which("chroot", path="/usr/sbin:/sbin") is None, reason="no chroot in sbin")
+@pytest.mark.parametrize("path", ["world", "/usr/bin:/bin"])
+def test_a_copy_of_an_sbin_runner_is_that_runner_whatever_path_identity_is_given(world: tuple[ShellWorld, Policy],
+                                                                                  path: str) -> None:
+    """agents/identity.py indexes the sbin folders itself (identity.SYSTEM_FOLDERS), not only a wider
+    PATH its caller builds: ``bin/cr`` (a signed copy of /usr/sbin/chroot) runs any program, and is
+    chroot under a PATH without sbin, as every caller of names_of sees it (bash runs the line as root only:
+    chroot(2) needs it)."""
+    shell_world, _ = world
+    line = shell_world.env["PATH"] if path == "world" else path
+    assert not {"/usr/sbin", "/sbin", "/usr/local/sbin"} & set(line.split(":"))
+    if os.geteuid() == 0:
+        attack(world, f"cr / {shell_world.dir}/evil", unsigned=True)
+    assert "chroot" in identity.names_of(str(shell_world.bin / "cr"), frozenset(), line)
+    assert identity.identity("cr", identity.names_of(str(shell_world.bin / "cr"), frozenset(), line),
+                             frozenset()) == "chroot"
 
 
 # -- place: a shell started without PATH searches its own default, which ends with "." ------------------
