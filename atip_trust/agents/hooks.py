@@ -373,9 +373,13 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
         also: frozenset[str] = frozenset()
         if found is None:
             found = _locate(program, request.cwd, options.path_env)
+            ident = _identified(program, found, policy, options)
+            refused = _pin_refused(program, found, ident)
+            if refused is not None:
+                return refused
             if program.script:
-                program = _script_identity(program, found, policy, options)
-            again, also = _reread(program, found, policy, options)
+                program = _script_identity(program, ident)
+            again, also = _reread(program, ident)
             if again is not None:
                 return _admit_as(again, program, found, request, policy, options, depth, also=also)
         try:
@@ -499,19 +503,36 @@ def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:
     write_audit(adm, record=record)
 
 
-def _reread(program: Program, found: str, policy: Policy, options: Options
-            ) -> tuple[list[Program] | None, frozenset[str]]:
-    """The program read again by what its bytes are (agents/identity.py: PATH, registry.json), when that
-    is not the name the line gives it: itself under that name, then whatever it runs as that program;
-    None otherwise (and for a script a shell reads, which is not executed). With it, the other names
-    the bytes are known by, whose deny and ask rules apply too (``_known_as``)."""
+def _identified(program: Program, found: str, policy: Policy, options: Options) -> identity.Identified:
+    """What the file the line calls ``argv[0]`` is by its bytes (agents/identity.py: PATH, registry.json)."""
+    return identity.identify(found, os.path.basename(program.argv[0]), identity.governed_names(policy),
+                             options.path_env)
+
+
+def _pin_refused(program: Program, found: str, ident: identity.Identified) -> Part | None:
+    """A denial when the program is read by another name than the line gives it and ``registry.json``
+    pins the typed name to other bytes (identity.identify): admitted under the other name, the typed
+    name's pin would go unchecked, where admission denies a mismatch in every mode
+    (admission/agent_tools.registry_check); None otherwise."""
+    if ident.pin is None:
+        return None
+    expected, actual = ident.pin
+    typed = os.path.basename(program.argv[0])
+    return Part(program.argv, "deny", f"{' '.join(program.argv)}: {found} has the bytes of {ident.name}, and "
+                f"registry.json pins {typed!r} to other bytes (expected {expected}, actual {actual}): drift or "
+                "tampering; if the tool was updated on purpose, index it again with `atip-trust scan "
+                "--update-registry` once it verifies", found, None, program)
+
+
+def _reread(program: Program, ident: identity.Identified) -> tuple[list[Program] | None, frozenset[str]]:
+    """The program read again by what its bytes are (``ident``), when that is not the name the line
+    gives it: itself under that name, then whatever it runs as that program; None otherwise (and for a
+    script a shell reads, which is not executed). With it, the other names the bytes are known by,
+    whose deny and ask rules apply too (``_known_as``)."""
     if program.script:
         return None, frozenset()
-    governed = identity.governed_names(policy)
-    typed = os.path.basename(program.argv[0])
-    names = identity.names_of(found, governed, options.path_env)
-    name = identity.identity(typed, names, governed)
-    return None if name is None else _renamed(program, name), names - {typed, name}
+    name = ident.name
+    return None if name is None else _renamed(program, name), ident.names - {os.path.basename(program.argv[0]), name}
 
 
 def _known_as(part: Part, argv: tuple[str, ...], names: frozenset[str], policy: Policy) -> Part:
@@ -543,15 +564,12 @@ def _renamed(program: Program, name: str) -> list[Program]:
     return [first, *inner]
 
 
-def _script_identity(program: Program, found: str, policy: Policy, options: Options) -> Program:
-    """A script a shell reads (``bash FILE ARGS``) under the name its bytes are: ``bash tools/hub repo
-    delete x``, where ``tools/hub`` links to gh's script, is gh's ``repo delete`` to the rules (found by
-    tests/attacks/test_shell_redteam_oracle.py; the file is read, not executed, so no runner model
-    applies: only the name)."""
-    governed = identity.governed_names(policy)
-    name = identity.identity(os.path.basename(program.argv[0]),
-                             identity.names_of(found, governed, options.path_env), governed)
-    return program if name is None else replace(program, argv=(name, *program.argv[1:]))
+def _script_identity(program: Program, ident: identity.Identified) -> Program:
+    """A script a shell reads (``bash FILE ARGS``) under the name its bytes are (``ident``): ``bash
+    tools/hub repo delete x``, where ``tools/hub`` links to gh's script, is gh's ``repo delete`` to the
+    rules (found by tests/attacks/test_shell_redteam_oracle.py; the file is read, not executed, so no
+    runner model applies: only the name)."""
+    return program if ident.name is None else replace(program, argv=(ident.name, *program.argv[1:]))
 
 
 def _metadata_name(adm: Admission) -> str | None:

@@ -23,6 +23,12 @@ registry that cannot be read gives none either (admission denies on it: agent_to
 The third source, a tool's verified ATIP metadata naming it, is known only once the file is admitted
 (admission/metadata_trust.py decides what is verified): agents/hooks.py reads it there.
 
+A name taken away is checked too: a program admitted under the name its bytes have is not admitted
+under the name the line gives it, whose ``registry.json`` pin admission would otherwise check
+(admission/agent_tools.registry_check). So :func:`identify` also says when ``registry.json`` pins the
+typed name to other bytes (a ``wrap`` the user indexed, now a copy of ``env``): drift or tampering, a
+denial as in admission, whatever the bytes are now.
+
 The index of those names is built once per process from one directory listing per PATH entry and,
 when ``registry.json`` exists (one ``stat``), one read of it (only files of the same size are ever
 hashed), so an ordinary line costs a few ``stat`` calls.
@@ -37,6 +43,7 @@ from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from atip_trust._base.lazy import lazy_import
+from atip_trust._base.record import Record
 from atip_trust.agents.runners import DEFAULT_PATH, RUNNERS, SHELL_DEFAULT_PATH
 from atip_trust.errors import AtipTrustError
 from atip_trust.facts.artifact import path_entries
@@ -80,10 +87,11 @@ def governed_names(policy: Policy) -> frozenset[str]:
 class _Index:
     """The named programs found on one PATH: by (device, inode), and by size for the hash comparison."""
 
-    __slots__ = ("by_inode", "by_size", "digests", "known")
+    __slots__ = ("by_inode", "by_size", "digests", "known", "registry")
 
     def __init__(self, names: frozenset[str], path_env: str | None, registry: str | None) -> None:
         self.known = names
+        self.registry = registry
         self.by_inode: dict[tuple[int, int], set[str]] = {}
         self.by_size: dict[int, list[tuple[str, str, tuple[int, int]]]] = {}
         self.digests: dict[str, str | None] = {}
@@ -140,8 +148,8 @@ class _Index:
         return self.digests[path]
 
 
-def _sha256(path: str) -> str | None:
-    h = hashlib.sha256()
+def _sha256(path: str, algorithm: str = "sha256") -> str | None:
+    h = hashlib.new(algorithm)
     try:
         with open(path, "rb") as f:
             while chunk := f.read(_CHUNK):
@@ -183,7 +191,42 @@ def _index(governed: frozenset[str], path_env: str | None) -> _Index:
 def names_of(found: str, governed: frozenset[str], path_env: str | None) -> frozenset[str]:
     """The names the file at ``found`` is known by here (module docstring); empty when none. ``path_env``:
     the line's PATH (None: this process's); :data:`SYSTEM_FOLDERS` are searched after it."""
+    return _names(_index(governed, path_env), found)
+
+
+class Identified(Record):
+    """What :func:`identify` found for one file."""
+
+    #: The name to read the program by (:func:`identity`), or None: the name the line gives it.
+    name: str | None
+    #: Every name the file is known by (:func:`names_of`).
+    names: frozenset[str]
+    #: ``(expected, actual)`` digests when the program is read by another name and ``registry.json`` pins
+    #: the typed one to other bytes (module docstring), else None.
+    pin: tuple[str, str] | None = None
+
+
+def identify(found: str, typed: str, governed: frozenset[str], path_env: str | None) -> Identified:
+    """:func:`names_of` and :func:`identity` for the file ``found`` the line calls ``typed``, and the
+    typed name's ``registry.json`` pin when the program is read by another name (module docstring): one
+    index, so without a ``registry.json`` one ``stat``. A malformed or unsafe index raises, as in
+    admission (registry/local.py): an error, a denial."""
     index = _index(governed, path_env)
+    names = _names(index, found)
+    name = identity(typed, names, governed)
+    if name is None or index.registry is None:
+        return Identified(name, names)
+    entry = local.LocalRegistry(index.registry).recorded(typed)
+    if entry is None:
+        return Identified(name, names)
+    want = entry.digest
+    have = index.digest(os.path.realpath(found)) if want.algorithm == "sha256" else \
+        _sha256(os.path.realpath(found), want.algorithm)
+    actual = "unreadable" if have is None else f"{want.algorithm}:{have}"
+    return Identified(name, names, None if have == want.hex else (str(want), actual))
+
+
+def _names(index: _Index, found: str) -> frozenset[str]:
     known = index.known
     real = os.path.basename(os.path.realpath(found))
     try:
@@ -259,4 +302,4 @@ def identity(typed: str, names: Iterable[str], governed: frozenset[str]) -> str 
     return next((n for n in names if n in governed), None)
 
 
-__all__ = ["SYSTEM_FOLDERS", "governed_names", "identity", "is_system", "names_of"]
+__all__ = ["SYSTEM_FOLDERS", "Identified", "governed_names", "identify", "identity", "is_system", "names_of"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,6 +192,61 @@ def test_a_malformed_registry_gives_no_identity_and_denies(vault: Vault, content
     index.chmod(0o600)
     assert "vault" not in identity.names_of(str(copy), identity.governed_names(policy), vault.world.env["PATH"])
     assert vault.judge(policy, "d/x/helper secret list") == "deny"
+
+
+def _verdict(vault: Vault, policy: Policy, text: str) -> tuple[str, str]:
+    verdict = decide_command(HookRequest("claude-code", "Bash", text, cwd=str(vault.dir)), policy=policy,
+                             options=Options(admit=AdmitOptions(audit=False, cache=False),
+                                             bundle_dir=str(vault.world.bundles), path_env=vault.world.env["PATH"]))
+    assert verdict is not None
+    return verdict.behavior, verdict.reason
+
+
+@pytest.mark.parametrize("text", ["wrap tool x", "bin/wrap tool x", "nice wrap tool x"])
+def test_a_pinned_name_on_path_swapped_for_a_runners_bytes_is_not_allowed_as_that_runner(vault: Vault,
+                                                                                          text: str) -> None:
+    """registry.json pins ``wrap`` (the user indexed it when it was vault's bytes); the ``wrap`` on PATH
+    is now a copy of env. Read as env by its bytes, it was admitted as env and the pin of the name the line
+    calls it went unchecked: allowed. Admission denies a pin mismatch in every mode; so does the gate,
+    naming both digests."""
+    policy = vault.policy("swap")
+    assert vault.judge(policy, text) == "allow"  # no registry.json: env's signed bytes, running a signed tool
+    LocalRegistry(vault.data / "registry.json").put("wrap", vault.real)
+    ran_as = subprocess.run(["/bin/bash", "-c", text], cwd=vault.dir, env=vault.world.env, capture_output=True,
+                            text=True, timeout=60, check=False).stdout
+    assert "vault" not in ran_as and ran_as.strip(), f"bash ran the pinned bytes, or nothing: {ran_as!r}"
+    have = hashlib.sha256((vault.world.bin / "wrap").read_bytes()).hexdigest()
+    behavior, reason = _verdict(vault, policy, text)
+    assert behavior == "deny", reason
+    assert f"expected sha256:{vault.hex}" in reason and f"actual sha256:{have}" in reason, reason
+    LocalRegistry(vault.data / "registry.json").put("wrap", vault.world.bin / "wrap")  # indexed again: these bytes
+    assert vault.judge(policy, text) == "allow"
+
+
+def test_a_pin_of_the_typed_name_is_read_only_when_the_bytes_rename_it(vault: Vault,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without registry.json, reading a renamed program costs one ``stat`` of it (identity.identify), and a
+    program under its own name leaves the pin to admission."""
+    policy = vault.policy("stat")
+    index = str(vault.data / "registry.json")
+    seen: list[str] = []
+    real_stat = os.stat
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.fspath(path) == index:
+            seen.append(index)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting)
+    got = identity.identify(str(vault.world.bin / "wrap"), "wrap", identity.governed_names(policy),
+                            vault.world.env["PATH"])
+    assert (got.name, got.pin, len(seen)) == ("env", None, 1)
+    monkeypatch.setattr(os, "stat", real_stat)
+    LocalRegistry(vault.data / "registry.json").put("tool", vault.real)  # tool's pin: other bytes
+    got = identity.identify(str(vault.world.bin / "tool"), "tool", identity.governed_names(policy),
+                            vault.world.env["PATH"])
+    assert (got.name, got.pin) == (None, None)  # not renamed: admission checks the pin (and denies)
+    assert vault.judge(policy, "tool x") == "deny"
 
 
 # -- identity by verified metadata --------------------------------------------------------------------
