@@ -77,7 +77,15 @@ def tables() -> str:
                             "read command by command, each one the table knows runs nothing and touches no file, "
                             f"unless `{t.sandbox}`")
             if t.implies:
-                checked += "; " + ", ".join(f"`{o}` runs `{p}`" for o, p in t.implies) + " (admitted as a program)"
+                runs: dict[str, list[str]] = {}  # option -> the programs it may run, in the table's order
+                for o, p in t.implies:
+                    runs.setdefault(o, []).append(p)
+                by_programs: dict[tuple[str, ...], list[str]] = {}  # options running the same programs, together
+                for o, ps in runs.items():
+                    by_programs.setdefault(tuple(ps), []).append(o)
+                checked += "; " + ", ".join(
+                    f"{' '.join(f'`{o}`' for o in opts)} {'runs' if len(opts) == 1 else 'run'} "
+                    f"{' or '.join(f'`{p}`' for p in ps)}" for ps, opts in by_programs.items()) + " (admitted as a program)"
             lines.append(f"| `{name}` | {_cell(_options(t.options) + extra + checked)} |")
     lines += ["", "git's sub-commands and the options each may be told (after git's own options; "
               + "".join(f"`{c.option}` not matching `{c.pattern}`: {c.why}; " for c in TABLES["git"].checked)

@@ -385,7 +385,7 @@ def _admit(program: Program, request: HookRequest, policy: Policy, options: Opti
         try:
             if os.path.basename(program.argv[0]) == "git":
                 check_repository(program, request.cwd)
-            _path_helpers(program, request, options)
+                _git_helpers(program, request, options)
         except BaseException:
             if opened is not None:  # an admission _claimed handed over: this call owns it
                 opened.art.close()
@@ -444,39 +444,31 @@ def _denied_anyway(part: Part, policy: Policy) -> Part:
                    f"about it ({part.reason})")
 
 
-#: Programs that run other programs by name from PATH, which the line never names: for each, the helper
-#: names and the sub-commands that may run them (None: any invocation). git(1), git-config(1): ssh for
-#: an ``host:path`` or ``ssh://`` address (also a remote's configured one), the signing programs
-#: (``-S``, ``commit.gpgSign``, ``--show-signature``), the editor (a message not given, ``add -e``,
-#: ``branch --edit-description``; a terminal that is not dumb; Debian's default is ``editor``). GNU tar: the compression programs, also when it
-#: extracts (it recognises a compressed archive by its bytes).
-_PATH_HELPERS: dict[str, tuple[tuple[tuple[str, ...], frozenset[str] | None], ...]] = {
-    "git": (
-        (("ssh",), frozenset({"fetch", "pull", "push", "clone", "ls-remote", "remote", "submodule", "archive"})),
-        (("gpg", "gpgsm", "ssh-keygen"), frozenset({"commit", "tag", "merge", "rebase", "cherry-pick", "revert", "am",
-                                                    "pull", "verify-commit", "verify-tag", "log", "show"})),
-        (("editor", "vi"), frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "pull",
-                                      "notes", "add", "branch"})),
-    ),
-    "tar": ((("gzip", "bzip2", "xz", "lzip", "lzma", "lzop", "zstd", "compress"), None),),
-}
+#: What git runs by name from PATH, which the line never names: the helper names and the sub-commands
+#: that may run them. git(1), git-config(1): ssh for an ``host:path`` or ``ssh://`` address (also a
+#: remote's configured one), the signing programs (``-S``, ``commit.gpgSign``, ``--show-signature``), the
+#: editor (a message not given, ``add -e``, ``branch --edit-description``; a terminal that is not dumb;
+#: Debian's default is ``editor``). (What tar runs by name, its compression programs, also when it reads
+#: an archive, is in its table and admitted as programs of the line: facts/program_tables.py implies.)
+_GIT_HELPERS: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = (
+    (("ssh",), frozenset({"fetch", "pull", "push", "clone", "ls-remote", "remote", "submodule", "archive"})),
+    (("gpg", "gpgsm", "ssh-keygen"), frozenset({"commit", "tag", "merge", "rebase", "cherry-pick", "revert", "am",
+                                                "pull", "verify-commit", "verify-tag", "log", "show"})),
+    (("editor", "vi"), frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "pull",
+                                  "notes", "add", "branch"})),
+)
 
 
-def _path_helpers(program: Program, request: HookRequest, options: Options) -> None:
-    """Unprovable when a program ``program`` may run by name (:data:`_PATH_HELPERS`) is found on the
-    line's PATH and is not the system's (identity.is_system): a ``~/.local/bin/ssh`` runs unchecked under
-    an allowed ``git push``, a ``gzip`` there under ``tar -xf`` (found by
-    tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote localhost:x``)."""
-    base = os.path.basename(program.argv[0])
-    table = _PATH_HELPERS.get(base)
-    if table is None:
-        return
+def _git_helpers(program: Program, request: HookRequest, options: Options) -> None:
+    """Unprovable when a program git may run by name (:data:`_GIT_HELPERS`) is found on the line's PATH
+    and is not the system's (identity.is_system): a ``~/.local/bin/ssh`` runs unchecked under an allowed
+    ``git push`` (found by tests/attacks/test_shell_redteam_oracle.py: ``git ls-remote localhost:x``)."""
     words = [Word(w) for w in program.argv]
-    sub = git_subcommand(words) if base == "git" else len(words)
+    sub = git_subcommand(words)
     name = words[sub].text if sub < len(words) else ""
     search = program.search if program.search is not None else options.path_env
-    for helpers, subs in table:
-        if subs is not None and name not in subs:
+    for helpers, subs in _GIT_HELPERS:
+        if name not in subs:
             continue
         for helper in helpers:
             try:
@@ -484,8 +476,8 @@ def _path_helpers(program: Program, request: HookRequest, options: Options) -> N
             except ArtifactAccessError:
                 continue  # not installed: it cannot run it
             if not identity.is_system(found, helper):
-                raise Unprovable(f"{base} {name + ' ' if name else ''}may run {helper!r} by name from PATH, and "
-                                 f"the one found there ({found}) is not the system's")
+                raise Unprovable(f"git {name} may run {helper!r} by name from PATH, and the one found there "
+                                 f"({found}) is not the system's")
 
 
 def _write_hook_audit(adm: Admission, part: Part, policy: Policy) -> None:
@@ -682,12 +674,29 @@ def _admit_each(found: list[Program], request: HookRequest, policy: Policy, opti
     seen: dict[Program, Part] = {}
     parts: list[Part] = []
     for program in found:
+        if program.implied and not _installed(program, request, options):
+            continue
         key = replace(program, span=None)
         part = seen.get(key)
         if part is None:
             part = seen[key] = _admit(program, request, policy, options)
         parts.append(part if part.program is program else replace(part, program=program))
     return parts
+
+
+def _installed(program: Program, request: HookRequest, options: Options) -> bool:
+    """False for a program another one may run by name (``tar -x`` and each decompressor: Program.implied)
+    that is not installed and that nothing earlier in the line can make: it runs nothing, so it is no part
+    of the line (the archive that calls for it fails), not an unknown program for hooks.unlisted."""
+    if program.after_writer:
+        return True
+    try:
+        _locate(program, request.cwd, options.path_env)
+    except ArtifactAccessError:
+        return False
+    except Unprovable:
+        return True  # its own admission says why
+    return True
 
 
 def _quiet_by_bytes(found: list[Program], request: HookRequest, options: Options) -> list[Program]:

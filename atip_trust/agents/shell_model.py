@@ -80,6 +80,9 @@ class Program(Record):
     #: It runs without PATH in its environment (``env -i``): what it runs searches a default path
     #: (runners.Inner.cleared; hooks.py re-reads a disguised runner with it).
     cleared: bool = False
+    #: A program another one may run by name (facts/program_tables.py ``implies``: ``tar -x`` runs the
+    #: decompressor an archive calls for): one not installed runs nothing, so hooks.py leaves it out.
+    implied: bool = False
 
 
 #: Builtins and keywords after which the line's later words or lookups are not what the text says
@@ -519,7 +522,8 @@ def _assignment(node: Node) -> str:
 
 
 def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...], *, external: bool,
-              keyword: bool = False, span: tuple[int, int] | None = None, inner: Inner | None = None) -> None:
+              keyword: bool = False, span: tuple[int, int] | None = None, inner: Inner | None = None,
+              implied: bool = False) -> None:
     """One command's words: a builtin, a shell runner, or a program (and what a runner runs)."""
     if len(via) > MAX_RUNNERS:
         raise Unprovable(f"the line nests more than {MAX_RUNNERS} runners ({' '.join(via[:4])} ...)")
@@ -543,12 +547,18 @@ def _dispatch(words: list[Word], state: _Walk, depth: int, via: tuple[str, ...],
         search=inner.search if inner is not None and inner.search is not None else state.search, via=via,
         after_writer=state.writer, cleared=state.cleared or (inner is not None and inner.cleared),
         moved=state.moved or (inner is not None and inner.chdir), script=inner is not None and inner.script,
-        state_dependent=reads_state(base, words), span=span, env=state.env, quiet=not writes))
-    implied = () if script else tables.check(base, words, state.env)
-    for program in implied:  # tar -z runs gzip, found on the same PATH (facts/program_tables.py implies)
+        state_dependent=reads_state(base, words), span=span, env=state.env, quiet=not writes, implied=implied))
+    by_name = () if script else tables.check(base, words, state.env)
+    before, wrote = state.writer, False
+    for program in by_name:  # tar -z runs gzip, found on the same PATH (facts/program_tables.py implies)
+        # Alternatives (``tar -x`` runs the one decompressor its archive calls for), each started by this
+        # program: none comes after another, whatever each may write.
+        state.writer = before
         _dispatch([Word(program)], state, depth, (*via, base), external=True,
                   inner=Inner(search=inner.search if inner is not None and inner.search is not None
-                              else state.search))
+                              else state.search), implied=True)
+        wrote = wrote or state.writer
+    state.writer = before or wrote
     if model is not None and modelled:
         outcome = model(words)
         if open_args and not outcome.inner:

@@ -112,6 +112,9 @@ def _r(why: str, *options: str, after: tuple[str, ...] = ()) -> tuple[Refused, .
     return tuple(Refused(o, why, after) for o in options)
 
 
+#: tar's modes that read an archive, and the programs its compression detection may run then.
+_TAR_READS = ("-x", "--extract", "--get", "-t", "--list", "-d", "--diff", "--compare", "--test-label")
+_TAR_DECOMPRESSORS = ("gzip", "bzip2", "xz", "lzip", "lzma", "lzop", "zstd", "compress")
 _RUNNER_ENV = ("*",)
 _RUNNER = "the command in its operands (modelled in agents/runners.py, then checked as itself)"
 
@@ -215,9 +218,10 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                        "workflow", "secret", "variable", "api", "search", "status", "label", "ruleset",
                        "ssh-key", "gpg-key", "attestation", "completion", "version", "--version", "--help"),
           files="its configuration (GH_CONFIG_DIR, XDG_CONFIG_HOME, HOME: refused when the line sets them)"),
-    Table("tar", "the compression program its option names (gzip for -z, bzip2 for -j, xz for -J...: found "
-          "on PATH and admitted as a program of the line), and when it reads an archive without one, the "
-          "decompression program the archive's first bytes call for (not modelled); scripts it is told to run",
+    Table("tar", "the compression program its option names (gzip for -z, bzip2 for -j, xz for -J...), and "
+          "when it reads an archive (-x, -t, -d, --test-label), the decompression program the archive's first "
+          "bytes call for, any of them: found on PATH and admitted as programs of the line; scripts it is told "
+          "to run",
           options=("Acdrtuxg:GnSC:T:X:kUWOmpsf:L:Mb:BiH:V:jJzZhK:N:PlRvwo "
                    "--catenate --concatenate --create --delete --diff --compare --append --test-label --list "
                    "--update --extract --get --check-device --listed-incremental= --incremental "
@@ -257,7 +261,10 @@ TABLES: dict[str, Table] = {t.name: t for t in (
           implies=(("-z", "gzip"), ("--gzip", "gzip"), ("--gunzip", "gzip"), ("--ungzip", "gzip"),
                    ("-j", "bzip2"), ("--bzip2", "bzip2"), ("-J", "xz"), ("--xz", "xz"), ("--lzip", "lzip"),
                    ("--lzma", "lzma"), ("--lzop", "lzop"), ("--zstd", "zstd"), ("-Z", "compress"),
-                   ("--compress", "compress"), ("--uncompress", "compress")),
+                   ("--compress", "compress"), ("--uncompress", "compress"),
+                   # GNU tar reading an archive recognises its compression by its first bytes and runs
+                   # that program by name from PATH, with no option saying so (tar(1) -a; buffer.c magic).
+                   *((o, p) for o in _TAR_READS for p in _TAR_DECOMPRESSORS)),
           checked=(*(Checked(o, r"^[^/]*:", "names a remote archive, which tar reaches by running rsh")
                      for o in ("-f", "--file")),),
           files="none that choose code; TAR_OPTIONS is not in the table", bundled_first=True),

@@ -19,6 +19,7 @@ import pytest
 
 from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents import identity
+from atip_trust.agents.shell_model import programs
 from atip_trust.policy.model import Policy
 
 from shell_lines import ShellWorld
@@ -231,6 +232,33 @@ def test_tar_running_an_unsigned_compressor_by_name_is_not_allowed(world: tuple[
     shell_world, _ = world
     with line_env(shell_world, HELPERS_MARK):
         attack(world, text, unsigned=True)
+
+
+@pytest.mark.parametrize("text", ["tar -xf d/list.txz -C d", "tar -tf d/list.txz", "tar xf d/list.txz -C d",
+                                  "tar -df d/list.txz", "tar --test-label -f d/list.txz", "tar --list --file=d/list.txz",
+                                  "env tar -xvf d/list.txz -C d"])
+def test_tar_reading_an_archive_runs_the_decompressor_it_calls_for_by_name(world: tuple[ShellWorld, Policy],
+                                                                           text: str) -> None:
+    """No option names xz, but GNU tar reading an archive recognises xz's bytes and runs ``xz -d`` from
+    PATH: the unsigned ``d/ubin/xz`` first there. The tar table says so (implies, for every mode that
+    reads an archive), so the decompressors are programs of the line like gzip under ``-z``."""
+    shell_world, _ = world
+    with line_env(shell_world, HELPERS_MARK):
+        subprocess.run(["tar", "-cJf", str(shell_world.dir / "d" / "list.txz"), "-C", str(shell_world.dir / "d"),
+                        "list"], check=True, timeout=60)
+        attack(world, text, unsigned=True)
+    implied = [p.argv[0] for p in programs(text) if p.implied]
+    assert {"gzip", "xz", "bzip2", "zstd"} <= set(implied), implied
+
+
+def test_tar_that_reads_no_archive_runs_no_decompressor(world: tuple[ShellWorld, Policy]) -> None:
+    """``tar -cf`` (no compression option) runs no program by name: allowed even with unsigned
+    compressors first on PATH (the special case this replaced asked for any tar line)."""
+    shell_world, policy = world
+    with line_env(shell_world, HELPERS_MARK):
+        assert not bash_ran(shell_world, "tar -cf out.txt d/list")[0]
+        assert judge(shell_world, policy, "tar -cf out.txt d/list") == "allow"
+        assert judge(shell_world, policy, "tar -rf out.txt d/list") == "allow"
 
 
 def test_git_with_the_system_helpers_is_allowed(world: tuple[ShellWorld, Policy]) -> None:

@@ -55,6 +55,7 @@ from atip_trust.admission.options import AdmitOptions
 from atip_trust.agents import hooks
 from atip_trust.agents.formats import HookRequest
 from atip_trust.agents.hooks import Options, Verdict, decide_command
+from atip_trust.facts.program_tables import TABLES
 from atip_trust.facts.programs import is_unmodelled_runner
 from atip_trust.policy.model import Policy
 
@@ -71,6 +72,10 @@ DISGUISES = {"run": ("copy", "bash"), "xa": ("link", "xargs"), "nn": ("copy", "n
              "fnd": ("copy", "find"), "gt": ("copy", "git"), "ss": ("copy", "setsid"), "tr2": ("copy", "tar")}
 #: A signed bash script (reads BASH_ENV, imports functions) and GNU time as a program.
 BTOOL = b'#!/bin/bash\necho "btool $*"\n'
+
+
+#: What tar runs by name (facts/program_tables.py implies).
+TAR_COMPRESSORS = tuple(dict.fromkeys(program for _, program in TABLES["tar"].implies))
 
 
 def _system(name: str) -> Path:
@@ -134,6 +139,11 @@ def make_redteam_world(base: Path) -> ShellWorld:
         world.originals[world.dir / "d" / "ubin" / helper] = evil
     if shutil.which("time", path="/usr/bin:/bin"):
         sign(_system("time").read_bytes())
+    # The system's compression programs, signed and allowed as the other system programs are: tar runs
+    # them by name (its table's implies), also to read an archive.
+    compressors = [n for n in TAR_COMPRESSORS if shutil.which(n, path="/usr/bin:/bin")]
+    for name in compressors:
+        sign(_system(name).read_bytes())
     # A signed script outside the world's folder (not changeable by its owner, as_owner) whose #! names
     # an interpreter inside it: bin/interp, a copy of the signed dash. On PATH, after the system's.
     system = base.parent / f"{base.name}-sys"
@@ -148,7 +158,7 @@ def make_redteam_world(base: Path) -> ShellWorld:
     hook.write_text(f'#!/bin/sh\ncase "$3" in *[!0]*) ;; *) exit 0;; esac\n'
                     f'git merge-base --is-ancestor "$2" "$3" 2>/dev/null || echo hit >> {world.denied}\n')
     policy = json.loads(world.policy.read_text())
-    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time", "cr", "ptool", "interp"]
+    names = [*DISGUISES, "w1", "w2", "runner", "btool", "time", "cr", "ptool", "interp", *compressors]
     policy["permissions"]["allow"] += [{"rule": f"{n} *", "minTrustLevel": "VERIFIED"} for n in names]
     policy["permissions"]["allow"] += [{"rule": n, "minTrustLevel": "VERIFIED"} for n in names]
     world.policy.write_text(json.dumps(policy))
