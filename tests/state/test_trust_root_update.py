@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,11 +17,11 @@ from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from atip_trust.state import tufroot
 
 import testsigstore
+import tuf_world
 from tufrepo import TufRepo
 from verify_helpers import Run, cli
 
@@ -45,29 +44,17 @@ def sigstore() -> testsigstore.TestSigstore:
 
 @pytest.fixture
 def repo(tmp_path: Path, sigstore: testsigstore.TestSigstore) -> TufRepo:
-    r = TufRepo(tmp_path / "repo", json.dumps(sigstore.trusted_root()).encode())
-    r.publish()
-    return r
+    return tuf_world.published_repo(tmp_path / "repo", sigstore)
 
 
 @pytest.fixture
 def served(httpserver: HTTPServer, repo: TufRepo) -> str:
-    """The repository's folder served as files, read at each request (tests change them)."""
-    def handler(request: Request) -> Response:
-        path = repo.dir / request.path.lstrip("/")
-        if ".." in request.path or not path.is_file():
-            return Response("not found", status=404)
-        return Response(path.read_bytes(), status=200)
-
-    httpserver.expect_request(re.compile(".*")).respond_with_handler(handler)
-    return httpserver.url_for("/").rstrip("/")
+    return tuf_world.serve(httpserver, repo)
 
 
 @pytest.fixture
 def tuf_root(tmp_path: Path, repo: TufRepo) -> Path:
-    path = tmp_path / "1.root.json"
-    path.write_bytes(repo.root_bytes(1))
-    return path
+    return tuf_world.first_root(tmp_path, repo)
 
 
 def _update(url: str, tuf_root: Path, *extra: str) -> Run:
