@@ -19,19 +19,16 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from atip_trust.admission.admit import load_admission_policy
 from atip_trust.agents.shell_model import Unprovable, programs
 from atip_trust.policy.model import Policy
 
-from shell_lines import ShellWorld, make_world
+from shell_lines import ShellWorld
 from test_shell_oracle import judge, run_in_bash
-from test_shell_time_attacks import _AS_USER, NOBODY, ROOT
+from test_shell_time_attacks import _AS_USER, NOBODY, ROOT, readable_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 IDIOM = ("git commit -m \"$(cat <<'EOF'\nFix the parser budget\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n"
@@ -41,16 +38,8 @@ IDIOM = ("git commit -m \"$(cat <<'EOF'\nFix the parser budget\n\nCo-Authored-By
 @pytest.fixture(scope="module")
 def world() -> Iterator[tuple[ShellWorld, Policy]]:
     """A world of its own (the attacks below add a file to its bin/), readable by every user."""
-    base = Path(tempfile.mkdtemp(prefix="atip-commit-idiom-"))
-    base.chmod(0o755)
-    w = make_world(base / "w")
-    for folder, dirs, _ in os.walk(base):
-        for d in dirs:
-            os.chmod(os.path.join(folder, d), 0o755)
-    try:
-        yield w, load_admission_policy(str(w.policy))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    with readable_world("atip-commit-idiom-") as world:
+        yield world
 
 
 def _attack(world: tuple[ShellWorld, Policy], text: str) -> str | None:

@@ -85,6 +85,18 @@ def judge_pinned(world: ShellWorld, policy: Policy, text: str) -> str | None:
     return verdict.rewritten if verdict is not None and verdict.behavior == "allow" else None
 
 
+def refused(world: ShellWorld, policy: Policy, text: str, did: tuple[bool, bool], *, unsigned: bool = False,
+            denied: bool = False) -> str:
+    """The attack tests' one check: bash did what the attack claims (``did``: an unsigned program ran, a
+    denied command ran; each required as said), and the gate neither allows ``text`` nor has no opinion on
+    it. Returns the gate's answer."""
+    assert (did[0] or not unsigned) and (did[1] or not denied), \
+        f"bash did not do what the attack claims for {text!r}: (unsigned ran, denied ran) = {did}"
+    answer = judge(world, policy, text)
+    assert answer not in ("allow", None), f"allowed, and bash runs it: {text!r} ({answer})"
+    return str(answer)
+
+
 def run_in_bash(world: ShellWorld, text: str, *, path: str | None = None) -> bool:
     """True when bash ran an unsigned program for ``text`` (:func:`ran`)."""
     return ran(world, text, path=path)[0]

@@ -24,7 +24,7 @@ from atip_trust.facts.program_tables import TABLES
 from atip_trust.policy.model import Policy
 
 from shell_lines import ShellWorld, make_world
-from test_shell_oracle import judge, ran
+from test_shell_oracle import judge, ran, refused
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
 
@@ -38,12 +38,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> tuple[ShellWorld, Policy
 def attack(oracle: tuple[ShellWorld, Policy], text: str, *, unsigned: bool = False, denied: bool = False) -> str:
     """Bash runs ``text`` (an unsigned program and/or a denied command, as said); the gate does not allow it."""
     world, policy = oracle
-    did = ran(world, text)
-    assert (did[0] or not unsigned) and (did[1] or not denied), \
-        f"bash did not do what the attack claims for {text!r}: (unsigned ran, denied ran) = {did}"
-    answer = judge(world, policy, text)
-    assert answer not in ("allow", None), f"allowed, and bash runs it: {text!r} ({answer})"
-    return str(answer)
+    return refused(world, policy, text, ran(world, text), unsigned=unsigned, denied=denied)
 
 
 # -- 1. identity by bytes ------------------------------------------------------------------------------

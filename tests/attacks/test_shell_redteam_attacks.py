@@ -23,7 +23,7 @@ from atip_trust.agents.shell_model import programs
 from atip_trust.policy.model import Policy
 
 from shell_lines import ShellWorld
-from test_shell_oracle import judge
+from test_shell_oracle import judge, refused
 from test_shell_redteam_oracle import HELPERS_MARK, agent_home, as_owner, bash_ran, line_env, make_redteam_world
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell lines")
@@ -45,14 +45,10 @@ def attack(world: tuple[ShellWorld, Policy], text: str, *, unsigned: bool = Fals
     """Bash runs ``text`` (unverified bytes and/or a denied command, as said); the gate does not allow it,
     and does not pass a denied command through."""
     shell_world, policy = world
-    did = bash_ran(shell_world, text)
-    assert (did[0] or not unsigned) and (did[1] or not denied), \
-        f"bash did not do what the attack claims for {text!r}: (unsigned ran, denied ran) = {did}"
-    answer = judge(shell_world, policy, text)
-    assert answer not in ("allow", None), f"allowed, and bash runs it: {text!r} ({answer})"
+    answer = refused(shell_world, policy, text, bash_ran(shell_world, text), unsigned=unsigned, denied=denied)
     if denied:
         assert answer != "passthrough", f"passed through, and bash runs a denied command: {text!r}"
-    return str(answer)
+    return answer
 
 
 def system_first(world: ShellWorld, monkeypatch: pytest.MonkeyPatch) -> None:

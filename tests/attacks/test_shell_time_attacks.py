@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,11 @@ ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
 
 
-@pytest.fixture(scope="module")
-def oracle() -> Iterator[tuple[ShellWorld, Policy]]:
-    """The world in a folder every user may read (the unprivileged runs below read it too)."""
-    base = Path(tempfile.mkdtemp(prefix="atip-time-attacks-"))
+@contextmanager
+def readable_world(prefix: str) -> Iterator[tuple[ShellWorld, Policy]]:
+    """A world of its own in a folder every user may read (the unprivileged runs read it too: pytest's
+    tmp_path is root's alone), removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
     base.chmod(0o755)
     world = make_world(base / "w")
     for folder, dirs, _ in os.walk(base):
@@ -53,6 +55,12 @@ def oracle() -> Iterator[tuple[ShellWorld, Policy]]:
         yield world, load_admission_policy(str(world.policy))
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Iterator[tuple[ShellWorld, Policy]]:
+    with readable_world("atip-time-attacks-") as world:
+        yield world
 
 
 def attack(oracle: tuple[ShellWorld, Policy], text: str) -> str | None:
