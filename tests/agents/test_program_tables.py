@@ -3,7 +3,6 @@ program the gate models or the shipped policies name has one."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -19,15 +18,13 @@ from atip_trust.agents.shell_model import Unprovable, programs
 from atip_trust.facts.git_options import GIT_SUBCOMMANDS
 from atip_trust.facts.program_tables import TABLES, env_allowed
 
+import doc_scripts
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_agents_doc", ROOT / "docs" / "make_agents_doc.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return doc_scripts.generator("make_agents_doc")
 
 
 def test_the_committed_agents_doc_shows_the_tables_the_gate_uses() -> None:

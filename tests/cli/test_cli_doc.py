@@ -4,7 +4,6 @@ line the code accepts."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -12,15 +11,13 @@ from types import ModuleType
 
 from atip_trust.cli.main import build_parser
 
+import doc_scripts
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_cli_doc", ROOT / "docs" / "make_cli_doc.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return doc_scripts.generator("make_cli_doc")
 
 
 def test_committed_cli_reference_is_what_the_parser_generates() -> None:

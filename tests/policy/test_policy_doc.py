@@ -3,7 +3,6 @@ fragment."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -11,16 +10,14 @@ from types import ModuleType
 import jsonschema
 import pytest
 
+import doc_scripts
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schema" / "policy.schema.json").read_text(encoding="utf-8"))
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_policy_doc", ROOT / "docs" / "make_policy_doc.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return doc_scripts.generator("make_policy_doc")
 
 
 def test_committed_policy_reference_is_what_the_schema_generates() -> None:

@@ -7,9 +7,9 @@ trusted roots it names parsed as roots. Schema validity alone let ``audit.log: "
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jsonschema
@@ -21,18 +21,15 @@ from atip_trust.policy.compose import compose
 from atip_trust.policy.constraints import choose_trusted_root
 from atip_trust.policy.load import load_layer
 
+import doc_scripts
 import testsigstore
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schema" / "policy.schema.json").read_text(encoding="utf-8"))
 
 
-def generator() -> Any:
-    spec = importlib.util.spec_from_file_location("make_policy_doc", ROOT / "docs" / "make_policy_doc.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def generator() -> ModuleType:
+    return doc_scripts.generator("make_policy_doc")
 
 
 def placements() -> dict[str, list[str]]:
